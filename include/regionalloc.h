@@ -1,0 +1,122 @@
+/* libregionalloc: per-tag memory accounting on top of jemalloc arenas. */
+#ifndef REGIONALLOC_H
+#define REGIONALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define RA_EXPORT __attribute__((visibility("default")))
+#else
+#define RA_EXPORT
+#endif
+
+/* A tag is a memory category. Ids are 1..ra_tag_count(); 0 means untagged. */
+typedef unsigned ra_tag_t;
+#define RA_TAG_NONE 0u
+#define RA_TAG_NAME_MAX 63  /* bytes, excluding the NUL */
+#define RA_TAG_STACK_MAX 64 /* push depth per thread */
+
+/* -- tags ------------------------------------------------------------------ */
+
+/* Returns the id of the tag called name, creating it (and its arena and
+ * region) on first use. RA_TAG_NONE with errno EINVAL for a NULL, empty or
+ * too long name, ENOSPC when the reservation has no region left, ENOMEM when
+ * jemalloc cannot create the arena. */
+RA_EXPORT ra_tag_t ra_tag_create(const char *name);
+
+/* Returns the id of an existing tag, or RA_TAG_NONE (errno ENOENT, or
+ * EINVAL for a bad name). Never creates. */
+RA_EXPORT ra_tag_t ra_tag_lookup(const char *name);
+
+/* "untagged" for RA_TAG_NONE, the name for a created tag, NULL with errno
+ * EINVAL otherwise. The string lives until exit. */
+RA_EXPORT const char *ra_tag_name(ra_tag_t tag);
+
+/* Number of tags created so far; valid ids are 1..ra_tag_count(). */
+RA_EXPORT unsigned ra_tag_count(void);
+
+/* Pushes tag on this thread's stack: 0, or -1 with errno EINVAL (tag never
+ * created) or EOVERFLOW (stack full; stack unchanged). Never allocates. */
+RA_EXPORT int ra_tag_push(ra_tag_t tag);
+
+/* Pops tag if it is on top of this thread's stack: 0, or -1 with errno
+ * EINVAL (not on top, stack empty, or never created; stack unchanged). */
+RA_EXPORT int ra_tag_pop(ra_tag_t tag);
+
+/* Top of this thread's stack, RA_TAG_NONE when empty. */
+RA_EXPORT ra_tag_t ra_tag_current(void);
+
+/* The tag that owns the block at ptr (any address inside a tagged region),
+ * RA_TAG_NONE for untagged memory and NULL. O(1), no header, no lock. */
+RA_EXPORT ra_tag_t ra_tag_of(const void *ptr);
+
+/* RA_TAG_SCOPE(tag): pushes tag now and pops it when the enclosing block is
+ * left (GCC/Clang cleanup attribute). If the push fails (errno set), nothing
+ * is popped at the end. The two helpers are its implementation only. */
+RA_EXPORT ra_tag_t ra__tag_scope_begin(ra_tag_t tag);
+RA_EXPORT void ra__tag_scope_end(const ra_tag_t *pushed);
+#define RA__SCOPE_CAT2(a, b) a##b
+#define RA__SCOPE_CAT(a, b) RA__SCOPE_CAT2(a, b)
+#define RA_TAG_SCOPE(tag)                                                  \
+    ra_tag_t RA__SCOPE_CAT(ra__tag_scope_, __LINE__)                       \
+        __attribute__((cleanup(ra__tag_scope_end), unused)) =              \
+            ra__tag_scope_begin(tag)
+
+/* -- allocation (current tag) ------------------------------------------------
+ * Same semantics as the glibc functions of the same name. Allocations belong
+ * to the tag on top of the calling thread's stack; failure returns NULL with
+ * errno ENOMEM and never aborts. */
+RA_EXPORT void *ra_malloc(size_t size);
+RA_EXPORT void *ra_calloc(size_t n, size_t size);
+/* Keeps ptr's tag whatever is on the stack; ra_realloc(NULL, n) uses the
+ * current tag; ra_realloc(p, 0) frees p and returns NULL. */
+RA_EXPORT void *ra_realloc(void *ptr, size_t size);
+RA_EXPORT void ra_free(void *ptr);
+/* size must be the size requested when ptr was allocated (as sdallocx). */
+RA_EXPORT void ra_free_sized(void *ptr, size_t size);
+RA_EXPORT void *ra_aligned_alloc(size_t align, size_t size);
+/* Returns 0, EINVAL (align not a power of two multiple of sizeof(void *))
+ * or ENOMEM; *out is written only on success. */
+RA_EXPORT int ra_posix_memalign(void **out, size_t align, size_t size);
+RA_EXPORT size_t ra_malloc_usable_size(const void *ptr);
+/* Allocates under tag without touching the stack; NULL with errno EINVAL for
+ * a tag never created. */
+RA_EXPORT void *ra_malloc_tag(ra_tag_t tag, size_t size);
+
+/* -- usage, purge ------------------------------------------------------------ */
+typedef struct ra_tag_stats {
+    size_t allocated; /* bytes in live blocks (usable sizes) */
+    size_t active;    /* bytes in pages holding live blocks */
+    size_t resident;  /* jemalloc's resident estimate for the arena */
+    size_t mapped;    /* bytes mapped (committed) in the region */
+    size_t dirty;     /* unused pages not yet returned to the OS */
+    size_t muzzy;
+    size_t retained;  /* virtual memory kept for reuse, not resident */
+    size_t reserved;  /* the region's size */
+    uint64_t nmalloc; /* allocations ever made under the tag */
+    uint64_t ndalloc; /* frees ever made of the tag's blocks */
+} ra_tag_stats_t;
+
+/* Fills *out for tag (RA_TAG_NONE: all untagged arenas together): 0, or -1
+ * with errno EINVAL (bad tag or NULL out) or ENOTSUP (pass-through mode). */
+RA_EXPORT int ra_tag_stats(ra_tag_t tag, ra_tag_stats_t *out);
+/* Returns the tag's unused pages to the OS: 0 or -1 (EINVAL, ENOTSUP). */
+RA_EXPORT int ra_tag_purge(ra_tag_t tag);
+/* Purges every tag and the untagged arenas: 0 or -1 (ENOTSUP). */
+RA_EXPORT int ra_purge_all(void);
+/* Flushes the calling thread's caches, for every tag and untagged. */
+RA_EXPORT void ra_thread_flush(void);
+/* 1 when tagging is on, 0 in pass-through mode (REGIONALLOC=0 or no
+ * reservation could be made). */
+RA_EXPORT int ra_enabled(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REGIONALLOC_H */

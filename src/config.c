@@ -1,0 +1,158 @@
+/* Environment parsing: REGIONALLOC, _MAX_TAGS, _REGION_SIZE, _STATS. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define DEFAULT_MAX_TAGS 256u
+#define DEFAULT_REGION_SIZE ((size_t)64 << 30)
+
+static struct ra__config config;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+
+void ra__warn(const char *msg)
+{
+    /* write(2) rather than stdio: this runs inside malloc and must not
+     * allocate. A short write of a diagnostic is not worth retrying. */
+    size_t len = strlen(msg);
+    ssize_t rc = write(STDERR_FILENO, msg, len);
+    rc = write(STDERR_FILENO, "\n", 1);
+    (void)rc;
+}
+
+void ra__assert_fail(const char *cond, const char *file, int line)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "regionalloc: %s:%d: assertion failed: %s",
+             file, line, cond);
+    ra__warn(buf);
+    abort();
+}
+
+static void warn_default(const char *var, const char *value,
+                         const char *why, const char *used)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "regionalloc: %s=\"%.64s\" is invalid (%s); using the default %s",
+             var, value, why, used);
+    ra__warn(buf);
+}
+
+/* Parses "<digits>[K|M|G|T][i][B]" (case-insensitive suffix). Returns true on
+ * failure (syntax or overflow). */
+static bool parse_size(const char *s, size_t *out)
+{
+    const char *p = s;
+    size_t value = 0;
+    unsigned shift = 0;
+
+    if (*p < '0' || *p > '9')
+        return true;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        unsigned digit = (unsigned)(*p - '0');
+        if (value > (SIZE_MAX - digit) / 10)
+            return true;
+        value = value * 10 + digit;
+    }
+    switch (*p) {
+    case 'k': case 'K': shift = 10; p++; break;
+    case 'm': case 'M': shift = 20; p++; break;
+    case 'g': case 'G': shift = 30; p++; break;
+    case 't': case 'T': shift = 40; p++; break;
+    default: break;
+    }
+    if (shift != 0 && (*p == 'i' || *p == 'I'))
+        p++;
+    if (*p == 'b' || *p == 'B')
+        p++;
+    if (*p != '\0')
+        return true;
+    if (shift != 0 && value > (SIZE_MAX >> shift))
+        return true;
+    *out = value << shift;
+    return false;
+}
+
+static void read_enabled(void)
+{
+    const char *v = secure_getenv("REGIONALLOC");
+
+    config.enabled = true;
+    if (v == NULL)
+        return;
+    if (strcmp(v, "0") == 0)
+        config.enabled = false;
+    else if (strcmp(v, "1") != 0)
+        warn_default("REGIONALLOC", v, "expected 0 or 1", "1");
+}
+
+static void read_max_tags(void)
+{
+    const char *v = secure_getenv("REGIONALLOC_MAX_TAGS");
+    size_t n;
+
+    config.max_tags = DEFAULT_MAX_TAGS;
+    if (v == NULL)
+        return;
+    if (parse_size(v, &n) || n < 1 || n > RA__MAX_TAGS_LIMIT) {
+        char why[64];
+        snprintf(why, sizeof why, "expected a number from 1 to %u",
+                 RA__MAX_TAGS_LIMIT);
+        warn_default("REGIONALLOC_MAX_TAGS", v, why, "256");
+        return;
+    }
+    config.max_tags = (unsigned)n;
+}
+
+static void read_region_size(void)
+{
+    const char *v = secure_getenv("REGIONALLOC_REGION_SIZE");
+    size_t n;
+
+    config.region_size = DEFAULT_REGION_SIZE;
+    if (v == NULL)
+        return;
+    if (parse_size(v, &n) || n < RA__REGION_SIZE_MIN || (n & (n - 1)) != 0 ||
+        n > ((size_t)1 << 46)) {
+        warn_default("REGIONALLOC_REGION_SIZE", v,
+                     "expected a power of two from 4M to 64T, K/M/G/T "
+                     "suffixes accepted", "64G");
+        return;
+    }
+    config.region_size = n;
+}
+
+static void read_stats(void)
+{
+    const char *v = secure_getenv("REGIONALLOC_STATS");
+
+    config.stats_path[0] = '\0';
+    if (v == NULL || v[0] == '\0')
+        return;
+    if (strlen(v) >= sizeof config.stats_path) {
+        warn_default("REGIONALLOC_STATS", v, "path too long",
+                     "(no report)");
+        return;
+    }
+    strcpy(config.stats_path, v);
+}
+
+static void read_config(void)
+{
+    read_enabled();
+    read_max_tags();
+    read_region_size();
+    read_stats();
+}
+
+const struct ra__config *ra__config(void)
+{
+    if (pthread_once(&config_once, read_config) != 0)
+        abort();
+    return &config;
+}

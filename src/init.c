@@ -1,0 +1,54 @@
+/* One-time library start: configuration, reservation, fork handlers. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+atomic_bool ra__tagging;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+/* The library's own locks are taken before fork and released on both sides,
+ * so a child never inherits one held by a thread that no longer exists.
+ * jemalloc does the same for its own. */
+static void prefork(void)
+{
+    ra__tag_prefork();
+    ra__alloc_prefork();
+}
+
+static void postfork_parent(void)
+{
+    ra__alloc_postfork_parent();
+    ra__tag_postfork();
+}
+
+static void postfork_child(void)
+{
+    ra__alloc_postfork_child();
+    ra__tag_postfork();
+}
+
+static void init_library(void)
+{
+    const struct ra__config *config = ra__config();
+    bool tagging = false;
+
+    if (config->enabled)
+        tagging = !ra__region_reserve(config->max_tags, config->region_size);
+    if (pthread_atfork(prefork, postfork_parent, postfork_child) != 0)
+        abort();
+    ra__alloc_init();
+    atomic_store_explicit(&ra__tagging, tagging, memory_order_release);
+}
+
+bool ra__init(void)
+{
+    if (pthread_once(&init_once, init_library) != 0)
+        abort();
+    return atomic_load_explicit(&ra__tagging, memory_order_acquire);
+}
+
+int ra_enabled(void)
+{
+    return ra__init() ? 1 : 0;
+}

@@ -1,0 +1,267 @@
+/* The reservation, tag <-> address math and the extent hooks: the only mmap
+ * user of the library. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <jemalloc/jemalloc.h>
+
+#include "internal.h"
+
+/* The hooks struct is the first member so that a hook finds its region from
+ * the extent_hooks_t pointer jemalloc passes back. It must outlive the arena:
+ * the table is static and regions are never torn down. */
+struct region {
+    extent_hooks_t hooks;
+    uintptr_t start;
+    uintptr_t end;
+    /* Next never-used address. Everything below it was handed to jemalloc,
+     * which keeps it (opt.retain) and reuses it; we never take it back. */
+    _Atomic uintptr_t next;
+};
+
+uintptr_t ra__region_base;
+unsigned ra__region_shift;
+_Atomic unsigned ra__region_count;
+
+static struct region regions[RA__MAX_TAGS_LIMIT];
+
+static struct region *region_of_hooks(extent_hooks_t *hooks)
+{
+    return (struct region *)(void *)hooks;
+}
+
+static bool region_contains(const struct region *r, const void *addr,
+                            size_t size)
+{
+    uintptr_t a = (uintptr_t)addr;
+    return a >= r->start && a <= r->end && size <= r->end - a;
+}
+
+/* Takes [addr, addr + size) from the never-used part of the region: exactly
+ * new_addr when given (only possible when it is the next free address), else
+ * the first aligned address. Returns 0 when it does not fit. */
+static uintptr_t carve_extent(struct region *r, uintptr_t new_addr,
+                              size_t size, size_t alignment)
+{
+    uintptr_t cur = atomic_load_explicit(&r->next, memory_order_relaxed);
+    uintptr_t addr;
+
+    do {
+        if (new_addr != 0) {
+            if (new_addr != cur)
+                return 0;
+            addr = cur;
+        } else {
+            addr = (cur + alignment - 1) & ~(uintptr_t)(alignment - 1);
+            if (addr < cur)
+                return 0;
+        }
+        if (addr > r->end || size > r->end - addr)
+            return 0;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &r->next, &cur, addr + size, memory_order_relaxed,
+        memory_order_relaxed));
+    return addr;
+}
+
+static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
+                          size_t alignment, bool *zero, bool *commit,
+                          unsigned arena_ind)
+{
+    struct region *r = region_of_hooks(hooks);
+    uintptr_t addr;
+    (void)arena_ind;
+
+    addr = carve_extent(r, (uintptr_t)new_addr, size, alignment);
+    if (addr == 0)
+        return NULL;
+    /* Always commit: fresh PROT_NONE pages become usable and, never touched
+     * before, read as zero. The space stays carved if mprotect fails (no
+     * memory for page tables); jemalloc sees the failure and we lose only
+     * address space. */
+    if (mprotect((void *)addr, size, PROT_READ | PROT_WRITE) != 0)
+        return NULL;
+    *zero = true;
+    *commit = true;
+    return (void *)addr;
+}
+
+/* Opting out of dalloc makes jemalloc retain the extent for reuse: the region
+ * is never unmapped piecemeal. */
+static bool extent_dalloc(extent_hooks_t *hooks, void *addr, size_t size,
+                          bool committed, unsigned arena_ind)
+{
+    (void)hooks; (void)addr; (void)size; (void)committed; (void)arena_ind;
+    return true;
+}
+
+/* Called only if an arena is destroyed: give the pages back, keep the
+ * address space reserved. */
+static void extent_destroy(extent_hooks_t *hooks, void *addr, size_t size,
+                           bool committed, unsigned arena_ind)
+{
+    (void)hooks; (void)committed; (void)arena_ind;
+    madvise(addr, size, MADV_DONTNEED);
+}
+
+static bool extent_commit(extent_hooks_t *hooks, void *addr, size_t size,
+                          size_t offset, size_t length, unsigned arena_ind)
+{
+    (void)hooks; (void)size; (void)arena_ind;
+    return mprotect((char *)addr + offset, length,
+                    PROT_READ | PROT_WRITE) != 0;
+}
+
+/* Forced purge is the only purge: MADV_DONTNEED returns the pages to the OS
+ * at once, so ra_tag_purge() shows in RSS. Decommit is left to jemalloc's
+ * fallback (it purges instead), which keeps the region one writable mapping
+ * rather than a patchwork of protections. */
+static bool extent_purge_forced(extent_hooks_t *hooks, void *addr,
+                                size_t size, size_t offset, size_t length,
+                                unsigned arena_ind)
+{
+    (void)hooks; (void)size; (void)arena_ind;
+    return madvise((char *)addr + offset, length, MADV_DONTNEED) != 0;
+}
+
+static bool extent_split(extent_hooks_t *hooks, void *addr, size_t size,
+                         size_t size_a, size_t size_b, bool committed,
+                         unsigned arena_ind)
+{
+    (void)size_a; (void)size_b; (void)committed; (void)arena_ind;
+    return !region_contains(region_of_hooks(hooks), addr, size);
+}
+
+static bool extent_merge(extent_hooks_t *hooks, void *addr_a, size_t size_a,
+                         void *addr_b, size_t size_b, bool committed,
+                         unsigned arena_ind)
+{
+    struct region *r = region_of_hooks(hooks);
+    (void)committed; (void)arena_ind;
+    return !region_contains(r, addr_a, size_a) ||
+           !region_contains(r, addr_b, size_b);
+}
+
+/* Maps size bytes of PROT_NONE address space aligned to align. Returns NULL
+ * on failure. */
+static void *reserve_aligned(size_t size, size_t align)
+{
+    size_t span = size + align;
+    char *raw, *aligned;
+
+    if (span < size)
+        return NULL;
+    raw = mmap(NULL, span, PROT_NONE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    aligned = (char *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
+    if (aligned != raw)
+        munmap(raw, (size_t)(aligned - raw));
+    if (aligned + size != raw + span)
+        munmap(aligned + size, (size_t)(raw + span - (aligned + size)));
+    return aligned;
+}
+
+static void print_size(char *buf, size_t len, size_t bytes)
+{
+    static const char units[] = "KMGT";
+    unsigned u = 0;
+
+    bytes >>= 10;
+    while (bytes >= 1024 && (bytes & 1023) == 0 && u < 3) {
+        bytes >>= 10;
+        u++;
+    }
+    snprintf(buf, len, "%zu%c", bytes, units[u]);
+}
+
+bool ra__region_reserve(unsigned max_tags, size_t region_size)
+{
+    size_t wanted = region_size;
+    char msg[256], a[32], b[32];
+    void *base = NULL;
+
+    for (; region_size >= RA__REGION_SIZE_MIN; region_size >>= 1) {
+        if (region_size > SIZE_MAX / max_tags)
+            continue;
+        base = reserve_aligned(region_size * max_tags, region_size);
+        if (base != NULL)
+            break;
+    }
+    if (base == NULL) {
+        print_size(a, sizeof a, wanted);
+        snprintf(msg, sizeof msg,
+                 "regionalloc: cannot reserve %u regions of %s or smaller "
+                 "(%s); running in pass-through mode",
+                 max_tags, a, strerror(errno));
+        ra__warn(msg);
+        return true;
+    }
+    if (region_size != wanted) {
+        print_size(a, sizeof a, wanted);
+        print_size(b, sizeof b, region_size);
+        snprintf(msg, sizeof msg,
+                 "regionalloc: cannot reserve %u regions of %s; using "
+                 "regions of %s", max_tags, a, b);
+        ra__warn(msg);
+    }
+
+    ra__region_base = (uintptr_t)base;
+    ra__region_shift = (unsigned)__builtin_ctzll(region_size);
+    for (unsigned i = 0; i < max_tags; i++) {
+        struct region *r = &regions[i];
+        r->hooks = (extent_hooks_t){
+            .alloc = extent_alloc,
+            .dalloc = extent_dalloc,
+            .destroy = extent_destroy,
+            .commit = extent_commit,
+            .decommit = NULL,
+            .purge_lazy = NULL,
+            .purge_forced = extent_purge_forced,
+            .split = extent_split,
+            .merge = extent_merge,
+        };
+        r->start = ra__region_base + ((uintptr_t)i << ra__region_shift);
+        r->end = r->start + region_size;
+        atomic_init(&r->next, r->start);
+    }
+    atomic_store_explicit(&ra__region_count, max_tags, memory_order_release);
+    return false;
+}
+
+int ra__region_create_arena(unsigned idx)
+{
+    extent_hooks_t *hooks = &regions[idx].hooks;
+    unsigned arena;
+    size_t len = sizeof arena;
+    char name[64];
+    /* jemalloc grows a retained arena by an exponential series of extents;
+     * cap the step so a small region is filled before a grow fails. */
+    size_t grow_limit = (size_t)1 << (ra__region_shift - 3);
+    int rc;
+
+    rc = mallctl("arenas.create", &arena, &len, &hooks, sizeof hooks);
+    if (rc != 0) {
+        errno = rc == EAGAIN ? ENOSPC : rc;
+        return -1;
+    }
+    snprintf(name, sizeof name, "arena.%u.retain_grow_limit", arena);
+    rc = mallctl(name, NULL, NULL, &grow_limit, sizeof grow_limit);
+    ra__assert(rc == 0);
+    return (int)arena;
+}
+
+size_t ra__region_used(unsigned idx)
+{
+    const struct region *r = &regions[idx];
+    return atomic_load_explicit(&r->next, memory_order_relaxed) - r->start;
+}
+
+ra_tag_t ra_tag_of(const void *ptr)
+{
+    return ra__tag_of_addr(ptr);
+}

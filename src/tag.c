@@ -1,0 +1,182 @@
+/* Registry of tag names and ids, and the thread-local tag stack. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+RA__TLS struct ra__tag_stack ra__tag_stack;
+unsigned ra__tag_arena[RA__MAX_TAGS_LIMIT + 1];
+
+/* Names are written under the lock before the count that publishes them, and
+ * never change after: readers scan without the lock. */
+static char tag_names[RA__MAX_TAGS_LIMIT + 1][RA_TAG_NAME_MAX + 1];
+static _Atomic unsigned tag_count;
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+
+unsigned ra__tag_published(void)
+{
+    return atomic_load_explicit(&tag_count, memory_order_acquire);
+}
+
+static void lock_registry(void)
+{
+    if (pthread_mutex_lock(&registry_lock) != 0)
+        abort();
+}
+
+static void unlock_registry(void)
+{
+    if (pthread_mutex_unlock(&registry_lock) != 0)
+        abort();
+}
+
+void ra__tag_prefork(void)
+{
+    lock_registry();
+}
+
+void ra__tag_postfork(void)
+{
+    unlock_registry();
+}
+
+/* Returns the length of name, or 0 when it is not a valid tag name. */
+static size_t valid_name_length(const char *name)
+{
+    size_t len;
+
+    if (name == NULL)
+        return 0;
+    len = strnlen(name, RA_TAG_NAME_MAX + 1);
+    return len > RA_TAG_NAME_MAX ? 0 : len;
+}
+
+static ra_tag_t find_tag(const char *name, unsigned count)
+{
+    for (unsigned t = 1; t <= count; t++)
+        if (strcmp(tag_names[t], name) == 0)
+            return t;
+    return RA_TAG_NONE;
+}
+
+ra_tag_t ra_tag_lookup(const char *name)
+{
+    ra_tag_t tag;
+
+    if (valid_name_length(name) == 0) {
+        errno = EINVAL;
+        return RA_TAG_NONE;
+    }
+    tag = find_tag(name, ra__tag_published());
+    if (tag == RA_TAG_NONE)
+        errno = ENOENT;
+    return tag;
+}
+
+ra_tag_t ra_tag_create(const char *name)
+{
+    size_t len = valid_name_length(name);
+    bool tagging;
+    unsigned count;
+    ra_tag_t tag;
+
+    if (len == 0) {
+        errno = EINVAL;
+        return RA_TAG_NONE;
+    }
+    tag = find_tag(name, ra__tag_published());
+    if (tag != RA_TAG_NONE)
+        return tag;
+
+    tagging = ra__init();
+    lock_registry();
+    count = atomic_load_explicit(&tag_count, memory_order_relaxed);
+    tag = find_tag(name, count);
+    if (tag != RA_TAG_NONE)
+        goto out;
+    if (count >= ra__config()->max_tags) {
+        errno = ENOSPC;
+        goto out;
+    }
+    tag = count + 1;
+    if (tagging) {
+        int arena = ra__region_create_arena(count);
+        if (arena < 0) {
+            tag = RA_TAG_NONE;
+            goto out;
+        }
+        ra__tag_arena[tag] = (unsigned)arena;
+    }
+    memcpy(tag_names[tag], name, len + 1);
+    atomic_store_explicit(&tag_count, tag, memory_order_release);
+out:
+    unlock_registry();
+    return tag;
+}
+
+const char *ra_tag_name(ra_tag_t tag)
+{
+    if (tag == RA_TAG_NONE)
+        return "untagged";
+    if (!ra__tag_valid(tag)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return tag_names[tag];
+}
+
+unsigned ra_tag_count(void)
+{
+    return ra__tag_published();
+}
+
+int ra_tag_push(ra_tag_t tag)
+{
+    struct ra__tag_stack *s = &ra__tag_stack;
+
+    if (!ra__tag_valid(tag)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (s->depth >= RA_TAG_STACK_MAX) {
+        errno = EOVERFLOW;
+        return -1;
+    }
+    s->items[s->depth++] = tag;
+    s->top = tag;
+    return 0;
+}
+
+int ra_tag_pop(ra_tag_t tag)
+{
+    struct ra__tag_stack *s = &ra__tag_stack;
+
+    if (!ra__tag_valid(tag) || s->depth == 0 || s->top != tag) {
+        errno = EINVAL;
+        return -1;
+    }
+    s->depth--;
+    s->top = s->depth == 0 ? RA_TAG_NONE : s->items[s->depth - 1];
+    return 0;
+}
+
+ra_tag_t ra_tag_current(void)
+{
+    return ra__tag_stack.top;
+}
+
+ra_tag_t ra__tag_scope_begin(ra_tag_t tag)
+{
+    return ra_tag_push(tag) == 0 ? tag : RA_TAG_NONE;
+}
+
+void ra__tag_scope_end(const ra_tag_t *pushed)
+{
+    int saved = errno;
+
+    if (*pushed != RA_TAG_NONE)
+        ra_tag_pop(*pushed);
+    errno = saved;
+}
