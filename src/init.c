@@ -38,6 +38,8 @@ static void init_library(void)
     if (pthread_atfork(prefork, postfork_parent, postfork_child) != 0)
         abort();
     ra__alloc_init();
+    if (tagging)
+        ra__override_check();
     atomic_store_explicit(&ra__tagging, tagging, memory_order_release);
 }
 

@@ -122,6 +122,15 @@ void ra__alloc_flush_tag(ra_tag_t tag);
 /* Purges the arena of tag without the public checks. Returns true on failure. */
 bool ra__stats_purge_arena(unsigned arena);
 
+/* -- override.c: the malloc-family symbols -------------------------------- */
+/* Warns once on stderr when "malloc" resolves to another library than this
+ * one (link order), since plain malloc is then untagged. */
+#ifdef RA_OVERRIDE
+void ra__override_check(void);
+#else
+static inline void ra__override_check(void) {}
+#endif
+
 /* -- report.c: the table printed at exit (REGIONALLOC_STATS) ---------------- */
 /* Prints one row per tag and one for untagged memory. Returns -1 on a write
  * error, 0 otherwise. May allocate (untagged). */

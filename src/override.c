@@ -1,4 +1,5 @@
 /* The malloc-family symbols: thin forwards to alloc.c with glibc semantics. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
@@ -104,4 +105,19 @@ RA__PUBLIC void *pvalloc(size_t size)
 RA__PUBLIC size_t malloc_usable_size(void *ptr)
 {
     return ra_malloc_usable_size(ptr);
+}
+
+/* This library's own malloc, whatever the dynamic linker bound "malloc" to. */
+extern void *ra__own_malloc(size_t size)
+    __attribute__((alias("malloc"), visibility("hidden"), malloc, nothrow,
+                   leaf, alloc_size(1)));
+
+void ra__override_check(void)
+{
+    void *bound = dlsym(RTLD_DEFAULT, "malloc");
+
+    if (bound != NULL && bound != (void *)ra__own_malloc)
+        ra__warn("regionalloc: malloc is bound to another library (was "
+                 "-ljemalloc linked before -lregionalloc?); plain malloc, "
+                 "free and operator new are not tagged in this process");
 }

@@ -1,0 +1,60 @@
+#!/bin/bash
+# Installs the Debian packages needed to build and test libregionalloc, only
+# when one of them is missing (so it is a no-op on a prepared machine).
+#
+# Source it and call ra_install_deps, or run it directly.
+# Honours RA_SKIP_DEPS=1 (never touch apt; just warn about what is missing).
+
+# Packages whose presence is checked; dpkg names.
+RA_DEPS_CHECK=(gcc g++ make autoconf automake libtool pkg-config
+               libjemalloc-dev check cppcheck)
+# What is installed when any of them is missing.
+RA_DEPS_INSTALL=(build-essential autoconf automake libtool pkg-config
+                 libjemalloc-dev check cppcheck python3 git)
+
+ra_missing_deps() {
+    local pkg status
+    for pkg in "${RA_DEPS_CHECK[@]}"; do
+        status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$pkg" 2>/dev/null || true)
+        case $status in
+            ii*) ;;
+            *) printf '%s\n' "$pkg" ;;
+        esac
+    done
+}
+
+ra_install_deps() {
+    local missing sudo=()
+    if ! command -v dpkg-query >/dev/null 2>&1; then
+        echo "deps: not a Debian system (no dpkg-query); install by hand:" \
+             "${RA_DEPS_INSTALL[*]}" >&2
+        return 0
+    fi
+    missing=$(ra_missing_deps)
+    if [ -z "$missing" ]; then
+        return 0
+    fi
+    echo "deps: missing Debian packages:" $missing >&2
+    if [ "${RA_SKIP_DEPS:-0}" = 1 ]; then
+        echo "deps: RA_SKIP_DEPS=1, not installing" >&2
+        return 0
+    fi
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null 2>&1; then
+            sudo=(sudo)
+        else
+            echo "deps: not root and no sudo; install them with:" >&2
+            echo "  apt-get install ${RA_DEPS_INSTALL[*]}" >&2
+            return 1
+        fi
+    fi
+    "${sudo[@]}" apt-get update
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y --no-install-recommends "${RA_DEPS_INSTALL[@]}"
+}
+
+# Run directly: install.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    set -euo pipefail
+    ra_install_deps
+fi

@@ -1,0 +1,62 @@
+#!/bin/bash
+# Builds libregionalloc and runs the whole test suite: the Check suites and
+# shell tests, a second pass under UBSan, cppcheck, and make distcheck.
+# Builds out of tree in build/ and build-ubsan/; safe to run repeatedly.
+# JOBS (default: number of CPUs) sets make's parallelism.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+. scripts/deps.sh
+ra_install_deps
+
+step() { printf '\n=== %s\n' "$*"; }
+
+# Prints the logs of failed tests (test-suite.log collects them).
+show_failures() {
+    local dir=$1
+    if [ -f "$dir/test-suite.log" ]; then
+        cat "$dir/test-suite.log"
+    else
+        cat "$dir"/tests/*.log 2>/dev/null || true
+    fi
+}
+
+# An in-tree configure makes every VPATH build fail ("source directory
+# already configured"); refuse instead of guessing what to delete.
+if [ -f config.status ] || [ -f Makefile ]; then
+    echo "test.sh: the source tree was configured in place; run 'make distclean'" >&2
+    echo "test.sh: here first (builds go to build/ and build-ubsan/)." >&2
+    exit 1
+fi
+
+step "bootstrap"
+./bootstrap
+
+step "build (build/, --enable-werror)"
+mkdir -p build
+(cd build && "$top/configure" --enable-werror)
+make -C build -j"$jobs"
+
+step "make check"
+make -C build -j"$jobs" check || { show_failures build; exit 1; }
+
+step "make lint (cppcheck, man page)"
+make -C build lint
+
+step "UBSan build and make check (build-ubsan/)"
+mkdir -p build-ubsan
+(cd build-ubsan && "$top/configure" --enable-ubsan --enable-werror)
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    make -C build-ubsan -j"$jobs" check || { show_failures build-ubsan; exit 1; }
+
+step "make distcheck"
+make -C build -j"$jobs" distcheck || {
+    for d in build/libregionalloc-*/_build/sub; do
+        [ -d "$d" ] && show_failures "$d"
+    done
+    exit 1
+}
+
+step "all tests passed"

@@ -1,0 +1,757 @@
+/* Suite "region": every tagged byte lives in its tag's region (ra_tag_of),
+ * regions fill up cleanly and recover, and the reservation scales from many
+ * small regions to thousands of large ones. */
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "regionalloc.h"
+#include "testutil.h"
+
+#define MIB ((size_t)1 << 20)
+#define NTAGS 20
+
+static const size_t small_sizes[] = {
+    1,    8,    13,   16,   24,   32,   48,   64,   80,   96,   100,
+    112,  128,  160,  192,  224,  256,  320,  384,  448,  512,  640,
+    768,  896,  1000, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584,
+    4096, 5000, 5120, 6144, 7168, 8192, 10240, 12288, 14336};
+static const size_t large_sizes[] = {
+    14337,      16384,      20480,     24576,    32768,    65536,
+    100000,     262144,     1 << 20,   (1 << 20) + 1, 2 << 20,
+    3 << 20,    4 << 20};
+static const size_t alignments[] = {
+    64, 128, 256, 512, 4096, 8192, 65536, 1 << 20, 2 << 20};
+
+static const char static_data[64] = "static";
+
+static ra_tag_t make_tag(const char *name)
+{
+    ra_tag_t tag;
+
+    errno = 0;
+    tag = ra_tag_create(name);
+    ck_assert_msg(tag != RA_TAG_NONE, "ra_tag_create(\"%s\") failed: errno %d",
+                  name, errno);
+    return tag;
+}
+
+static void make_tags(ra_tag_t *tags, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "region-%u", i);
+        tags[i] = make_tag(name);
+    }
+}
+
+/* Allocates size bytes under tag: explicitly for even i, by push for odd i,
+ * so both ways are interleaved. Touches the first and last byte. */
+static void *alloc_under(ra_tag_t tag, size_t size, unsigned i)
+{
+    void *p;
+
+    if (i % 2 == 0) {
+        p = ra_malloc_tag(tag, size);
+    } else {
+        ck_assert_int_eq(ra_tag_push(tag), 0);
+        p = ra_malloc(size);
+        ck_assert_int_eq(ra_tag_pop(tag), 0);
+    }
+    ck_assert_msg(p != NULL, "allocating %zu bytes under tag %u: errno %d",
+                  size, tag, errno);
+    ((volatile char *)p)[0] = 1;
+    ((volatile char *)p)[size - 1] = 2;
+    return p;
+}
+
+/* The first, last and middle bytes of the block belong to tag. */
+static void assert_block_tag(const void *p, size_t size, ra_tag_t tag)
+{
+    size_t usable = ra_malloc_usable_size(p);
+    const char *c = p;
+
+    ck_assert_uint_ge(usable, size);
+    ck_assert_msg(ra_tag_of(p) == tag, "%zu-byte block %p: tag %u, want %u",
+                  size, p, ra_tag_of(p), tag);
+    ck_assert_msg(ra_tag_of(c + usable / 2) == tag,
+                  "%zu-byte block %p: middle has tag %u, want %u", size, p,
+                  ra_tag_of(c + usable / 2), tag);
+    ck_assert_msg(ra_tag_of(c + usable - 1) == tag,
+                  "%zu-byte block %p: last byte has tag %u, want %u", size, p,
+                  ra_tag_of(c + usable - 1), tag);
+}
+
+/* Allocates every size of sizes under each of NTAGS tags, sizes outermost so
+ * the tags' blocks interleave, then checks them all, then frees them. */
+static void check_sizes_interleaved(const size_t *sizes, unsigned nsizes)
+{
+    ra_tag_t tags[NTAGS];
+    void **blocks = calloc((size_t)nsizes * NTAGS, sizeof *blocks);
+
+    ck_assert_ptr_nonnull(blocks);
+    make_tags(tags, NTAGS);
+    for (unsigned s = 0; s < nsizes; s++)
+        for (unsigned t = 0; t < NTAGS; t++)
+            blocks[s * NTAGS + t] = alloc_under(tags[t], sizes[s], s + t);
+    for (unsigned s = 0; s < nsizes; s++)
+        for (unsigned t = 0; t < NTAGS; t++)
+            assert_block_tag(blocks[s * NTAGS + t], sizes[s], tags[t]);
+    for (unsigned i = 0; i < nsizes * NTAGS; i++)
+        ra_free(blocks[i]);
+    free(blocks);
+}
+
+/* -- tag of blocks ---------------------------------------------------------- */
+
+START_TEST(test_region_small_blocks_have_their_tag)
+{
+    check_sizes_interleaved(small_sizes,
+                            sizeof small_sizes / sizeof small_sizes[0]);
+}
+END_TEST
+
+START_TEST(test_region_large_blocks_have_their_tag)
+{
+    check_sizes_interleaved(large_sizes,
+                            sizeof large_sizes / sizeof large_sizes[0]);
+}
+END_TEST
+
+START_TEST(test_region_huge_blocks_have_their_tag)
+{
+    static const size_t huge[] = {64 * MIB};
+
+    check_sizes_interleaved(huge, 1);
+}
+END_TEST
+
+START_TEST(test_region_gigabyte_blocks_have_their_tag)
+{
+    ra_tag_t tags[3];
+    void *p[3];
+
+    make_tags(tags, 3);
+    /* Default 64 GiB regions hold 1 GiB blocks; only two pages are touched. */
+    for (unsigned i = 0; i < 3; i++)
+        p[i] = alloc_under(tags[i], (size_t)1 << 30, i);
+    for (unsigned i = 0; i < 3; i++)
+        assert_block_tag(p[i], (size_t)1 << 30, tags[i]);
+    for (unsigned i = 0; i < 3; i++)
+        ra_free(p[i]);
+}
+END_TEST
+
+START_TEST(test_region_aligned_blocks_have_their_tag)
+{
+    enum { NALIGN = sizeof alignments / sizeof alignments[0] };
+    ra_tag_t tags[NTAGS];
+    void *a[NALIGN][NTAGS], *pm[NALIGN][NTAGS];
+    void *sentinel = &tags;
+
+    make_tags(tags, NTAGS);
+    for (unsigned i = 0; i < NALIGN; i++) {
+        for (unsigned t = 0; t < NTAGS; t++) {
+            size_t align = alignments[i];
+            /* A size that is not a multiple of the alignment, and one that
+             * is: both must come back aligned and tagged. */
+            size_t size = t % 2 == 0 ? align : align / 2 + 8;
+
+            ck_assert_int_eq(ra_tag_push(tags[t]), 0);
+            a[i][t] = ra_aligned_alloc(align, size);
+            pm[i][t] = sentinel;
+            ck_assert_int_eq(ra_posix_memalign(&pm[i][t], align, size + 1),
+                             0);
+            ck_assert_int_eq(ra_tag_pop(tags[t]), 0);
+            ck_assert_ptr_nonnull(a[i][t]);
+            ck_assert_ptr_ne(pm[i][t], sentinel);
+            ck_assert_uint_eq((uintptr_t)a[i][t] % align, 0);
+            ck_assert_uint_eq((uintptr_t)pm[i][t] % align, 0);
+            memset(a[i][t], 0x5a, size);
+        }
+    }
+    for (unsigned i = 0; i < NALIGN; i++) {
+        for (unsigned t = 0; t < NTAGS; t++) {
+            size_t align = alignments[i];
+            size_t size = t % 2 == 0 ? align : align / 2 + 8;
+            assert_block_tag(a[i][t], size, tags[t]);
+            assert_block_tag(pm[i][t], size + 1, tags[t]);
+            ra_free(a[i][t]);
+            ra_free(pm[i][t]);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_region_calloc_and_realloc_blocks_have_their_tag)
+{
+    ra_tag_t tags[NTAGS];
+    void *p[NTAGS];
+
+    make_tags(tags, NTAGS);
+    for (unsigned t = 0; t < NTAGS; t++) {
+        ck_assert_int_eq(ra_tag_push(tags[t]), 0);
+        p[t] = ra_calloc(10, 10 + t);
+        ck_assert_ptr_nonnull(p[t]);
+        ck_assert_int_eq(ra_tag_pop(tags[t]), 0);
+    }
+    /* Grow through small, large and back down with another tag on top. */
+    ck_assert_int_eq(ra_tag_push(tags[0]), 0);
+    for (size_t size = 200; size <= 8 * MIB; size *= 4) {
+        for (unsigned t = 0; t < NTAGS; t++) {
+            p[t] = ra_realloc(p[t], size);
+            ck_assert_ptr_nonnull(p[t]);
+        }
+        for (unsigned t = 0; t < NTAGS; t++)
+            assert_block_tag(p[t], size, tags[t]);
+    }
+    ck_assert_int_eq(ra_tag_pop(tags[0]), 0);
+    for (unsigned t = 0; t < NTAGS; t++)
+        ra_free(p[t]);
+}
+END_TEST
+
+/* -- untagged addresses --------------------------------------------------- */
+
+static void assert_untagged_addresses(void)
+{
+    int local = 0;
+    void *p = ra_malloc(100);
+    void *q = malloc(5000);
+    void *big = ra_malloc(8 * MIB);
+
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_nonnull(q);
+    ck_assert_ptr_nonnull(big);
+    ck_assert_uint_eq(ra_tag_of(p), RA_TAG_NONE);
+    ck_assert_uint_eq(ra_tag_of(q), RA_TAG_NONE);
+    ck_assert_uint_eq(ra_tag_of(big), RA_TAG_NONE);
+    ck_assert_uint_eq(ra_tag_of((char *)big + 8 * MIB - 1), RA_TAG_NONE);
+    ck_assert_uint_eq(ra_tag_of(&local), RA_TAG_NONE);
+    ck_assert_uint_eq(ra_tag_of(NULL), RA_TAG_NONE);
+    ck_assert_uint_eq(ra_tag_of(static_data), RA_TAG_NONE);
+    ck_assert_uint_eq(ra_tag_of("a string literal"), RA_TAG_NONE);
+    ck_assert_uint_eq(ra_tag_of((const void *)(uintptr_t)1), RA_TAG_NONE);
+    ck_assert_uint_eq(ra_tag_of((const void *)UINTPTR_MAX), RA_TAG_NONE);
+    ra_free(p);
+    free(q);
+    ra_free(big);
+}
+
+START_TEST(test_region_tag_of_before_any_tag_is_none)
+{
+    ck_assert_uint_eq(ra_tag_count(), 0);
+    assert_untagged_addresses();
+    ck_assert_uint_eq(ra_tag_count(), 0);
+}
+END_TEST
+
+START_TEST(test_region_tag_of_untagged_memory_is_none)
+{
+    ra_tag_t tags[NTAGS];
+    void *tagged[NTAGS];
+
+    make_tags(tags, NTAGS);
+    for (unsigned t = 0; t < NTAGS; t++)
+        tagged[t] = alloc_under(tags[t], 4096, t);
+    assert_untagged_addresses();
+    /* The stack is empty again after pushes and pops: untagged. */
+    ck_assert_int_eq(ra_tag_push(tags[3]), 0);
+    ck_assert_int_eq(ra_tag_pop(tags[3]), 0);
+    assert_untagged_addresses();
+    for (unsigned t = 0; t < NTAGS; t++)
+        ra_free(tagged[t]);
+}
+END_TEST
+
+START_TEST(test_region_tag_of_region_edges)
+{
+    ra_tag_t tags[4];
+    ra_tag_stats_t st;
+    uintptr_t base, size;
+    void *p;
+
+    ck_assert_int_eq(setenv("REGIONALLOC_MAX_TAGS", "4", 1), 0);
+    ck_assert_int_eq(setenv("REGIONALLOC_REGION_SIZE", "16M", 1), 0);
+    make_tags(tags, 4);
+    p = ra_malloc_tag(tags[0], 64);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(ra_tag_stats(tags[0], &st), 0);
+    size = st.reserved;
+    ck_assert_uint_eq(size, 16 * MIB);
+    /* Regions are aligned slices: tag 1's starts at the reservation base. */
+    base = (uintptr_t)p & ~(size - 1);
+    ck_assert_uint_eq(ra_tag_of((void *)(base - 1)), RA_TAG_NONE);
+    for (unsigned t = 0; t < 4; t++) {
+        uintptr_t start = base + t * size;
+        ck_assert_uint_eq(ra_tag_of((void *)start), tags[t]);
+        ck_assert_uint_eq(ra_tag_of((void *)(start + size / 2)), tags[t]);
+        ck_assert_uint_eq(ra_tag_of((void *)(start + size - 1)), tags[t]);
+    }
+    ck_assert_uint_eq(ra_tag_of((void *)(base + 4 * size)), RA_TAG_NONE);
+    ck_assert_uint_eq(ra_tag_of((void *)(base + 64 * size)), RA_TAG_NONE);
+    ra_free(p);
+}
+END_TEST
+
+/* -- region exhaustion ------------------------------------------------------ */
+
+#define MAX_BLOCKS 8192
+
+/* Allocates blocks of size under tag until one fails (at most MAX_BLOCKS).
+ * Returns how many succeeded; every success is checked to be tagged and the
+ * failure to be NULL with ENOMEM. */
+static unsigned fill_region(ra_tag_t tag, size_t size, void **blocks)
+{
+    unsigned n;
+
+    for (n = 0; n < MAX_BLOCKS; n++) {
+        errno = 0;
+        blocks[n] = ra_malloc_tag(tag, size);
+        if (blocks[n] == NULL)
+            break;
+        ck_assert_uint_eq(ra_tag_of(blocks[n]), tag);
+    }
+    ck_assert_msg(n < MAX_BLOCKS, "%u blocks of %zu bytes fit a 16 MiB region",
+                  n, size);
+    ck_assert_int_eq(errno, ENOMEM);
+    return n;
+}
+
+static void set_16m_regions(void)
+{
+    ck_assert_int_eq(setenv("REGIONALLOC_REGION_SIZE", "16M", 1), 0);
+}
+
+START_TEST(test_region_full_region_returns_enomem)
+{
+    static void *blocks[MAX_BLOCKS];
+    ra_tag_t full, other;
+    ra_tag_stats_t st;
+    void *p, *q;
+    unsigned n;
+
+    set_16m_regions();
+    full = make_tag("full");
+    other = make_tag("other");
+    n = fill_region(full, MIB, blocks);
+    ck_assert_uint_ge(n, 1);
+    ck_assert_uint_lt(n, 16);
+    /* Still full: every way of allocating under the tag fails the same. */
+    errno = 0;
+    ck_assert_ptr_null(ra_malloc_tag(full, MIB));
+    ck_assert_int_eq(errno, ENOMEM);
+    ck_assert_int_eq(ra_tag_push(full), 0);
+    errno = 0;
+    ck_assert_ptr_null(ra_malloc(MIB));
+    ck_assert_int_eq(errno, ENOMEM);
+    errno = 0;
+    ck_assert_ptr_null(ra_calloc(1, 4 * MIB));
+    ck_assert_int_eq(errno, ENOMEM);
+    errno = 0;
+    ck_assert_ptr_null(ra_aligned_alloc(MIB, 2 * MIB));
+    ck_assert_int_eq(errno, ENOMEM);
+    ck_assert_int_eq(ra_tag_pop(full), 0);
+    /* Other tags and untagged memory are unaffected. */
+    p = ra_malloc_tag(other, MIB);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(ra_tag_of(p), other);
+    q = ra_malloc(MIB);
+    ck_assert_ptr_nonnull(q);
+    ck_assert_uint_eq(ra_tag_of(q), RA_TAG_NONE);
+    /* Committed memory stayed inside the region. */
+    ck_assert_int_eq(ra_tag_stats(full, &st), 0);
+    ck_assert_uint_eq(st.reserved, 16 * MIB);
+    ck_assert_uint_le(st.mapped, st.reserved);
+    ck_assert_uint_ge(st.allocated, n * MIB);
+    for (unsigned i = 0; i < n; i++)
+        ra_free(blocks[i]);
+    ra_free(p);
+    ra_free(q);
+}
+END_TEST
+
+START_TEST(test_region_full_region_keeps_realloc_source)
+{
+    static void *blocks[MAX_BLOCKS];
+    ra_tag_t tag;
+    unsigned n;
+    unsigned char *p, *r;
+
+    set_16m_regions();
+    tag = make_tag("grow");
+    p = ra_malloc_tag(tag, 1000);
+    ck_assert_ptr_nonnull(p);
+    for (unsigned i = 0; i < 1000; i++)
+        p[i] = (unsigned char)i;
+    n = fill_region(tag, MIB, blocks);
+    /* Growing beyond what is left fails and leaves the block alone. */
+    errno = 0;
+    r = ra_realloc(p, 8 * MIB);
+    ck_assert_ptr_null(r);
+    ck_assert_int_eq(errno, ENOMEM);
+    for (unsigned i = 0; i < 1000; i++)
+        ck_assert_uint_eq(p[i], (unsigned char)i);
+    ck_assert_uint_eq(ra_tag_of(p), tag);
+    for (unsigned i = 0; i < n; i++)
+        ra_free(blocks[i]);
+    ra_free(p);
+}
+END_TEST
+
+START_TEST(test_region_full_region_recovers_after_free)
+{
+    static void *blocks[MAX_BLOCKS];
+    ra_tag_t tag;
+    unsigned n, again;
+
+    set_16m_regions();
+    tag = make_tag("recover");
+    n = fill_region(tag, MIB, blocks);
+    ck_assert_uint_ge(n, 1);
+    for (unsigned i = 0; i < n; i++)
+        ra_free(blocks[i]);
+    ra_thread_flush();
+    errno = 0;
+    blocks[0] = ra_malloc_tag(tag, MIB);
+    ck_assert_msg(blocks[0] != NULL, "no recovery: errno %d", errno);
+    ck_assert_uint_eq(ra_tag_of(blocks[0]), tag);
+    ra_free(blocks[0]);
+    /* Filling it again works as well, several times over. */
+    for (unsigned round = 0; round < 3; round++) {
+        again = fill_region(tag, MIB, blocks);
+        ck_assert_uint_ge(again, 1);
+        for (unsigned i = 0; i < again; i++)
+            ra_free(blocks[i]);
+        ra_thread_flush();
+    }
+}
+END_TEST
+
+START_TEST(test_region_full_region_of_small_blocks_recovers)
+{
+    static void *blocks[MAX_BLOCKS];
+    ra_tag_t tag, other;
+    unsigned n;
+    void *p;
+
+    set_16m_regions();
+    tag = make_tag("small");
+    other = make_tag("other");
+    /* 4 KiB blocks come from slabs (small size classes). */
+    n = fill_region(tag, 4096, blocks);
+    ck_assert_uint_ge(n, 1);
+    ck_assert_uint_le(n, 16 * MIB / 4096);
+    p = ra_malloc_tag(other, 4096);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(ra_tag_of(p), other);
+    ra_free(p);
+    for (unsigned i = 0; i < n; i++)
+        ra_free(blocks[i]);
+    ra_thread_flush();
+    p = ra_malloc_tag(tag, 4096);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(ra_tag_of(p), tag);
+    ra_free(p);
+    p = ra_malloc_tag(tag, MIB);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(ra_tag_of(p), tag);
+    ra_free(p);
+}
+END_TEST
+
+START_TEST(test_region_block_bigger_than_region_is_enomem)
+{
+    static const size_t sizes[] = {16 * MIB, 16 * MIB + 1, 32 * MIB,
+                                   (size_t)1 << 30, (size_t)1 << 40};
+    ra_tag_t tag;
+    void *p;
+
+    set_16m_regions();
+    tag = make_tag("small-region");
+    for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        errno = 0;
+        ck_assert_ptr_null(ra_malloc_tag(tag, sizes[i]));
+        ck_assert_int_eq(errno, ENOMEM);
+    }
+    /* The failures left the tag usable. */
+    p = ra_malloc_tag(tag, MIB);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(ra_tag_of(p), tag);
+    ra_free(p);
+}
+END_TEST
+
+/* -- committed memory ---------------------------------------------------------- */
+
+START_TEST(test_region_committed_memory_stays_in_region)
+{
+    enum { NBLOCKS = 64 };
+    ra_tag_t tag;
+    ra_tag_stats_t st;
+    void *blocks[NBLOCKS];
+    size_t requested = 0;
+
+    set_16m_regions();
+    tag = make_tag("touched");
+    for (unsigned i = 0; i < NBLOCKS; i++) {
+        size_t size = (i % 4 + 1) * 32768;
+        blocks[i] = ra_malloc_tag(tag, size);
+        ck_assert_ptr_nonnull(blocks[i]);
+        memset(blocks[i], 0xab, size);
+        requested += size;
+    }
+    ra_thread_flush();
+    ck_assert_int_eq(ra_tag_stats(tag, &st), 0);
+    ck_assert_uint_eq(st.reserved, 16 * MIB);
+    ck_assert_uint_ge(st.allocated, requested);
+    ck_assert_uint_ge(st.active, st.allocated);
+    ck_assert_uint_ge(st.mapped, st.active);
+    ck_assert_uint_le(st.mapped, st.reserved);
+    for (unsigned i = 0; i < NBLOCKS; i++)
+        assert_block_tag(blocks[i], (i % 4 + 1) * 32768, tag);
+    for (unsigned i = 0; i < NBLOCKS; i++)
+        ra_free(blocks[i]);
+}
+END_TEST
+
+START_TEST(test_region_committed_memory_default_region)
+{
+    ra_tag_t tag = make_tag("default-size");
+    ra_tag_stats_t st;
+    void *p = ra_malloc_tag(tag, 32 * MIB);
+
+    ck_assert_ptr_nonnull(p);
+    memset(p, 1, 32 * MIB);
+    ck_assert_int_eq(ra_tag_stats(tag, &st), 0);
+    ck_assert_uint_eq(st.reserved, (size_t)64 << 30);
+    ck_assert_uint_ge(st.mapped, 32 * MIB);
+    ck_assert_uint_le(st.mapped, st.reserved);
+    ra_free(p);
+}
+END_TEST
+
+/* -- configurations ------------------------------------------------------------ */
+
+START_TEST(test_region_many_small_regions)
+{
+    enum { N = 1000 };
+    static ra_tag_t tags[N];
+    static void *blocks[N];
+    ra_tag_stats_t st;
+
+    ck_assert_int_eq(setenv("REGIONALLOC_REGION_SIZE", "4M", 1), 0);
+    ck_assert_int_eq(setenv("REGIONALLOC_MAX_TAGS", "1000", 1), 0);
+    ck_assert_int_eq(ra_enabled(), 1);
+    for (unsigned i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "small-%u", i);
+        errno = 0;
+        tags[i] = ra_tag_create(name);
+        ck_assert_msg(tags[i] == i + 1, "tag %u: got %u, errno %d", i + 1,
+                      tags[i], errno);
+        errno = 0;
+        blocks[i] = ra_malloc_tag(tags[i], 64);
+        ck_assert_msg(blocks[i] != NULL, "tag %u: allocation failed, errno %d",
+                      tags[i], errno);
+        ck_assert_uint_eq(ra_tag_of(blocks[i]), tags[i]);
+    }
+    errno = 0;
+    ck_assert_uint_eq(ra_tag_create("one-too-many"), RA_TAG_NONE);
+    ck_assert_int_eq(errno, ENOSPC);
+    ck_assert_uint_eq(ra_tag_count(), N);
+    ck_assert_int_eq(ra_tag_stats(tags[N - 1], &st), 0);
+    ck_assert_uint_eq(st.reserved, 4 * MIB);
+    ck_assert_uint_le(st.mapped, st.reserved);
+    /* A 4 MiB region still holds blocks of up to a megabyte. */
+    blocks[0] = ra_realloc(blocks[0], MIB);
+    ck_assert_ptr_nonnull(blocks[0]);
+    ck_assert_uint_eq(ra_tag_of(blocks[0]), tags[0]);
+    for (unsigned i = 0; i < N; i++)
+        ra_free(blocks[i]);
+}
+END_TEST
+
+/* Creates up to max tags; each must succeed or fail with ENOSPC, and once
+ * one fails, all later ones must too. Returns how many were created, after
+ * checking that each created tag allocates inside its region. */
+static unsigned create_until_full(unsigned max)
+{
+    unsigned created = 0;
+    int first_errno = 0;
+    ra_tag_t tag;
+
+    for (unsigned i = 0; i < max; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "big-%u", i);
+        errno = 0;
+        tag = ra_tag_create(name);
+        if (tag == RA_TAG_NONE) {
+            ck_assert_msg(errno == ENOSPC, "tag %u: errno %d, want ENOSPC",
+                          i + 1, errno);
+            if (first_errno == 0)
+                first_errno = errno;
+            continue;
+        }
+        ck_assert_msg(first_errno == 0,
+                      "tag %u created after an earlier ENOSPC", i + 1);
+        ck_assert_uint_eq(tag, i + 1);
+        created++;
+    }
+    ck_assert_uint_eq(ra_tag_count(), created);
+    for (ra_tag_t t = 1; t <= created; t++) {
+        void *p = ra_malloc_tag(t, 48);
+        ck_assert_msg(p != NULL, "tag %u: allocation failed, errno %d", t,
+                      errno);
+        ck_assert_uint_eq(ra_tag_of(p), t);
+        ra_free(p);
+    }
+    return created;
+}
+
+START_TEST(test_region_thousands_of_large_regions)
+{
+    unsigned created;
+    ra_tag_stats_t st;
+    void *p;
+
+    ck_assert_int_eq(setenv("REGIONALLOC_REGION_SIZE", "1G", 1), 0);
+    ck_assert_int_eq(setenv("REGIONALLOC_MAX_TAGS", "4000", 1), 0);
+    ck_assert_int_eq(ra_enabled(), 1);
+    created = create_until_full(4000);
+    printf("region: %u of 4000 tags with 1 GiB regions were created\n",
+           created);
+    ck_assert_uint_ge(created, 1);
+    if (created == 4000) {
+        errno = 0;
+        ck_assert_uint_eq(ra_tag_create("beyond"), RA_TAG_NONE);
+        ck_assert_int_eq(errno, ENOSPC);
+    }
+    ck_assert_int_eq(ra_tag_stats(created, &st), 0);
+    ck_assert_uint_eq(st.reserved, (size_t)1 << 30);
+    p = malloc(1000);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(ra_tag_of(p), RA_TAG_NONE);
+    free(p);
+}
+END_TEST
+
+/* Run in a fresh process: MALLOC_CONF must be read by jemalloc's start. */
+static int child_arena_limit(void)
+{
+    unsigned created = 0;
+    ra_tag_t tag = RA_TAG_NONE;
+    void *p;
+
+    TU_REQUIRE(ra_enabled() == 1);
+    for (unsigned i = 0; i < 4000; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "arena-%u", i);
+        errno = 0;
+        tag = ra_tag_create(name);
+        if (tag == RA_TAG_NONE)
+            break;
+        TU_REQUIRE(tag == i + 1);
+        created++;
+    }
+    /* 200 automatic arenas (and jemalloc's huge arena) leave fewer than
+     * 4000 of jemalloc's 4095 arena indices for tags. */
+    TU_REQUIRE(tag == RA_TAG_NONE);
+    TU_REQUIRE(errno == ENOSPC);
+    TU_REQUIRE(created >= 3800 && created < 4000);
+    TU_REQUIRE(ra_tag_count() == created);
+    errno = 0;
+    TU_REQUIRE(ra_tag_create("still-full") == RA_TAG_NONE);
+    TU_REQUIRE(errno == ENOSPC);
+    TU_REQUIRE(ra_tag_lookup("still-full") == RA_TAG_NONE);
+    p = ra_malloc_tag(created, 100);
+    TU_REQUIRE(p != NULL && ra_tag_of(p) == created);
+    ra_free(p);
+    p = ra_malloc_tag(1, 100);
+    TU_REQUIRE(p != NULL && ra_tag_of(p) == 1);
+    ra_free(p);
+    p = malloc(100);
+    TU_REQUIRE(p != NULL && ra_tag_of(p) == RA_TAG_NONE);
+    free(p);
+    printf("region: jemalloc's arena limit stopped tag creation at %u tags "
+           "(narenas:200)\n", created);
+    return 0;
+}
+
+START_TEST(test_region_arena_limit_is_enospc)
+{
+    static const char *const env[] = {
+        "MALLOC_CONF=narenas:200", "REGIONALLOC_MAX_TAGS=4000",
+        "REGIONALLOC_REGION_SIZE=64M", NULL};
+    char err[1024];
+
+    ck_assert_int_eq(tu_exec_self(env, "arena_limit", err, sizeof err), 0);
+    ck_assert_str_eq(err, "");
+}
+END_TEST
+
+static Suite *region_suite(void)
+{
+    Suite *s = suite_create("region");
+    TCase *tc;
+
+    tc = tcase_create("tag of blocks");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_region_small_blocks_have_their_tag);
+    tcase_add_test(tc, test_region_large_blocks_have_their_tag);
+    tcase_add_test(tc, test_region_huge_blocks_have_their_tag);
+    tcase_add_test(tc, test_region_gigabyte_blocks_have_their_tag);
+    tcase_add_test(tc, test_region_aligned_blocks_have_their_tag);
+    tcase_add_test(tc, test_region_calloc_and_realloc_blocks_have_their_tag);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("untagged addresses");
+    tcase_add_test(tc, test_region_tag_of_before_any_tag_is_none);
+    tcase_add_test(tc, test_region_tag_of_untagged_memory_is_none);
+    tcase_add_test(tc, test_region_tag_of_region_edges);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("region exhaustion");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_region_full_region_returns_enomem);
+    tcase_add_test(tc, test_region_full_region_keeps_realloc_source);
+    tcase_add_test(tc, test_region_full_region_recovers_after_free);
+    tcase_add_test(tc, test_region_full_region_of_small_blocks_recovers);
+    tcase_add_test(tc, test_region_block_bigger_than_region_is_enomem);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("committed memory");
+    tcase_add_test(tc, test_region_committed_memory_stays_in_region);
+    tcase_add_test(tc, test_region_committed_memory_default_region);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("configurations");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_region_many_small_regions);
+    tcase_add_test(tc, test_region_thousands_of_large_regions);
+    tcase_add_test(tc, test_region_arena_limit_is_enospc);
+    suite_add_tcase(s, tc);
+
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct tu_child children[] = {
+        {"arena_limit", child_arena_limit},
+        {NULL, NULL},
+    };
+    SRunner *sr;
+    int failed;
+
+    tu_child_main(argc, argv, children);
+    sr = srunner_create(region_suite());
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

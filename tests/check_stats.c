@@ -1,0 +1,530 @@
+/* Suite "stats": ra_tag_stats, ra_tag_purge and ra_purge_all. */
+#include <check.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "regionalloc.h"
+#include "testutil.h"
+
+#define KIB ((size_t)1 << 10)
+#define MIB ((size_t)1 << 20)
+#define GIB ((size_t)1 << 30)
+
+static ra_tag_t tag_a, tag_b;
+
+static void setup_tags(void)
+{
+    tag_a = ra_tag_create("stats-a");
+    tag_b = ra_tag_create("stats-b");
+    ck_assert_uint_ne(tag_a, RA_TAG_NONE);
+    ck_assert_uint_ne(tag_b, RA_TAG_NONE);
+    ck_assert_int_eq(ra_enabled(), 1);
+}
+
+static ra_tag_stats_t stats_of(ra_tag_t tag)
+{
+    ra_tag_stats_t s;
+
+    ck_assert_int_eq(ra_tag_stats(tag, &s), 0);
+    return s;
+}
+
+/* Push and pop without a passing assertion, which would allocate under tag. */
+static void push(ra_tag_t tag)
+{
+    if (ra_tag_push(tag) != 0)
+        ck_abort_msg("ra_tag_push(%u) failed", tag);
+}
+
+static void pop(ra_tag_t tag)
+{
+    if (ra_tag_pop(tag) != 0)
+        ck_abort_msg("ra_tag_pop(%u) failed", tag);
+}
+
+static double in_mib(size_t bytes)
+{
+    return (double)bytes / (double)MIB;
+}
+
+/* Blocks of one test, allocated under a tag and touched page by page. */
+struct block_set {
+    size_t n;
+    void *blocks[4096];
+};
+
+/* Allocates nsmall 64 KiB blocks and nlarge 8 MiB blocks under tag
+ * (RA_TAG_NONE: untagged) and writes every byte. Returns the bytes asked. */
+static size_t fill_blocks(struct block_set *set, ra_tag_t tag, size_t nsmall,
+                          size_t nlarge)
+{
+    size_t total = nsmall + nlarge;
+    size_t every = nlarge > 0 ? total / nlarge : 0;
+    size_t failed = 0, bytes = 0, ns = 0, nl = 0;
+
+    ck_assert_uint_le(set->n + total, sizeof set->blocks / sizeof set->blocks[0]);
+    if (tag != RA_TAG_NONE)
+        push(tag);
+    /* The large blocks are spread among the small ones. */
+    for (size_t i = 0; i < total; i++) {
+        bool large = nl < nlarge &&
+                     (ns == nsmall || i % every == every - 1);
+        size_t size = large ? 8 * MIB : 64 * KIB;
+        void *p = ra_malloc(size);
+
+        if (large)
+            nl++;
+        else
+            ns++;
+        if (p == NULL) {
+            failed++;
+            continue;
+        }
+        memset(p, (int)(i & 0xff) | 1, size);
+        set->blocks[set->n++] = p;
+        bytes += size;
+    }
+    if (tag != RA_TAG_NONE)
+        pop(tag);
+    ck_assert_uint_eq(failed, 0);
+    return bytes;
+}
+
+static void free_blocks(struct block_set *set)
+{
+    for (size_t i = 0; i < set->n; i++)
+        ra_free(set->blocks[i]);
+    set->n = 0;
+}
+
+/* -- "errors" ---------------------------------------------------------------- */
+
+START_TEST(test_stats_null_out_is_einval)
+{
+    errno = 0;
+    ck_assert_int_eq(ra_tag_stats(tag_a, NULL), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_stats(RA_TAG_NONE, NULL), -1);
+    ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+START_TEST(test_stats_unknown_tag_is_einval)
+{
+    const ra_tag_t unknown[] = {ra_tag_count() + 1, 4000, 100000, UINT32_MAX};
+    ra_tag_stats_t s;
+
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+        errno = 0;
+        ck_assert_int_eq(ra_tag_stats(unknown[i], &s), -1);
+        ck_assert_int_eq(errno, EINVAL);
+    }
+}
+END_TEST
+
+START_TEST(test_stats_purge_unknown_tag_is_einval)
+{
+    const ra_tag_t unknown[] = {ra_tag_count() + 1, 4000, 100000, UINT32_MAX};
+
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+        errno = 0;
+        ck_assert_int_eq(ra_tag_purge(unknown[i]), -1);
+        ck_assert_int_eq(errno, EINVAL);
+    }
+    ck_assert_int_eq(ra_tag_purge(tag_a), 0);
+    ck_assert_int_eq(ra_tag_purge(RA_TAG_NONE), 0);
+}
+END_TEST
+
+/* Runs as its test's first action: the library reads REGIONALLOC once. */
+START_TEST(test_stats_pass_through_mode_is_enotsup)
+{
+    ra_tag_stats_t s;
+    ra_tag_t tag;
+
+    ck_assert_int_eq(setenv("REGIONALLOC", "0", 1), 0);
+    ck_assert_int_eq(ra_enabled(), 0);
+    tag = ra_tag_create("stats-off");
+    ck_assert_uint_ne(tag, RA_TAG_NONE);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_stats(tag, &s), -1);
+    ck_assert_int_eq(errno, ENOTSUP);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_stats(RA_TAG_NONE, &s), -1);
+    ck_assert_int_eq(errno, ENOTSUP);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_purge(tag), -1);
+    ck_assert_int_eq(errno, ENOTSUP);
+    errno = 0;
+    ck_assert_int_eq(ra_purge_all(), -1);
+    ck_assert_int_eq(errno, ENOTSUP);
+}
+END_TEST
+
+/* -- "fields" ----------------------------------------------------------------- */
+
+static void check_ordered(const ra_tag_stats_t *s, const char *what)
+{
+    ck_assert_msg(s->allocated <= s->active,
+                  "%s: allocated %zu > active %zu", what, s->allocated,
+                  s->active);
+    ck_assert_msg(s->active <= s->mapped, "%s: active %zu > mapped %zu",
+                  what, s->active, s->mapped);
+    ck_assert_msg(s->active + s->dirty <= s->mapped,
+                  "%s: active %zu + dirty %zu > mapped %zu", what, s->active,
+                  s->dirty, s->mapped);
+    ck_assert_msg(s->ndalloc <= s->nmalloc, "%s: ndalloc %llu > nmalloc %llu",
+                  what, (unsigned long long)s->ndalloc,
+                  (unsigned long long)s->nmalloc);
+}
+
+START_TEST(test_stats_fields_are_ordered)
+{
+    static const size_t sizes[] = {16,    96,    1000,    4096,   20000,
+                                   65536, 300000, 2 * MIB, 9 * MIB};
+    enum { N = 10 * sizeof sizes / sizeof sizes[0] };
+    void *blocks[N];
+    ra_tag_stats_t s;
+
+    s = stats_of(tag_a);
+    check_ordered(&s, "fresh tag");
+    ck_assert_uint_eq(s.allocated, 0);
+    ck_assert_uint_eq(s.nmalloc, 0);
+    ck_assert_uint_le(s.mapped, s.reserved);
+
+    push(tag_a);
+    for (size_t i = 0; i < N; i++)
+        blocks[i] = ra_malloc(sizes[i % (sizeof sizes / sizeof sizes[0])]);
+    pop(tag_a);
+    for (size_t i = 0; i < N; i++)
+        ck_assert_ptr_nonnull(blocks[i]);
+    for (size_t i = 0; i < N; i += 2)
+        ra_free(blocks[i]);
+    ra_thread_flush();
+
+    s = stats_of(tag_a);
+    check_ordered(&s, "half freed");
+    ck_assert_uint_gt(s.allocated, 0);
+    ck_assert_uint_le(s.mapped, s.reserved);
+    ck_assert_uint_eq(s.reserved, (size_t)64 << 30);
+    ck_assert_uint_eq(s.nmalloc, N);
+    ck_assert_uint_eq(s.ndalloc, N / 2);
+
+    s = stats_of(RA_TAG_NONE);
+    check_ordered(&s, "untagged");
+
+    for (size_t i = 1; i < N; i += 2)
+        ra_free(blocks[i]);
+}
+END_TEST
+
+/* Runs as its test's first action: the library reads its environment once. */
+START_TEST(test_stats_reserved_is_region_size)
+{
+    ra_tag_stats_t s;
+    ra_tag_t tag;
+    void *p;
+
+    ck_assert_int_eq(setenv("REGIONALLOC_REGION_SIZE", "1G", 1), 0);
+    tag = ra_tag_create("stats-1g");
+    ck_assert_uint_ne(tag, RA_TAG_NONE);
+    s = stats_of(tag);
+    ck_assert_uint_eq(s.reserved, GIB);
+
+    /* Nearly filling the region keeps every figure within it. */
+    p = ra_malloc_tag(tag, 700 * MIB);
+    ck_assert_ptr_nonnull(p);
+    s = stats_of(tag);
+    ck_assert_uint_eq(s.reserved, GIB);
+    ck_assert_uint_ge(s.allocated, 700 * MIB);
+    ck_assert_uint_le(s.mapped, GIB);
+    check_ordered(&s, "700 MiB in a 1 GiB region");
+    ra_free(p);
+}
+END_TEST
+
+START_TEST(test_stats_untagged_counts_untagged_allocations)
+{
+    enum { N = 64 };
+    void *blocks[N];
+    ra_tag_stats_t none0, none1, a0, a1;
+
+    ra_thread_flush();
+    none0 = stats_of(RA_TAG_NONE);
+    a0 = stats_of(tag_a);
+    for (size_t i = 0; i < N; i++) {
+        blocks[i] = ra_malloc(MIB);
+        ck_assert_ptr_nonnull(blocks[i]);
+        ck_assert_uint_eq(ra_tag_of(blocks[i]), RA_TAG_NONE);
+    }
+    none1 = stats_of(RA_TAG_NONE);
+    a1 = stats_of(tag_a);
+
+    ck_assert_uint_ge(none1.allocated, none0.allocated + N * MIB);
+    ck_assert_uint_ge(none1.active, none0.active + N * MIB);
+    ck_assert_uint_ge(none1.nmalloc, none0.nmalloc + N);
+    ck_assert_uint_eq(a1.allocated, a0.allocated);
+    ck_assert_uint_eq(a1.active, a0.active);
+    ck_assert_uint_eq(a1.nmalloc, a0.nmalloc);
+    ck_assert_uint_eq(a1.ndalloc, a0.ndalloc);
+    for (size_t i = 0; i < N; i++)
+        ra_free(blocks[i]);
+}
+END_TEST
+
+START_TEST(test_stats_untagged_excludes_tagged_allocations)
+{
+    enum { N = 64 };
+    void *blocks[N];
+    ra_tag_stats_t none0, none1, a1;
+
+    ra_thread_flush();
+    none0 = stats_of(RA_TAG_NONE);
+    push(tag_a);
+    for (size_t i = 0; i < N; i++)
+        blocks[i] = ra_malloc(MIB);
+    pop(tag_a);
+    for (size_t i = 0; i < N; i++)
+        ck_assert_ptr_nonnull(blocks[i]);
+    none1 = stats_of(RA_TAG_NONE);
+    a1 = stats_of(tag_a);
+
+    ck_assert_uint_eq(a1.allocated, N * MIB);
+    /* Check's own bookkeeping may allocate a little untagged meanwhile. */
+    ck_assert_msg(none1.allocated < none0.allocated + MIB,
+                  "untagged allocated grew from %zu to %zu",
+                  none0.allocated, none1.allocated);
+    for (size_t i = 0; i < N; i++)
+        ra_free(blocks[i]);
+}
+END_TEST
+
+/* -- "purge" ------------------------------------------------------------------ */
+
+START_TEST(test_stats_purge_returns_pages_to_os)
+{
+    static struct block_set set;
+    size_t rss_start, rss_full, rss_freed, rss_purged, bytes;
+    ra_tag_stats_t full, freed, purged;
+
+    rss_start = tu_rss_bytes();
+    /* 224 MiB in 64 KiB blocks and 32 MiB in 8 MiB blocks. */
+    bytes = fill_blocks(&set, tag_a, 3584, 4);
+    ck_assert_uint_eq(bytes, 256 * MIB);
+    rss_full = tu_rss_bytes();
+    full = stats_of(tag_a);
+    ck_assert_uint_ge(full.allocated, 256 * MIB);
+
+    free_blocks(&set);
+    ra_thread_flush();
+    rss_freed = tu_rss_bytes();
+    freed = stats_of(tag_a);
+    ck_assert_int_eq(ra_tag_purge(tag_a), 0);
+    rss_purged = tu_rss_bytes();
+    purged = stats_of(tag_a);
+
+    fprintf(stderr,
+            "stats: purge of one tag: RSS %.1f MiB at start, %.1f MiB "
+            "with 256 MiB live, %.1f MiB after free, %.1f MiB after purge "
+            "(drop %.1f MiB); dirty %.1f MiB before purge, %.1f after\n",
+            in_mib(rss_start), in_mib(rss_full), in_mib(rss_freed),
+            in_mib(rss_purged), in_mib(rss_full - rss_purged),
+            in_mib(freed.dirty), in_mib(purged.dirty));
+    ck_assert_uint_ge(rss_full, rss_start + 250 * MIB);
+    ck_assert_msg(rss_purged + 200 * MIB <= rss_full,
+                  "RSS dropped by only %.1f MiB", in_mib(rss_full - rss_purged));
+    ck_assert_uint_eq(purged.allocated, 0);
+    ck_assert_uint_eq(purged.dirty, 0);
+    ck_assert_uint_eq(purged.muzzy, 0);
+    ck_assert_uint_le(purged.resident, full.resident - 200 * MIB);
+}
+END_TEST
+
+START_TEST(test_stats_purge_all_returns_pages_to_os)
+{
+    static struct block_set set;
+    size_t rss_start, rss_full, rss_purged;
+    ra_tag_stats_t s;
+
+    rss_start = tu_rss_bytes();
+    ck_assert_uint_eq(fill_blocks(&set, tag_a, 1536, 4), 128 * MIB);
+    ck_assert_uint_eq(fill_blocks(&set, tag_b, 1536, 4), 128 * MIB);
+    ck_assert_uint_eq(fill_blocks(&set, RA_TAG_NONE, 512, 4), 64 * MIB);
+    rss_full = tu_rss_bytes();
+
+    free_blocks(&set);
+    ck_assert_int_eq(ra_purge_all(), 0);
+    rss_purged = tu_rss_bytes();
+
+    fprintf(stderr,
+            "stats: purge of all: RSS %.1f MiB at start, %.1f MiB with "
+            "320 MiB live, %.1f MiB after purge (drop %.1f MiB)\n",
+            in_mib(rss_start), in_mib(rss_full), in_mib(rss_purged),
+            in_mib(rss_full - rss_purged));
+    ck_assert_uint_ge(rss_full, rss_start + 300 * MIB);
+    ck_assert_msg(rss_purged + 260 * MIB <= rss_full,
+                  "RSS dropped by only %.1f MiB", in_mib(rss_full - rss_purged));
+    s = stats_of(tag_a);
+    ck_assert_uint_eq(s.dirty, 0);
+    ck_assert_uint_eq(s.allocated, 0);
+    s = stats_of(tag_b);
+    ck_assert_uint_eq(s.dirty, 0);
+    ck_assert_uint_eq(s.allocated, 0);
+    s = stats_of(RA_TAG_NONE);
+    ck_assert_uint_eq(s.dirty, 0);
+}
+END_TEST
+
+START_TEST(test_stats_purged_tag_allocates_again)
+{
+    static struct block_set set;
+    enum { N = 256 };
+    unsigned char *blocks[N];
+    size_t wrong = 0, nonzero = 0, tagged = 0;
+
+    fill_blocks(&set, tag_a, 1024, 2);
+    free_blocks(&set);
+    ra_thread_flush();
+    ck_assert_int_eq(ra_tag_purge(tag_a), 0);
+    ck_assert_uint_eq(stats_of(tag_a).dirty, 0);
+
+    /* The purged pages come back zeroed for calloc and hold what is
+     * written to them. */
+    push(tag_a);
+    for (size_t i = 0; i < N; i++)
+        blocks[i] = i % 2 == 0 ? ra_calloc(1, 64 * KIB)
+                               : ra_malloc(i % 3 == 0 ? 8 * MIB : 64 * KIB);
+    pop(tag_a);
+    for (size_t i = 0; i < N; i++) {
+        size_t size = i % 2 == 0 || i % 3 != 0 ? 64 * KIB : 8 * MIB;
+
+        ck_assert_ptr_nonnull(blocks[i]);
+        tagged += ra_tag_of(blocks[i]) == tag_a;
+        if (i % 2 == 0)
+            for (size_t j = 0; j < size; j++)
+                nonzero += blocks[i][j] != 0;
+        for (size_t j = 0; j < size; j += 512)
+            blocks[i][j] = (unsigned char)(i + j / 512);
+    }
+    for (size_t i = 0; i < N; i++) {
+        size_t size = i % 2 == 0 || i % 3 != 0 ? 64 * KIB : 8 * MIB;
+
+        for (size_t j = 0; j < size; j += 512)
+            wrong += blocks[i][j] != (unsigned char)(i + j / 512);
+    }
+    ck_assert_uint_eq(tagged, N);
+    ck_assert_uint_eq(nonzero, 0);
+    ck_assert_uint_eq(wrong, 0);
+    for (size_t i = 0; i < N; i++)
+        ra_free(blocks[i]);
+    ra_thread_flush();
+    ck_assert_uint_eq(stats_of(tag_a).allocated, 0);
+}
+END_TEST
+
+/* -- "resident cost" ------------------------------------------------------------ */
+
+START_TEST(test_stats_empty_tag_resident_is_small)
+{
+    enum { NTAGS = 32 };
+    ra_tag_t tag;
+    ra_tag_stats_t s;
+    size_t rss_before, rss_after, per_tag;
+    void *p;
+
+    tag = ra_tag_create("stats-empty");
+    ck_assert_uint_ne(tag, RA_TAG_NONE);
+    push(tag);
+    p = ra_malloc(64);
+    pop(tag);
+    ck_assert_ptr_nonnull(p);
+    ra_free(p);
+    s = stats_of(tag);
+    fprintf(stderr,
+            "stats: empty tag (one 64 B block allocated and freed): resident "
+            "%.1f KiB, mapped %.1f KiB, active %.1f KiB\n",
+            (double)s.resident / KIB, (double)s.mapped / KIB,
+            (double)s.active / KIB);
+    ck_assert_uint_gt(s.resident, 0);
+    ck_assert_uint_lt(s.resident, 512 * KIB);
+
+    /* The kernel's view of the same cost, averaged over many tags. */
+    rss_before = tu_rss_bytes();
+    for (unsigned i = 0; i < NTAGS; i++) {
+        char name[32];
+
+        snprintf(name, sizeof name, "stats-empty-%u", i);
+        tag = ra_tag_create(name);
+        ck_assert_uint_ne(tag, RA_TAG_NONE);
+        p = ra_malloc_tag(tag, 64);
+        ck_assert_ptr_nonnull(p);
+        ra_free(p);
+    }
+    rss_after = tu_rss_bytes();
+    per_tag = (rss_after > rss_before ? rss_after - rss_before : 0) / NTAGS;
+    fprintf(stderr, "stats: empty tag: RSS growth %.1f KiB per tag over %u "
+            "tags\n", (double)per_tag / KIB, NTAGS);
+    ck_assert_uint_lt(per_tag, 512 * KIB);
+}
+END_TEST
+
+static Suite *stats_suite(void)
+{
+    Suite *s = suite_create("stats");
+    TCase *tc;
+
+    tc = tcase_create("errors");
+    tcase_add_checked_fixture(tc, setup_tags, NULL);
+    tcase_add_test(tc, test_stats_null_out_is_einval);
+    tcase_add_test(tc, test_stats_unknown_tag_is_einval);
+    tcase_add_test(tc, test_stats_purge_unknown_tag_is_einval);
+    suite_add_tcase(s, tc);
+
+    /* No fixture: these tests set the environment before the first ra_ call. */
+    tc = tcase_create("configuration");
+    tcase_add_test(tc, test_stats_pass_through_mode_is_enotsup);
+    tcase_add_test(tc, test_stats_reserved_is_region_size);
+    tcase_set_timeout(tc, 20);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("fields");
+    tcase_add_checked_fixture(tc, setup_tags, NULL);
+    tcase_add_test(tc, test_stats_fields_are_ordered);
+    tcase_add_test(tc, test_stats_untagged_counts_untagged_allocations);
+    tcase_add_test(tc, test_stats_untagged_excludes_tagged_allocations);
+    tcase_set_timeout(tc, 20);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("purge");
+    tcase_add_checked_fixture(tc, setup_tags, NULL);
+    tcase_add_test(tc, test_stats_purge_returns_pages_to_os);
+    tcase_add_test(tc, test_stats_purge_all_returns_pages_to_os);
+    tcase_add_test(tc, test_stats_purged_tag_allocates_again);
+    tcase_set_timeout(tc, 30);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("resident cost");
+    tcase_add_test(tc, test_stats_empty_tag_resident_is_small);
+    tcase_set_timeout(tc, 20);
+    suite_add_tcase(s, tc);
+
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(stats_suite());
+    int failed;
+
+    /* Each test needs a fresh library (and may crash): never run in-process. */
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,150 @@
+/* Helpers shared by the Check suites. */
+#include "testutil.h"
+
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+size_t tu_rss_bytes(void)
+{
+    unsigned long size = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fscanf(f, "%lu %lu", &size, &resident), 2);
+    fclose(f);
+    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+int tu_run_with_env(const char *const env[], int (*fn)(void), char *err,
+                    size_t errlen)
+{
+    int fds[2];
+    pid_t pid;
+    int status;
+    size_t got = 0;
+
+    ck_assert_int_eq(pipe(fds), 0);
+    fflush(NULL);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[1]);
+        for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+            putenv((char *)env[i]);
+        _exit(fn());
+    }
+    close(fds[1]);
+    for (;;) {
+        char sink[256];
+        char *dst = err != NULL && got + 1 < errlen ? err + got : sink;
+        size_t room = err != NULL && got + 1 < errlen ? errlen - 1 - got
+                                                      : sizeof sink;
+        ssize_t n = read(fds[0], dst, room);
+        if (n <= 0)
+            break;
+        if (dst != sink)
+            got += (size_t)n;
+    }
+    close(fds[0]);
+    if (err != NULL && errlen > 0)
+        err[got] = '\0';
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
+
+void tu_run_threads(unsigned n, void *(*fn)(void *), void *arg)
+{
+    pthread_t *threads = calloc(n, sizeof *threads);
+
+    ck_assert_ptr_nonnull(threads);
+    for (unsigned i = 0; i < n; i++)
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, fn, arg), 0);
+    for (unsigned i = 0; i < n; i++)
+        ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+    free(threads);
+}
+
+
+void tu_child_main(int argc, char **argv, const struct tu_child *children)
+{
+    if (argc != 3 || strcmp(argv[1], "--tu-child") != 0)
+        return;
+    for (size_t i = 0; children[i].name != NULL; i++)
+        if (strcmp(children[i].name, argv[2]) == 0)
+            exit(children[i].fn());
+    fprintf(stderr, "%s: no child called %s\n", argv[0], argv[2]);
+    exit(127);
+}
+
+int tu_exec_self(const char *const env[], const char *name, char *err,
+                 size_t errlen)
+{
+    int fds[2];
+    pid_t pid;
+    int status;
+    size_t got = 0;
+
+    ck_assert_int_eq(pipe(fds), 0);
+    fflush(NULL);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[1]);
+        for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+            putenv((char *)env[i]);
+        execl("/proc/self/exe", "tu-child", "--tu-child", name, (char *)NULL);
+        _exit(126);
+    }
+    close(fds[1]);
+    for (;;) {
+        char sink[256];
+        char *dst = err != NULL && got + 1 < errlen ? err + got : sink;
+        size_t room = err != NULL && got + 1 < errlen ? errlen - 1 - got
+                                                      : sizeof sink;
+        ssize_t n = read(fds[0], dst, room);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (dst != sink)
+            got += (size_t)n;
+    }
+    close(fds[0]);
+    if (err != NULL && errlen > 0)
+        err[got] = '\0';
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
+
+void tu_child_failed(const char *file, int line, const char *what)
+{
+    printf("%s:%d: check failed: %s (errno %d)\n", file, line, what, errno);
+    fflush(stdout);
+}
+
+unsigned tu_count_lines(const char *s)
+{
+    unsigned n = 0;
+    const char *p = s;
+
+    for (; *p != '\0'; p++)
+        if (*p == '\n')
+            n++;
+    if (p != s && p[-1] != '\n')
+        n++;
+    return n;
+}

@@ -1,0 +1,64 @@
+/* Helpers shared by the Check suites. */
+#ifndef RA_TESTUTIL_H
+#define RA_TESTUTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* The process's resident bytes from /proc/self/statm (the kernel's view). */
+size_t tu_rss_bytes(void);
+
+/* Runs fn in a forked child with the environment variables of env (a NULL-
+ * terminated list of "NAME=value" strings) set first, so the library, which
+ * reads its environment once, starts fresh under them. The child's stderr
+ * (at most errlen - 1 bytes, NUL-terminated) is captured when err != NULL.
+ * Returns the child's exit status (0..255), or 128 + signal number.
+ * Call it before the calling process touches the library: a child inherits
+ * a configuration already read. */
+int tu_run_with_env(const char *const env[], int (*fn)(void), char *err,
+                    size_t errlen);
+
+/* Starts n threads running fn(arg) and joins them all. */
+void tu_run_threads(unsigned n, void *(*fn)(void *), void *arg);
+
+/* A child entry point for tu_exec_self(): returns the child's exit status. */
+struct tu_child {
+    const char *name;
+    int (*fn)(void);
+};
+
+/* Call first thing in main() of a suite that uses tu_exec_self(). When argv
+ * is "<prog> --tu-child <name>", runs the entry of children (a table ended
+ * by a NULL name) called name and leaves through exit(), so atexit handlers
+ * and library destructors run; exits with 127 for an unknown name. Returns
+ * otherwise. */
+void tu_child_main(int argc, char **argv, const struct tu_child *children);
+
+/* Runs this program again (/proc/self/exe) as the child called name, with
+ * the variables of env (a NULL-terminated list of "NAME=value" strings) added
+ * to its environment. Unlike tu_run_with_env() the child is a new process
+ * image: jemalloc reads MALLOC_CONF afresh and constructors run again. The
+ * child's stderr is captured as by tu_run_with_env(). Returns the child's
+ * exit status (0..255), or 128 + signal number. */
+int tu_exec_self(const char *const env[], const char *name, char *err,
+                 size_t errlen);
+
+/* Prints "file:line: check failed: what (errno N)" on stdout; used by
+ * TU_REQUIRE in child functions, whose stderr is captured. */
+void tu_child_failed(const char *file, int line, const char *what);
+
+/* In a child function (int fn(void)): returns 1 after saying which check
+ * failed when cond is false. */
+#define TU_REQUIRE(cond)                                                    \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            tu_child_failed(__FILE__, __LINE__, #cond);                     \
+            return 1;                                                       \
+        }                                                                   \
+    } while (0)
+
+/* Number of '\n'-terminated lines in s; a trailing unterminated fragment
+ * counts as one more. */
+unsigned tu_count_lines(const char *s);
+
+#endif
