@@ -11,6 +11,9 @@
 #include "internal.h"
 
 #define NO_TCACHE UINT_MAX
+/* MALLOCX_ARENA shifts a signed int, which overflows for arena indices from
+ * 2047 up; the same bits, computed unsigned. */
+#define ARENA_FLAGS(a) ((int)(((unsigned)(a) + 1u) << 20))
 
 /* What one thread uses to reach one tag's arena. Tagged blocks must never
  * meet the automatic thread cache, which mixes arenas (DESIGN.md section 7),
@@ -176,7 +179,7 @@ static void setup_slot(struct tag_slot *s, ra_tag_t tag)
         s->tcache = NO_TCACHE;
         s->free_flags = MALLOCX_TCACHE_NONE;
     }
-    s->alloc_flags = MALLOCX_ARENA(arena) | s->free_flags;
+    s->alloc_flags = ARENA_FLAGS(arena) | s->free_flags;
 }
 
 /* Returns this thread's slot for tag, set up, or NULL when the thread cannot
@@ -252,7 +255,7 @@ RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
         return fail_enomem();
     s = get_slot(tag);
     tag_flags = s != NULL ? s->alloc_flags
-                          : MALLOCX_ARENA(ra__tag_arena[tag]) |
+                          : ARENA_FLAGS(ra__tag_arena[tag]) |
                                 MALLOCX_TCACHE_NONE;
     p = mallocx(at_least_one(size), tag_flags | flags);
     if (p == NULL) {
@@ -414,7 +417,7 @@ RA__COLD static void *realloc_tagged_slow(void *ptr, ra_tag_t tag,
 {
     struct tag_slot *s = get_slot(tag);
     int flags = s != NULL ? s->alloc_flags
-                          : MALLOCX_ARENA(ra__tag_arena[tag]) |
+                          : ARENA_FLAGS(ra__tag_arena[tag]) |
                                 MALLOCX_TCACHE_NONE;
     void *p = rallocx(ptr, size, flags);
 

@@ -144,6 +144,7 @@ static void read_stats(void)
 
 static void read_config(void)
 {
+    config.pid = getpid();
     read_enabled();
     read_max_tags();
     read_region_size();

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "regionalloc.h"
 
@@ -38,6 +39,7 @@ struct ra__config {
     unsigned max_tags;   /* REGIONALLOC_MAX_TAGS, default 256 */
     size_t region_size;  /* REGIONALLOC_REGION_SIZE, default 64 GiB */
     char stats_path[4096]; /* REGIONALLOC_STATS: "" (off), "stderr", a path */
+    pid_t pid;           /* the process that read the environment */
 };
 /* Reads the environment on the first call (thread-safe, allocation-free,
  * secure_getenv) and returns the parsed values; bad values are reported on
@@ -56,8 +58,9 @@ extern atomic_bool ra__tagging;
 
 /* -- region.c: the reservation and the extent hooks ----------------------- */
 /* The reservation: region i (tag i + 1) is [base + (i << shift), +1 << shift).
- * ra__region_count stays 0 until the reservation is made, so ra_tag_of() is
- * RA_TAG_NONE for everything before. */
+ * ra__region_count is the number of regions that have an arena (0 before the
+ * reservation and in pass-through mode), so ra_tag_of() is RA_TAG_NONE for
+ * every address outside a created tag's region. */
 extern uintptr_t ra__region_base;
 extern unsigned ra__region_shift;
 extern _Atomic unsigned ra__region_count;

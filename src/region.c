@@ -229,7 +229,6 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
         r->end = r->start + region_size;
         atomic_init(&r->next, r->start);
     }
-    atomic_store_explicit(&ra__region_count, max_tags, memory_order_release);
     return false;
 }
 
@@ -252,6 +251,9 @@ int ra__region_create_arena(unsigned idx)
     snprintf(name, sizeof name, "arena.%u.retain_grow_limit", arena);
     rc = mallctl(name, NULL, NULL, &grow_limit, sizeof grow_limit);
     ra__assert(rc == 0);
+    /* Regions are handed out in order, under the registry lock: publishing
+     * the count makes addresses of region idx resolve to its tag. */
+    atomic_store_explicit(&ra__region_count, idx + 1, memory_order_release);
     return (int)arena;
 }
 

@@ -62,21 +62,14 @@ int ra__report_table(FILE *out)
     return failed ? -1 : 0;
 }
 
-/* Only the process that read the configuration reports: a forked child
- * that exits must not overwrite its parent's file. */
-static pid_t config_pid;
-
-__attribute__((constructor)) static void remember_pid(void)
-{
-    config_pid = getpid();
-}
-
 __attribute__((destructor)) static void report_at_exit(void)
 {
     const struct ra__config *config = ra__config();
     FILE *out;
 
-    if (config->stats_path[0] == '\0' || getpid() != config_pid)
+    /* Only the process that read the configuration reports: a child forked
+     * after that must not overwrite its parent's file when it exits. */
+    if (config->stats_path[0] == '\0' || getpid() != config->pid)
         return;
     /* The exiting thread's caches would otherwise count as allocated. */
     ra_thread_flush();

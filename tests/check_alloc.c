@@ -68,7 +68,7 @@ static void fill_pattern(void *p, size_t len, unsigned seed)
         b[i] = pattern_byte(i, seed);
 }
 
-/* Returns the first offset below len that does not hold the pattern, or len. */
+/* Returns the first offset below len not holding the pattern, or len. */
 static size_t check_pattern(const void *p, size_t len, unsigned seed)
 {
     const unsigned char *b = p;
@@ -95,7 +95,7 @@ static const size_t cached_sizes[] = {8,    16,   48,   96,    256,  512,
 #define N_CACHED (sizeof cached_sizes / sizeof cached_sizes[0])
 #define PER_SIZE 64
 
-/* -- "allocation functions" ------------------------------------------------- */
+/* -- "allocation functions" ----------------------------------------------- */
 
 START_TEST(test_alloc_malloc_uses_current_tag)
 {
@@ -412,7 +412,7 @@ START_TEST(test_alloc_malloc_tag_rejects_unknown_tags)
 }
 END_TEST
 
-/* -- "realloc keeps the owner" ---------------------------------------------- */
+/* -- "realloc keeps the owner" -------------------------------------------- */
 
 START_TEST(test_alloc_realloc_keeps_tag_across_size_classes)
 {
@@ -522,7 +522,7 @@ START_TEST(test_alloc_realloc_to_zero_frees)
 }
 END_TEST
 
-/* -- "accounting" ----------------------------------------------------------- */
+/* -- "accounting" --------------------------------------------------------- */
 
 START_TEST(test_alloc_untagged_free_under_pushed_tag_leaves_tag_alone)
 {
@@ -616,7 +616,10 @@ START_TEST(test_alloc_allocated_is_exact_for_mixed_sizes)
             case 0: p = ra_malloc(size); break;
             case 1: p = ra_calloc(1, size); break;
             case 2: p = ra_aligned_alloc(64, size); break;
-            case 3: if (ra_posix_memalign(&p, 4096, size) != 0) p = NULL; break;
+            case 3:
+                if (ra_posix_memalign(&p, 4096, size) != 0)
+                    p = NULL;
+                break;
             case 4: p = ra_malloc_tag(tag_a, size); break;
             case 5: p = ra_realloc(NULL, size); break;
             }
@@ -716,7 +719,7 @@ START_TEST(test_alloc_counts_equal_calls_made)
 }
 END_TEST
 
-/* -- "thread caches keep tags apart" ---------------------------------------- */
+/* -- "thread caches keep tags apart" -------------------------------------- */
 
 /* Allocates PER_SIZE blocks of every cached size under tag (RA_TAG_NONE:
  * untagged) into blocks. Returns how many allocations failed. */
@@ -836,7 +839,8 @@ static Suite *alloc_suite(void)
 
     tc = tcase_create("accounting");
     tcase_add_checked_fixture(tc, setup_tags, NULL);
-    tcase_add_test(tc, test_alloc_untagged_free_under_pushed_tag_leaves_tag_alone);
+    tcase_add_test(tc,
+                   test_alloc_untagged_free_under_pushed_tag_leaves_tag_alone);
     tcase_add_test(tc, test_alloc_free_under_other_tag_is_charged_to_owner);
     tcase_add_test(tc, test_alloc_allocated_is_exact_for_mixed_sizes);
     tcase_add_test(tc, test_alloc_counts_equal_calls_made);
@@ -859,7 +863,7 @@ int main(void)
     SRunner *sr = srunner_create(alloc_suite());
     int failed;
 
-    /* Each test needs a fresh library (and may crash): never run in-process. */
+    /* Each test needs a fresh library (and may crash): never in-process. */
     srunner_set_fork_status(sr, CK_FORK);
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);

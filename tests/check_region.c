@@ -105,7 +105,7 @@ static void check_sizes_interleaved(const size_t *sizes, unsigned nsizes)
     free(blocks);
 }
 
-/* -- tag of blocks ---------------------------------------------------------- */
+/* -- tag of blocks -------------------------------------------------------- */
 
 START_TEST(test_region_small_blocks_have_their_tag)
 {
@@ -297,7 +297,7 @@ START_TEST(test_region_tag_of_region_edges)
 }
 END_TEST
 
-/* -- region exhaustion ------------------------------------------------------ */
+/* -- region exhaustion ---------------------------------------------------- */
 
 #define MAX_BLOCKS 8192
 
@@ -485,7 +485,7 @@ START_TEST(test_region_block_bigger_than_region_is_enomem)
 }
 END_TEST
 
-/* -- committed memory ---------------------------------------------------------- */
+/* -- committed memory ----------------------------------------------------- */
 
 START_TEST(test_region_committed_memory_stays_in_region)
 {
@@ -534,7 +534,7 @@ START_TEST(test_region_committed_memory_default_region)
 }
 END_TEST
 
-/* -- configurations ------------------------------------------------------------ */
+/* -- configurations ------------------------------------------------------- */
 
 START_TEST(test_region_many_small_regions)
 {

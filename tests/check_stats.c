@@ -51,6 +51,12 @@ static double in_mib(size_t bytes)
     return (double)bytes / (double)MIB;
 }
 
+/* from - to in MiB, negative when memory grew. */
+static double drop_mib(size_t from, size_t to)
+{
+    return ((double)from - (double)to) / (double)MIB;
+}
+
 /* Blocks of one test, allocated under a tag and touched page by page. */
 struct block_set {
     size_t n;
@@ -66,7 +72,8 @@ static size_t fill_blocks(struct block_set *set, ra_tag_t tag, size_t nsmall,
     size_t every = nlarge > 0 ? total / nlarge : 0;
     size_t failed = 0, bytes = 0, ns = 0, nl = 0;
 
-    ck_assert_uint_le(set->n + total, sizeof set->blocks / sizeof set->blocks[0]);
+    ck_assert_uint_le(set->n + total,
+                      sizeof set->blocks / sizeof set->blocks[0]);
     if (tag != RA_TAG_NONE)
         push(tag);
     /* The large blocks are spread among the small ones. */
@@ -101,7 +108,7 @@ static void free_blocks(struct block_set *set)
     set->n = 0;
 }
 
-/* -- "errors" ---------------------------------------------------------------- */
+/* -- "errors" ------------------------------------------------------------- */
 
 START_TEST(test_stats_null_out_is_einval)
 {
@@ -166,7 +173,7 @@ START_TEST(test_stats_pass_through_mode_is_enotsup)
 }
 END_TEST
 
-/* -- "fields" ----------------------------------------------------------------- */
+/* -- "fields" ------------------------------------------------------------- */
 
 static void check_ordered(const ra_tag_stats_t *s, const char *what)
 {
@@ -211,7 +218,9 @@ START_TEST(test_stats_fields_are_ordered)
     check_ordered(&s, "half freed");
     ck_assert_uint_gt(s.allocated, 0);
     ck_assert_uint_le(s.mapped, s.reserved);
-    ck_assert_uint_eq(s.reserved, (size_t)64 << 30);
+    /* 64 GiB by default, less if the address space was short. */
+    ck_assert_uint_ge(s.reserved, (size_t)4 << 20);
+    ck_assert_uint_eq(s.reserved & (s.reserved - 1), 0);
     ck_assert_uint_eq(s.nmalloc, N);
     ck_assert_uint_eq(s.ndalloc, N / 2);
 
@@ -304,7 +313,7 @@ START_TEST(test_stats_untagged_excludes_tagged_allocations)
 }
 END_TEST
 
-/* -- "purge" ------------------------------------------------------------------ */
+/* -- "purge" -------------------------------------------------------------- */
 
 START_TEST(test_stats_purge_returns_pages_to_os)
 {
@@ -333,11 +342,12 @@ START_TEST(test_stats_purge_returns_pages_to_os)
             "with 256 MiB live, %.1f MiB after free, %.1f MiB after purge "
             "(drop %.1f MiB); dirty %.1f MiB before purge, %.1f after\n",
             in_mib(rss_start), in_mib(rss_full), in_mib(rss_freed),
-            in_mib(rss_purged), in_mib(rss_full - rss_purged),
+            in_mib(rss_purged), drop_mib(rss_full, rss_purged),
             in_mib(freed.dirty), in_mib(purged.dirty));
     ck_assert_uint_ge(rss_full, rss_start + 250 * MIB);
     ck_assert_msg(rss_purged + 200 * MIB <= rss_full,
-                  "RSS dropped by only %.1f MiB", in_mib(rss_full - rss_purged));
+                  "RSS dropped by only %.1f MiB",
+                  drop_mib(rss_full, rss_purged));
     ck_assert_uint_eq(purged.allocated, 0);
     ck_assert_uint_eq(purged.dirty, 0);
     ck_assert_uint_eq(purged.muzzy, 0);
@@ -365,10 +375,11 @@ START_TEST(test_stats_purge_all_returns_pages_to_os)
             "stats: purge of all: RSS %.1f MiB at start, %.1f MiB with "
             "320 MiB live, %.1f MiB after purge (drop %.1f MiB)\n",
             in_mib(rss_start), in_mib(rss_full), in_mib(rss_purged),
-            in_mib(rss_full - rss_purged));
+            drop_mib(rss_full, rss_purged));
     ck_assert_uint_ge(rss_full, rss_start + 300 * MIB);
     ck_assert_msg(rss_purged + 260 * MIB <= rss_full,
-                  "RSS dropped by only %.1f MiB", in_mib(rss_full - rss_purged));
+                  "RSS dropped by only %.1f MiB",
+                  drop_mib(rss_full, rss_purged));
     s = stats_of(tag_a);
     ck_assert_uint_eq(s.dirty, 0);
     ck_assert_uint_eq(s.allocated, 0);
@@ -427,7 +438,7 @@ START_TEST(test_stats_purged_tag_allocates_again)
 }
 END_TEST
 
-/* -- "resident cost" ------------------------------------------------------------ */
+/* -- "resident cost" ------------------------------------------------------ */
 
 START_TEST(test_stats_empty_tag_resident_is_small)
 {
@@ -485,7 +496,7 @@ static Suite *stats_suite(void)
     tcase_add_test(tc, test_stats_purge_unknown_tag_is_einval);
     suite_add_tcase(s, tc);
 
-    /* No fixture: these tests set the environment before the first ra_ call. */
+    /* No fixture: these tests set the environment before any ra_ call. */
     tc = tcase_create("configuration");
     tcase_add_test(tc, test_stats_pass_through_mode_is_enotsup);
     tcase_add_test(tc, test_stats_reserved_is_region_size);
@@ -521,7 +532,7 @@ int main(void)
     SRunner *sr = srunner_create(stats_suite());
     int failed;
 
-    /* Each test needs a fresh library (and may crash): never run in-process. */
+    /* Each test needs a fresh library (and may crash): never in-process. */
     srunner_set_fork_status(sr, CK_FORK);
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);

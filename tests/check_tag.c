@@ -168,7 +168,7 @@ START_TEST(test_tag_name_invalid_is_null_einval)
 }
 END_TEST
 
-/* -- errors ----------------------------------------------------------------- */
+/* -- errors --------------------------------------------------------------- */
 
 START_TEST(test_tag_create_null_is_einval)
 {
@@ -360,7 +360,7 @@ START_TEST(test_tag_pop_empty_stack_is_einval)
 }
 END_TEST
 
-/* -- stack ------------------------------------------------------------------ */
+/* -- stack ---------------------------------------------------------------- */
 
 START_TEST(test_tag_stack_is_lifo)
 {
@@ -383,7 +383,7 @@ START_TEST(test_tag_stack_is_lifo)
 }
 END_TEST
 
-/* -- scope ------------------------------------------------------------------ */
+/* -- scope ---------------------------------------------------------------- */
 
 START_TEST(test_tag_scope_pops_at_end_of_block)
 {
@@ -510,7 +510,7 @@ START_TEST(test_tag_scope_on_full_stack_pops_nothing)
 }
 END_TEST
 
-/* -- threads ------------------------------------------------------------------ */
+/* -- threads -------------------------------------------------------------- */
 
 struct thread_view {
     ra_tag_t seen_at_start; /* ra_tag_current() when the thread started */

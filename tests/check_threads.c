@@ -1,0 +1,961 @@
+/* Suite "threads": accounting across threads, thread exit, fork, and
+ * pass-through mode with threads. */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jemalloc/jemalloc.h>
+
+#include "regionalloc.h"
+#include "testutil.h"
+
+/* Worker threads never call Check: a passing assertion allocates under the
+ * pushed tag and a failing one exits the process. They count what went wrong
+ * in `errors` and the main thread asserts on it after joining them. */
+
+#define KIB ((size_t)1 << 10)
+
+static const size_t sizes[] = {8,    24,    64,    100,   256,   700,
+                               1500, 4096,  9000,  20000, 32768, 50000,
+                               131072};
+#define N_SIZES (sizeof sizes / sizeof sizes[0])
+
+static _Atomic unsigned errors;
+
+static void count_error(void)
+{
+    atomic_fetch_add(&errors, 1);
+}
+
+static void push(ra_tag_t tag)
+{
+    if (ra_tag_push(tag) != 0)
+        count_error();
+}
+
+static void pop(ra_tag_t tag)
+{
+    if (ra_tag_pop(tag) != 0)
+        count_error();
+}
+
+static ra_tag_t create_tag(const char *fmt, unsigned i)
+{
+    char name[RA_TAG_NAME_MAX + 1];
+    ra_tag_t tag;
+
+    snprintf(name, sizeof name, fmt, i);
+    tag = ra_tag_create(name);
+    ck_assert_msg(tag != RA_TAG_NONE, "ra_tag_create(%s): %s", name,
+                  strerror(errno));
+    return tag;
+}
+
+static ra_tag_stats_t stats_of(ra_tag_t tag)
+{
+    ra_tag_stats_t s;
+
+    ck_assert_int_eq(ra_tag_stats(tag, &s), 0);
+    return s;
+}
+
+/* Ground truth for one tag: what its live blocks add up to. */
+struct truth {
+    size_t bytes;
+    uint64_t count;
+};
+
+static void check_exact(ra_tag_t tag, const struct truth *t, const char *when)
+{
+    ra_tag_stats_t s = stats_of(tag);
+
+    ck_assert_msg(s.allocated == t->bytes,
+                  "%s: tag %s allocated %zu, live blocks hold %zu", when,
+                  ra_tag_name(tag), s.allocated, t->bytes);
+    ck_assert_msg(s.nmalloc - s.ndalloc == t->count,
+                  "%s: tag %s nmalloc %llu - ndalloc %llu != %llu live", when,
+                  ra_tag_name(tag), (unsigned long long)s.nmalloc,
+                  (unsigned long long)s.ndalloc,
+                  (unsigned long long)t->count);
+}
+
+/* -- "cross-thread frees" ------------------------------------------------- */
+
+enum { XT_THREADS = 4, XT_SHARED = 3, XT_ITER = 5000 };
+
+struct xt_item {
+    void *p;
+    ra_tag_t tag;
+    size_t size;
+};
+
+/* What one thread hands to the next; only its producer appends. */
+struct xt_queue {
+    pthread_mutex_t lock;
+    size_t head, tail;
+    bool done;
+    struct xt_item items[XT_ITER];
+};
+
+struct xt_thread {
+    unsigned index;
+    size_t nkept;
+    struct xt_item kept[XT_ITER];
+};
+
+static ra_tag_t xt_own[XT_THREADS], xt_shared[XT_SHARED];
+static struct xt_queue xt_queues[XT_THREADS];
+static struct xt_thread xt_threads[XT_THREADS];
+/* Threads that flush and stay alive report here and wait for release. */
+static pthread_mutex_t xt_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t xt_cond = PTHREAD_COND_INITIALIZER;
+static unsigned xt_flushed;
+static bool xt_release;
+
+static void xt_lock_queue(struct xt_queue *q)
+{
+    if (pthread_mutex_lock(&q->lock) != 0)
+        abort();
+}
+
+static void xt_unlock_queue(struct xt_queue *q)
+{
+    if (pthread_mutex_unlock(&q->lock) != 0)
+        abort();
+}
+
+static void xt_put(struct xt_queue *q, struct xt_item item)
+{
+    xt_lock_queue(q);
+    q->items[q->tail++] = item;
+    xt_unlock_queue(q);
+}
+
+/* Takes the oldest item: true when there was one; *finished when the queue
+ * is empty and its producer is done. */
+static bool xt_take(struct xt_queue *q, struct xt_item *item, bool *finished)
+{
+    bool got = false;
+
+    xt_lock_queue(q);
+    if (q->head < q->tail) {
+        *item = q->items[q->head++];
+        got = true;
+    }
+    *finished = !got && q->done;
+    xt_unlock_queue(q);
+    return got;
+}
+
+/* A tag other than owner for thread self to free under. */
+static ra_tag_t xt_other_tag(unsigned self, unsigned n, ra_tag_t owner)
+{
+    ra_tag_t t = n % 2 == 0 ? xt_own[self] : xt_shared[n % XT_SHARED];
+
+    return t != owner ? t : xt_shared[(n + 1) % XT_SHARED];
+}
+
+/* Frees, or resizes and keeps, a block another thread allocated. */
+static void xt_consume(struct xt_thread *self, struct xt_item item,
+                       unsigned n)
+{
+    ra_tag_t under = xt_other_tag(self->index, n, item.tag);
+
+    if (ra_tag_of(item.p) != item.tag)
+        count_error();
+    push(under);
+    if (n % 10 == 0) {
+        /* Kept live, resized under a foreign tag: still the owner's. */
+        void *q = ra_realloc(item.p, sizes[(n / 10) % N_SIZES]);
+        if (q == NULL) {
+            count_error();
+        } else {
+            item.p = q;
+            self->kept[self->nkept++] = item;
+        }
+    } else if (n % 3 == 0) {
+        ra_free_sized(item.p, item.size);
+    } else {
+        ra_free(item.p);
+    }
+    pop(under);
+}
+
+static void *xt_worker(void *arg)
+{
+    struct xt_thread *self = arg;
+    struct xt_queue *in = &xt_queues[self->index];
+    struct xt_queue *out = &xt_queues[(self->index + 1) % XT_THREADS];
+    unsigned consumed = 0;
+    struct xt_item item;
+    bool finished = false;
+
+    for (unsigned n = 0; n < XT_ITER; n++) {
+        ra_tag_t tag = n % 4 == 0 ? xt_own[self->index]
+                                  : xt_shared[(n / 4 + self->index) %
+                                              XT_SHARED];
+        size_t size = sizes[(n * 7 + self->index) % N_SIZES];
+        void *p;
+
+        push(tag);
+        p = ra_malloc(size);
+        pop(tag);
+        if (p == NULL || ra_tag_of(p) != tag) {
+            count_error();
+            continue;
+        }
+        memset(p, (int)n, size < 64 ? size : 64);
+        item = (struct xt_item){.p = p, .tag = tag, .size = size};
+        if (n % 50 == 0)
+            self->kept[self->nkept++] = item; /* never leaves its thread */
+        else
+            xt_put(out, item);
+        for (int k = 0; k < 2 && xt_take(in, &item, &finished); k++)
+            xt_consume(self, item, consumed++);
+    }
+    xt_lock_queue(out);
+    out->done = true;
+    xt_unlock_queue(out);
+    while (!finished) {
+        if (xt_take(in, &item, &finished))
+            xt_consume(self, item, consumed++);
+        else if (!finished)
+            sched_yield();
+    }
+
+    /* Even threads flush and stay alive while the main thread checks;
+     * odd ones rely on thread exit. */
+    if (self->index % 2 == 0) {
+        ra_thread_flush();
+        pthread_mutex_lock(&xt_lock);
+        xt_flushed++;
+        pthread_cond_broadcast(&xt_cond);
+        while (!xt_release)
+            pthread_cond_wait(&xt_cond, &xt_lock);
+        pthread_mutex_unlock(&xt_lock);
+    }
+    return NULL;
+}
+
+/* Adds the blocks the threads kept to the truth of their tags. */
+static void xt_truth(ra_tag_t tag, struct truth *t)
+{
+    memset(t, 0, sizeof *t);
+    for (unsigned i = 0; i < XT_THREADS; i++)
+        for (size_t k = 0; k < xt_threads[i].nkept; k++) {
+            const struct xt_item *item = &xt_threads[i].kept[k];
+
+            if (item->tag != tag)
+                continue;
+            ck_assert_uint_eq(ra_tag_of(item->p), tag);
+            t->bytes += ra_malloc_usable_size(item->p);
+            t->count++;
+        }
+}
+
+/* Checks every tag against the kept blocks; live: whether each tag must
+ * have some. */
+static void xt_check_all(const char *when, bool live)
+{
+    struct truth t;
+
+    for (unsigned i = 0; i < XT_THREADS + XT_SHARED; i++) {
+        ra_tag_t tag = i < XT_THREADS ? xt_own[i] : xt_shared[i - XT_THREADS];
+
+        xt_truth(tag, &t);
+        ck_assert_msg((t.count > 0) == live, "%s: tag %s has %llu live blocks",
+                      when, ra_tag_name(tag), (unsigned long long)t.count);
+        check_exact(tag, &t, when);
+    }
+}
+
+START_TEST(test_threads_allocated_exact_with_cross_thread_frees)
+{
+    pthread_t threads[XT_THREADS];
+
+    for (unsigned i = 0; i < XT_THREADS; i++) {
+        xt_own[i] = create_tag("xt-own-%u", i);
+        ck_assert_int_eq(pthread_mutex_init(&xt_queues[i].lock, NULL), 0);
+        xt_threads[i].index = i;
+    }
+    for (unsigned i = 0; i < XT_SHARED; i++)
+        xt_shared[i] = create_tag("xt-shared-%u", i);
+
+    for (unsigned i = 0; i < XT_THREADS; i++)
+        ck_assert_int_eq(
+            pthread_create(&threads[i], NULL, xt_worker, &xt_threads[i]), 0);
+    /* Odd threads exit; even ones flush and wait. */
+    for (unsigned i = 1; i < XT_THREADS; i += 2)
+        ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+    pthread_mutex_lock(&xt_lock);
+    while (xt_flushed < XT_THREADS / 2)
+        pthread_cond_wait(&xt_cond, &xt_lock);
+    pthread_mutex_unlock(&xt_lock);
+
+    ck_assert_uint_eq(atomic_load(&errors), 0);
+    for (unsigned i = 0; i < XT_THREADS; i++)
+        ck_assert_uint_eq(xt_queues[i].head, xt_queues[i].tail);
+    xt_check_all("flushed threads alive", true);
+
+    pthread_mutex_lock(&xt_lock);
+    xt_release = true;
+    pthread_cond_broadcast(&xt_cond);
+    pthread_mutex_unlock(&xt_lock);
+    for (unsigned i = 0; i < XT_THREADS; i += 2)
+        ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+    xt_check_all("all threads exited", true);
+
+    /* Freed from the main thread, every tag drops to zero. */
+    for (unsigned i = 0; i < XT_THREADS; i++) {
+        for (size_t k = 0; k < xt_threads[i].nkept; k++)
+            ra_free(xt_threads[i].kept[k].p);
+        xt_threads[i].nkept = 0;
+    }
+    ra_thread_flush();
+    xt_check_all("all freed", false);
+}
+END_TEST
+
+/* -- "many short-lived threads" ------------------------------------------- */
+
+enum { SL_THREADS = 1500, SL_BATCH = 16, SL_TAGS = 4, SL_ROUNDS = 20 };
+
+static ra_tag_t sl_tags[SL_TAGS];
+/* One block per (thread, tag) stays live; NULL for the tag a thread skips. */
+static void *sl_kept[SL_THREADS][SL_TAGS];
+static _Atomic uint64_t sl_allocs[SL_TAGS];
+
+static void *sl_worker(void *arg)
+{
+    unsigned index = (unsigned)(uintptr_t)arg;
+    unsigned skip = index % SL_TAGS;
+
+    for (unsigned k = 0; k < SL_TAGS; k++) {
+        ra_tag_t tag = sl_tags[k];
+        void *blocks[SL_ROUNDS];
+
+        if (k == skip)
+            continue;
+        push(tag);
+        for (unsigned r = 0; r < SL_ROUNDS; r++) {
+            blocks[r] = ra_malloc(sizes[(index + r) % N_SIZES]);
+            if (blocks[r] == NULL || ra_tag_of(blocks[r]) != tag)
+                count_error();
+        }
+        for (unsigned r = 1; r < SL_ROUNDS; r++)
+            ra_free(blocks[r]);
+        pop(tag);
+        sl_kept[index][k] = blocks[0];
+        atomic_fetch_add(&sl_allocs[k], SL_ROUNDS);
+    }
+    return NULL;
+}
+
+/* How many explicit tcaches jemalloc can still create (at most 4093 per
+ * process, MALLOCX_TCACHE_MAX). Destroys them again. */
+static unsigned count_free_tcache_ids(void)
+{
+    static unsigned ids[4096];
+    unsigned n = 0;
+
+    while (n < sizeof ids / sizeof ids[0]) {
+        size_t len = sizeof ids[n];
+        if (mallctl("tcache.create", &ids[n], &len, NULL, 0) != 0)
+            break;
+        n++;
+    }
+    for (unsigned i = 0; i < n; i++)
+        mallctl("tcache.destroy", NULL, NULL, &ids[i], sizeof ids[i]);
+    return n;
+}
+
+/* Counts the free tcache ids into *arg from a fresh thread, then uses every
+ * tag from it. */
+static void *sl_probe(void *arg)
+{
+    unsigned *free_ids = arg;
+    void *blocks[SL_TAGS];
+
+    *free_ids = count_free_tcache_ids();
+    /* A fresh thread gets caches for every tag and is tagged correctly. */
+    for (unsigned k = 0; k < SL_TAGS; k++) {
+        push(sl_tags[k]);
+        blocks[k] = ra_malloc(100);
+        pop(sl_tags[k]);
+        if (blocks[k] == NULL || ra_tag_of(blocks[k]) != sl_tags[k])
+            count_error();
+        atomic_fetch_add(&sl_allocs[k], 1);
+    }
+    for (unsigned k = 0; k < SL_TAGS; k++)
+        ra_free(blocks[k]);
+    return NULL;
+}
+
+START_TEST(test_threads_short_lived_threads_release_caches)
+{
+    pthread_t threads[SL_BATCH];
+    pthread_t probe;
+    unsigned free_before = 0, free_after = 0;
+
+    for (unsigned k = 0; k < SL_TAGS; k++)
+        sl_tags[k] = create_tag("short-lived-%u", k);
+    ck_assert_int_eq(pthread_create(&probe, NULL, sl_probe, &free_before), 0);
+    ck_assert_int_eq(pthread_join(probe, NULL), 0);
+    ck_assert_uint_ge(free_before, 4000);
+    for (unsigned base = 0; base < SL_THREADS; base += SL_BATCH) {
+        unsigned n = SL_THREADS - base < SL_BATCH ? SL_THREADS - base
+                                                  : SL_BATCH;
+        for (unsigned i = 0; i < n; i++)
+            ck_assert_int_eq(pthread_create(&threads[i], NULL, sl_worker,
+                                            (void *)(uintptr_t)(base + i)),
+                             0);
+        for (unsigned i = 0; i < n; i++)
+            ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+    }
+    ck_assert_uint_eq(atomic_load(&errors), 0);
+
+    for (unsigned k = 0; k < SL_TAGS; k++) {
+        struct truth t = {0, 0};
+        ra_tag_stats_t s;
+        uint64_t allocs;
+
+        for (unsigned i = 0; i < SL_THREADS; i++)
+            if (sl_kept[i][k] != NULL) {
+                ck_assert_uint_eq(ra_tag_of(sl_kept[i][k]), sl_tags[k]);
+                t.bytes += ra_malloc_usable_size(sl_kept[i][k]);
+                t.count++;
+            }
+        ck_assert_uint_eq(t.count, SL_THREADS * 3 / 4);
+        check_exact(sl_tags[k], &t, "after the threads exited");
+        s = stats_of(sl_tags[k]);
+        allocs = atomic_load(&sl_allocs[k]);
+        ck_assert_uint_eq(s.nmalloc, allocs);
+    }
+
+    /* 1500 threads x 3 tags made 4500 caches, more than jemalloc's 4093
+     * ids: a thread whose caches outlived it would leave fewer ids free, and
+     * leaking all of them would have run out. */
+    ck_assert_int_eq(pthread_create(&probe, NULL, sl_probe, &free_after), 0);
+    ck_assert_int_eq(pthread_join(probe, NULL), 0);
+    ck_assert_msg(free_after == free_before,
+                  "explicit tcache ids free: %u before %u threads, %u after",
+                  free_before, SL_THREADS, free_after);
+    ck_assert_uint_eq(atomic_load(&errors), 0);
+}
+END_TEST
+
+/* -- "fork" --------------------------------------------------------------- */
+
+/* Three threads allocate; a fourth starts short-lived threads and creates
+ * tags, so that forks also land while the library's own locks are taken. */
+enum { FK_WORKERS = 3, FK_FORKS = 20, FK_MAX_EXTRA_TAGS = 100 };
+
+static ra_tag_t fk_a, fk_b;
+static atomic_bool fk_stop;
+static _Atomic unsigned long fk_rounds[FK_WORKERS + 1];
+static _Atomic unsigned fk_extra_tags;
+static _Atomic unsigned fk_forks_done;
+
+static void *fk_worker(void *arg)
+{
+    unsigned index = (unsigned)(uintptr_t)arg;
+
+    for (unsigned n = 0; !atomic_load(&fk_stop); n++) {
+        ra_tag_t tag = n % 2 == 0 ? fk_a : fk_b;
+        void *blocks[8];
+
+        push(tag);
+        for (unsigned k = 0; k < 8; k++)
+            blocks[k] = ra_malloc(sizes[(n + k) % N_SIZES]);
+        blocks[0] = ra_realloc(blocks[0], 70000);
+        pop(tag);
+        for (unsigned k = 0; k < 8; k++)
+            if (blocks[k] == NULL || ra_tag_of(blocks[k]) != tag)
+                count_error();
+        for (unsigned k = 0; k < 8; k += 2) {
+            ra_free(blocks[k]);
+            blocks[k] = ra_malloc(sizes[(n + k) % N_SIZES]);
+            if (blocks[k] == NULL || ra_tag_of(blocks[k]) != RA_TAG_NONE)
+                count_error();
+        }
+        for (unsigned k = 0; k < 8; k++)
+            ra_free(blocks[k]);
+        atomic_fetch_add(&fk_rounds[index], 1);
+    }
+    return NULL;
+}
+
+static void *fk_short_lived(void *arg)
+{
+    ra_tag_t tag = (ra_tag_t)(uintptr_t)arg;
+    void *p;
+
+    push(tag);
+    p = ra_malloc(200);
+    pop(tag);
+    if (p == NULL || ra_tag_of(p) != tag)
+        count_error();
+    ra_free(p);
+    return NULL;
+}
+
+static void *fk_churn(void *arg)
+{
+    (void)arg;
+    for (unsigned n = 0; !atomic_load(&fk_stop); n++) {
+        ra_tag_t tag = n % 2 == 0 ? fk_a : fk_b;
+        pthread_t thread;
+
+        /* A few new tags per fork, spread over the whole run. */
+        if (atomic_load(&fk_extra_tags) <
+            FK_MAX_EXTRA_TAGS / FK_FORKS * (atomic_load(&fk_forks_done) + 1)) {
+            char name[32];
+
+            snprintf(name, sizeof name, "fork-extra-%u",
+                     atomic_load(&fk_extra_tags));
+            tag = ra_tag_create(name);
+            if (tag == RA_TAG_NONE)
+                count_error();
+            else
+                atomic_fetch_add(&fk_extra_tags, 1);
+        }
+        if (pthread_create(&thread, NULL, fk_short_lived,
+                           (void *)(uintptr_t)tag) != 0 ||
+            pthread_join(thread, NULL) != 0)
+            count_error();
+        atomic_fetch_add(&fk_rounds[FK_WORKERS], 1);
+    }
+    return NULL;
+}
+
+static void *fk_child_thread(void *arg)
+{
+    ra_tag_t tag = *(ra_tag_t *)arg;
+    void *p, *q;
+
+    push(tag);
+    p = ra_malloc(3000);
+    q = ra_malloc(100000);
+    pop(tag);
+    if (p == NULL || q == NULL || ra_tag_of(p) != tag || ra_tag_of(q) != tag)
+        return (void *)1;
+    ra_free(p);
+    ra_free(q);
+    return NULL;
+}
+
+/* Runs in the forked child; the return value is its exit status, a step
+ * number on failure. */
+static int fk_child(unsigned round)
+{
+    char name[32];
+    ra_tag_stats_t s;
+    pthread_t thread;
+    void *a, *u, *p, *res = NULL;
+    ra_tag_t tag;
+
+    if (ra_tag_push(fk_a) != 0)
+        return 2;
+    a = ra_malloc(1000);
+    ra_tag_pop(fk_a);
+    if (a == NULL || ra_tag_of(a) != fk_a)
+        return 3;
+    u = ra_malloc(1000);
+    if (u == NULL || ra_tag_of(u) != RA_TAG_NONE)
+        return 4;
+    if (ra_tag_stats(fk_a, &s) != 0 || s.allocated < 1000)
+        return 5;
+    if (ra_tag_stats(RA_TAG_NONE, &s) != 0 || s.allocated < 1000)
+        return 6;
+    snprintf(name, sizeof name, "fork-child-%u", round);
+    tag = ra_tag_create(name);
+    if (tag == RA_TAG_NONE || ra_tag_lookup(name) != tag)
+        return 7;
+    p = ra_malloc_tag(tag, 5000);
+    if (p == NULL || ra_tag_of(p) != tag)
+        return 8;
+    if (pthread_create(&thread, NULL, fk_child_thread, &tag) != 0 ||
+        pthread_join(thread, &res) != 0 || res != NULL)
+        return 9;
+    ra_thread_flush();
+    if (ra_tag_stats(tag, &s) != 0 ||
+        s.allocated != ra_malloc_usable_size(p) || s.nmalloc != 3 ||
+        s.ndalloc != 2)
+        return 10;
+    ra_free(p);
+    ra_free(a);
+    ra_free(u);
+    if (ra_tag_purge(tag) != 0 || ra_purge_all() != 0)
+        return 11;
+    return 0;
+}
+
+/* Waits until every worker has done a few more rounds, so that each fork
+ * lands while all of them are busy allocating. */
+static void fk_wait_for_workers(void)
+{
+    for (unsigned i = 0; i < FK_WORKERS + 1; i++) {
+        unsigned long start = atomic_load(&fk_rounds[i]);
+        while (atomic_load(&fk_rounds[i]) < start + 3)
+            sched_yield();
+    }
+}
+
+START_TEST(test_threads_fork_while_threads_allocate)
+{
+    pthread_t workers[FK_WORKERS + 1];
+
+    fk_a = create_tag("fork-a", 0);
+    fk_b = create_tag("fork-b", 0);
+    for (unsigned i = 0; i < FK_WORKERS; i++)
+        ck_assert_int_eq(pthread_create(&workers[i], NULL, fk_worker,
+                                        (void *)(uintptr_t)i),
+                         0);
+    ck_assert_int_eq(
+        pthread_create(&workers[FK_WORKERS], NULL, fk_churn, NULL), 0);
+    for (unsigned round = 0; round < FK_FORKS; round++) {
+        int status;
+        pid_t pid;
+
+        fk_wait_for_workers();
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            /* A deadlock in the child becomes SIGALRM, not a hang. */
+            alarm(10);
+            _exit(fk_child(round));
+        }
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(!WIFSIGNALED(status),
+                      "fork %u: child killed by signal %d%s", round,
+                      WTERMSIG(status),
+                      WTERMSIG(status) == SIGALRM ? " (deadlock)" : "");
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "fork %u: child failed at step %d", round,
+                      WEXITSTATUS(status));
+        atomic_fetch_add(&fk_forks_done, 1);
+    }
+    atomic_store(&fk_stop, true);
+    for (unsigned i = 0; i < FK_WORKERS + 1; i++)
+        ck_assert_int_eq(pthread_join(workers[i], NULL), 0);
+    ck_assert_uint_eq(atomic_load(&errors), 0);
+
+    /* The children's tags stay theirs. */
+    ck_assert_uint_eq(ra_tag_lookup("fork-child-0"), RA_TAG_NONE);
+    ck_assert_uint_eq(ra_tag_count(), 2 + atomic_load(&fk_extra_tags));
+    /* The workers freed everything and exited. */
+    check_exact(fk_a, &(struct truth){0, 0}, "after the workers exited");
+    check_exact(fk_b, &(struct truth){0, 0}, "after the workers exited");
+}
+END_TEST
+
+/* -- "thread exit" -------------------------------------------------------- */
+
+enum { TE_BLOCKS = 1000, TE_KEPT = 100 };
+
+struct te_args {
+    ra_tag_t tag;
+    void *kept[TE_KEPT];
+    void *const *foreign;  /* blocks of another thread to free, or NULL */
+    size_t nforeign;
+};
+
+static void *te_worker(void *arg)
+{
+    struct te_args *args = arg;
+    static _Thread_local void *blocks[TE_BLOCKS];
+
+    push(args->tag);
+    for (unsigned i = 0; i < TE_BLOCKS; i++) {
+        /* Sizes a thread cache holds, so that frees stay in the cache. */
+        blocks[i] = ra_malloc(sizes[i % 11]);
+        if (blocks[i] == NULL || ra_tag_of(blocks[i]) != args->tag)
+            count_error();
+    }
+    for (unsigned i = 0; i < TE_BLOCKS; i++) {
+        if (i % (TE_BLOCKS / TE_KEPT) == 0)
+            args->kept[i / (TE_BLOCKS / TE_KEPT)] = blocks[i];
+        else
+            ra_free(blocks[i]);
+    }
+    pop(args->tag);
+    for (size_t i = 0; i < args->nforeign; i++)
+        ra_free(args->foreign[i]);
+    /* No ra_thread_flush(): exiting must do it. */
+    return NULL;
+}
+
+START_TEST(test_threads_exit_flushes_caches)
+{
+    static struct te_args args;
+    struct truth t = {0, 0};
+    pthread_t thread;
+    ra_tag_stats_t s;
+
+    args.tag = create_tag("thread-exit", 0);
+    ck_assert_int_eq(pthread_create(&thread, NULL, te_worker, &args), 0);
+    ck_assert_int_eq(pthread_join(thread, NULL), 0);
+    ck_assert_uint_eq(atomic_load(&errors), 0);
+
+    for (unsigned i = 0; i < TE_KEPT; i++) {
+        ck_assert_ptr_nonnull(args.kept[i]);
+        t.bytes += ra_malloc_usable_size(args.kept[i]);
+        t.count++;
+    }
+    check_exact(args.tag, &t, "after the thread exited");
+    s = stats_of(args.tag);
+    ck_assert_uint_eq(s.nmalloc, TE_BLOCKS);
+    ck_assert_uint_eq(s.ndalloc, TE_BLOCKS - TE_KEPT);
+
+    for (unsigned i = 0; i < TE_KEPT; i++)
+        ra_free(args.kept[i]);
+    ra_thread_flush();
+    check_exact(args.tag, &(struct truth){0, 0},
+                "after the main thread freed");
+}
+END_TEST
+
+/* The main thread's blocks, freed by a thread that then exits without a
+ * flush, leave the tag's figures with that thread's caches. */
+START_TEST(test_threads_exit_flushes_foreign_frees)
+{
+    enum { N = 500 };
+    static void *mine[N];
+    static struct te_args args;
+    struct truth t = {0, 0};
+    pthread_t thread;
+
+    args.tag = create_tag("thread-exit-owner", 0);
+    for (unsigned i = 0; i < N; i++) {
+        mine[i] = ra_malloc_tag(args.tag, sizes[i % 11]);
+        ck_assert_ptr_nonnull(mine[i]);
+    }
+    /* The main thread's own cache is out of the picture from here. */
+    ra_thread_flush();
+    args.foreign = mine;
+    args.nforeign = N;
+    ck_assert_int_eq(pthread_create(&thread, NULL, te_worker, &args), 0);
+    ck_assert_int_eq(pthread_join(thread, NULL), 0);
+    ck_assert_uint_eq(atomic_load(&errors), 0);
+
+    for (unsigned i = 0; i < TE_KEPT; i++) {
+        t.bytes += ra_malloc_usable_size(args.kept[i]);
+        t.count++;
+    }
+    check_exact(args.tag, &t, "after the thread exited");
+    for (unsigned i = 0; i < TE_KEPT; i++)
+        ra_free(args.kept[i]);
+}
+END_TEST
+
+/* A pthread destructor that runs after jemalloc and the library have
+ * cleaned up the thread (its key was created later) still frees and
+ * allocates under a pushed tag. jemalloc serves such late requests from
+ * arena 0 (DESIGN.md section 7, jemalloc #2791), so the late blocks may
+ * come back untagged; whatever they are, the tag's figures must agree with
+ * the blocks that are really in its region. */
+enum { LD_FIRST = 100, LD_LATE = 50 };
+
+struct ld_args {
+    ra_tag_t tag;
+    void *first[LD_FIRST];
+    void *late[LD_LATE / 2];
+};
+
+static pthread_key_t ld_key;
+
+static void ld_destructor(void *arg)
+{
+    struct ld_args *args = arg;
+    void *late[LD_LATE];
+
+    push(args->tag);
+    for (unsigned i = 0; i < LD_FIRST; i++)
+        ra_free(args->first[i]);
+    for (unsigned i = 0; i < LD_LATE; i++) {
+        late[i] = ra_malloc(sizes[i % 11]);
+        if (late[i] == NULL)
+            count_error();
+    }
+    for (unsigned i = 0; i < LD_LATE; i++) {
+        if (i % 2 == 0)
+            args->late[i / 2] = late[i];
+        else
+            ra_free(late[i]);
+    }
+    pop(args->tag);
+}
+
+static void *ld_worker(void *arg)
+{
+    struct ld_args *args = arg;
+
+    push(args->tag);
+    for (unsigned i = 0; i < LD_FIRST; i++) {
+        args->first[i] = ra_malloc(sizes[i % 11]);
+        if (args->first[i] == NULL || ra_tag_of(args->first[i]) != args->tag)
+            count_error();
+    }
+    pop(args->tag);
+    if (pthread_setspecific(ld_key, args) != 0)
+        count_error();
+    return NULL;
+}
+
+START_TEST(test_threads_exit_late_destructors_stay_exact)
+{
+    static struct ld_args args;
+    struct truth t = {0, 0};
+    pthread_t thread;
+
+    /* Created after the library's own key: its destructor runs later. */
+    args.tag = create_tag("thread-exit-late", 0);
+    ck_assert_int_eq(pthread_key_create(&ld_key, ld_destructor), 0);
+    ck_assert_int_eq(pthread_create(&thread, NULL, ld_worker, &args), 0);
+    ck_assert_int_eq(pthread_join(thread, NULL), 0);
+    ck_assert_uint_eq(atomic_load(&errors), 0);
+
+    for (unsigned i = 0; i < LD_LATE / 2; i++) {
+        ck_assert_ptr_nonnull(args.late[i]);
+        if (ra_tag_of(args.late[i]) != args.tag)
+            continue;
+        t.bytes += ra_malloc_usable_size(args.late[i]);
+        t.count++;
+    }
+    check_exact(args.tag, &t, "after the thread exited");
+    for (unsigned i = 0; i < LD_LATE / 2; i++)
+        ra_free(args.late[i]);
+    ra_thread_flush();
+    check_exact(args.tag, &(struct truth){0, 0}, "after all were freed");
+}
+END_TEST
+
+/* -- "pass-through mode" -------------------------------------------------- */
+
+enum { PT_THREADS = 4, PT_ITER = 3000 };
+
+static ra_tag_t pt_tags[2];
+
+static void *pt_worker(void *arg)
+{
+    unsigned index = (unsigned)(uintptr_t)arg;
+    ra_tag_t tag = pt_tags[index % 2];
+    void *blocks[16] = {NULL};
+
+    push(tag);
+    if (ra_tag_current() != tag)
+        count_error();
+    for (unsigned n = 0; n < PT_ITER; n++) {
+        unsigned k = n % 16;
+        size_t size = sizes[(n + index) % N_SIZES];
+        unsigned char *p;
+
+        ra_free(blocks[k]);
+        switch (n % 4) {
+        case 0: p = ra_malloc(size); break;
+        case 1: p = ra_calloc(2, size); break;
+        case 2: p = ra_aligned_alloc(256, size); break;
+        default: p = ra_malloc_tag(pt_tags[(index + 1) % 2], size); break;
+        }
+        if (p == NULL || ra_tag_of(p) != RA_TAG_NONE) {
+            count_error();
+            blocks[k] = NULL;
+            continue;
+        }
+        if (n % 4 == 1 && (p[0] != 0 || p[2 * size - 1] != 0))
+            count_error();
+        p[0] = (unsigned char)n;
+        p = ra_realloc(p, size * 3);
+        if (p == NULL || ra_tag_of(p) != RA_TAG_NONE ||
+            p[0] != (unsigned char)n)
+            count_error();
+        blocks[k] = p;
+    }
+    for (unsigned k = 0; k < 16; k++)
+        ra_free(blocks[k]);
+    pop(tag);
+    ra_thread_flush();
+    return NULL;
+}
+
+/* Runs as its test's first action: the library reads REGIONALLOC once. */
+START_TEST(test_threads_pass_through_mode_works)
+{
+    pthread_t threads[PT_THREADS];
+    ra_tag_stats_t s;
+
+    ck_assert_int_eq(setenv("REGIONALLOC", "0", 1), 0);
+    ck_assert_int_eq(ra_enabled(), 0);
+    pt_tags[0] = create_tag("pass-through-%u", 0);
+    pt_tags[1] = create_tag("pass-through-%u", 1);
+    for (unsigned i = 0; i < PT_THREADS; i++)
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, pt_worker,
+                                        (void *)(uintptr_t)i),
+                         0);
+    for (unsigned i = 0; i < PT_THREADS; i++)
+        ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+    ck_assert_uint_eq(atomic_load(&errors), 0);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_stats(pt_tags[0], &s), -1);
+    ck_assert_int_eq(errno, ENOTSUP);
+    ck_assert_int_eq(ra_enabled(), 0);
+}
+END_TEST
+
+static Suite *threads_suite(void)
+{
+    Suite *s = suite_create("threads");
+    TCase *tc;
+
+    tc = tcase_create("cross-thread frees");
+    tcase_add_test(tc, test_threads_allocated_exact_with_cross_thread_frees);
+    tcase_set_timeout(tc, 30);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("many short-lived threads");
+    tcase_add_test(tc, test_threads_short_lived_threads_release_caches);
+    tcase_set_timeout(tc, 40);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("fork");
+    tcase_add_test(tc, test_threads_fork_while_threads_allocate);
+    tcase_set_timeout(tc, 40);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("thread exit");
+    tcase_add_test(tc, test_threads_exit_flushes_caches);
+    tcase_add_test(tc, test_threads_exit_flushes_foreign_frees);
+    tcase_add_test(tc, test_threads_exit_late_destructors_stay_exact);
+    tcase_set_timeout(tc, 20);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("pass-through mode");
+    tcase_add_test(tc, test_threads_pass_through_mode_works);
+    tcase_set_timeout(tc, 20);
+    suite_add_tcase(s, tc);
+
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(threads_suite());
+    int failed;
+
+    /* Each test needs a fresh library (and may crash): never in-process. */
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

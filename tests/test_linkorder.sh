@@ -1,0 +1,125 @@
+#!/bin/bash
+# Links a small C++ program against libregionalloc in three orders relative
+# to libjemalloc (which exports malloc and operator new too). With
+# -lregionalloc alone or first, new[] and malloc must be tagged. With
+# -ljemalloc first the dynamic linker binds every malloc and operator new of
+# the process to jemalloc before it looks at us, which no shared library can
+# change; there the library must say so on stderr instead of silently
+# counting nothing. Run by make check with abs_top_builddir,
+# top_srcdir and CXX (and optionally CXXFLAGS, LDFLAGS, JEMALLOC_LIBS,
+# RA_OVERRIDE) set.
+set -u
+
+builddir=${abs_top_builddir:-}
+srcdir=${top_srcdir:-}
+libdir=$builddir/.libs
+cxx=${CXX:-}
+jemalloc=${JEMALLOC_LIBS:--ljemalloc}
+# shellcheck disable=SC2086  # splitting trims the spaces make leaves
+set -- $jemalloc
+jemalloc="$*"
+
+if [ -z "$builddir" ] || [ ! -e "$libdir/libregionalloc.so" ]; then
+    echo "SKIP: $libdir/libregionalloc.so not found (shared library not built)"
+    exit 77
+fi
+if [ -z "$cxx" ]; then
+    echo "SKIP: CXX is empty (no C++ compiler)"
+    exit 77
+fi
+if [ "${RA_OVERRIDE:-1}" != 1 ]; then
+    echo "SKIP: built with --disable-override: malloc and new are not replaced"
+    exit 77
+fi
+# A relative top_srcdir is relative to the build directory make runs in.
+case $srcdir in
+/*) ;;
+"") srcdir=$builddir ;;
+*) srcdir=$(pwd)/$srcdir ;;
+esac
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_linkorder.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+
+cat >"$tmp/linkorder.cc" <<'EOF'
+// Exits 0 when new[] and malloc made under a pushed tag belong to it.
+#include <cstdio>
+#include <cstdlib>
+
+#include <regionalloc.h>
+
+int main()
+{
+    ra_tag_t tag = ra_tag_create("linkorder");
+    if (tag == RA_TAG_NONE || ra_tag_push(tag) != 0) {
+        std::perror("linkorder: cannot create and push a tag");
+        return 2;
+    }
+    int *array = new int[100];
+    void *block = std::malloc(100);
+    ra_tag_pop(tag);
+    if (block == nullptr) {
+        std::perror("linkorder: malloc");
+        return 2;
+    }
+    ra_tag_t array_tag = ra_tag_of(array);
+    ra_tag_t block_tag = ra_tag_of(block);
+    std::printf("new int[100]: tag %u, malloc(100): tag %u (want %u)\n",
+                array_tag, block_tag, tag);
+    delete[] array;
+    std::free(block);
+    return array_tag == tag && block_tag == tag ? 0 : 1;
+}
+EOF
+
+# Compiles once; links per order.
+# shellcheck disable=SC2086  # CXX, CXXFLAGS and LDFLAGS are word lists
+if ! $cxx ${CXXFLAGS:-} -I"$srcdir/include" -c "$tmp/linkorder.cc" \
+    -o "$tmp/linkorder.o"; then
+    echo "FAIL: cannot compile the test program with $cxx"
+    exit 1
+fi
+
+failed=0
+n=0
+orders=("-lregionalloc" "-lregionalloc $jemalloc" "$jemalloc -lregionalloc")
+# What each order must do: tag, or warn about the binding.
+expect=(tagged tagged warned)
+for order in "${orders[@]}"; do
+    n=$((n + 1))
+    exe=$tmp/linkorder$n
+    # shellcheck disable=SC2086
+    if ! $cxx ${CXXFLAGS:-} -o "$exe" "$tmp/linkorder.o" ${LDFLAGS:-} \
+        -L"$libdir" -Wl,-rpath,"$libdir" $order; then
+        echo "FAIL: [$order] does not link"
+        failed=1
+        continue
+    fi
+    needed=$(readelf -d "$exe" 2>/dev/null |
+        sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')
+    # A clean environment for the library: defaults, no report.
+    out=$(env -u REGIONALLOC -u REGIONALLOC_MAX_TAGS \
+        -u REGIONALLOC_REGION_SIZE -u REGIONALLOC_STATS -u LD_PRELOAD \
+        "$exe" 2>&1)
+    rc=$?
+    if [ "${expect[$((n - 1))]}" = warned ]; then
+        if [ "$rc" = 1 ] &&
+            printf '%s\n' "$out" | grep -q "malloc is bound to another library"; then
+            echo "PASS: [$order] untagged, and the library warned on stderr"
+        else
+            echo "FAIL: [$order] exit $rc: expected untagged allocations and" \
+                "the link-order warning"
+            printf '%s\n' "$out" | sed 's/^/    /'
+            failed=1
+        fi
+    elif [ "$rc" = 0 ]; then
+        echo "PASS: [$order] $out"
+    else
+        echo "FAIL: [$order] exit $rc: allocations made under a pushed" \
+            "tag are untagged"
+        printf '%s\n' "$out" | sed 's/^/    /'
+        echo "    NEEDED, in search order: $needed"
+        failed=1
+    fi
+done
+exit "$failed"

@@ -1,0 +1,173 @@
+#!/bin/bash
+# Runs ordinary programs with LD_PRELOAD=libregionalloc.so and without it:
+# stdout, stderr and exit status must be the same. Also checks that
+# REGIONALLOC_STATS=stderr prints the per-tag report of a preloaded program.
+# Exit status: 0 pass, 1 fail, 77 skip (no shared library built).
+set -u
+
+builddir=${abs_top_builddir:-$(pwd)}
+lib=$builddir/.libs/libregionalloc.so
+if [ ! -f "$lib" ]; then
+    echo "SKIP: $lib not found (static-only build?)"
+    exit 77
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_preload.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+# The baseline and the preloaded run see the same environment apart from
+# LD_PRELOAD; the library's own variables are left at their defaults.
+unset REGIONALLOC REGIONALLOC_MAX_TAGS REGIONALLOC_REGION_SIZE \
+    REGIONALLOC_STATS
+export LC_ALL=C PYTHONHASHSEED=0
+
+failures=0
+ran=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# have PROGRAM: whether PROGRAM is installed; says SKIP when not.
+have() {
+    if command -v "$1" >/dev/null 2>&1; then
+        return 0
+    fi
+    echo "SKIP: $1 not installed"
+    return 1
+}
+
+# compare NAME COMMAND...: runs COMMAND twice, plain and preloaded, and
+# compares what the two runs printed and returned.
+compare() {
+    local name=$1 plain_rc preload_rc
+    shift
+    "$@" >"$tmp/plain.out" 2>"$tmp/plain.err"
+    plain_rc=$?
+    LD_PRELOAD=$lib "$@" >"$tmp/preload.out" 2>"$tmp/preload.err"
+    preload_rc=$?
+    ran=$((ran + 1))
+    if [ "$plain_rc" != "$preload_rc" ]; then
+        fail "$name: exit status $plain_rc plain, $preload_rc preloaded"
+        sed 's/^/  preloaded stderr: /' "$tmp/preload.err" | head -n 20
+        return
+    fi
+    if ! cmp -s "$tmp/plain.out" "$tmp/preload.out"; then
+        fail "$name: stdout differs"
+        diff "$tmp/plain.out" "$tmp/preload.out" | head -n 20
+        return
+    fi
+    if ! cmp -s "$tmp/plain.err" "$tmp/preload.err"; then
+        fail "$name: stderr differs"
+        diff "$tmp/plain.err" "$tmp/preload.err" | head -n 20
+        return
+    fi
+    if [ ! -s "$tmp/plain.out" ] && [ "$plain_rc" = 0 ]; then
+        fail "$name: printed nothing, nothing was compared"
+        return
+    fi
+    echo "ok: $name (exit $plain_rc, $(wc -c <"$tmp/plain.out") bytes)"
+}
+
+# 50,000 lines of pseudo-random words and numbers, the same on every run.
+awk 'BEGIN {
+    srand(42)
+    for (i = 0; i < 50000; i++) {
+        w = ""
+        n = 3 + int(rand() * 12)
+        for (j = 0; j < n; j++)
+            w = w sprintf("%c", 97 + int(rand() * 26))
+        printf "%s,%d,%.6f\n", w, int(rand() * 1000000), rand() * 1000
+    }
+}' >"$tmp/lines.txt" || { echo "FAIL: cannot generate input"; exit 1; }
+
+if have sort; then
+    compare "sort" sort "$tmp/lines.txt"
+    compare "sort -t, -k2,2n -u" sort -t, -k2,2n -u "$tmp/lines.txt"
+    compare "sort of a missing file" sort "$tmp/no-such-file"
+fi
+
+if have python3; then
+    compare "python3 dict/list work" python3 -c '
+import hashlib, sys
+words = {}
+for i in range(200000):
+    key = "k%d" % ((i * 7919) % 150001)
+    words.setdefault(key, []).append(i)
+items = sorted((k, len(v), sum(v)) for k, v in words.items())
+blob = "\n".join("%s %d %d" % t for t in items).encode()
+big = [bytes(range(256)) * (i % 64 + 1) for i in range(3000)]
+print(len(items), hashlib.sha256(blob).hexdigest())
+print(sum(len(b) for b in big), hashlib.sha256(b"".join(big)).hexdigest())
+with open(sys.argv[1]) as f:
+    print(hashlib.sha256(f.read().encode()).hexdigest())
+' "$tmp/lines.txt"
+fi
+
+if have git; then
+    compare "git --version" git --version
+    compare "git hash-object" git hash-object "$tmp/lines.txt"
+fi
+
+if have sh && have awk && have seq; then
+    compare "sh -c pipeline" sh -c \
+        'seq 1 100000 | awk "{ s += \$1 * \$1 } END { print s }" | tr 0-9 a-j;
+         cut -d, -f1 "$1" | sort | uniq -c | sort -rn | head -n 20' \
+        sh "$tmp/lines.txt"
+fi
+
+if have ls && have wc && [ -d /usr/include ]; then
+    compare "ls -la /usr/include | wc -l" sh -c 'ls -la /usr/include | wc -l'
+fi
+
+# report_check NAME EXPECTED_STDOUT_FILE COMMAND...: runs COMMAND preloaded
+# with REGIONALLOC_STATS=stderr; the per-tag report must be on stderr and
+# stdout must be what the program prints anyway.
+report_check() {
+    local name=$1 expected=$2 rc
+    shift 2
+    ran=$((ran + 1))
+    REGIONALLOC_STATS=stderr LD_PRELOAD=$lib "$@" \
+        >"$tmp/report.out" 2>"$tmp/report.err"
+    rc=$?
+    if [ "$rc" != 0 ]; then
+        fail "$name: exited with $rc"
+    elif ! grep -q "^untagged " "$tmp/report.err"; then
+        fail "$name: no per-tag report on stderr"
+        sed 's/^/  stderr: /' "$tmp/report.err" | head -n 20
+    elif ! cmp -s "$expected" "$tmp/report.out"; then
+        fail "$name: the report changed stdout"
+    else
+        echo "ok: $name; the report:"
+        sed 's/^/  /' "$tmp/report.err"
+    fi
+}
+
+# bash leaves through exit(), so destructors run (dash calls _exit).
+if have bash; then
+    echo hello >"$tmp/hello.txt"
+    report_check "REGIONALLOC_STATS=stderr (bash)" "$tmp/hello.txt" \
+        bash -c 'echo hello'
+fi
+
+# GNU coreutils close stdout and stderr in an atexit handler (gnulib's
+# close_stdout), which runs before shared-library destructors: a report
+# written to fd 2 from a destructor is lost unless the library kept its own
+# descriptor for it.
+if have sort; then
+    sort "$tmp/lines.txt" >"$tmp/sorted.txt"
+    report_check "REGIONALLOC_STATS=stderr (sort, closes stderr at exit)" \
+        "$tmp/sorted.txt" sort "$tmp/lines.txt"
+fi
+
+if [ "$ran" = 0 ]; then
+    echo "SKIP: none of the programs is installed"
+    exit 77
+fi
+if [ "$failures" != 0 ]; then
+    echo "$failures of $ran checks failed"
+    exit 1
+fi
+echo "all $ran checks passed"
+exit 0

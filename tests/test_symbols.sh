@@ -1,0 +1,122 @@
+#!/bin/bash
+# Checks the dynamic symbol table of libregionalloc.so: it exports the public
+# API (ra_*), the two helpers RA_TAG_SCOPE expands to, and, unless built with
+# --disable-override (RA_OVERRIDE=0), the malloc family and C++ operator
+# new/delete; nothing else. Every function of DESIGN.md section 2 must be
+# there. Run by make check with abs_top_builddir (and RA_OVERRIDE) set.
+set -u
+
+builddir=${abs_top_builddir:-${top_builddir:-.}}
+lib=$builddir/.libs/libregionalloc.so
+override=${RA_OVERRIDE:-1}
+
+if [ ! -e "$lib" ]; then
+    echo "SKIP: $lib not found (shared library not built)"
+    exit 77
+fi
+if ! command -v nm >/dev/null 2>&1; then
+    echo "SKIP: nm not found"
+    exit 77
+fi
+
+# The contract's functions (DESIGN.md section 2) and RA_TAG_SCOPE's helpers.
+api="ra_tag_create ra_tag_lookup ra_tag_name ra_tag_count ra_tag_push
+ra_tag_pop ra_tag_current ra_tag_of ra_malloc ra_calloc ra_realloc ra_free
+ra_free_sized ra_aligned_alloc ra_posix_memalign ra_malloc_usable_size
+ra_malloc_tag ra_tag_stats ra_tag_purge ra_purge_all ra_thread_flush
+ra_enabled ra__tag_scope_begin ra__tag_scope_end"
+
+# DESIGN.md section 3: the replaced allocator.
+malloc_family="malloc calloc realloc free aligned_alloc posix_memalign
+memalign valloc pvalloc malloc_usable_size reallocarray free_sized
+free_aligned_sized"
+
+# Every operator new/delete of C++17 (LP64 manglings: size_t is m).
+cxx_operators="_Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t
+_ZnwmSt11align_val_t _ZnamSt11align_val_t
+_ZnwmSt11align_val_tRKSt9nothrow_t _ZnamSt11align_val_tRKSt9nothrow_t
+_ZdlPv _ZdaPv _ZdlPvRKSt9nothrow_t _ZdaPvRKSt9nothrow_t _ZdlPvm _ZdaPvm
+_ZdlPvSt11align_val_t _ZdaPvSt11align_val_t
+_ZdlPvSt11align_val_tRKSt9nothrow_t _ZdaPvSt11align_val_tRKSt9nothrow_t
+_ZdlPvmSt11align_val_t _ZdaPvmSt11align_val_t"
+
+if ! nm_out=$(nm -D --defined-only "$lib"); then
+    echo "FAIL: nm -D --defined-only $lib failed"
+    exit 1
+fi
+# "address type name[@version]" -> name
+exported=$(printf '%s\n' "$nm_out" |
+    awk 'NF >= 3 { sub(/@.*/, "", $3); print $3 }' | sort -u)
+
+is_malloc_family() {
+    local f
+    for f in $malloc_family; do
+        [ "$f" = "$1" ] && return 0
+    done
+    return 1
+}
+
+allowed() {
+    local sym=$1
+    case $sym in
+    ra__tag_scope_begin | ra__tag_scope_end) return 0 ;;
+    ra__*) return 1 ;;          # cross-file internals stay hidden
+    ra_*) return 0 ;;
+    esac
+    [ "$override" = 1 ] || return 1
+    is_malloc_family "$sym" && return 0
+    case $sym in
+    _Znw* | _Zna* | _Zdl* | _Zda*) return 0 ;;
+    esac
+    return 1
+}
+
+failed=0
+unexpected=""
+for sym in $exported; do
+    allowed "$sym" || unexpected="$unexpected $sym"
+done
+if [ -n "$unexpected" ]; then
+    echo "FAIL: $lib exports symbols outside the API (RA_OVERRIDE=$override):"
+    for sym in $unexpected; do
+        echo "    $sym"
+    done
+    failed=1
+fi
+
+has() {
+    printf '%s\n' "$exported" | grep -qxF -- "$1"
+}
+
+missing=""
+required=$api
+[ "$override" = 1 ] && required="$required $malloc_family $cxx_operators"
+for sym in $required; do
+    has "$sym" || missing="$missing $sym"
+done
+if [ -n "$missing" ]; then
+    echo "FAIL: $lib does not export (RA_OVERRIDE=$override):"
+    for sym in $missing; do
+        echo "    $sym"
+    done
+    failed=1
+fi
+
+if [ "$override" != 1 ]; then
+    # --disable-override: the allocator must not be replaced at all.
+    leaked=""
+    for sym in $malloc_family; do
+        has "$sym" && leaked="$leaked $sym"
+    done
+    if [ -n "$leaked" ]; then
+        echo "FAIL: built without the override but exports:$leaked"
+        failed=1
+    fi
+fi
+
+count=$(printf '%s\n' "$exported" | grep -c .)
+if [ "$failed" = 0 ]; then
+    echo "PASS: $count exported symbols, all in the API" \
+        "(RA_OVERRIDE=$override)"
+fi
+exit "$failed"
