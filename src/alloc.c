@@ -264,6 +264,10 @@ RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
         if (p == NULL)
             return fail_enomem();
     }
+    /* During thread exit jemalloc serves explicit-arena requests from arena
+     * 0 (#2791): such a block is untagged and counts for no tag. */
+    if (ra__tag_of_addr(p) != tag)
+        return p;
     if (s != NULL)
         count_one(&s->nmalloc);
     else
@@ -280,7 +284,8 @@ static inline void *alloc_tagged(ra_tag_t tag, size_t size, int flags)
         if (RA__LIKELY(s->alloc_flags != 0)) {
             void *p = mallocx(at_least_one(size), s->alloc_flags | flags);
             if (RA__LIKELY(p != NULL)) {
-                count_one(&s->nmalloc);
+                if (RA__LIKELY(ra__tag_of_addr(p) == tag))
+                    count_one(&s->nmalloc);
                 return p;
             }
         }
@@ -427,13 +432,16 @@ RA__COLD static void *realloc_tagged_slow(void *ptr, ra_tag_t tag,
         if (p == NULL)
             return fail_enomem();
     }
-    /* A realloc ends one block and starts another, as hooks will see it. */
+    /* A realloc ends one block and starts another, as hooks will see it;
+     * the new one may have left the region during thread exit (#2791). */
     if (s != NULL) {
         count_one(&s->ndalloc);
-        count_one(&s->nmalloc);
+        if (ra__tag_of_addr(p) == tag)
+            count_one(&s->nmalloc);
     } else {
         count_orphan(&orphan_ndalloc[tag]);
-        count_orphan(&orphan_nmalloc[tag]);
+        if (ra__tag_of_addr(p) == tag)
+            count_orphan(&orphan_nmalloc[tag]);
     }
     return p;
 }
@@ -464,7 +472,8 @@ void *ra_realloc(void *ptr, size_t size)
         p = rallocx(ptr, size, s->alloc_flags);
         if (RA__LIKELY(p != NULL)) {
             count_one(&s->ndalloc);
-            count_one(&s->nmalloc);
+            if (RA__LIKELY(ra__tag_of_addr(p) == tag))
+                count_one(&s->nmalloc);
             return p;
         }
     }

@@ -1,5 +1,7 @@
 /* The per-tag table, and printing it at exit when REGIONALLOC_STATS asks. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,6 +64,20 @@ int ra__report_table(FILE *out)
     return failed ? -1 : 0;
 }
 
+/* A private copy of fd 2 for the report, taken when the library is loaded:
+ * programs such as GNU coreutils close stderr in an atexit handler, which
+ * runs before library destructors. Only the variable is peeked at here; the
+ * configuration is still read at first use. */
+static int report_fd = -1;
+
+__attribute__((constructor)) static void keep_stderr(void)
+{
+    const char *v = secure_getenv("REGIONALLOC_STATS");
+
+    if (v != NULL && strcmp(v, "stderr") == 0)
+        report_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+}
+
 __attribute__((destructor)) static void report_at_exit(void)
 {
     const struct ra__config *config = ra__config();
@@ -74,7 +90,10 @@ __attribute__((destructor)) static void report_at_exit(void)
     /* The exiting thread's caches would otherwise count as allocated. */
     ra_thread_flush();
     if (strcmp(config->stats_path, "stderr") == 0) {
-        ra__report_table(stderr);
+        out = report_fd >= 0 ? fdopen(report_fd, "w") : NULL;
+        ra__report_table(out != NULL ? out : stderr);
+        if (out != NULL)
+            fclose(out);
         return;
     }
     out = fopen(config->stats_path, "we");

@@ -457,7 +457,8 @@ END_TEST
 /* -- "fork" --------------------------------------------------------------- */
 
 /* Three threads allocate; a fourth starts short-lived threads and creates
- * tags, so that forks also land while the library's own locks are taken. */
+ * tags, so that a fork may also land while a tag is being created or a
+ * thread's caches are set up or released (under the library's locks). */
 enum { FK_WORKERS = 3, FK_FORKS = 20, FK_MAX_EXTRA_TAGS = 100 };
 
 static ra_tag_t fk_a, fk_b;
