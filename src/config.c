@@ -18,10 +18,8 @@ void ra__warn(const char *msg)
 {
     /* write(2) rather than stdio: this runs inside malloc and must not
      * allocate. A short write of a diagnostic is not worth retrying. */
-    size_t len = strlen(msg);
-    ssize_t rc = write(STDERR_FILENO, msg, len);
-    rc = write(STDERR_FILENO, "\n", 1);
-    (void)rc;
+    if (write(STDERR_FILENO, msg, strlen(msg)) >= 0)
+        (void)!write(STDERR_FILENO, "\n", 1);
 }
 
 void ra__assert_fail(const char *cond, const char *file, int line)
@@ -130,16 +128,18 @@ static void read_region_size(void)
 static void read_stats(void)
 {
     const char *v = secure_getenv("REGIONALLOC_STATS");
+    size_t len;
 
     config.stats_path[0] = '\0';
     if (v == NULL || v[0] == '\0')
         return;
-    if (strlen(v) >= sizeof config.stats_path) {
+    len = strlen(v);
+    if (len >= sizeof config.stats_path) {
         warn_default("REGIONALLOC_STATS", v, "path too long",
                      "(no report)");
         return;
     }
-    strcpy(config.stats_path, v);
+    memcpy(config.stats_path, v, len + 1);
 }
 
 static void read_config(void)

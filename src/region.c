@@ -243,7 +243,8 @@ int ra__region_create_arena(unsigned idx)
     size_t grow_limit = (size_t)1 << (ra__region_shift - 3);
     int rc;
 
-    rc = mallctl("arenas.create", &arena, &len, &hooks, sizeof hooks);
+    rc = mallctl("arenas.create", &arena, &len, &hooks,
+                 sizeof(extent_hooks_t *));
     if (rc != 0) {
         errno = rc == EAGAIN ? ENOSPC : rc;
         return -1;

@@ -25,33 +25,10 @@ static ra_tag_t tag_a, tag_b;
 
 static void setup_tags(void)
 {
-    tag_a = ra_tag_create("alloc-a");
-    tag_b = ra_tag_create("alloc-b");
-    ck_assert_uint_ne(tag_a, RA_TAG_NONE);
-    ck_assert_uint_ne(tag_b, RA_TAG_NONE);
+    tag_a = tu_tag_create("alloc-a");
+    tag_b = tu_tag_create("alloc-b");
     ck_assert_uint_ne(tag_a, tag_b);
     ck_assert_int_eq(ra_enabled(), 1);
-}
-
-static ra_tag_stats_t stats_of(ra_tag_t tag)
-{
-    ra_tag_stats_t s;
-
-    ck_assert_int_eq(ra_tag_stats(tag, &s), 0);
-    return s;
-}
-
-/* Push and pop without a passing assertion, which would allocate under tag. */
-static void push(ra_tag_t tag)
-{
-    if (ra_tag_push(tag) != 0)
-        ck_abort_msg("ra_tag_push(%u) failed", tag);
-}
-
-static void pop(ra_tag_t tag)
-{
-    if (ra_tag_pop(tag) != 0)
-        ck_abort_msg("ra_tag_pop(%u) failed", tag);
 }
 
 /* The byte stored at offset i of a block filled with seed. */
@@ -102,13 +79,13 @@ START_TEST(test_alloc_malloc_uses_current_tag)
     void *untagged, *a, *b, *back;
 
     untagged = ra_malloc(100);
-    push(tag_a);
+    tu_tag_push(tag_a);
     a = ra_malloc(100);
-    push(tag_b);
+    tu_tag_push(tag_b);
     b = ra_malloc(100);
-    pop(tag_b);
+    tu_tag_pop(tag_b);
     back = ra_malloc(100);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
 
     ck_assert_ptr_nonnull(untagged);
     ck_assert_ptr_nonnull(a);
@@ -132,10 +109,10 @@ START_TEST(test_alloc_malloc_zero_gives_distinct_tagged_blocks)
 {
     void *p, *q;
 
-    push(tag_a);
+    tu_tag_push(tag_a);
     p = ra_malloc(0);
     q = ra_malloc(0);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     ck_assert_ptr_nonnull(p);
     ck_assert_ptr_nonnull(q);
     ck_assert_ptr_ne(p, q);
@@ -151,10 +128,10 @@ START_TEST(test_alloc_every_size_class_is_tagged_and_usable)
 {
     void *blocks[N_MIXED];
 
-    push(tag_b);
+    tu_tag_push(tag_b);
     for (size_t i = 0; i < N_MIXED; i++)
         blocks[i] = ra_malloc(mixed_sizes[i]);
-    pop(tag_b);
+    tu_tag_pop(tag_b);
     for (size_t i = 0; i < N_MIXED; i++) {
         size_t usable;
 
@@ -184,16 +161,16 @@ START_TEST(test_alloc_calloc_zeroes_reused_blocks)
         unsigned char *dirty, *clean;
         size_t zeros = 0;
 
-        push(tag_a);
+        tu_tag_push(tag_a);
         dirty = ra_malloc(sizes[i]);
-        pop(tag_a);
+        tu_tag_pop(tag_a);
         ck_assert_ptr_nonnull(dirty);
         memset(dirty, 0xa5, sizes[i]);
         /* The freed block is the likeliest one for calloc to get back. */
         ra_free(dirty);
-        push(tag_a);
+        tu_tag_push(tag_a);
         clean = ra_calloc(1, sizes[i]);
-        pop(tag_a);
+        tu_tag_pop(tag_a);
         ck_assert_ptr_nonnull(clean);
         ck_assert_uint_eq(ra_tag_of(clean), tag_a);
         for (size_t j = 0; j < sizes[i]; j++)
@@ -208,10 +185,10 @@ START_TEST(test_alloc_calloc_overflow_is_enomem)
 {
     void *p;
 
-    push(tag_a);
+    tu_tag_push(tag_a);
     errno = 0;
     p = ra_calloc(SIZE_MAX / 2 + 2, 2);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     ck_assert_ptr_null(p);
     ck_assert_int_eq(errno, ENOMEM);
 
@@ -240,11 +217,11 @@ START_TEST(test_alloc_huge_sizes_fail_with_enomem)
     for (size_t i = 0; i < nsizes; i++) {
         void *q;
 
-        push(tag_a);
+        tu_tag_push(tag_a);
         errno = 0;
         q = ra_malloc(sizes[i]);
         rc = errno;
-        pop(tag_a);
+        tu_tag_pop(tag_a);
         ck_assert_msg(q == NULL && rc == ENOMEM,
                       "tagged ra_malloc(%zu): %p errno %d", sizes[i], q, rc);
         if (sizes[i] == BEYOND_REGION)
@@ -263,11 +240,11 @@ START_TEST(test_alloc_huge_sizes_fail_with_enomem)
     errno = 0;
     ck_assert_ptr_null(ra_calloc(1, BEYOND_ADDRESS_SPACE));
     ck_assert_int_eq(errno, ENOMEM);
-    push(tag_a);
+    tu_tag_push(tag_a);
     errno = 0;
     p = ra_aligned_alloc(4096, BEYOND_REGION);
     rc = errno;
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     ck_assert_ptr_null(p);
     ck_assert_int_eq(rc, ENOMEM);
     p = &rc;
@@ -275,9 +252,9 @@ START_TEST(test_alloc_huge_sizes_fail_with_enomem)
     ck_assert_ptr_eq(p, &rc);
 
     /* A failed realloc leaves the block, its tag and its contents alone. */
-    push(tag_a);
+    tu_tag_push(tag_a);
     small = ra_malloc(1000);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     ck_assert_ptr_nonnull(small);
     fill_pattern(small, 1000, 3);
     errno = 0;
@@ -290,9 +267,9 @@ START_TEST(test_alloc_huge_sizes_fail_with_enomem)
     ck_assert_uint_eq(check_pattern(small, 1000, 3), 1000);
 
     /* The tag still serves ordinary requests after failing huge ones. */
-    push(tag_a);
+    tu_tag_push(tag_a);
     p = ra_malloc(4 * MIB);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     ck_assert_ptr_nonnull(p);
     ck_assert_uint_eq(ra_tag_of(p), tag_a);
     ra_free(p);
@@ -307,9 +284,9 @@ START_TEST(test_alloc_aligned_alloc_honours_alignment)
     for (size_t i = 0; i < sizeof aligns / sizeof aligns[0]; i++) {
         void *p;
 
-        push(tag_b);
+        tu_tag_push(tag_b);
         p = ra_aligned_alloc(aligns[i], 3 * aligns[i] / 2 + 1);
-        pop(tag_b);
+        tu_tag_pop(tag_b);
         ck_assert_ptr_nonnull(p);
         ck_assert_uint_eq((uintptr_t)p % aligns[i], 0);
         ck_assert_uint_eq(ra_tag_of(p), tag_b);
@@ -339,21 +316,21 @@ START_TEST(test_alloc_posix_memalign_returns_errors_and_keeps_out)
         ck_assert_ptr_eq(out, sentinel);
     }
     out = sentinel;
-    push(tag_a);
+    tu_tag_push(tag_a);
     ck_assert_int_eq(ra_posix_memalign(&out, 64, BEYOND_REGION), ENOMEM);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     ck_assert_ptr_eq(out, sentinel);
 
-    push(tag_a);
+    tu_tag_push(tag_a);
     ck_assert_int_eq(ra_posix_memalign(&out, sizeof(void *), 10), 0);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     ck_assert_ptr_ne(out, sentinel);
     ck_assert_uint_eq(ra_tag_of(out), tag_a);
     ra_free(out);
 
-    push(tag_a);
+    tu_tag_push(tag_a);
     ck_assert_int_eq(ra_posix_memalign(&out, 1 * MIB, 5000), 0);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     ck_assert_uint_eq((uintptr_t)out % MIB, 0);
     ck_assert_uint_eq(ra_tag_of(out), tag_a);
     ra_free(out);
@@ -365,16 +342,16 @@ START_TEST(test_alloc_free_sized_returns_blocks_to_their_tag)
     void *blocks[N_MIXED];
     ra_tag_stats_t s;
 
-    push(tag_a);
+    tu_tag_push(tag_a);
     for (size_t i = 0; i < N_MIXED; i++)
         blocks[i] = ra_malloc(mixed_sizes[i]);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     for (size_t i = 0; i < N_MIXED; i++)
         ck_assert_ptr_nonnull(blocks[i]);
     for (size_t i = 0; i < N_MIXED; i++)
         ra_free_sized(blocks[i], mixed_sizes[i]);
     ra_thread_flush();
-    s = stats_of(tag_a);
+    s = tu_tag_stats(tag_a);
     ck_assert_uint_eq(s.allocated, 0);
     ck_assert_uint_eq(s.nmalloc, N_MIXED);
     ck_assert_uint_eq(s.ndalloc, N_MIXED);
@@ -385,10 +362,10 @@ START_TEST(test_alloc_malloc_tag_ignores_the_stack)
 {
     void *a, *none;
 
-    push(tag_b);
+    tu_tag_push(tag_b);
     a = ra_malloc_tag(tag_a, 300);
     none = ra_malloc_tag(RA_TAG_NONE, 300);
-    pop(tag_b);
+    tu_tag_pop(tag_b);
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_nonnull(none);
     ck_assert_uint_eq(ra_tag_of(a), tag_a);
@@ -429,13 +406,13 @@ START_TEST(test_alloc_realloc_keeps_tag_across_size_classes)
     bool nulls = false;
     unsigned char *p;
 
-    push(tag_a);
+    tu_tag_push(tag_a);
     p = ra_malloc(steps[0]);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     ck_assert_ptr_nonnull(p);
     fill_pattern(p, steps[0], 11);
 
-    push(tag_b);
+    tu_tag_push(tag_b);
     for (size_t i = 1; i < nsteps; i++) {
         size_t keep = steps[i] < steps[i - 1] ? steps[i] : steps[i - 1];
         unsigned char *q = ra_realloc(p, steps[i]);
@@ -449,7 +426,7 @@ START_TEST(test_alloc_realloc_keeps_tag_across_size_classes)
         intact[i] = check_pattern(p, keep, 11);
         fill_pattern(p, steps[i], 11);
     }
-    pop(tag_b);
+    tu_tag_pop(tag_b);
 
     ck_assert_msg(!nulls, "ra_realloc failed");
     for (size_t i = 1; i < nsteps; i++) {
@@ -463,9 +440,9 @@ START_TEST(test_alloc_realloc_keeps_tag_across_size_classes)
     }
     ra_free(p);
     ra_thread_flush();
-    ck_assert_uint_eq(stats_of(tag_a).allocated, 0);
-    ck_assert_uint_eq(stats_of(tag_b).allocated, 0);
-    ck_assert_uint_eq(stats_of(tag_b).nmalloc, 0);
+    ck_assert_uint_eq(tu_tag_stats(tag_a).allocated, 0);
+    ck_assert_uint_eq(tu_tag_stats(tag_b).allocated, 0);
+    ck_assert_uint_eq(tu_tag_stats(tag_b).nmalloc, 0);
 }
 END_TEST
 
@@ -476,9 +453,9 @@ START_TEST(test_alloc_realloc_keeps_untagged_blocks_untagged)
 
     ck_assert_ptr_nonnull(p);
     fill_pattern(p, 100, 5);
-    push(tag_a);
+    tu_tag_push(tag_a);
     q = ra_realloc(p, 100000);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     ck_assert_ptr_nonnull(q);
     ck_assert_uint_eq(ra_tag_of(q), RA_TAG_NONE);
     ck_assert_uint_eq(check_pattern(q, 100, 5), 100);
@@ -490,12 +467,12 @@ START_TEST(test_alloc_realloc_null_uses_current_tag)
 {
     void *p, *q;
 
-    push(tag_a);
-    push(tag_b);
+    tu_tag_push(tag_a);
+    tu_tag_push(tag_b);
     p = ra_realloc(NULL, 64);
     q = ra_realloc(NULL, 64 * KIB);
-    pop(tag_b);
-    pop(tag_a);
+    tu_tag_pop(tag_b);
+    tu_tag_pop(tag_a);
     ck_assert_ptr_nonnull(p);
     ck_assert_ptr_nonnull(q);
     ck_assert_uint_eq(ra_tag_of(p), tag_b);
@@ -510,13 +487,13 @@ START_TEST(test_alloc_realloc_to_zero_frees)
     ra_tag_stats_t s;
     void *p;
 
-    push(tag_a);
+    tu_tag_push(tag_a);
     p = ra_malloc(5000);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     ck_assert_ptr_nonnull(p);
     ck_assert_ptr_null(ra_realloc(p, 0));
     ra_thread_flush();
-    s = stats_of(tag_a);
+    s = tu_tag_stats(tag_a);
     ck_assert_uint_eq(s.allocated, 0);
     ck_assert_uint_eq(s.nmalloc - s.ndalloc, 0);
 }
@@ -531,25 +508,25 @@ START_TEST(test_alloc_untagged_free_under_pushed_tag_leaves_tag_alone)
     ra_tag_stats_t before, after;
 
     /* Give the tag something to report, so "unchanged" means something. */
-    push(tag_a);
+    tu_tag_push(tag_a);
     for (size_t i = 0; i < 4; i++)
         live[i] = ra_malloc(1000 * (i + 1));
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     for (size_t i = 0; i < N_MIXED; i++) {
         untagged[i] = ra_malloc(mixed_sizes[i]);
         ck_assert_ptr_nonnull(untagged[i]);
         ck_assert_uint_eq(ra_tag_of(untagged[i]), RA_TAG_NONE);
     }
     ra_thread_flush();
-    before = stats_of(tag_a);
+    before = tu_tag_stats(tag_a);
     ck_assert_uint_gt(before.allocated, 0);
 
-    push(tag_a);
+    tu_tag_push(tag_a);
     for (size_t i = 0; i < N_MIXED; i++)
         ra_free(untagged[i]);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     ra_thread_flush();
-    after = stats_of(tag_a);
+    after = tu_tag_stats(tag_a);
 
     ck_assert_uint_eq(after.allocated, before.allocated);
     ck_assert_uint_eq(after.nmalloc, before.nmalloc);
@@ -565,26 +542,26 @@ START_TEST(test_alloc_free_under_other_tag_is_charged_to_owner)
     size_t total = 0;
     ra_tag_stats_t a0, a1, b0, b1;
 
-    push(tag_a);
+    tu_tag_push(tag_a);
     for (size_t i = 0; i < N_MIXED; i++)
         blocks[i] = ra_malloc(mixed_sizes[i]);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     for (size_t i = 0; i < N_MIXED; i++) {
         ck_assert_ptr_nonnull(blocks[i]);
         total += ra_malloc_usable_size(blocks[i]);
     }
     ra_thread_flush();
-    a0 = stats_of(tag_a);
-    b0 = stats_of(tag_b);
+    a0 = tu_tag_stats(tag_a);
+    b0 = tu_tag_stats(tag_b);
     ck_assert_uint_eq(a0.allocated, total);
 
-    push(tag_b);
+    tu_tag_push(tag_b);
     for (size_t i = 0; i < N_MIXED; i++)
         ra_free(blocks[i]);
-    pop(tag_b);
+    tu_tag_pop(tag_b);
     ra_thread_flush();
-    a1 = stats_of(tag_a);
-    b1 = stats_of(tag_b);
+    a1 = tu_tag_stats(tag_a);
+    b1 = tu_tag_stats(tag_b);
 
     ck_assert_uint_eq(a1.allocated, 0);
     ck_assert_uint_eq(a1.ndalloc, a0.ndalloc + N_MIXED);
@@ -606,7 +583,7 @@ START_TEST(test_alloc_allocated_is_exact_for_mixed_sizes)
     ra_tag_stats_t s;
 
     ck_assert_ptr_nonnull(blocks);
-    push(tag_a);
+    tu_tag_push(tag_a);
     for (size_t r = 0; r < ROUNDS; r++) {
         for (size_t i = 0; i < N_MIXED; i++) {
             size_t size = mixed_sizes[(i + r) % N_MIXED] + r;
@@ -643,7 +620,7 @@ START_TEST(test_alloc_allocated_is_exact_for_mixed_sizes)
             }
         }
     }
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     ck_assert_uint_eq(failed, 0);
 
     for (size_t i = 0; i < n; i++) {
@@ -654,7 +631,7 @@ START_TEST(test_alloc_allocated_is_exact_for_mixed_sizes)
         live_count++;
     }
     ra_thread_flush();
-    s = stats_of(tag_a);
+    s = tu_tag_stats(tag_a);
     ck_assert_uint_eq(s.allocated, live_bytes);
     ck_assert_uint_eq(s.nmalloc - s.ndalloc, live_count);
     ck_assert_uint_le(s.allocated, s.active);
@@ -662,7 +639,7 @@ START_TEST(test_alloc_allocated_is_exact_for_mixed_sizes)
     for (size_t i = 0; i < n; i++)
         ra_free(blocks[i]);
     ra_thread_flush();
-    s = stats_of(tag_a);
+    s = tu_tag_stats(tag_a);
     ck_assert_uint_eq(s.allocated, 0);
     ck_assert_uint_eq(s.nmalloc, s.ndalloc);
     free(blocks);
@@ -677,7 +654,7 @@ START_TEST(test_alloc_counts_equal_calls_made)
     size_t made = 0, freed = 0;
     ra_tag_stats_t s;
 
-    push(tag_b);
+    tu_tag_push(tag_b);
     for (size_t i = 0; i < N; i++) {
         size_t size = mixed_sizes[i % N_MIXED] % (256 * KIB) + 1;
         void *p;
@@ -705,15 +682,15 @@ START_TEST(test_alloc_counts_equal_calls_made)
         blocks[i] = NULL;
         freed++;
     }
-    pop(tag_b);
+    tu_tag_pop(tag_b);
     ck_assert_uint_eq(made, N);
 
     ra_thread_flush();
-    s = stats_of(tag_b);
+    s = tu_tag_stats(tag_b);
     ck_assert_uint_eq(s.nmalloc, made);
     ck_assert_uint_eq(s.ndalloc, freed);
     /* Nothing was allocated under tag_a, whatever Check did meanwhile. */
-    ck_assert_uint_eq(stats_of(tag_a).nmalloc, 0);
+    ck_assert_uint_eq(tu_tag_stats(tag_a).nmalloc, 0);
     for (size_t i = 0; i < N; i++)
         ra_free(blocks[i]);
 }
@@ -728,7 +705,7 @@ static size_t alloc_cached_sizes(ra_tag_t tag, void **blocks)
     size_t failed = 0;
 
     if (tag != RA_TAG_NONE)
-        push(tag);
+        tu_tag_push(tag);
     for (size_t i = 0; i < N_CACHED; i++)
         for (size_t k = 0; k < PER_SIZE; k++) {
             void *p = ra_malloc(cached_sizes[i]);
@@ -736,7 +713,7 @@ static size_t alloc_cached_sizes(ra_tag_t tag, void **blocks)
             blocks[i * PER_SIZE + k] = p;
         }
     if (tag != RA_TAG_NONE)
-        pop(tag);
+        tu_tag_pop(tag);
     return failed;
 }
 
@@ -744,11 +721,11 @@ static size_t alloc_cached_sizes(ra_tag_t tag, void **blocks)
 static void free_cached_sizes(void **blocks, ra_tag_t free_under)
 {
     if (free_under != RA_TAG_NONE)
-        push(free_under);
+        tu_tag_push(free_under);
     for (size_t i = 0; i < N_CACHED * PER_SIZE; i++)
         ra_free(blocks[i]);
     if (free_under != RA_TAG_NONE)
-        pop(free_under);
+        tu_tag_pop(free_under);
 }
 
 /* Returns how many of the blocks are not owned by tag. */
@@ -807,13 +784,23 @@ START_TEST(test_alloc_tag_cache_never_returns_other_tags_blocks)
 }
 END_TEST
 
+/* A test case of the suite: its tests start with tag_a and tag_b created. */
+static TCase *add_tags_tcase(Suite *s, const char *name)
+{
+    TCase *tc = tcase_create(name);
+
+    tcase_add_checked_fixture(tc, setup_tags, NULL);
+    tcase_set_timeout(tc, 20);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+
 static Suite *alloc_suite(void)
 {
     Suite *s = suite_create("alloc");
     TCase *tc;
 
-    tc = tcase_create("allocation functions");
-    tcase_add_checked_fixture(tc, setup_tags, NULL);
+    tc = add_tags_tcase(s, "allocation functions");
     tcase_add_test(tc, test_alloc_malloc_uses_current_tag);
     tcase_add_test(tc, test_alloc_malloc_zero_gives_distinct_tagged_blocks);
     tcase_add_test(tc, test_alloc_every_size_class_is_tagged_and_usable);
@@ -825,48 +812,29 @@ static Suite *alloc_suite(void)
     tcase_add_test(tc, test_alloc_free_sized_returns_blocks_to_their_tag);
     tcase_add_test(tc, test_alloc_malloc_tag_ignores_the_stack);
     tcase_add_test(tc, test_alloc_malloc_tag_rejects_unknown_tags);
-    tcase_set_timeout(tc, 20);
-    suite_add_tcase(s, tc);
 
-    tc = tcase_create("realloc keeps the owner");
-    tcase_add_checked_fixture(tc, setup_tags, NULL);
+    tc = add_tags_tcase(s, "realloc keeps the owner");
     tcase_add_test(tc, test_alloc_realloc_keeps_tag_across_size_classes);
     tcase_add_test(tc, test_alloc_realloc_keeps_untagged_blocks_untagged);
     tcase_add_test(tc, test_alloc_realloc_null_uses_current_tag);
     tcase_add_test(tc, test_alloc_realloc_to_zero_frees);
-    tcase_set_timeout(tc, 20);
-    suite_add_tcase(s, tc);
 
-    tc = tcase_create("accounting");
-    tcase_add_checked_fixture(tc, setup_tags, NULL);
+    tc = add_tags_tcase(s, "accounting");
     tcase_add_test(tc,
                    test_alloc_untagged_free_under_pushed_tag_leaves_tag_alone);
     tcase_add_test(tc, test_alloc_free_under_other_tag_is_charged_to_owner);
     tcase_add_test(tc, test_alloc_allocated_is_exact_for_mixed_sizes);
     tcase_add_test(tc, test_alloc_counts_equal_calls_made);
-    tcase_set_timeout(tc, 20);
-    suite_add_tcase(s, tc);
 
-    tc = tcase_create("thread caches keep tags apart");
-    tcase_add_checked_fixture(tc, setup_tags, NULL);
+    tc = add_tags_tcase(s, "thread caches keep tags apart");
     tcase_add_test(tc, test_alloc_untagged_cache_never_returns_tagged_blocks);
     tcase_add_test(tc, test_alloc_tag_cache_never_returns_untagged_blocks);
     tcase_add_test(tc, test_alloc_tag_cache_never_returns_other_tags_blocks);
-    tcase_set_timeout(tc, 20);
-    suite_add_tcase(s, tc);
 
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(alloc_suite());
-    int failed;
-
-    /* Each test needs a fresh library (and may crash): never in-process. */
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(alloc_suite());
 }

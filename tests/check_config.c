@@ -606,14 +606,7 @@ int main(int argc, char **argv)
         {"stats_report", child_stats_report},
         {NULL, NULL},
     };
-    SRunner *sr;
-    int failed;
 
     tu_child_main(argc, argv, children);
-    sr = srunner_create(config_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(config_suite());
 }

@@ -43,39 +43,34 @@ static size_t page_size(void)
     return (size_t)sysconf(_SC_PAGESIZE);
 }
 
-static ra_tag_t make_tag(const char *name)
+/* The byte fill() stores at offset i. */
+static unsigned char fill_byte(size_t i, unsigned seed)
 {
-    ra_tag_t tag;
-
-    errno = 0;
-    tag = ra_tag_create(name);
-    ck_assert_msg(tag != RA_TAG_NONE, "ra_tag_create(\"%s\") failed: errno %d",
-                  name, errno);
-    return tag;
-}
-
-static ra_tag_stats_t stats_of(ra_tag_t tag)
-{
-    ra_tag_stats_t st;
-
-    ck_assert_int_eq(ra_tag_stats(tag, &st), 0);
-    return st;
+    return (unsigned char)(i * 7 + seed);
 }
 
 static void fill(void *p, size_t n, unsigned seed)
 {
     unsigned char *c = p;
     for (size_t i = 0; i < n; i++)
-        c[i] = (unsigned char)(i * 7 + seed);
+        c[i] = fill_byte(i, seed);
 }
 
-static void assert_filled(const void *p, size_t n, unsigned seed)
+/* Returns the first offset below n not holding fill(p, n, seed), or n. */
+static size_t first_unfilled(const void *p, size_t n, unsigned seed)
 {
     const unsigned char *c = p;
     size_t i = 0;
 
-    while (i < n && c[i] == (unsigned char)(i * 7 + seed))
+    while (i < n && c[i] == fill_byte(i, seed))
         i++;
+    return i;
+}
+
+static void assert_filled(const void *p, size_t n, unsigned seed)
+{
+    size_t i = first_unfilled(p, n, seed);
+
     ck_assert_msg(i == n, "byte %zu of %zu changed", i, n);
 }
 
@@ -89,6 +84,16 @@ static size_t first_nonzero(const unsigned char *p, size_t n)
     return i;
 }
 
+/* a and b are two distinct blocks, not NULL; frees both. */
+static void assert_distinct_then_free(void *a, void *b)
+{
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_ne(a, b);
+    f_free(a);
+    f_free(b);
+}
+
 /* -- malloc, free, calloc ------------------------------------------------- */
 
 START_TEST(test_override_malloc_zero_is_unique_and_freeable)
@@ -96,11 +101,7 @@ START_TEST(test_override_malloc_zero_is_unique_and_freeable)
     void *a = f_malloc(0);
     void *b = f_malloc(0);
 
-    ck_assert_ptr_nonnull(a);
-    ck_assert_ptr_nonnull(b);
-    ck_assert_ptr_ne(a, b);
-    f_free(a);
-    f_free(b);
+    assert_distinct_then_free(a, b);
 }
 END_TEST
 
@@ -121,7 +122,7 @@ START_TEST(test_override_malloc_huge_is_enomem)
 {
     static const size_t sizes[] = {SIZE_MAX, SIZE_MAX / 2 + 1, PTRDIFF_MAX,
                                    (size_t)1 << 60};
-    ra_tag_t t = make_tag("huge");
+    ra_tag_t t = tu_tag_create("huge");
 
     for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         errno = 0;
@@ -167,7 +168,7 @@ END_TEST
 
 START_TEST(test_override_calloc_zeroes_tagged)
 {
-    ra_tag_t t = make_tag("calloc");
+    ra_tag_t t = tu_tag_create("calloc");
 
     ck_assert_int_eq(ra_tag_push(t), 0);
     check_calloc_zeroes();
@@ -177,7 +178,7 @@ END_TEST
 
 START_TEST(test_override_calloc_overflow_is_enomem)
 {
-    ra_tag_t t = make_tag("calloc-overflow");
+    ra_tag_t t = tu_tag_create("calloc-overflow");
 
     errno = 0;
     ck_assert_ptr_null(f_calloc(SIZE_MAX / 2, 3));
@@ -201,11 +202,7 @@ START_TEST(test_override_calloc_zero_is_freeable)
     void *a = f_calloc(0, 10);
     void *b = f_calloc(10, 0);
 
-    ck_assert_ptr_nonnull(a);
-    ck_assert_ptr_nonnull(b);
-    ck_assert_ptr_ne(a, b);
-    f_free(a);
-    f_free(b);
+    assert_distinct_then_free(a, b);
 }
 END_TEST
 
@@ -233,7 +230,7 @@ END_TEST
 
 START_TEST(test_override_realloc_null_allocates_under_current_tag)
 {
-    ra_tag_t t = make_tag("realloc-null");
+    ra_tag_t t = tu_tag_create("realloc-null");
     void *p, *q;
 
     ck_assert_int_eq(ra_tag_push(t), 0);
@@ -256,7 +253,7 @@ END_TEST
 
 START_TEST(test_override_realloc_zero_frees)
 {
-    ra_tag_t t = make_tag("realloc-zero");
+    ra_tag_t t = tu_tag_create("realloc-zero");
     ra_tag_stats_t before, after;
     size_t usable;
     void *p;
@@ -265,11 +262,11 @@ START_TEST(test_override_realloc_zero_frees)
     ck_assert_ptr_nonnull(p);
     usable = f_malloc_usable_size(p);
     ra_thread_flush();
-    before = stats_of(t);
+    before = tu_tag_stats(t);
     ck_assert_uint_ge(before.allocated, 1000);
     ck_assert_ptr_null(f_realloc(p, 0));
     ra_thread_flush();
-    after = stats_of(t);
+    after = tu_tag_stats(t);
     ck_assert_uint_eq(after.ndalloc, before.ndalloc + 1);
     ck_assert_uint_eq(after.allocated, before.allocated - usable);
     /* Untagged too: no crash, NULL back. */
@@ -279,29 +276,18 @@ START_TEST(test_override_realloc_zero_frees)
 }
 END_TEST
 
-/* Returns whether the first n bytes of p hold fill(p, n, seed). */
-static bool is_filled(const void *p, size_t n, unsigned seed)
-{
-    const unsigned char *c = p;
-
-    for (size_t i = 0; i < n; i++)
-        if (c[i] != (unsigned char)(i * 7 + seed))
-            return false;
-    return true;
-}
-
 START_TEST(test_override_realloc_keeps_contents_and_tag)
 {
     enum { MAX_STEPS = 64 };
-    ra_tag_t a = make_tag("owner");
-    ra_tag_t b = make_tag("bystander");
+    ra_tag_t a = tu_tag_create("owner");
+    ra_tag_t b = tu_tag_create("bystander");
     struct {
         size_t size;
         ra_tag_t tag;
         bool kept;
     } steps[MAX_STEPS];
     unsigned nsteps = 0;
-    size_t size = 8, prev;
+    size_t size = 8, prev, keep;
     unsigned char *p;
     int rc;
 
@@ -324,8 +310,9 @@ START_TEST(test_override_realloc_keeps_contents_and_tag)
             q = f_realloc(p, size);
             steps[nsteps].size = size;
             steps[nsteps].tag = ra_tag_of(q);
+            keep = prev < size ? prev : size;
             steps[nsteps].kept =
-                q != NULL && is_filled(q, prev < size ? prev : size, 1);
+                q != NULL && first_unfilled(q, keep, 1) == keep;
             nsteps++;
             if (q == NULL)
                 break;
@@ -345,15 +332,15 @@ START_TEST(test_override_realloc_keeps_contents_and_tag)
     }
     f_free(p);
     ra_thread_flush();
-    ck_assert_uint_eq(stats_of(b).nmalloc, 0);
-    ck_assert_uint_eq(stats_of(b).allocated, 0);
-    ck_assert_uint_eq(stats_of(a).allocated, 0);
+    ck_assert_uint_eq(tu_tag_stats(b).nmalloc, 0);
+    ck_assert_uint_eq(tu_tag_stats(b).allocated, 0);
+    ck_assert_uint_eq(tu_tag_stats(a).allocated, 0);
 }
 END_TEST
 
 START_TEST(test_override_realloc_of_untagged_stays_untagged)
 {
-    ra_tag_t t = make_tag("pushed");
+    ra_tag_t t = tu_tag_create("pushed");
     void *p = f_malloc(100);
 
     ck_assert_ptr_nonnull(p);
@@ -372,7 +359,7 @@ END_TEST
 
 START_TEST(test_override_realloc_huge_is_enomem_and_keeps_block)
 {
-    ra_tag_t t = make_tag("realloc-huge");
+    ra_tag_t t = tu_tag_create("realloc-huge");
     void *p = ra_malloc_tag(t, 100);
     void *q = f_malloc(100);
 
@@ -396,7 +383,7 @@ END_TEST
 
 START_TEST(test_override_reallocarray_overflow_keeps_block)
 {
-    ra_tag_t t = make_tag("reallocarray");
+    ra_tag_t t = tu_tag_create("reallocarray");
     unsigned char *p;
 
     ck_assert_int_eq(ra_tag_push(t), 0);
@@ -444,7 +431,7 @@ END_TEST
 
 START_TEST(test_override_posix_memalign_huge_is_enomem)
 {
-    ra_tag_t t = make_tag("memalign-huge");
+    ra_tag_t t = tu_tag_create("memalign-huge");
     void *sentinel = &sentinel;
     void *p = sentinel;
 
@@ -615,14 +602,14 @@ END_TEST
 
 START_TEST(test_override_free_sized_frees)
 {
-    ra_tag_t t = make_tag("sized");
+    ra_tag_t t = tu_tag_create("sized");
     ra_tag_stats_t before, after;
     static const size_t sizes[] = {1, 24, 1000, 14336, 20000, MIB + 3};
     void *p[6];
     int pushed, popped;
 
     ra_thread_flush();
-    before = stats_of(t);
+    before = tu_tag_stats(t);
     pushed = ra_tag_push(t);
     for (unsigned i = 0; i < 6; i++)
         p[i] = f_malloc(sizes[i]);
@@ -636,7 +623,7 @@ START_TEST(test_override_free_sized_frees)
     for (unsigned i = 0; i < 6; i++)
         f_free_sized(p[i], sizes[i]);
     ra_thread_flush();
-    after = stats_of(t);
+    after = tu_tag_stats(t);
     ck_assert_uint_eq(after.nmalloc, before.nmalloc + 6);
     ck_assert_uint_eq(after.ndalloc, before.ndalloc + 6);
     ck_assert_uint_eq(after.allocated, before.allocated);
@@ -652,7 +639,7 @@ END_TEST
 START_TEST(test_override_free_aligned_sized_frees)
 {
     enum { N = 6 };
-    ra_tag_t t = make_tag("aligned-sized");
+    ra_tag_t t = tu_tag_create("aligned-sized");
     ra_tag_stats_t before, after;
     size_t align[N];
     void *p[N];
@@ -661,7 +648,7 @@ START_TEST(test_override_free_aligned_sized_frees)
     for (unsigned i = 0; i < N; i++)
         align[i] = (size_t)16 << (3 * i); /* 16 B .. 512 KiB */
     ra_thread_flush();
-    before = stats_of(t);
+    before = tu_tag_stats(t);
     pushed = ra_tag_push(t);
     for (unsigned i = 0; i < N; i++)
         p[i] = f_aligned_alloc(align[i], align[i] * 3);
@@ -676,7 +663,7 @@ START_TEST(test_override_free_aligned_sized_frees)
     for (unsigned i = 0; i < N; i++)
         f_free_aligned_sized(p[i], align[i], align[i] * 3);
     ra_thread_flush();
-    after = stats_of(t);
+    after = tu_tag_stats(t);
     ck_assert_uint_eq(after.nmalloc, before.nmalloc + N);
     ck_assert_uint_eq(after.ndalloc, before.ndalloc + N);
     ck_assert_uint_eq(after.allocated, before.allocated);
@@ -745,8 +732,8 @@ static const struct {
 
 START_TEST(test_override_entry_point_tags_by_current_tag)
 {
-    ra_tag_t a = make_tag("a");
-    ra_tag_t b = make_tag("b");
+    ra_tag_t a = tu_tag_create("a");
+    ra_tag_t b = tu_tag_create("b");
     void *pa, *pb, *pu;
     int rc = 0;
 
@@ -770,9 +757,9 @@ START_TEST(test_override_entry_point_tags_by_current_tag)
     f_free(pb);
     f_free(pu);
     ra_thread_flush();
-    ck_assert_uint_eq(stats_of(a).allocated, 0);
-    ck_assert_uint_eq(stats_of(b).allocated, 0);
-    ck_assert_uint_eq(stats_of(a).nmalloc, stats_of(a).ndalloc);
+    ck_assert_uint_eq(tu_tag_stats(a).allocated, 0);
+    ck_assert_uint_eq(tu_tag_stats(b).allocated, 0);
+    ck_assert_uint_eq(tu_tag_stats(a).nmalloc, tu_tag_stats(a).ndalloc);
 }
 END_TEST
 
@@ -803,8 +790,8 @@ static void *free_in_other_thread(void *arg)
 START_TEST(test_override_free_from_other_thread_keeps_accounting)
 {
     static const size_t sizes[] = {48, 4096, 100000};
-    ra_tag_t a = make_tag("allocator");
-    ra_tag_t b = make_tag("freer");
+    ra_tag_t a = tu_tag_create("allocator");
+    ra_tag_t b = tu_tag_create("freer");
 
     for (unsigned s = 0; s < 3; s++) {
         struct remote_free r = {.size = sizes[s], .pushed = b};
@@ -812,8 +799,8 @@ START_TEST(test_override_free_from_other_thread_keeps_accounting)
         int rc;
 
         ra_thread_flush();
-        a0 = stats_of(a);
-        b0 = stats_of(b);
+        a0 = tu_tag_stats(a);
+        b0 = tu_tag_stats(b);
         rc = ra_tag_push(a);
         for (unsigned i = 0; i < 64; i++)
             r.blocks[i] = f_malloc(r.size);
@@ -826,8 +813,8 @@ START_TEST(test_override_free_from_other_thread_keeps_accounting)
         tu_run_threads(1, free_in_other_thread, &r);
         ck_assert_int_eq(r.rc, 0);
         ra_thread_flush();
-        a1 = stats_of(a);
-        b1 = stats_of(b);
+        a1 = tu_tag_stats(a);
+        b1 = tu_tag_stats(b);
         /* The frees are the allocating tag's, whatever the freeing thread
          * had pushed; the exited thread's caches were flushed. */
         ck_assert_uint_eq(a1.nmalloc, a0.nmalloc + 64);
@@ -904,12 +891,5 @@ static Suite *override_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(override_suite());
-    int failed;
-
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(override_suite());
 }

@@ -28,23 +28,12 @@ static const size_t alignments[] = {
 
 static const char static_data[64] = "static";
 
-static ra_tag_t make_tag(const char *name)
-{
-    ra_tag_t tag;
-
-    errno = 0;
-    tag = ra_tag_create(name);
-    ck_assert_msg(tag != RA_TAG_NONE, "ra_tag_create(\"%s\") failed: errno %d",
-                  name, errno);
-    return tag;
-}
-
 static void make_tags(ra_tag_t *tags, unsigned n)
 {
     for (unsigned i = 0; i < n; i++) {
         char name[32];
         snprintf(name, sizeof name, "region-%u", i);
-        tags[i] = make_tag(name);
+        tags[i] = tu_tag_create(name);
     }
 }
 
@@ -321,6 +310,17 @@ static unsigned fill_region(ra_tag_t tag, size_t size, void **blocks)
     return n;
 }
 
+/* A block of size allocated explicitly under tag comes back and lies in the
+ * tag's region; it is freed again. */
+static void assert_allocates_in(ra_tag_t tag, size_t size)
+{
+    void *p = ra_malloc_tag(tag, size);
+
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(ra_tag_of(p), tag);
+    ra_free(p);
+}
+
 static void set_16m_regions(void)
 {
     ck_assert_int_eq(setenv("REGIONALLOC_REGION_SIZE", "16M", 1), 0);
@@ -335,8 +335,8 @@ START_TEST(test_region_full_region_returns_enomem)
     unsigned n;
 
     set_16m_regions();
-    full = make_tag("full");
-    other = make_tag("other");
+    full = tu_tag_create("full");
+    other = tu_tag_create("other");
     n = fill_region(full, MIB, blocks);
     ck_assert_uint_ge(n, 1);
     ck_assert_uint_lt(n, 16);
@@ -382,7 +382,7 @@ START_TEST(test_region_full_region_keeps_realloc_source)
     unsigned char *p, *r;
 
     set_16m_regions();
-    tag = make_tag("grow");
+    tag = tu_tag_create("grow");
     p = ra_malloc_tag(tag, 1000);
     ck_assert_ptr_nonnull(p);
     for (unsigned i = 0; i < 1000; i++)
@@ -409,7 +409,7 @@ START_TEST(test_region_full_region_recovers_after_free)
     unsigned n, again;
 
     set_16m_regions();
-    tag = make_tag("recover");
+    tag = tu_tag_create("recover");
     n = fill_region(tag, MIB, blocks);
     ck_assert_uint_ge(n, 1);
     for (unsigned i = 0; i < n; i++)
@@ -436,30 +436,20 @@ START_TEST(test_region_full_region_of_small_blocks_recovers)
     static void *blocks[MAX_BLOCKS];
     ra_tag_t tag, other;
     unsigned n;
-    void *p;
 
     set_16m_regions();
-    tag = make_tag("small");
-    other = make_tag("other");
+    tag = tu_tag_create("small");
+    other = tu_tag_create("other");
     /* 4 KiB blocks come from slabs (small size classes). */
     n = fill_region(tag, 4096, blocks);
     ck_assert_uint_ge(n, 1);
     ck_assert_uint_le(n, 16 * MIB / 4096);
-    p = ra_malloc_tag(other, 4096);
-    ck_assert_ptr_nonnull(p);
-    ck_assert_uint_eq(ra_tag_of(p), other);
-    ra_free(p);
+    assert_allocates_in(other, 4096);
     for (unsigned i = 0; i < n; i++)
         ra_free(blocks[i]);
     ra_thread_flush();
-    p = ra_malloc_tag(tag, 4096);
-    ck_assert_ptr_nonnull(p);
-    ck_assert_uint_eq(ra_tag_of(p), tag);
-    ra_free(p);
-    p = ra_malloc_tag(tag, MIB);
-    ck_assert_ptr_nonnull(p);
-    ck_assert_uint_eq(ra_tag_of(p), tag);
-    ra_free(p);
+    assert_allocates_in(tag, 4096);
+    assert_allocates_in(tag, MIB);
 }
 END_TEST
 
@@ -468,20 +458,16 @@ START_TEST(test_region_block_bigger_than_region_is_enomem)
     static const size_t sizes[] = {16 * MIB, 16 * MIB + 1, 32 * MIB,
                                    (size_t)1 << 30, (size_t)1 << 40};
     ra_tag_t tag;
-    void *p;
 
     set_16m_regions();
-    tag = make_tag("small-region");
+    tag = tu_tag_create("small-region");
     for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         errno = 0;
         ck_assert_ptr_null(ra_malloc_tag(tag, sizes[i]));
         ck_assert_int_eq(errno, ENOMEM);
     }
     /* The failures left the tag usable. */
-    p = ra_malloc_tag(tag, MIB);
-    ck_assert_ptr_nonnull(p);
-    ck_assert_uint_eq(ra_tag_of(p), tag);
-    ra_free(p);
+    assert_allocates_in(tag, MIB);
 }
 END_TEST
 
@@ -496,7 +482,7 @@ START_TEST(test_region_committed_memory_stays_in_region)
     size_t requested = 0;
 
     set_16m_regions();
-    tag = make_tag("touched");
+    tag = tu_tag_create("touched");
     for (unsigned i = 0; i < NBLOCKS; i++) {
         size_t size = (i % 4 + 1) * 32768;
         blocks[i] = ra_malloc_tag(tag, size);
@@ -520,7 +506,7 @@ END_TEST
 
 START_TEST(test_region_committed_memory_default_region)
 {
-    ra_tag_t tag = make_tag("default-size");
+    ra_tag_t tag = tu_tag_create("default-size");
     ra_tag_stats_t st;
     void *p = ra_malloc_tag(tag, 32 * MIB);
 
@@ -744,14 +730,7 @@ int main(int argc, char **argv)
         {"arena_limit", child_arena_limit},
         {NULL, NULL},
     };
-    SRunner *sr;
-    int failed;
 
     tu_child_main(argc, argv, children);
-    sr = srunner_create(region_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(region_suite());
 }

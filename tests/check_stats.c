@@ -18,32 +18,9 @@ static ra_tag_t tag_a, tag_b;
 
 static void setup_tags(void)
 {
-    tag_a = ra_tag_create("stats-a");
-    tag_b = ra_tag_create("stats-b");
-    ck_assert_uint_ne(tag_a, RA_TAG_NONE);
-    ck_assert_uint_ne(tag_b, RA_TAG_NONE);
+    tag_a = tu_tag_create("stats-a");
+    tag_b = tu_tag_create("stats-b");
     ck_assert_int_eq(ra_enabled(), 1);
-}
-
-static ra_tag_stats_t stats_of(ra_tag_t tag)
-{
-    ra_tag_stats_t s;
-
-    ck_assert_int_eq(ra_tag_stats(tag, &s), 0);
-    return s;
-}
-
-/* Push and pop without a passing assertion, which would allocate under tag. */
-static void push(ra_tag_t tag)
-{
-    if (ra_tag_push(tag) != 0)
-        ck_abort_msg("ra_tag_push(%u) failed", tag);
-}
-
-static void pop(ra_tag_t tag)
-{
-    if (ra_tag_pop(tag) != 0)
-        ck_abort_msg("ra_tag_pop(%u) failed", tag);
 }
 
 static double in_mib(size_t bytes)
@@ -75,7 +52,7 @@ static size_t fill_blocks(struct block_set *set, ra_tag_t tag, size_t nsmall,
     ck_assert_uint_le(set->n + total,
                       sizeof set->blocks / sizeof set->blocks[0]);
     if (tag != RA_TAG_NONE)
-        push(tag);
+        tu_tag_push(tag);
     /* The large blocks are spread among the small ones. */
     for (size_t i = 0; i < total; i++) {
         bool large = nl < nlarge &&
@@ -96,7 +73,7 @@ static size_t fill_blocks(struct block_set *set, ra_tag_t tag, size_t nsmall,
         bytes += size;
     }
     if (tag != RA_TAG_NONE)
-        pop(tag);
+        tu_tag_pop(tag);
     ck_assert_uint_eq(failed, 0);
     return bytes;
 }
@@ -198,23 +175,23 @@ START_TEST(test_stats_fields_are_ordered)
     void *blocks[N];
     ra_tag_stats_t s;
 
-    s = stats_of(tag_a);
+    s = tu_tag_stats(tag_a);
     check_ordered(&s, "fresh tag");
     ck_assert_uint_eq(s.allocated, 0);
     ck_assert_uint_eq(s.nmalloc, 0);
     ck_assert_uint_le(s.mapped, s.reserved);
 
-    push(tag_a);
+    tu_tag_push(tag_a);
     for (size_t i = 0; i < N; i++)
         blocks[i] = ra_malloc(sizes[i % (sizeof sizes / sizeof sizes[0])]);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     for (size_t i = 0; i < N; i++)
         ck_assert_ptr_nonnull(blocks[i]);
     for (size_t i = 0; i < N; i += 2)
         ra_free(blocks[i]);
     ra_thread_flush();
 
-    s = stats_of(tag_a);
+    s = tu_tag_stats(tag_a);
     check_ordered(&s, "half freed");
     ck_assert_uint_gt(s.allocated, 0);
     ck_assert_uint_le(s.mapped, s.reserved);
@@ -224,7 +201,7 @@ START_TEST(test_stats_fields_are_ordered)
     ck_assert_uint_eq(s.nmalloc, N);
     ck_assert_uint_eq(s.ndalloc, N / 2);
 
-    s = stats_of(RA_TAG_NONE);
+    s = tu_tag_stats(RA_TAG_NONE);
     check_ordered(&s, "untagged");
 
     for (size_t i = 1; i < N; i += 2)
@@ -242,13 +219,13 @@ START_TEST(test_stats_reserved_is_region_size)
     ck_assert_int_eq(setenv("REGIONALLOC_REGION_SIZE", "1G", 1), 0);
     tag = ra_tag_create("stats-1g");
     ck_assert_uint_ne(tag, RA_TAG_NONE);
-    s = stats_of(tag);
+    s = tu_tag_stats(tag);
     ck_assert_uint_eq(s.reserved, GIB);
 
     /* Nearly filling the region keeps every figure within it. */
     p = ra_malloc_tag(tag, 700 * MIB);
     ck_assert_ptr_nonnull(p);
-    s = stats_of(tag);
+    s = tu_tag_stats(tag);
     ck_assert_uint_eq(s.reserved, GIB);
     ck_assert_uint_ge(s.allocated, 700 * MIB);
     ck_assert_uint_le(s.mapped, GIB);
@@ -264,15 +241,15 @@ START_TEST(test_stats_untagged_counts_untagged_allocations)
     ra_tag_stats_t none0, none1, a0, a1;
 
     ra_thread_flush();
-    none0 = stats_of(RA_TAG_NONE);
-    a0 = stats_of(tag_a);
+    none0 = tu_tag_stats(RA_TAG_NONE);
+    a0 = tu_tag_stats(tag_a);
     for (size_t i = 0; i < N; i++) {
         blocks[i] = ra_malloc(MIB);
         ck_assert_ptr_nonnull(blocks[i]);
         ck_assert_uint_eq(ra_tag_of(blocks[i]), RA_TAG_NONE);
     }
-    none1 = stats_of(RA_TAG_NONE);
-    a1 = stats_of(tag_a);
+    none1 = tu_tag_stats(RA_TAG_NONE);
+    a1 = tu_tag_stats(tag_a);
 
     ck_assert_uint_ge(none1.allocated, none0.allocated + N * MIB);
     ck_assert_uint_ge(none1.active, none0.active + N * MIB);
@@ -293,15 +270,15 @@ START_TEST(test_stats_untagged_excludes_tagged_allocations)
     ra_tag_stats_t none0, none1, a1;
 
     ra_thread_flush();
-    none0 = stats_of(RA_TAG_NONE);
-    push(tag_a);
+    none0 = tu_tag_stats(RA_TAG_NONE);
+    tu_tag_push(tag_a);
     for (size_t i = 0; i < N; i++)
         blocks[i] = ra_malloc(MIB);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     for (size_t i = 0; i < N; i++)
         ck_assert_ptr_nonnull(blocks[i]);
-    none1 = stats_of(RA_TAG_NONE);
-    a1 = stats_of(tag_a);
+    none1 = tu_tag_stats(RA_TAG_NONE);
+    a1 = tu_tag_stats(tag_a);
 
     ck_assert_uint_eq(a1.allocated, N * MIB);
     /* Check's own bookkeeping may allocate a little untagged meanwhile. */
@@ -326,16 +303,16 @@ START_TEST(test_stats_purge_returns_pages_to_os)
     bytes = fill_blocks(&set, tag_a, 3584, 4);
     ck_assert_uint_eq(bytes, 256 * MIB);
     rss_full = tu_rss_bytes();
-    full = stats_of(tag_a);
+    full = tu_tag_stats(tag_a);
     ck_assert_uint_ge(full.allocated, 256 * MIB);
 
     free_blocks(&set);
     ra_thread_flush();
     rss_freed = tu_rss_bytes();
-    freed = stats_of(tag_a);
+    freed = tu_tag_stats(tag_a);
     ck_assert_int_eq(ra_tag_purge(tag_a), 0);
     rss_purged = tu_rss_bytes();
-    purged = stats_of(tag_a);
+    purged = tu_tag_stats(tag_a);
 
     fprintf(stderr,
             "stats: purge of one tag: RSS %.1f MiB at start, %.1f MiB "
@@ -380,13 +357,13 @@ START_TEST(test_stats_purge_all_returns_pages_to_os)
     ck_assert_msg(rss_purged + 260 * MIB <= rss_full,
                   "RSS dropped by only %.1f MiB",
                   drop_mib(rss_full, rss_purged));
-    s = stats_of(tag_a);
+    s = tu_tag_stats(tag_a);
     ck_assert_uint_eq(s.dirty, 0);
     ck_assert_uint_eq(s.allocated, 0);
-    s = stats_of(tag_b);
+    s = tu_tag_stats(tag_b);
     ck_assert_uint_eq(s.dirty, 0);
     ck_assert_uint_eq(s.allocated, 0);
-    s = stats_of(RA_TAG_NONE);
+    s = tu_tag_stats(RA_TAG_NONE);
     ck_assert_uint_eq(s.dirty, 0);
 }
 END_TEST
@@ -402,15 +379,15 @@ START_TEST(test_stats_purged_tag_allocates_again)
     free_blocks(&set);
     ra_thread_flush();
     ck_assert_int_eq(ra_tag_purge(tag_a), 0);
-    ck_assert_uint_eq(stats_of(tag_a).dirty, 0);
+    ck_assert_uint_eq(tu_tag_stats(tag_a).dirty, 0);
 
     /* The purged pages come back zeroed for calloc and hold what is
      * written to them. */
-    push(tag_a);
+    tu_tag_push(tag_a);
     for (size_t i = 0; i < N; i++)
         blocks[i] = i % 2 == 0 ? ra_calloc(1, 64 * KIB)
                                : ra_malloc(i % 3 == 0 ? 8 * MIB : 64 * KIB);
-    pop(tag_a);
+    tu_tag_pop(tag_a);
     for (size_t i = 0; i < N; i++) {
         size_t size = i % 2 == 0 || i % 3 != 0 ? 64 * KIB : 8 * MIB;
 
@@ -434,7 +411,7 @@ START_TEST(test_stats_purged_tag_allocates_again)
     for (size_t i = 0; i < N; i++)
         ra_free(blocks[i]);
     ra_thread_flush();
-    ck_assert_uint_eq(stats_of(tag_a).allocated, 0);
+    ck_assert_uint_eq(tu_tag_stats(tag_a).allocated, 0);
 }
 END_TEST
 
@@ -450,12 +427,12 @@ START_TEST(test_stats_empty_tag_resident_is_small)
 
     tag = ra_tag_create("stats-empty");
     ck_assert_uint_ne(tag, RA_TAG_NONE);
-    push(tag);
+    tu_tag_push(tag);
     p = ra_malloc(64);
-    pop(tag);
+    tu_tag_pop(tag);
     ck_assert_ptr_nonnull(p);
     ra_free(p);
-    s = stats_of(tag);
+    s = tu_tag_stats(tag);
     fprintf(stderr,
             "stats: empty tag (one 64 B block allocated and freed): resident "
             "%.1f KiB, mapped %.1f KiB, active %.1f KiB\n",
@@ -529,13 +506,5 @@ static Suite *stats_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(stats_suite());
-    int failed;
-
-    /* Each test needs a fresh library (and may crash): never in-process. */
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(stats_suite());
 }

@@ -11,18 +11,6 @@
 #include "regionalloc.h"
 #include "testutil.h"
 
-/* Creates a tag that must succeed. */
-static ra_tag_t make_tag(const char *name)
-{
-    ra_tag_t tag;
-
-    errno = 0;
-    tag = ra_tag_create(name);
-    ck_assert_msg(tag != RA_TAG_NONE, "ra_tag_create(\"%s\") failed: errno %d",
-                  name, errno);
-    return tag;
-}
-
 /* Fills name with len copies of c. */
 static void fill_name(char *name, size_t len, char c)
 {
@@ -41,29 +29,29 @@ END_TEST
 
 START_TEST(test_tag_create_returns_consecutive_ids)
 {
-    ck_assert_uint_eq(make_tag("parse"), 1);
-    ck_assert_uint_eq(make_tag("index"), 2);
-    ck_assert_uint_eq(make_tag("sqlite-cache"), 3);
+    ck_assert_uint_eq(tu_tag_create("parse"), 1);
+    ck_assert_uint_eq(tu_tag_create("index"), 2);
+    ck_assert_uint_eq(tu_tag_create("sqlite-cache"), 3);
     ck_assert_uint_eq(ra_tag_count(), 3);
 }
 END_TEST
 
 START_TEST(test_tag_create_existing_name_returns_same_id)
 {
-    ra_tag_t a = make_tag("a");
-    ra_tag_t b = make_tag("b");
+    ra_tag_t a = tu_tag_create("a");
+    ra_tag_t b = tu_tag_create("b");
 
-    ck_assert_uint_eq(make_tag("a"), a);
-    ck_assert_uint_eq(make_tag("b"), b);
-    ck_assert_uint_eq(make_tag("a"), a);
+    ck_assert_uint_eq(tu_tag_create("a"), a);
+    ck_assert_uint_eq(tu_tag_create("b"), b);
+    ck_assert_uint_eq(tu_tag_create("a"), a);
     ck_assert_uint_eq(ra_tag_count(), 2);
 }
 END_TEST
 
 START_TEST(test_tag_names_are_case_sensitive)
 {
-    ra_tag_t lower = make_tag("cache");
-    ra_tag_t upper = make_tag("Cache");
+    ra_tag_t lower = tu_tag_create("cache");
+    ra_tag_t upper = tu_tag_create("Cache");
 
     ck_assert_uint_ne(lower, upper);
     ck_assert_uint_eq(ra_tag_count(), 2);
@@ -72,8 +60,8 @@ END_TEST
 
 START_TEST(test_tag_lookup_finds_created_tag)
 {
-    ra_tag_t a = make_tag("alpha");
-    ra_tag_t b = make_tag("beta");
+    ra_tag_t a = tu_tag_create("alpha");
+    ra_tag_t b = tu_tag_create("beta");
 
     ck_assert_uint_eq(ra_tag_lookup("alpha"), a);
     ck_assert_uint_eq(ra_tag_lookup("beta"), b);
@@ -82,7 +70,7 @@ END_TEST
 
 START_TEST(test_tag_lookup_unknown_is_enoent)
 {
-    make_tag("known");
+    tu_tag_create("known");
     errno = 0;
     ck_assert_uint_eq(ra_tag_lookup("unknown"), RA_TAG_NONE);
     ck_assert_int_eq(errno, ENOENT);
@@ -103,7 +91,7 @@ START_TEST(test_tag_lookup_never_creates)
 {
     ck_assert_uint_eq(ra_tag_lookup("ghost"), RA_TAG_NONE);
     ck_assert_uint_eq(ra_tag_count(), 0);
-    ck_assert_uint_eq(make_tag("ghost"), 1);
+    ck_assert_uint_eq(tu_tag_create("ghost"), 1);
 }
 END_TEST
 
@@ -121,21 +109,21 @@ END_TEST
 START_TEST(test_tag_name_of_none_is_untagged)
 {
     ck_assert_str_eq(ra_tag_name(RA_TAG_NONE), "untagged");
-    make_tag("x");
+    tu_tag_create("x");
     ck_assert_str_eq(ra_tag_name(RA_TAG_NONE), "untagged");
 }
 END_TEST
 
 START_TEST(test_tag_name_returns_created_name)
 {
-    ra_tag_t a = make_tag("parse");
-    ra_tag_t b = make_tag("index");
+    ra_tag_t a = tu_tag_create("parse");
+    ra_tag_t b = tu_tag_create("index");
     const char *name_a = ra_tag_name(a);
 
     ck_assert_str_eq(name_a, "parse");
     ck_assert_str_eq(ra_tag_name(b), "index");
     /* The string lives until exit: the same storage, unchanged, later. */
-    make_tag("more");
+    tu_tag_create("more");
     ck_assert_ptr_eq(ra_tag_name(a), name_a);
     ck_assert_str_eq(name_a, "parse");
 }
@@ -144,7 +132,7 @@ END_TEST
 START_TEST(test_tag_name_does_not_alias_caller_buffer)
 {
     char buf[16] = "volatile";
-    ra_tag_t t = make_tag(buf);
+    ra_tag_t t = tu_tag_create(buf);
 
     strcpy(buf, "changed");
     ck_assert_str_eq(ra_tag_name(t), "volatile");
@@ -161,7 +149,7 @@ START_TEST(test_tag_name_invalid_is_null_einval)
         ck_assert_ptr_null(ra_tag_name(bad[i]));
         ck_assert_int_eq(errno, EINVAL);
     }
-    make_tag("one");
+    tu_tag_create("one");
     errno = 0;
     ck_assert_ptr_null(ra_tag_name(2));
     ck_assert_int_eq(errno, EINVAL);
@@ -195,7 +183,7 @@ START_TEST(test_tag_create_name_of_max_length_works)
 
     fill_name(name, RA_TAG_NAME_MAX, 'm');
     ck_assert_uint_eq(strlen(name), 63);
-    t = make_tag(name);
+    t = tu_tag_create(name);
     ck_assert_str_eq(ra_tag_name(t), name);
     ck_assert_uint_eq(ra_tag_lookup(name), t);
 }
@@ -221,7 +209,7 @@ START_TEST(test_tag_create_name_too_long_is_einval)
     ck_assert_uint_eq(ra_tag_count(), 0);
     /* A 63-byte prefix is a different, valid name. */
     name[RA_TAG_NAME_MAX] = '\0';
-    ck_assert_uint_eq(make_tag(name), 1);
+    ck_assert_uint_eq(tu_tag_create(name), 1);
 }
 END_TEST
 
@@ -232,7 +220,7 @@ START_TEST(test_tag_create_beyond_max_tags_is_enospc)
     ck_assert_int_eq(setenv("REGIONALLOC_MAX_TAGS", "4", 1), 0);
     for (unsigned i = 1; i <= 4; i++) {
         snprintf(name, sizeof name, "t%u", i);
-        ck_assert_uint_eq(make_tag(name), i);
+        ck_assert_uint_eq(tu_tag_create(name), i);
     }
     errno = 0;
     ck_assert_uint_eq(ra_tag_create("t5"), RA_TAG_NONE);
@@ -242,7 +230,7 @@ START_TEST(test_tag_create_beyond_max_tags_is_enospc)
     ck_assert_int_eq(errno, ENOSPC);
     ck_assert_uint_eq(ra_tag_count(), 4);
     /* Existing names still resolve when the registry is full. */
-    ck_assert_uint_eq(make_tag("t3"), 3);
+    ck_assert_uint_eq(tu_tag_create("t3"), 3);
     errno = 0;
     ck_assert_uint_eq(ra_tag_lookup("t5"), RA_TAG_NONE);
     ck_assert_int_eq(errno, ENOENT);
@@ -265,7 +253,7 @@ START_TEST(test_tag_push_never_created_is_einval)
         ck_assert_int_eq(errno, EINVAL);
         ck_assert_uint_eq(ra_tag_current(), RA_TAG_NONE);
     }
-    ck_assert_uint_eq(make_tag("only"), 1);
+    ck_assert_uint_eq(tu_tag_create("only"), 1);
     errno = 0;
     ck_assert_int_eq(ra_tag_push(2), -1);
     ck_assert_int_eq(errno, EINVAL);
@@ -275,7 +263,7 @@ END_TEST
 
 START_TEST(test_tag_pop_never_created_is_einval)
 {
-    ra_tag_t a = make_tag("a");
+    ra_tag_t a = tu_tag_create("a");
 
     ck_assert_int_eq(ra_tag_push(a), 0);
     errno = 0;
@@ -292,7 +280,7 @@ END_TEST
 
 START_TEST(test_tag_push_beyond_stack_max_is_eoverflow)
 {
-    ra_tag_t tags[3] = {make_tag("x"), make_tag("y"), make_tag("z")};
+    ra_tag_t tags[3] = {tu_tag_create("x"), tu_tag_create("y"), tu_tag_create("z")};
 
     for (unsigned i = 0; i < RA_TAG_STACK_MAX; i++) {
         ck_assert_int_eq(ra_tag_push(tags[i % 3]), 0);
@@ -323,9 +311,9 @@ END_TEST
 
 START_TEST(test_tag_pop_not_on_top_keeps_stack)
 {
-    ra_tag_t a = make_tag("a");
-    ra_tag_t b = make_tag("b");
-    ra_tag_t c = make_tag("c");
+    ra_tag_t a = tu_tag_create("a");
+    ra_tag_t b = tu_tag_create("b");
+    ra_tag_t c = tu_tag_create("c");
 
     ck_assert_int_eq(ra_tag_push(a), 0);
     ck_assert_int_eq(ra_tag_push(b), 0);
@@ -345,7 +333,7 @@ END_TEST
 
 START_TEST(test_tag_pop_empty_stack_is_einval)
 {
-    ra_tag_t a = make_tag("a");
+    ra_tag_t a = tu_tag_create("a");
 
     errno = 0;
     ck_assert_int_eq(ra_tag_pop(a), -1);
@@ -364,8 +352,8 @@ END_TEST
 
 START_TEST(test_tag_stack_is_lifo)
 {
-    ra_tag_t a = make_tag("a");
-    ra_tag_t b = make_tag("b");
+    ra_tag_t a = tu_tag_create("a");
+    ra_tag_t b = tu_tag_create("b");
 
     ck_assert_uint_eq(ra_tag_current(), RA_TAG_NONE);
     ck_assert_int_eq(ra_tag_push(a), 0);
@@ -387,7 +375,7 @@ END_TEST
 
 START_TEST(test_tag_scope_pops_at_end_of_block)
 {
-    ra_tag_t a = make_tag("a");
+    ra_tag_t a = tu_tag_create("a");
 
     {
         RA_TAG_SCOPE(a);
@@ -402,9 +390,9 @@ END_TEST
 
 START_TEST(test_tag_scope_nests)
 {
-    ra_tag_t a = make_tag("a");
-    ra_tag_t b = make_tag("b");
-    ra_tag_t c = make_tag("c");
+    ra_tag_t a = tu_tag_create("a");
+    ra_tag_t b = tu_tag_create("b");
+    ra_tag_t c = tu_tag_create("c");
 
     ck_assert_int_eq(ra_tag_push(c), 0);
     {
@@ -429,8 +417,8 @@ END_TEST
 
 START_TEST(test_tag_scope_two_in_one_block)
 {
-    ra_tag_t a = make_tag("a");
-    ra_tag_t b = make_tag("b");
+    ra_tag_t a = tu_tag_create("a");
+    ra_tag_t b = tu_tag_create("b");
 
     {
         RA_TAG_SCOPE(a);
@@ -451,7 +439,7 @@ static ra_tag_t current_in_scope_then_return(void)
 
 START_TEST(test_tag_scope_pops_on_return_and_break)
 {
-    ra_tag_t a = make_tag("a");
+    ra_tag_t a = tu_tag_create("a");
 
     scope_in_loop_tag = a;
     ck_assert_uint_eq(current_in_scope_then_return(), a);
@@ -470,7 +458,7 @@ END_TEST
 
 START_TEST(test_tag_scope_invalid_tag_pushes_nothing)
 {
-    ra_tag_t a = make_tag("a");
+    ra_tag_t a = tu_tag_create("a");
 
     ck_assert_int_eq(ra_tag_push(a), 0);
     {
@@ -493,8 +481,8 @@ END_TEST
 
 START_TEST(test_tag_scope_on_full_stack_pops_nothing)
 {
-    ra_tag_t a = make_tag("a");
-    ra_tag_t b = make_tag("b");
+    ra_tag_t a = tu_tag_create("a");
+    ra_tag_t b = tu_tag_create("b");
 
     for (unsigned i = 0; i < RA_TAG_STACK_MAX; i++)
         ck_assert_int_eq(ra_tag_push(a), 0);
@@ -532,8 +520,8 @@ static void *push_in_thread(void *arg)
 
 START_TEST(test_tag_new_thread_starts_untagged)
 {
-    ra_tag_t a = make_tag("main");
-    ra_tag_t b = make_tag("worker");
+    ra_tag_t a = tu_tag_create("main");
+    ra_tag_t b = tu_tag_create("worker");
     struct thread_view v = {.seen_at_start = 12345, .push_tag = b};
 
     ck_assert_int_eq(ra_tag_push(a), 0);
@@ -580,12 +568,12 @@ static void *push_pop_many(void *arg)
 START_TEST(test_tag_stacks_of_threads_are_independent)
 {
     struct lockstep ls = {.failures = 0};
-    ra_tag_t mine = make_tag("mine");
+    ra_tag_t mine = tu_tag_create("mine");
 
     for (unsigned i = 0; i < 4; i++) {
         char name[16];
         snprintf(name, sizeof name, "s%u", i);
-        ls.tags[i] = make_tag(name);
+        ls.tags[i] = tu_tag_create(name);
     }
     ck_assert_int_eq(pthread_barrier_init(&ls.barrier, NULL, 8), 0);
     ck_assert_int_eq(ra_tag_push(mine), 0);
@@ -714,12 +702,5 @@ static Suite *tag_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(tag_suite());
-    int failed;
-
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(tag_suite());
 }

@@ -61,14 +61,6 @@ static ra_tag_t create_tag(const char *fmt, unsigned i)
     return tag;
 }
 
-static ra_tag_stats_t stats_of(ra_tag_t tag)
-{
-    ra_tag_stats_t s;
-
-    ck_assert_int_eq(ra_tag_stats(tag, &s), 0);
-    return s;
-}
-
 /* Ground truth for one tag: what its live blocks add up to. */
 struct truth {
     size_t bytes;
@@ -77,7 +69,7 @@ struct truth {
 
 static void check_exact(ra_tag_t tag, const struct truth *t, const char *when)
 {
-    ra_tag_stats_t s = stats_of(tag);
+    ra_tag_stats_t s = tu_tag_stats(tag);
 
     ck_assert_msg(s.allocated == t->bytes,
                   "%s: tag %s allocated %zu, live blocks hold %zu", when,
@@ -437,7 +429,7 @@ START_TEST(test_threads_short_lived_threads_release_caches)
             }
         ck_assert_uint_eq(t.count, SL_THREADS * 3 / 4);
         check_exact(sl_tags[k], &t, "after the threads exited");
-        s = stats_of(sl_tags[k]);
+        s = tu_tag_stats(sl_tags[k]);
         allocs = atomic_load(&sl_allocs[k]);
         ck_assert_uint_eq(s.nmalloc, allocs);
     }
@@ -714,7 +706,7 @@ START_TEST(test_threads_exit_flushes_caches)
         t.count++;
     }
     check_exact(args.tag, &t, "after the thread exited");
-    s = stats_of(args.tag);
+    s = tu_tag_stats(args.tag);
     ck_assert_uint_eq(s.nmalloc, TE_BLOCKS);
     ck_assert_uint_eq(s.ndalloc, TE_BLOCKS - TE_KEPT);
 
@@ -950,13 +942,5 @@ static Suite *threads_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(threads_suite());
-    int failed;
-
-    /* Each test needs a fresh library (and may crash): never in-process. */
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(threads_suite());
 }

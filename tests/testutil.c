@@ -10,6 +10,49 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+int tu_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    int failed;
+
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+ra_tag_t tu_tag_create(const char *name)
+{
+    ra_tag_t tag;
+
+    errno = 0;
+    tag = ra_tag_create(name);
+    ck_assert_msg(tag != RA_TAG_NONE, "ra_tag_create(\"%s\") failed: errno %d",
+                  name, errno);
+    return tag;
+}
+
+ra_tag_stats_t tu_tag_stats(ra_tag_t tag)
+{
+    ra_tag_stats_t s;
+
+    ck_assert_int_eq(ra_tag_stats(tag, &s), 0);
+    return s;
+}
+
+void tu_tag_push(ra_tag_t tag)
+{
+    if (ra_tag_push(tag) != 0)
+        ck_abort_msg("ra_tag_push(%u) failed", tag);
+}
+
+void tu_tag_pop(ra_tag_t tag)
+{
+    if (ra_tag_pop(tag) != 0)
+        ck_abort_msg("ra_tag_pop(%u) failed", tag);
+}
+
 size_t tu_rss_bytes(void)
 {
     unsigned long size = 0, resident = 0;
@@ -21,8 +64,12 @@ size_t tu_rss_bytes(void)
     return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
 }
 
-int tu_run_with_env(const char *const env[], int (*fn)(void), char *err,
-                    size_t errlen)
+/* Forks a child with the variables of env set and its stderr on a pipe. The
+ * child runs fn() when name is NULL, else execs this program as the child
+ * called name. Captures the child's stderr as tu_run_with_env() describes.
+ * Returns the child's exit status (0..255), or 128 + signal number. */
+static int spawn_child(const char *const env[], int (*fn)(void),
+                     const char *name, char *err, size_t errlen)
 {
     int fds[2];
     pid_t pid;
@@ -39,71 +86,8 @@ int tu_run_with_env(const char *const env[], int (*fn)(void), char *err,
         close(fds[1]);
         for (size_t i = 0; env != NULL && env[i] != NULL; i++)
             putenv((char *)env[i]);
-        _exit(fn());
-    }
-    close(fds[1]);
-    for (;;) {
-        char sink[256];
-        char *dst = err != NULL && got + 1 < errlen ? err + got : sink;
-        size_t room = err != NULL && got + 1 < errlen ? errlen - 1 - got
-                                                      : sizeof sink;
-        ssize_t n = read(fds[0], dst, room);
-        if (n <= 0)
-            break;
-        if (dst != sink)
-            got += (size_t)n;
-    }
-    close(fds[0]);
-    if (err != NULL && errlen > 0)
-        err[got] = '\0';
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return WEXITSTATUS(status);
-}
-
-void tu_run_threads(unsigned n, void *(*fn)(void *), void *arg)
-{
-    pthread_t *threads = calloc(n, sizeof *threads);
-
-    ck_assert_ptr_nonnull(threads);
-    for (unsigned i = 0; i < n; i++)
-        ck_assert_int_eq(pthread_create(&threads[i], NULL, fn, arg), 0);
-    for (unsigned i = 0; i < n; i++)
-        ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
-    free(threads);
-}
-
-
-void tu_child_main(int argc, char **argv, const struct tu_child *children)
-{
-    if (argc != 3 || strcmp(argv[1], "--tu-child") != 0)
-        return;
-    for (size_t i = 0; children[i].name != NULL; i++)
-        if (strcmp(children[i].name, argv[2]) == 0)
-            exit(children[i].fn());
-    fprintf(stderr, "%s: no child called %s\n", argv[0], argv[2]);
-    exit(127);
-}
-
-int tu_exec_self(const char *const env[], const char *name, char *err,
-                 size_t errlen)
-{
-    int fds[2];
-    pid_t pid;
-    int status;
-    size_t got = 0;
-
-    ck_assert_int_eq(pipe(fds), 0);
-    fflush(NULL);
-    pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], STDERR_FILENO);
-        close(fds[1]);
-        for (size_t i = 0; env != NULL && env[i] != NULL; i++)
-            putenv((char *)env[i]);
+        if (name == NULL)
+            _exit(fn());
         execl("/proc/self/exe", "tu-child", "--tu-child", name, (char *)NULL);
         _exit(126);
     }
@@ -128,6 +112,41 @@ int tu_exec_self(const char *const env[], const char *name, char *err,
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);
+}
+
+int tu_run_with_env(const char *const env[], int (*fn)(void), char *err,
+                    size_t errlen)
+{
+    return spawn_child(env, fn, NULL, err, errlen);
+}
+
+void tu_run_threads(unsigned n, void *(*fn)(void *), void *arg)
+{
+    pthread_t *threads = calloc(n, sizeof *threads);
+
+    ck_assert_ptr_nonnull(threads);
+    for (unsigned i = 0; i < n; i++)
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, fn, arg), 0);
+    for (unsigned i = 0; i < n; i++)
+        ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+    free(threads);
+}
+
+void tu_child_main(int argc, char **argv, const struct tu_child *children)
+{
+    if (argc != 3 || strcmp(argv[1], "--tu-child") != 0)
+        return;
+    for (size_t i = 0; children[i].name != NULL; i++)
+        if (strcmp(children[i].name, argv[2]) == 0)
+            exit(children[i].fn());
+    fprintf(stderr, "%s: no child called %s\n", argv[0], argv[2]);
+    exit(127);
+}
+
+int tu_exec_self(const char *const env[], const char *name, char *err,
+                 size_t errlen)
+{
+    return spawn_child(env, NULL, name, err, errlen);
 }
 
 void tu_child_failed(const char *file, int line, const char *what)

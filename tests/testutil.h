@@ -2,8 +2,32 @@
 #ifndef RA_TESTUTIL_H
 #define RA_TESTUTIL_H
 
+#include <check.h>
 #include <stddef.h>
 #include <sys/types.h>
+
+#include "regionalloc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Runs every test of s, each in its own forked process (a test needs a fresh
+ * library and may crash: never in-process), then frees the runner. Returns
+ * EXIT_SUCCESS when all passed, else EXIT_FAILURE: main()'s exit status. */
+int tu_run_suite(Suite *s);
+
+/* ra_tag_create(name) that fails the test, naming errno, when it returns
+ * RA_TAG_NONE. Returns the tag. */
+ra_tag_t tu_tag_create(const char *name);
+
+/* ra_tag_stats(tag) that fails the test when it fails. Returns the figures. */
+ra_tag_stats_t tu_tag_stats(ra_tag_t tag);
+
+/* ra_tag_push(tag) and ra_tag_pop(tag) that fail the test when the call
+ * fails. They make no passing assertion, which would allocate under tag. */
+void tu_tag_push(ra_tag_t tag);
+void tu_tag_pop(ra_tag_t tag);
 
 /* The process's resident bytes from /proc/self/statm (the kernel's view). */
 size_t tu_rss_bytes(void);
@@ -60,5 +84,9 @@ void tu_child_failed(const char *file, int line, const char *what);
 /* Number of '\n'-terminated lines in s; a trailing unterminated fragment
  * counts as one more. */
 unsigned tu_count_lines(const char *s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
