@@ -1,4 +1,5 @@
 /* Allocation paths (ra_malloc and friends) and the per-(thread, tag) caches. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -224,10 +225,47 @@ static void *fail_enomem(void)
     return NULL;
 }
 
+/* jemalloc's own malloc and free: their inlined fast path is about twice as
+ * fast as mallocx/dallocx. Reached through a handle to the jemalloc library
+ * itself (the plain names are ours); NULL until the library's constructor
+ * has run, and then mallocx/dallocx serve. */
+typedef void *(*malloc_fn)(size_t);
+typedef void (*free_fn)(void *);
+static _Atomic(malloc_fn) jemalloc_malloc;
+static _Atomic(free_fn) jemalloc_free;
+
+__attribute__((constructor)) static void find_jemalloc_fast_path(void)
+{
+    Dl_info info;
+    void *lib;
+    malloc_fn m;
+    free_fn f;
+
+    if (dladdr((void *)mallocx, &info) == 0 || info.dli_fname == NULL)
+        return;
+    lib = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (lib == NULL)
+        return;
+    m = (malloc_fn)dlsym(lib, "malloc");
+    f = (free_fn)dlsym(lib, "free");
+    /* dlsym on jemalloc's own handle finds its definitions, never ours. The
+     * handle stays open: the functions must outlive this constructor. */
+    if (m == NULL || f == NULL)
+        return;
+    atomic_store_explicit(&jemalloc_malloc, m, memory_order_relaxed);
+    atomic_store_explicit(&jemalloc_free, f, memory_order_relaxed);
+}
+
 static inline void *alloc_untagged(size_t size, int flags)
 {
+    malloc_fn fast = atomic_load_explicit(&jemalloc_malloc,
+                                          memory_order_relaxed);
     void *p;
 
+    /* jemalloc's malloc has glibc's semantics: malloc(0) is a unique
+     * block, failure sets errno to ENOMEM. */
+    if (flags == 0 && RA__LIKELY(fast != NULL))
+        return fast(size);
     if (RA__UNLIKELY(size > PTRDIFF_MAX))
         return fail_enomem();
     p = mallocx(at_least_one(size), flags);
@@ -323,6 +361,12 @@ static inline void free_block(void *ptr, size_t size, int align_flags)
     struct thread_state *ts;
 
     if (RA__LIKELY(tag == RA_TAG_NONE)) {
+        free_fn fast = atomic_load_explicit(&jemalloc_free,
+                                            memory_order_relaxed);
+        if (size == 0 && RA__LIKELY(fast != NULL)) {
+            fast(ptr);
+            return;
+        }
         if (RA__UNLIKELY(ptr == NULL))
             return;
         if (size == 0)
