@@ -31,31 +31,6 @@ static void setup_tags(void)
     ck_assert_int_eq(ra_enabled(), 1);
 }
 
-/* The byte stored at offset i of a block filled with seed. */
-static unsigned char pattern_byte(size_t i, unsigned seed)
-{
-    return (unsigned char)((i * 131u + seed * 7u + (i >> 12)) & 0xffu);
-}
-
-static void fill_pattern(void *p, size_t len, unsigned seed)
-{
-    unsigned char *b = p;
-
-    for (size_t i = 0; i < len; i++)
-        b[i] = pattern_byte(i, seed);
-}
-
-/* Returns the first offset below len not holding the pattern, or len. */
-static size_t check_pattern(const void *p, size_t len, unsigned seed)
-{
-    const unsigned char *b = p;
-
-    for (size_t i = 0; i < len; i++)
-        if (b[i] != pattern_byte(i, seed))
-            return i;
-    return len;
-}
-
 /* Sizes from 8 B to 4 MiB: small bins, cached and uncached large classes. */
 static const size_t mixed_sizes[] = {
     8,        16,       24,       40,       64,        100,
@@ -140,11 +115,11 @@ START_TEST(test_alloc_every_size_class_is_tagged_and_usable)
         usable = ra_malloc_usable_size(blocks[i]);
         ck_assert_uint_ge(usable, mixed_sizes[i]);
         /* The whole usable size is ours to write. */
-        fill_pattern(blocks[i], usable, (unsigned)i);
+        tu_fill_pattern(blocks[i], usable, (unsigned)i);
     }
     for (size_t i = 0; i < N_MIXED; i++) {
         ck_assert_uint_eq(
-            check_pattern(blocks[i], ra_malloc_usable_size(blocks[i]),
+            tu_check_pattern(blocks[i], ra_malloc_usable_size(blocks[i]),
                           (unsigned)i),
             ra_malloc_usable_size(blocks[i]));
         ra_free(blocks[i]);
@@ -256,7 +231,7 @@ START_TEST(test_alloc_huge_sizes_fail_with_enomem)
     small = ra_malloc(1000);
     tu_tag_pop(tag_a);
     ck_assert_ptr_nonnull(small);
-    fill_pattern(small, 1000, 3);
+    tu_fill_pattern(small, 1000, 3);
     errno = 0;
     ck_assert_ptr_null(ra_realloc(small, BEYOND_REGION));
     ck_assert_int_eq(errno, ENOMEM);
@@ -264,7 +239,7 @@ START_TEST(test_alloc_huge_sizes_fail_with_enomem)
     ck_assert_ptr_null(ra_realloc(small, SIZE_MAX));
     ck_assert_int_eq(errno, ENOMEM);
     ck_assert_uint_eq(ra_tag_of(small), tag_a);
-    ck_assert_uint_eq(check_pattern(small, 1000, 3), 1000);
+    ck_assert_uint_eq(tu_check_pattern(small, 1000, 3), 1000);
 
     /* The tag still serves ordinary requests after failing huge ones. */
     tu_tag_push(tag_a);
@@ -410,7 +385,7 @@ START_TEST(test_alloc_realloc_keeps_tag_across_size_classes)
     p = ra_malloc(steps[0]);
     tu_tag_pop(tag_a);
     ck_assert_ptr_nonnull(p);
-    fill_pattern(p, steps[0], 11);
+    tu_fill_pattern(p, steps[0], 11);
 
     tu_tag_push(tag_b);
     for (size_t i = 1; i < nsteps; i++) {
@@ -423,8 +398,8 @@ START_TEST(test_alloc_realloc_keeps_tag_across_size_classes)
         }
         p = q;
         owners[i] = ra_tag_of(p);
-        intact[i] = check_pattern(p, keep, 11);
-        fill_pattern(p, steps[i], 11);
+        intact[i] = tu_check_pattern(p, keep, 11);
+        tu_fill_pattern(p, steps[i], 11);
     }
     tu_tag_pop(tag_b);
 
@@ -452,13 +427,13 @@ START_TEST(test_alloc_realloc_keeps_untagged_blocks_untagged)
     unsigned char *q;
 
     ck_assert_ptr_nonnull(p);
-    fill_pattern(p, 100, 5);
+    tu_fill_pattern(p, 100, 5);
     tu_tag_push(tag_a);
     q = ra_realloc(p, 100000);
     tu_tag_pop(tag_a);
     ck_assert_ptr_nonnull(q);
     ck_assert_uint_eq(ra_tag_of(q), RA_TAG_NONE);
-    ck_assert_uint_eq(check_pattern(q, 100, 5), 100);
+    ck_assert_uint_eq(tu_check_pattern(q, 100, 5), 100);
     ra_free(q);
 }
 END_TEST

@@ -43,33 +43,10 @@ static size_t page_size(void)
     return (size_t)sysconf(_SC_PAGESIZE);
 }
 
-/* The byte fill() stores at offset i. */
-static unsigned char fill_byte(size_t i, unsigned seed)
-{
-    return (unsigned char)(i * 7 + seed);
-}
-
-static void fill(void *p, size_t n, unsigned seed)
-{
-    unsigned char *c = p;
-    for (size_t i = 0; i < n; i++)
-        c[i] = fill_byte(i, seed);
-}
-
-/* Returns the first offset below n not holding fill(p, n, seed), or n. */
-static size_t first_unfilled(const void *p, size_t n, unsigned seed)
-{
-    const unsigned char *c = p;
-    size_t i = 0;
-
-    while (i < n && c[i] == fill_byte(i, seed))
-        i++;
-    return i;
-}
-
+/* The n bytes at p still hold what tu_fill_pattern(p, n, seed) wrote. */
 static void assert_filled(const void *p, size_t n, unsigned seed)
 {
-    size_t i = first_unfilled(p, n, seed);
+    size_t i = tu_check_pattern(p, n, seed);
 
     ck_assert_msg(i == n, "byte %zu of %zu changed", i, n);
 }
@@ -295,7 +272,7 @@ START_TEST(test_override_realloc_keeps_contents_and_tag)
     p = f_malloc(size);
     ck_assert_int_eq(ra_tag_pop(a), 0);
     ck_assert_ptr_nonnull(p);
-    fill(p, size, 1);
+    tu_fill_pattern(p, size, 1);
     /* No ck_assert while b is pushed: Check would allocate under b. */
     rc = ra_tag_push(b);
     /* 8 B up to 8 MiB and back down to 16 B, through every size kind. */
@@ -312,12 +289,12 @@ START_TEST(test_override_realloc_keeps_contents_and_tag)
             steps[nsteps].tag = ra_tag_of(q);
             keep = prev < size ? prev : size;
             steps[nsteps].kept =
-                q != NULL && first_unfilled(q, keep, 1) == keep;
+                q != NULL && tu_check_pattern(q, keep, 1) == keep;
             nsteps++;
             if (q == NULL)
                 break;
             p = q;
-            fill(p, size, 1);
+            tu_fill_pattern(p, size, 1);
         }
     }
     rc |= ra_tag_current() != b;
@@ -344,7 +321,7 @@ START_TEST(test_override_realloc_of_untagged_stays_untagged)
     void *p = f_malloc(100);
 
     ck_assert_ptr_nonnull(p);
-    fill(p, 100, 3);
+    tu_fill_pattern(p, 100, 3);
     ck_assert_int_eq(ra_tag_push(t), 0);
     for (size_t size = 200; size <= 4 * MIB; size *= 4) {
         p = f_realloc(p, size);
@@ -365,8 +342,8 @@ START_TEST(test_override_realloc_huge_is_enomem_and_keeps_block)
 
     ck_assert_ptr_nonnull(p);
     ck_assert_ptr_nonnull(q);
-    fill(p, 100, 5);
-    fill(q, 100, 6);
+    tu_fill_pattern(p, 100, 5);
+    tu_fill_pattern(q, 100, 6);
     errno = 0;
     ck_assert_ptr_null(f_realloc(p, SIZE_MAX));
     ck_assert_int_eq(errno, ENOMEM);
@@ -389,7 +366,7 @@ START_TEST(test_override_reallocarray_overflow_keeps_block)
     ck_assert_int_eq(ra_tag_push(t), 0);
     p = f_malloc(100);
     ck_assert_ptr_nonnull(p);
-    fill(p, 100, 9);
+    tu_fill_pattern(p, 100, 9);
     errno = 0;
     ck_assert_ptr_null(f_reallocarray(p, SIZE_MAX / 2, 3));
     ck_assert_int_eq(errno, ENOMEM);
@@ -491,27 +468,27 @@ START_TEST(test_override_aligned_alloc_aligns)
 }
 END_TEST
 
-START_TEST(test_override_memalign_rounds_alignment_up)
+/* memalign(asked, 10) returns blocks aligned to want, the next power of two.
+ * Many blocks at once, so a smaller alignment would show in one of them. */
+static void check_memalign_rounds_up(size_t asked, size_t want)
 {
     enum { N = 100 };
     void *p[N];
 
-    /* glibc rounds a non-power-of-two alignment up: 48 -> 64. Many blocks,
-     * so a 16- or 48-byte alignment would show. */
     for (unsigned i = 0; i < N; i++) {
-        p[i] = f_memalign(48, 10);
+        p[i] = f_memalign(asked, 10);
         ck_assert_ptr_nonnull(p[i]);
-        ck_assert_uint_eq((uintptr_t)p[i] % 64, 0);
+        ck_assert_uint_eq((uintptr_t)p[i] % want, 0);
     }
     for (unsigned i = 0; i < N; i++)
         f_free(p[i]);
-    for (unsigned i = 0; i < N; i++) {
-        p[i] = f_memalign(3000, 10);
-        ck_assert_ptr_nonnull(p[i]);
-        ck_assert_uint_eq((uintptr_t)p[i] % 4096, 0);
-    }
-    for (unsigned i = 0; i < N; i++)
-        f_free(p[i]);
+}
+
+START_TEST(test_override_memalign_rounds_alignment_up)
+{
+    /* glibc rounds a non-power-of-two alignment up: 48 -> 64. */
+    check_memalign_rounds_up(48, 64);
+    check_memalign_rounds_up(3000, 4096);
 }
 END_TEST
 

@@ -155,6 +155,30 @@ void tu_child_failed(const char *file, int line, const char *what)
     fflush(stdout);
 }
 
+/* The byte the pattern of seed holds at offset i. */
+static unsigned char pattern_byte(size_t i, unsigned seed)
+{
+    return (unsigned char)((i * 131u + seed * 7u + (i >> 12)) & 0xffu);
+}
+
+void tu_fill_pattern(void *p, size_t len, unsigned seed)
+{
+    unsigned char *b = p;
+
+    for (size_t i = 0; i < len; i++)
+        b[i] = pattern_byte(i, seed);
+}
+
+size_t tu_check_pattern(const void *p, size_t len, unsigned seed)
+{
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < len; i++)
+        if (b[i] != pattern_byte(i, seed))
+            return i;
+    return len;
+}
+
 unsigned tu_count_lines(const char *s)
 {
     unsigned n = 0;

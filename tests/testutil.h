@@ -81,6 +81,16 @@ void tu_child_failed(const char *file, int line, const char *what);
         }                                                                   \
     } while (0)
 
+/* Fills len bytes at p with a pattern of seed in which every byte depends on
+ * its offset and its page, so that moved or lost data shows. Makes no
+ * assertion: safe to call with a tag pushed. */
+void tu_fill_pattern(void *p, size_t len, unsigned seed);
+
+/* Returns the first offset below len at which p does not hold the pattern
+ * tu_fill_pattern() wrote with seed, or len when all of it does. Makes no
+ * assertion. */
+size_t tu_check_pattern(const void *p, size_t len, unsigned seed);
+
 /* Number of '\n'-terminated lines in s; a trailing unterminated fragment
  * counts as one more. */
 unsigned tu_count_lines(const char *s);
