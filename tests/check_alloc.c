@@ -120,7 +120,7 @@ START_TEST(test_alloc_every_size_class_is_tagged_and_usable)
     for (size_t i = 0; i < N_MIXED; i++) {
         ck_assert_uint_eq(
             tu_check_pattern(blocks[i], ra_malloc_usable_size(blocks[i]),
-                          (unsigned)i),
+                             (unsigned)i),
             ra_malloc_usable_size(blocks[i]));
         ra_free(blocks[i]);
     }

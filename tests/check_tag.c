@@ -280,7 +280,8 @@ END_TEST
 
 START_TEST(test_tag_push_beyond_stack_max_is_eoverflow)
 {
-    ra_tag_t tags[3] = {tu_tag_create("x"), tu_tag_create("y"), tu_tag_create("z")};
+    ra_tag_t tags[3] = {tu_tag_create("x"), tu_tag_create("y"),
+                        tu_tag_create("z")};
 
     for (unsigned i = 0; i < RA_TAG_STACK_MAX; i++) {
         ck_assert_int_eq(ra_tag_push(tags[i % 3]), 0);

@@ -69,7 +69,7 @@ size_t tu_rss_bytes(void)
  * called name. Captures the child's stderr as tu_run_with_env() describes.
  * Returns the child's exit status (0..255), or 128 + signal number. */
 static int spawn_child(const char *const env[], int (*fn)(void),
-                     const char *name, char *err, size_t errlen)
+                       const char *name, char *err, size_t errlen)
 {
     int fds[2];
     pid_t pid;
