@@ -446,6 +446,67 @@ START_TEST(test_threads_short_lived_threads_release_caches)
 }
 END_TEST
 
+/* With every explicit tcache id taken, a thread that meets a tag for the
+ * first time goes uncached: its blocks must still be tagged, freeable by
+ * others, and exactly accounted. */
+enum { EX_BLOCKS = 200 };
+static ra_tag_t ex_tag;
+static void *ex_blocks[EX_BLOCKS];
+
+static void *ex_worker(void *arg)
+{
+    (void)arg;
+    push(ex_tag);
+    for (unsigned i = 0; i < EX_BLOCKS; i++) {
+        ex_blocks[i] = ra_malloc(sizes[i % N_SIZES]);
+        if (ex_blocks[i] == NULL || ra_tag_of(ex_blocks[i]) != ex_tag)
+            count_error();
+    }
+    pop(ex_tag);
+    /* Half are freed here, uncached too. */
+    for (unsigned i = 0; i < EX_BLOCKS; i += 2) {
+        ra_free(ex_blocks[i]);
+        ex_blocks[i] = NULL;
+    }
+    return NULL;
+}
+
+START_TEST(test_threads_out_of_tcache_ids_goes_uncached)
+{
+    static unsigned ids[4096];
+    unsigned taken = 0;
+    struct truth t = {0, 0};
+    pthread_t thread;
+
+    ex_tag = create_tag("no-tcache-left-%u", 0);
+    while (taken < sizeof ids / sizeof ids[0]) {
+        size_t len = sizeof ids[taken];
+        if (mallctl("tcache.create", &ids[taken], &len, NULL, 0) != 0)
+            break;
+        taken++;
+    }
+    ck_assert_uint_gt(taken, 4000);
+
+    ck_assert_int_eq(pthread_create(&thread, NULL, ex_worker, NULL), 0);
+    ck_assert_int_eq(pthread_join(thread, NULL), 0);
+    ck_assert_uint_eq(atomic_load(&errors), 0);
+    for (unsigned i = 0; i < EX_BLOCKS; i++)
+        if (ex_blocks[i] != NULL) {
+            t.bytes += ra_malloc_usable_size(ex_blocks[i]);
+            t.count++;
+        }
+    /* Nothing cached anywhere: exact without any flush. */
+    check_exact(ex_tag, &t, "uncached, ids exhausted");
+
+    for (unsigned i = 0; i < taken; i++)
+        mallctl("tcache.destroy", NULL, NULL, &ids[i], sizeof ids[i]);
+    for (unsigned i = 0; i < EX_BLOCKS; i++)
+        ra_free(ex_blocks[i]);
+    ra_thread_flush();
+    check_exact(ex_tag, &(struct truth){0, 0}, "after freeing all");
+}
+END_TEST
+
 /* -- "fork" --------------------------------------------------------------- */
 
 /* Three threads allocate; a fourth starts short-lived threads and creates
@@ -917,6 +978,7 @@ static Suite *threads_suite(void)
 
     tc = tcase_create("many short-lived threads");
     tcase_add_test(tc, test_threads_short_lived_threads_release_caches);
+    tcase_add_test(tc, test_threads_out_of_tcache_ids_goes_uncached);
     tcase_set_timeout(tc, 40);
     suite_add_tcase(s, tc);
 
