@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -100,6 +101,8 @@ typedef struct ra_tag_stats {
     size_t reserved;  /* the region's size */
     uint64_t nmalloc; /* allocations ever made under the tag */
     uint64_t ndalloc; /* frees ever made of the tag's blocks */
+    size_t peak_mapped; /* high-water mark of the region's committed bytes
+                           (tag 0: 0, the untagged arenas have no region) */
 } ra_tag_stats_t;
 
 /* Fills *out for tag (RA_TAG_NONE: all untagged arenas together): 0, or -1
@@ -111,6 +114,33 @@ RA_EXPORT int ra_tag_purge(ra_tag_t tag);
 RA_EXPORT int ra_purge_all(void);
 /* Flushes the calling thread's caches, for every tag and untagged. */
 RA_EXPORT void ra_thread_flush(void);
+/* Resident bytes of the tag's region as the kernel sees them (mincore over
+ * the part of the region jemalloc has used), to reconcile with jemalloc's
+ * resident estimate. 0, or -1 with errno EINVAL (bad tag, tag 0 or NULL
+ * bytes) or ENOTSUP (pass-through mode). */
+RA_EXPORT int ra_tag_rss(ra_tag_t tag, size_t *bytes);
+
+/* -- reports and checkpoints ------------------------------------------------ */
+typedef enum {
+    RA_FORMAT_TEXT,      /* aligned table, human units */
+    RA_FORMAT_JSON,      /* one document, bytes and nanoseconds (doc/json.md) */
+    RA_FORMAT_PROMETHEUS /* text exposition format */
+} ra_format_t;
+
+/* Writes every tag's usage now (one statistics refresh). 0, or -1 with errno
+ * EINVAL (NULL out, bad format), ENOTSUP (pass-through mode) or EIO (write
+ * error). */
+RA_EXPORT int ra_report(FILE *out, ra_format_t fmt);
+/* Records a snapshot of every tag and of the process under label (NULL or
+ * "" allowed; truncated to 63 bytes): time, per-tag allocated, jemalloc's
+ * totals, RSS and peak RSS since the previous checkpoint. Its own memory is
+ * untagged and bounded: the last 1024 checkpoints are kept. 0 or -1 with
+ * errno ENOTSUP (pass-through mode) or ENOMEM. */
+RA_EXPORT int ra_checkpoint(const char *label);
+/* Writes all checkpoints kept so far, as a phase table (text) or a document
+ * (JSON, Prometheus: the latest checkpoint). 0 or -1 as ra_report. */
+RA_EXPORT int ra_checkpoint_report(FILE *out, ra_format_t fmt);
+
 /* 1 when tagging is on, 0 in pass-through mode (REGIONALLOC=0 or no
  * reservation could be made). */
 RA_EXPORT int ra_enabled(void);

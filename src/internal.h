@@ -73,6 +73,11 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size);
 int ra__region_create_arena(unsigned idx);
 /* Bytes of the region handed to jemalloc so far (the bump offset). */
 size_t ra__region_used(unsigned idx);
+/* High-water mark of the bytes jemalloc held committed in region idx. */
+size_t ra__region_peak_committed(unsigned idx);
+/* Names region idx "regionalloc:<tag_name>" in /proc/<pid>/maps where the
+ * kernel supports it; silently does nothing elsewhere. */
+void ra__region_name(unsigned idx, const char *tag_name);
 
 static inline ra_tag_t ra__tag_of_addr(const void *ptr)
 {
@@ -122,6 +127,17 @@ void ra__alloc_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc);
 void ra__alloc_flush_tag(ra_tag_t tag);
 
 /* -- stats.c: mallctl reads, purge ----------------------------------------- */
+/* Refreshes jemalloc's statistics (the "epoch"); not cheap (#2077): once per
+ * report, then read as many figures as needed. */
+void ra__stats_refresh(void);
+/* Fills *out for tag (RA_TAG_NONE: the untagged arenas) as of the last
+ * refresh. tag must be valid and tagging on. */
+void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out);
+/* jemalloc's process-wide totals as of the last refresh. */
+struct ra__global_stats {
+    size_t allocated, active, resident, mapped;
+};
+void ra__stats_global(struct ra__global_stats *out);
 /* Purges the arena of tag without the public checks. Returns true on failure. */
 bool ra__stats_purge_arena(unsigned arena);
 

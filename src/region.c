@@ -4,11 +4,20 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <jemalloc/jemalloc.h>
 
 #include "internal.h"
+
+/* Linux 5.17 names anonymous mappings; older headers lack the constants. */
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#endif
+#ifndef PR_SET_VMA_ANON_NAME
+#define PR_SET_VMA_ANON_NAME 0
+#endif
 
 /* The hooks struct is the first member so that a hook finds its region from
  * the extent_hooks_t pointer jemalloc passes back. It must outlive the arena:
@@ -20,6 +29,10 @@ struct region {
     /* Next never-used address. Everything below it was handed to jemalloc,
      * which keeps it (opt.retain) and reuses it; we never take it back. */
     _Atomic uintptr_t next;
+    /* Bytes jemalloc holds committed, and their high-water mark: the hooks
+     * see every commit and decommit, so no cost lands on malloc. */
+    _Atomic size_t committed;
+    _Atomic size_t peak_committed;
 };
 
 uintptr_t ra__region_base;
@@ -67,6 +80,25 @@ static uintptr_t carve_extent(struct region *r, uintptr_t new_addr,
     return addr;
 }
 
+static void add_committed(struct region *r, size_t bytes)
+{
+    size_t now = atomic_fetch_add_explicit(&r->committed, bytes,
+                                           memory_order_relaxed) + bytes;
+    size_t peak = atomic_load_explicit(&r->peak_committed,
+                                       memory_order_relaxed);
+
+    while (now > peak &&
+           !atomic_compare_exchange_weak_explicit(&r->peak_committed, &peak,
+                                                  now, memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+}
+
+static void sub_committed(struct region *r, size_t bytes)
+{
+    atomic_fetch_sub_explicit(&r->committed, bytes, memory_order_relaxed);
+}
+
 static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
                           size_t alignment, bool *zero, bool *commit,
                           unsigned arena_ind)
@@ -78,14 +110,17 @@ static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
     addr = carve_extent(r, (uintptr_t)new_addr, size, alignment);
     if (addr == 0)
         return NULL;
-    /* Always commit: fresh PROT_NONE pages become usable and, never touched
-     * before, read as zero. The space stays carved if mprotect fails (no
-     * memory for page tables); jemalloc sees the failure and we lose only
-     * address space. */
+    /* Fresh PROT_NONE pages become writable for good (see extent_commit)
+     * and, never touched before, read as zero. Whether jemalloc counts them
+     * committed is its choice: growth asks for uncommitted space and
+     * commits what it uses, and only that counts towards peak_mapped. The
+     * space stays carved if mprotect fails (no memory for page tables);
+     * jemalloc sees the failure and we lose only address space. */
     if (mprotect((void *)addr, size, PROT_READ | PROT_WRITE) != 0)
         return NULL;
+    if (*commit)
+        add_committed(r, size);
     *zero = true;
-    *commit = true;
     return (void *)addr;
 }
 
@@ -107,18 +142,31 @@ static void extent_destroy(extent_hooks_t *hooks, void *addr, size_t size,
     madvise(addr, size, MADV_DONTNEED);
 }
 
+/* Carved memory stays readable and writable for good, so the region is one
+ * writable mapping rather than a patchwork of protections (the kernel limits
+ * mappings per process). Decommit returns the pages to the OS at once
+ * (MADV_DONTNEED: they read as zero next time) and commit has nothing left
+ * to do but count: physical pages come back on first touch. */
 static bool extent_commit(extent_hooks_t *hooks, void *addr, size_t size,
                           size_t offset, size_t length, unsigned arena_ind)
 {
-    (void)hooks; (void)size; (void)arena_ind;
-    return mprotect((char *)addr + offset, length,
-                    PROT_READ | PROT_WRITE) != 0;
+    (void)addr; (void)size; (void)offset; (void)arena_ind;
+    add_committed(region_of_hooks(hooks), length);
+    return false;
 }
 
-/* Forced purge is the only purge: MADV_DONTNEED returns the pages to the OS
- * at once, so ra_tag_purge() shows in RSS. Decommit is left to jemalloc's
- * fallback (it purges instead), which keeps the region one writable mapping
- * rather than a patchwork of protections. */
+static bool extent_decommit(extent_hooks_t *hooks, void *addr, size_t size,
+                            size_t offset, size_t length, unsigned arena_ind)
+{
+    (void)size; (void)arena_ind;
+    if (madvise((char *)addr + offset, length, MADV_DONTNEED) != 0)
+        return true;
+    sub_committed(region_of_hooks(hooks), length);
+    return false;
+}
+
+/* Forced purge is the only purge (no lazy MADV_FREE): ra_tag_purge() must
+ * show in RSS at once. */
 static bool extent_purge_forced(extent_hooks_t *hooks, void *addr,
                                 size_t size, size_t offset, size_t length,
                                 unsigned arena_ind)
@@ -219,7 +267,7 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
             .dalloc = extent_dalloc,
             .destroy = extent_destroy,
             .commit = extent_commit,
-            .decommit = NULL,
+            .decommit = extent_decommit,
             .purge_lazy = NULL,
             .purge_forced = extent_purge_forced,
             .split = extent_split,
@@ -262,6 +310,67 @@ size_t ra__region_used(unsigned idx)
 {
     const struct region *r = &regions[idx];
     return atomic_load_explicit(&r->next, memory_order_relaxed) - r->start;
+}
+
+size_t ra__region_peak_committed(unsigned idx)
+{
+    return atomic_load_explicit(&regions[idx].peak_committed,
+                                memory_order_relaxed);
+}
+
+/* Kernels without CONFIG_ANON_VMA_NAME say EINVAL: naming is a courtesy to
+ * smaps and pmap readers, never a failure. */
+void ra__region_name(unsigned idx, const char *tag_name)
+{
+    /* The kernel takes 80 bytes at most, printable ASCII but \`$[]. */
+    char name[80];
+    size_t n = (size_t)snprintf(name, sizeof name, "regionalloc:%s",
+                                tag_name);
+    const struct region *r = &regions[idx];
+
+    if (n >= sizeof name)
+        n = sizeof name - 1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c < 0x20 || c > 0x7e || strchr("\\`$[]", c) != NULL)
+            name[i] = '_';
+    }
+    prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, r->start, r->end - r->start,
+          (unsigned long)name);
+}
+
+int ra_tag_rss(ra_tag_t tag, size_t *bytes)
+{
+    /* One byte per page from mincore, in chunks: no allocation, bounded
+     * stack, whatever the region's size. */
+    unsigned char vec[4096];
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const struct region *r;
+    uintptr_t addr, end;
+    size_t resident = 0;
+
+    if (tag == RA_TAG_NONE || !ra__tag_valid(tag) || bytes == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!ra__init()) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    r = &regions[tag - 1];
+    end = atomic_load_explicit(&r->next, memory_order_relaxed);
+    for (addr = r->start; addr < end;) {
+        size_t pages = (end - addr + page - 1) / page;
+        if (pages > sizeof vec)
+            pages = sizeof vec;
+        if (mincore((void *)addr, pages * page, vec) != 0)
+            return -1;
+        for (size_t i = 0; i < pages; i++)
+            resident += vec[i] & 1;
+        addr += pages * page;
+    }
+    *bytes = resident * page;
+    return 0;
 }
 
 ra_tag_t ra_tag_of(const void *ptr)

@@ -101,11 +101,46 @@ static int check_tag(ra_tag_t tag)
     return 0;
 }
 
-int ra_tag_stats(ra_tag_t tag, ra_tag_stats_t *out)
+void ra__stats_refresh(void)
 {
     uint64_t epoch = 1;
+    size_t len = sizeof epoch;
+
+    mallctl("epoch", &epoch, &len, &epoch, sizeof epoch);
+}
+
+void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out)
+{
     size_t page = 0, len = sizeof page;
 
+    mallctl("arenas.page", &page, &len, NULL, 0);
+    memset(out, 0, sizeof *out);
+    if (tag == RA_TAG_NONE) {
+        add_untagged(page, out);
+        return;
+    }
+    add_arena(ra__tag_arena[tag], page, out);
+    out->reserved = (size_t)1 << ra__region_shift;
+    out->peak_mapped = ra__region_peak_committed(tag - 1);
+    ra__alloc_counts(tag, &out->nmalloc, &out->ndalloc);
+}
+
+void ra__stats_global(struct ra__global_stats *out)
+{
+    static const char *const names[] = {"stats.allocated", "stats.active",
+                                        "stats.resident", "stats.mapped"};
+    size_t *fields[] = {&out->allocated, &out->active, &out->resident,
+                        &out->mapped};
+
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t len = sizeof *fields[i];
+        *fields[i] = 0;
+        mallctl(names[i], fields[i], &len, NULL, 0);
+    }
+}
+
+int ra_tag_stats(ra_tag_t tag, ra_tag_stats_t *out)
+{
     if (out == NULL) {
         errno = EINVAL;
         return -1;
@@ -113,16 +148,8 @@ int ra_tag_stats(ra_tag_t tag, ra_tag_stats_t *out)
     if (check_tag(tag) != 0)
         return -1;
     /* One refresh per call: jemalloc's epoch is not cheap (#2077). */
-    mallctl("epoch", &epoch, &(size_t){sizeof epoch}, &epoch, sizeof epoch);
-    mallctl("arenas.page", &page, &len, NULL, 0);
-    memset(out, 0, sizeof *out);
-    if (tag == RA_TAG_NONE) {
-        add_untagged(page, out);
-        return 0;
-    }
-    add_arena(ra__tag_arena[tag], page, out);
-    out->reserved = (size_t)1 << ra__region_shift;
-    ra__alloc_counts(tag, &out->nmalloc, &out->ndalloc);
+    ra__stats_refresh();
+    ra__stats_read(tag, out);
     return 0;
 }
 

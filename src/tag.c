@@ -110,6 +110,8 @@ ra_tag_t ra_tag_create(const char *name)
         ra__tag_arena[tag] = (unsigned)arena;
     }
     memcpy(tag_names[tag], name, len + 1);
+    if (tagging)
+        ra__region_name(count, name);
     atomic_store_explicit(&tag_count, tag, memory_order_release);
 out:
     unlock_registry();
