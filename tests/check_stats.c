@@ -461,6 +461,140 @@ START_TEST(test_stats_empty_tag_resident_is_small)
 }
 END_TEST
 
+/* -- "kernel view" ---------------------------------------------------------- */
+
+START_TEST(test_stats_tag_rss_errors)
+{
+    size_t bytes = 1234;
+
+    errno = 0;
+    ck_assert_int_eq(ra_tag_rss(RA_TAG_NONE, &bytes), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_rss(tag_b + 100, &bytes), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_rss(tag_a, NULL), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_uint_eq(bytes, 1234);
+}
+END_TEST
+
+/* Touching 64 MiB under a tag raises the kernel's count for the tag's region
+ * by as much as the process RSS rises; freeing and purging takes both back
+ * down. The other tag's figure does not move. */
+START_TEST(test_stats_tag_rss_follows_touched_pages)
+{
+    enum { N = 64 };
+    void *blocks[N];
+    size_t rss_a0, rss_a1, rss_a2, rss_b0, rss_b1, proc0, proc1, proc2;
+
+    ck_assert_int_eq(ra_tag_rss(tag_a, &rss_a0), 0);
+    ck_assert_int_eq(ra_tag_rss(tag_b, &rss_b0), 0);
+    proc0 = tu_rss_bytes();
+    for (unsigned i = 0; i < N; i++) {
+        blocks[i] = ra_malloc_tag(tag_a, MIB);
+        ck_assert_ptr_nonnull(blocks[i]);
+        memset(blocks[i], 0x5a, MIB);
+    }
+    ck_assert_int_eq(ra_tag_rss(tag_a, &rss_a1), 0);
+    ck_assert_int_eq(ra_tag_rss(tag_b, &rss_b1), 0);
+    proc1 = tu_rss_bytes();
+    fprintf(stderr, "tag rss %.1f -> %.1f MiB, process %.1f -> %.1f MiB\n",
+            in_mib(rss_a0), in_mib(rss_a1), in_mib(proc0), in_mib(proc1));
+    ck_assert_uint_ge(rss_a1 - rss_a0, N * MIB);
+    ck_assert_uint_le(rss_a1 - rss_a0, N * MIB + 4 * MIB);
+    ck_assert_uint_ge(proc1 - proc0, N * MIB);
+    ck_assert_uint_eq(rss_b1, rss_b0);
+
+    for (unsigned i = 0; i < N; i++)
+        ra_free(blocks[i]);
+    ra_thread_flush();
+    ck_assert_int_eq(ra_tag_purge(tag_a), 0);
+    ck_assert_int_eq(ra_tag_rss(tag_a, &rss_a2), 0);
+    proc2 = tu_rss_bytes();
+    fprintf(stderr, "after free + purge: tag rss %.1f MiB, process %.1f MiB\n",
+            in_mib(rss_a2), in_mib(proc2));
+    ck_assert_uint_le(rss_a2, rss_a0 + MIB);
+    ck_assert_uint_ge(proc1 - proc2, N * MIB - 4 * MIB);
+}
+END_TEST
+
+/* jemalloc's resident estimate and the kernel's count agree within a few
+ * pages of metadata once the tag's pages are touched. */
+START_TEST(test_stats_tag_rss_matches_resident_estimate)
+{
+    void *p = ra_malloc_tag(tag_a, 32 * MIB);
+    ra_tag_stats_t s;
+    size_t rss;
+
+    ck_assert_ptr_nonnull(p);
+    memset(p, 1, 32 * MIB);
+    s = tu_tag_stats(tag_a);
+    ck_assert_int_eq(ra_tag_rss(tag_a, &rss), 0);
+    ck_assert_uint_ge(rss, 32 * MIB);
+    /* resident is an upper bound (jemalloc counts pages it may not have
+     * touched); the kernel never sees more than jemalloc holds mapped. */
+    ck_assert_uint_le(rss, s.mapped);
+    ck_assert_uint_le(rss, s.resident + MIB);
+    ra_free(p);
+}
+END_TEST
+
+/* peak_mapped keeps the high-water mark of committed bytes after the tag
+ * shrinks, and is not below what mapped ever showed. */
+START_TEST(test_stats_peak_mapped_keeps_high_water_mark)
+{
+    ra_tag_stats_t before = tu_tag_stats(tag_a), during, after;
+    void *p = ra_malloc_tag(tag_a, 100 * MIB);
+
+    ck_assert_ptr_nonnull(p);
+    during = tu_tag_stats(tag_a);
+    ck_assert_uint_ge(during.peak_mapped, during.mapped);
+    ck_assert_uint_ge(during.peak_mapped, before.peak_mapped + 100 * MIB);
+    ck_assert_uint_le(during.peak_mapped, during.reserved);
+    ra_free(p);
+    ra_thread_flush();
+    ck_assert_int_eq(ra_tag_purge(tag_a), 0);
+    after = tu_tag_stats(tag_a);
+    ck_assert_uint_lt(after.mapped, during.mapped);
+    ck_assert_uint_eq(after.peak_mapped, during.peak_mapped);
+    /* The other tag has its own mark. */
+    ck_assert_uint_lt(tu_tag_stats(tag_b).peak_mapped, 100 * MIB);
+    /* Untagged memory has no region and so no mark. */
+    ck_assert_uint_eq(tu_tag_stats(RA_TAG_NONE).peak_mapped, 0);
+}
+END_TEST
+
+/* Where the kernel names anonymous mappings (CONFIG_ANON_VMA_NAME), each
+ * region shows as [anon:regionalloc:<tag>] in /proc/self/maps; elsewhere the
+ * test has nothing to check. */
+START_TEST(test_stats_regions_are_named_in_maps)
+{
+    char line[512];
+    bool named_a = false, named_odd = false;
+    ra_tag_t odd = tu_tag_create("odd [name]$");
+    FILE *maps;
+    void *p = ra_malloc_tag(odd, 100);
+
+    ck_assert_ptr_nonnull(p);
+    maps = fopen("/proc/self/maps", "r");
+    ck_assert_ptr_nonnull(maps);
+    while (fgets(line, sizeof line, maps) != NULL) {
+        named_a |= strstr(line, "[anon:regionalloc:stats-a]") != NULL;
+        named_odd |= strstr(line, "[anon:regionalloc:odd _name__]") != NULL;
+    }
+    fclose(maps);
+    ra_free(p);
+    if (!named_a && !named_odd) {
+        fprintf(stderr, "kernel does not name anonymous mappings: skipped\n");
+        return;
+    }
+    ck_assert(named_a);
+    ck_assert(named_odd);
+}
+END_TEST
+
 static Suite *stats_suite(void)
 {
     Suite *s = suite_create("stats");
@@ -493,6 +627,16 @@ static Suite *stats_suite(void)
     tcase_add_test(tc, test_stats_purge_returns_pages_to_os);
     tcase_add_test(tc, test_stats_purge_all_returns_pages_to_os);
     tcase_add_test(tc, test_stats_purged_tag_allocates_again);
+    tcase_set_timeout(tc, 30);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("kernel view");
+    tcase_add_checked_fixture(tc, setup_tags, NULL);
+    tcase_add_test(tc, test_stats_tag_rss_errors);
+    tcase_add_test(tc, test_stats_tag_rss_follows_touched_pages);
+    tcase_add_test(tc, test_stats_tag_rss_matches_resident_estimate);
+    tcase_add_test(tc, test_stats_peak_mapped_keeps_high_water_mark);
+    tcase_add_test(tc, test_stats_regions_are_named_in_maps);
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
 
