@@ -127,18 +127,35 @@ typedef enum {
     RA_FORMAT_PROMETHEUS /* text exposition format */
 } ra_format_t;
 
-/* Writes every tag's usage now (one statistics refresh). 0, or -1 with errno
- * EINVAL (NULL out, bad format), ENOTSUP (pass-through mode) or EIO (write
- * error). */
+/* Writes every tag's usage now, read after one statistics refresh: text, a
+ * table with a row per tag (allocated, active, resident, kernel_rss from
+ * ra_tag_rss, mapped, peak_mapped, dirty, nmalloc, ndalloc) and the rows
+ * "untagged" and "total"; JSON, one document (doc/json.md); Prometheus,
+ * regionalloc_tag_*{tag="..."}, regionalloc_untagged_* and process-wide
+ * gauges. Tag names are escaped (regionalloc(3)). The report's own memory is
+ * untagged. 0, or -1 with errno EINVAL (NULL out, bad format), ENOTSUP
+ * (pass-through mode), ENOMEM or EIO (write error). */
 RA_EXPORT int ra_report(FILE *out, ra_format_t fmt);
 /* Records a snapshot of every tag and of the process under label (NULL or
- * "" allowed; truncated to 63 bytes): time, per-tag allocated, jemalloc's
- * totals, RSS and peak RSS since the previous checkpoint. Its own memory is
- * untagged and bounded: the last 1024 checkpoints are kept. 0 or -1 with
- * errno ENOTSUP (pass-through mode) or ENOMEM. */
+ * "" allowed; cut to 63 bytes at a character boundary): time since the
+ * library was loaded, per-tag allocated, their sum, jemalloc's totals, RSS
+ * and the peak RSS within the phase, which it then resets through
+ * /proc/self/clear_refs (where the kernel refuses, the peak since the start).
+ * One statistics refresh. Its own memory is untagged and bounded: the last
+ * 1024 checkpoints are kept. Thread-safe. 0 or -1 with errno ENOTSUP
+ * (pass-through mode) or ENOMEM. */
 RA_EXPORT int ra_checkpoint(const char *label);
-/* Writes all checkpoints kept so far, as a phase table (text) or a document
- * (JSON, Prometheus: the latest checkpoint). 0 or -1 as ra_report. */
+/* Writes the kept checkpoints (the last 1024), oldest first. Text: the phase
+ * table, one row per checkpoint (phase, elapsed, allocated of each tag, or
+ * of the 8 largest and "other" past 8 tags, tagged, jemalloc's allocated,
+ * active, resident and mapped, rss, peak_rss, the label), after a line
+ * saying how many earlier checkpoints were dropped, if any. JSON: one
+ * document with every kept checkpoint and every tag, in bytes and
+ * nanoseconds (doc/json.md). Prometheus: one series per kept checkpoint and
+ * metric, labelled seq="<n>" and checkpoint="<label>" (and tag="<name>"),
+ * plus the counters regionalloc_checkpoints_recorded_total and
+ * _dropped_total. A concurrent ra_checkpoint() waits until the report is
+ * written. 0 or -1 as ra_report (no ENOMEM). */
 RA_EXPORT int ra_checkpoint_report(FILE *out, ra_format_t fmt);
 
 /* 1 when tagging is on, 0 in pass-through mode (REGIONALLOC=0 or no

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Quick start: installs what is missing, builds libregionalloc in build/ and
-# runs the example program (examples/phases).
+# runs the demo (examples/indexer over /usr/include).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)

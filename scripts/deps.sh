@@ -5,12 +5,15 @@
 # Source it and call ra_install_deps, or run it directly.
 # Honours RA_SKIP_DEPS=1 (never touch apt; just warn about what is missing).
 
-# Packages whose presence is checked; dpkg names.
+# Packages whose presence is checked; dpkg names. python3 parses the JSON
+# reports in make check (tests/test_indexer.sh, tests/test_formats.sh);
+# prometheus brings promtool, which test_formats.sh needs to validate the
+# Prometheus reports (without it the test fails in CI, skips elsewhere).
 RA_DEPS_CHECK=(gcc g++ make autoconf automake libtool pkg-config
-               libjemalloc-dev check cppcheck)
+               libjemalloc-dev check cppcheck python3 prometheus)
 # What is installed when any of them is missing.
 RA_DEPS_INSTALL=(build-essential autoconf automake libtool pkg-config
-                 libjemalloc-dev check cppcheck python3 git)
+                 libjemalloc-dev check cppcheck python3 git prometheus)
 
 ra_missing_deps() {
     local pkg status
@@ -51,6 +54,42 @@ ra_install_deps() {
     "${sudo[@]}" apt-get update
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
         apt-get install -y --no-install-recommends "${RA_DEPS_INSTALL[@]}"
+}
+
+# Optional, for bench/ only (`make bench`): the mimalloc contender and the
+# heaptrack profiler run. Never installed by ra_install_deps, so the build,
+# the tests and CI do not need them; bench/run.sh calls
+# ra_install_bench_deps and skips what is still missing.
+RA_BENCH_DEPS=(libmimalloc-dev heaptrack)
+
+ra_install_bench_deps() {
+    local pkg status missing=() sudo=()
+    command -v dpkg-query >/dev/null 2>&1 || return 0
+    for pkg in "${RA_BENCH_DEPS[@]}"; do
+        status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$pkg" 2>/dev/null || true)
+        case $status in
+            ii*) ;;
+            *) missing+=("$pkg") ;;
+        esac
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "deps: optional bench packages missing: ${missing[*]}" >&2
+    if [ "${RA_SKIP_DEPS:-0}" = 1 ]; then
+        echo "deps: RA_SKIP_DEPS=1, not installing" >&2
+        return 0
+    fi
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null 2>&1; then
+            sudo=(sudo)
+        else
+            echo "deps: not root and no sudo; install them with:" \
+                 "apt-get install ${missing[*]}" >&2
+            return 1
+        fi
+    fi
+    "${sudo[@]}" apt-get update &&
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y --no-install-recommends "${missing[@]}"
 }
 
 # Run directly: install.

@@ -1,4 +1,5 @@
-/* Environment parsing: REGIONALLOC, _MAX_TAGS, _REGION_SIZE, _STATS. */
+/* Environment parsing: REGIONALLOC, _MAX_TAGS, _REGION_SIZE, _STATS,
+ * _STATS_FORMAT, _CHECKPOINTS. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -125,21 +126,47 @@ static void read_region_size(void)
     config.region_size = n;
 }
 
-static void read_stats(void)
+/* Reads var, "stderr" or a file path, into path (4096 bytes); "" when unset
+ * or empty. */
+static void read_output(const char *var, char path[4096])
 {
-    const char *v = secure_getenv("REGIONALLOC_STATS");
+    const char *v = secure_getenv(var);
     size_t len;
 
-    config.stats_path[0] = '\0';
+    path[0] = '\0';
     if (v == NULL || v[0] == '\0')
         return;
     len = strlen(v);
-    if (len >= sizeof config.stats_path) {
-        warn_default("REGIONALLOC_STATS", v, "path too long",
-                     "(no report)");
+    if (len >= 4096) {
+        warn_default(var, v, "path too long", "(no report)");
         return;
     }
-    memcpy(config.stats_path, v, len + 1);
+    memcpy(path, v, len + 1);
+}
+
+static void read_stats_format(void)
+{
+    static const struct {
+        const char *name;
+        ra_format_t format;
+    } formats[] = {
+        {"text", RA_FORMAT_TEXT},
+        {"json", RA_FORMAT_JSON},
+        {"prometheus", RA_FORMAT_PROMETHEUS},
+    };
+    const char *v = secure_getenv("REGIONALLOC_STATS_FORMAT");
+
+    config.stats_format = RA_FORMAT_TEXT;
+    if (v == NULL)
+        return;
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        if (strcmp(v, formats[i].name) == 0) {
+            config.stats_format = formats[i].format;
+            return;
+        }
+    }
+    warn_default("REGIONALLOC_STATS_FORMAT", v,
+                 "expected text, json or prometheus", "text");
 }
 
 static void read_config(void)
@@ -148,7 +175,12 @@ static void read_config(void)
     read_enabled();
     read_max_tags();
     read_region_size();
-    read_stats();
+    _Static_assert(sizeof config.stats_path == 4096 &&
+                       sizeof config.checkpoints_path == 4096,
+                   "read_output() writes 4096-byte paths");
+    read_output("REGIONALLOC_STATS", config.stats_path);
+    read_stats_format();
+    read_output("REGIONALLOC_CHECKPOINTS", config.checkpoints_path);
 }
 
 const struct ra__config *ra__config(void)

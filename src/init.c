@@ -12,6 +12,9 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
  * jemalloc does the same for its own. */
 static void prefork(void)
 {
+    /* Outermost first: a checkpoint holds its lock while it reads tags and
+     * allocates; nothing takes the checkpoint lock under the others. */
+    ra__checkpoint_prefork();
     ra__tag_prefork();
     ra__alloc_prefork();
 }
@@ -20,12 +23,14 @@ static void postfork_parent(void)
 {
     ra__alloc_postfork_parent();
     ra__tag_postfork();
+    ra__checkpoint_postfork();
 }
 
 static void postfork_child(void)
 {
     ra__alloc_postfork_child();
     ra__tag_postfork();
+    ra__checkpoint_postfork();
 }
 
 static void init_library(void)

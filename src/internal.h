@@ -39,6 +39,9 @@ struct ra__config {
     unsigned max_tags;   /* REGIONALLOC_MAX_TAGS, default 256 */
     size_t region_size;  /* REGIONALLOC_REGION_SIZE, default 64 GiB */
     char stats_path[4096]; /* REGIONALLOC_STATS: "" (off), "stderr", a path */
+    ra_format_t stats_format; /* REGIONALLOC_STATS_FORMAT, default text; also
+                                 the format of the checkpoint report */
+    char checkpoints_path[4096]; /* REGIONALLOC_CHECKPOINTS: as stats_path */
     pid_t pid;           /* the process that read the environment */
 };
 /* Reads the environment on the first call (thread-safe, allocation-free,
@@ -108,6 +111,23 @@ static inline bool ra__tag_valid(ra_tag_t tag)
     return tag != RA_TAG_NONE && tag <= ra__tag_published();
 }
 
+/* Makes the calling thread's allocations untagged until ra__tag_resume():
+ * the library's own memory (reports, checkpoints, a FILE's buffer) must not
+ * count for a tag the user happens to have pushed. Returns what to resume.
+ * The stack itself is untouched: a push/pop in between still pairs up. */
+static inline ra_tag_t ra__tag_suspend(void)
+{
+    ra_tag_t top = ra__tag_stack.top;
+
+    ra__tag_stack.top = RA_TAG_NONE;
+    return top;
+}
+
+static inline void ra__tag_resume(ra_tag_t saved)
+{
+    ra__tag_stack.top = saved;
+}
+
 /* -- alloc.c: allocation paths and per-thread caches ---------------------- */
 /* Creates the thread-exit key; called once from ra__init. Aborts on failure
  * (no key means caches that are never released). */
@@ -138,6 +158,12 @@ struct ra__global_stats {
     size_t allocated, active, resident, mapped;
 };
 void ra__stats_global(struct ra__global_stats *out);
+/* allocated of tag (valid, tagging on) as of the last refresh: the two reads
+ * of ra__stats_read() that a checkpoint needs, not all of them. */
+size_t ra__stats_allocated(ra_tag_t tag);
+/* Purges asked for tag (RA_TAG_NONE: the untagged arenas) through
+ * ra_tag_purge() and ra_purge_all() so far. */
+uint64_t ra__stats_purges(ra_tag_t tag);
 /* Purges the arena of tag without the public checks. Returns true on failure. */
 bool ra__stats_purge_arena(unsigned arena);
 
@@ -150,9 +176,132 @@ void ra__override_check(void);
 static inline void ra__override_check(void) {}
 #endif
 
-/* -- report.c: the table printed at exit (REGIONALLOC_STATS) ---------------- */
-/* Prints one row per tag and one for untagged memory. Returns -1 on a write
- * error, 0 otherwise. May allocate (untagged). */
-int ra__report_table(FILE *out);
+/* -- procstat.c: what the kernel says about the process ------------------ */
+/* Nanoseconds of CLOCK_MONOTONIC since the library was loaded (time zero of
+ * every report). Never allocates. */
+uint64_t ra__clock_ns(void);
+/* The process's resident bytes (/proc/self/statm); 0 when unreadable. Never
+ * allocates (no stdio). */
+size_t ra__proc_rss(void);
+/* The process's peak resident bytes (VmHWM in /proc/self/status): since the
+ * start or since the last successful ra__proc_reset_peak_rss(); 0 when
+ * unreadable. Never allocates. */
+size_t ra__proc_peak_rss(void);
+/* Resets the peak to the current RSS by writing "5" to /proc/self/clear_refs
+ * (Linux >= 4.0). Returns true on failure (not permitted, old kernel, no
+ * /proc). Never allocates. */
+bool ra__proc_reset_peak_rss(void);
+
+/* -- escape.c: tag names and labels made safe for each output format ----- */
+enum ra__escape_style {
+    RA__ESCAPE_TEXT,      /* C-style: \\ \n \t \r \xNN; valid UTF-8 kept */
+    RA__ESCAPE_JSON,      /* string body: \" \\ \n \t \r \u00NN */
+    RA__ESCAPE_PROMETHEUS /* label value: \\ \" \n, other bytes as the
+                             text \xNN (written \\xNN) */
+};
+/* Room for any escaped name or label (at most RA_TAG_NAME_MAX bytes): JSON's
+ * \u00NN is the longest, 6 bytes per input byte, and the NUL. */
+#define RA__ESCAPED_MAX (6 * RA_TAG_NAME_MAX + 1)
+/* Writes s escaped in style to buf (len > 0 bytes, always NUL-terminated;
+ * cut before an escape that would not fit). Returns the length written.
+ * Never allocates. */
+size_t ra__escape(char *buf, size_t len, const char *s,
+                  enum ra__escape_style style);
+/* Columns that escaped text takes on a terminal: one per character (UTF-8
+ * continuation bytes take none; wide characters are counted as one). */
+size_t ra__text_width(const char *s);
+
+/* -- format.c: checked output, human units, aligned tables --------------- */
+/* A report's output: every write is checked and the first failure kept, so
+ * a report says EIO once at the end instead of testing every call. */
+struct ra__out {
+    FILE *file;
+    bool failed;
+};
+void ra__out_str(struct ra__out *o, const char *s);
+/* Records a failure when written (a printf result) is negative. */
+void ra__out_check(struct ra__out *o, int written);
+/* fprintf to o, checked. The format is always a literal of the library:
+ * user data goes through ra__out_str() or the escaping writers, never into
+ * a format. A macro, not a variadic function: the compiler checks the
+ * format against the arguments, and clang-analyzer 14 reports false va_list
+ * errors when it analyzes several files in one run. */
+#define ra__out_fmt(o, ...)                                                 \
+    ra__out_check((o), fprintf((o)->file, __VA_ARGS__))
+void ra__out_u64(struct ra__out *o, uint64_t v);
+/* Writes "s" as a JSON string (quotes included), escaped. */
+void ra__out_json_string(struct ra__out *o, const char *s);
+/* Writes the HELP and TYPE lines of a Prometheus metric family. */
+void ra__out_prom_family(struct ra__out *o, const char *name,
+                         const char *type, const char *help);
+static inline bool ra__format_valid(ra_format_t fmt)
+{
+    return fmt == RA_FORMAT_TEXT || fmt == RA_FORMAT_JSON ||
+           fmt == RA_FORMAT_PROMETHEUS;
+}
+/* Flushes; returns 0, or -1 with errno EIO when any write failed. */
+int ra__out_finish(struct ra__out *o);
+
+/* Room for a human-readable size or duration and its NUL. */
+#define RA__HUMAN_MAX 32
+/* "0 B" .. "1023 B", then "1.0 KiB", "60.8 MiB", "2.5 GiB" (GiB at most). */
+const char *ra__human_bytes(char *buf, size_t len, uint64_t bytes);
+/* "0.25 ms", "150 ms", "1.21 s", "42.0 s", "3600 s". */
+const char *ra__human_ns(char *buf, size_t len, uint64_t ns);
+
+/* An aligned text table, written in two passes over the rows (measure, then
+ * print) so that no cell is stored: fill() must give the same row twice. */
+#define RA__TABLE_COLS_MAX 24
+#define RA__CELL_MAX RA__ESCAPED_MAX
+struct ra__table_row {
+    bool rule; /* a line of dashes instead of cells */
+    char cell[RA__TABLE_COLS_MAX][RA__CELL_MAX];
+};
+struct ra__table {
+    unsigned ncols;    /* at most RA__TABLE_COLS_MAX */
+    uint32_t left;     /* bit i set: column i is left-aligned */
+    size_t nrows;      /* the header row included */
+    void (*fill)(void *ctx, size_t row, struct ra__table_row *out);
+    void *ctx;
+};
+/* Writes the table: columns two spaces apart, each as wide as its widest
+ * cell; no trailing blanks. Needs about 9 KiB of stack; never allocates. */
+void ra__table_write(struct ra__out *o, const struct ra__table *t);
+
+/* -- checkpoint.c: the ring of checkpoints -------------------------------- */
+#define RA__CHECKPOINTS_KEPT 1024u
+struct ra__checkpoint {
+    uint64_t seq;       /* 1, 2, ... over the process's life */
+    uint64_t time_ns;   /* since the library was loaded */
+    uint64_t phase_ns;  /* since the previous checkpoint (or the load) */
+    size_t tagged;      /* sum of tag_allocated */
+    struct ra__global_stats global; /* jemalloc's stats.* */
+    size_t rss, peak_rss;
+    bool peak_since_start; /* the peak could not be reset after the
+                              previous checkpoint */
+    unsigned ntags;     /* tags that existed: ids 1..ntags */
+    unsigned capacity;  /* entries allocated in tag_allocated */
+    size_t *tag_allocated; /* [id - 1], untagged memory */
+    char label[RA_TAG_NAME_MAX + 1];
+};
+/* Locks the ring for reading (or writing); abort()s if the lock fails. */
+void ra__checkpoint_lock(void);
+void ra__checkpoint_unlock(void);
+/* With the ring locked: checkpoints ever taken, and the i-th kept one,
+ * oldest first (i < min(recorded, RA__CHECKPOINTS_KEPT)). */
+uint64_t ra__checkpoint_recorded(void);
+const struct ra__checkpoint *ra__checkpoint_kept(size_t i);
+/* Fork handlers for the ring's lock. */
+void ra__checkpoint_prefork(void);
+void ra__checkpoint_postfork(void);
+
+/* -- checkpoint_report.c: the phase table and its documents --------------- */
+/* Writes every kept checkpoint in fmt (a valid format, tagging on). */
+void ra__checkpoint_write(struct ra__out *o, ra_format_t fmt);
+
+/* -- report.c: ra_report, and the reports printed at exit ------------------ */
+/* Writes every tag's usage now in fmt (valid) to o: one statistics refresh.
+ * Returns 0, or -1 with errno ENOMEM (nothing written). Tagging on. */
+int ra__report_write(struct ra__out *o, ra_format_t fmt);
 
 #endif /* RA_INTERNAL_H */

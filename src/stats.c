@@ -10,6 +10,20 @@
 /* MALLCTL_ARENAS_ALL: the index that names every arena at once. */
 #define ALL_ARENAS 4096u
 
+/* Purges asked through the public calls, per tag; [0] is the untagged
+ * arenas. Reports show them as counters (regionalloc_tag_purges_total). */
+static _Atomic uint64_t purges[RA__MAX_TAGS_LIMIT + 1];
+
+static void count_purge(ra_tag_t tag)
+{
+    atomic_fetch_add_explicit(&purges[tag], 1, memory_order_relaxed);
+}
+
+uint64_t ra__stats_purges(ra_tag_t tag)
+{
+    return atomic_load_explicit(&purges[tag], memory_order_relaxed);
+}
+
 static int ctl_read(const char *fmt, unsigned arena, void *out, size_t len)
 {
     char name[96];
@@ -125,6 +139,14 @@ void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out)
     ra__alloc_counts(tag, &out->nmalloc, &out->ndalloc);
 }
 
+size_t ra__stats_allocated(ra_tag_t tag)
+{
+    unsigned arena = ra__tag_arena[tag];
+
+    return arena_size("stats.arenas.%u.small.allocated", arena) +
+           arena_size("stats.arenas.%u.large.allocated", arena);
+}
+
 void ra__stats_global(struct ra__global_stats *out)
 {
     static const char *const names[] = {"stats.allocated", "stats.active",
@@ -167,6 +189,7 @@ int ra_tag_purge(ra_tag_t tag)
 
     if (check_tag(tag) != 0)
         return -1;
+    count_purge(tag);
     if (tag != RA_TAG_NONE) {
         /* Blocks cached by this thread keep their pages: return them first. */
         ra__alloc_flush_tag(tag);
@@ -183,8 +206,13 @@ int ra_tag_purge(ra_tag_t tag)
 
 int ra_purge_all(void)
 {
+    unsigned count;
+
     if (check_tag(RA_TAG_NONE) != 0)
         return -1;
+    count = ra__tag_published();
+    for (ra_tag_t t = 0; t <= count; t++)
+        count_purge(t);
     ra_thread_flush();
     ra__stats_purge_arena(ALL_ARENAS);
     return 0;

@@ -292,6 +292,14 @@ static const struct bad_value bad_values[] = {
      child_uses_default_region_size},
     {"REGIONALLOC_REGION_SIZE=99999999999999999999999G",
      "REGIONALLOC_REGION_SIZE", "64G", child_uses_default_region_size},
+    /* The format only shows at exit: check_report proves that text is then
+     * written; here the library must simply carry on. */
+    {"REGIONALLOC_STATS_FORMAT=xml", "REGIONALLOC_STATS_FORMAT", "text",
+     child_uses_default_region_size},
+    {"REGIONALLOC_STATS_FORMAT=JSON", "REGIONALLOC_STATS_FORMAT", "text",
+     child_uses_default_region_size},
+    {"REGIONALLOC_STATS_FORMAT=", "REGIONALLOC_STATS_FORMAT", "text",
+     child_uses_default_region_size},
 };
 
 START_TEST(test_config_bad_value_warns_once_and_uses_default)
@@ -308,13 +316,14 @@ START_TEST(test_config_bad_values_warn_once_each)
 {
     static const char *const env[] = {
         "REGIONALLOC=yes", "REGIONALLOC_MAX_TAGS=lots",
-        "REGIONALLOC_REGION_SIZE=big", NULL};
+        "REGIONALLOC_REGION_SIZE=big", "REGIONALLOC_STATS_FORMAT=csv", NULL};
 
     run_child(env, child_uses_default_max_tags);
-    ck_assert_msg(tu_count_lines(err) == 3, "want three lines, got: %s", err);
+    ck_assert_msg(tu_count_lines(err) == 4, "want four lines, got: %s", err);
     ck_assert_ptr_nonnull(strstr(err, "REGIONALLOC=\"yes\""));
     ck_assert_ptr_nonnull(strstr(err, "REGIONALLOC_MAX_TAGS="));
     ck_assert_ptr_nonnull(strstr(err, "REGIONALLOC_REGION_SIZE="));
+    ck_assert_ptr_nonnull(strstr(err, "REGIONALLOC_STATS_FORMAT=\"csv\""));
 }
 END_TEST
 

@@ -99,7 +99,8 @@ for order in "${orders[@]}"; do
         sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')
     # A clean environment for the library: defaults, no report.
     out=$(env -u REGIONALLOC -u REGIONALLOC_MAX_TAGS \
-        -u REGIONALLOC_REGION_SIZE -u REGIONALLOC_STATS -u LD_PRELOAD \
+        -u REGIONALLOC_REGION_SIZE -u REGIONALLOC_STATS \
+        -u REGIONALLOC_STATS_FORMAT -u REGIONALLOC_CHECKPOINTS -u LD_PRELOAD \
         "$exe" 2>&1)
     rc=$?
     if [ "${expect[$((n - 1))]}" = warned ]; then

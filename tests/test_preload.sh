@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs ordinary programs with LD_PRELOAD=libregionalloc.so and without it:
 # stdout, stderr and exit status must be the same. Also checks that
-# REGIONALLOC_STATS=stderr prints the per-tag report of a preloaded program.
+# REGIONALLOC_STATS=stderr prints the per-tag report of a preloaded program,
+# and REGIONALLOC_CHECKPOINTS=stderr its checkpoint table.
 # Exit status: 0 pass, 1 fail, 77 skip (no shared library built).
 set -u
 
@@ -18,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 # The baseline and the preloaded run see the same environment apart from
 # LD_PRELOAD; the library's own variables are left at their defaults.
 unset REGIONALLOC REGIONALLOC_MAX_TAGS REGIONALLOC_REGION_SIZE \
-    REGIONALLOC_STATS
+    REGIONALLOC_STATS REGIONALLOC_STATS_FORMAT REGIONALLOC_CHECKPOINTS
 export LC_ALL=C PYTHONHASHSEED=0
 
 failures=0
@@ -159,6 +160,27 @@ if have sort; then
     sort "$tmp/lines.txt" >"$tmp/sorted.txt"
     report_check "REGIONALLOC_STATS=stderr (sort, closes stderr at exit)" \
         "$tmp/sorted.txt" sort "$tmp/lines.txt"
+fi
+
+# A preloaded program takes no checkpoint of its own: the table still has
+# the row the library adds at exit, with the whole run's peak RSS.
+if have sort; then
+    ran=$((ran + 1))
+    REGIONALLOC_CHECKPOINTS=stderr LD_PRELOAD=$lib sort "$tmp/lines.txt" \
+        >"$tmp/cp.out" 2>"$tmp/cp.err"
+    rc=$?
+    if [ "$rc" != 0 ]; then
+        fail "REGIONALLOC_CHECKPOINTS=stderr (sort): exited with $rc"
+    elif ! head -n 1 "$tmp/cp.err" | grep -q "^ *phase  *elapsed .* peak_rss  *checkpoint$" ||
+        ! sed -n 2p "$tmp/cp.err" | grep -q "  exit$"; then
+        fail "REGIONALLOC_CHECKPOINTS=stderr (sort): no checkpoint table on stderr"
+        sed 's/^/  stderr: /' "$tmp/cp.err" | head -n 20
+    elif ! cmp -s "$tmp/sorted.txt" "$tmp/cp.out"; then
+        fail "REGIONALLOC_CHECKPOINTS=stderr (sort): the table changed stdout"
+    else
+        echo "ok: REGIONALLOC_CHECKPOINTS=stderr (sort); the table:"
+        sed 's/^/  /' "$tmp/cp.err"
+    fi
 fi
 
 if [ "$ran" = 0 ]; then

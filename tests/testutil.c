@@ -179,6 +179,22 @@ size_t tu_check_pattern(const void *p, size_t len, unsigned seed)
     return len;
 }
 
+char *tu_report_string(int (*report)(FILE *, ra_format_t), ra_format_t fmt)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    int rc;
+
+    ck_assert_ptr_nonnull(f);
+    errno = 0;
+    rc = report(f, fmt);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_msg(rc == 0, "report (format %d) failed: errno %d", (int)fmt,
+                  errno);
+    return buf;
+}
+
 unsigned tu_count_lines(const char *s)
 {
     unsigned n = 0;

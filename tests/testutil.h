@@ -4,6 +4,7 @@
 
 #include <check.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "regionalloc.h"
@@ -11,6 +12,43 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* A tag name with everything that needs care: a space, quotes, printf
+ * directives, a backslash, a newline, a tab, control bytes, DEL, valid UTF-8
+ * (2, 3 and 4 bytes), a stray byte, an overlong form, a surrogate and a cut
+ * sequence at the end. */
+#define TU_NASTY                                                            \
+    "sp ace\"q%s%n\\b\nn\tt\x01\x7f"                                        \
+    "\xc3\xa9"                                                              \
+    "\xe2\x82\xac"                                                          \
+    "\xff"                                                                  \
+    "\xc0\xaf"                                                              \
+    "\xed\xa0\x80"                                                          \
+    "\xf0\x9f\x98\x80"                                                      \
+    "\xe2\x82"
+/* TU_NASTY as ra_report and ra_checkpoint_report write it in each format
+ * (regionalloc(3), ESCAPING). */
+#define TU_NASTY_TEXT                                                       \
+    "sp ace\"q%s%n\\\\b\\nn\\tt\\x01\\x7f"                                  \
+    "\xc3\xa9"                                                              \
+    "\xe2\x82\xac"                                                          \
+    "\\xff\\xc0\\xaf\\xed\\xa0\\x80"                                        \
+    "\xf0\x9f\x98\x80"                                                      \
+    "\\xe2\\x82"
+#define TU_NASTY_JSON                                                       \
+    "sp ace\\\"q%s%n\\\\b\\nn\\tt\\u0001\\u007f"                            \
+    "\xc3\xa9"                                                              \
+    "\xe2\x82\xac"                                                          \
+    "\\u00ff\\u00c0\\u00af\\u00ed\\u00a0\\u0080"                            \
+    "\xf0\x9f\x98\x80"                                                      \
+    "\\u00e2\\u0082"
+#define TU_NASTY_PROMETHEUS                                                 \
+    "sp ace\\\"q%s%n\\\\b\\nn\\\\x09t\\\\x01\\\\x7f"                        \
+    "\xc3\xa9"                                                              \
+    "\xe2\x82\xac"                                                          \
+    "\\\\xff\\\\xc0\\\\xaf\\\\xed\\\\xa0\\\\x80"                            \
+    "\xf0\x9f\x98\x80"                                                      \
+    "\\\\xe2\\\\x82"
 
 /* Runs every test of s, each in its own forked process (a test needs a fresh
  * library and may crash: never in-process), then frees the runner. Returns
@@ -90,6 +128,12 @@ void tu_fill_pattern(void *p, size_t len, unsigned seed);
  * tu_fill_pattern() wrote with seed, or len when all of it does. Makes no
  * assertion. */
 size_t tu_check_pattern(const void *p, size_t len, unsigned seed);
+
+/* Calls report(f, fmt) (ra_report or ra_checkpoint_report) on a memory
+ * stream, fails the test if it fails, and returns what it wrote (NUL-
+ * terminated; free() it). The stream's buffer is untagged when no tag is
+ * pushed. */
+char *tu_report_string(int (*report)(FILE *, ra_format_t), ra_format_t fmt);
 
 /* Number of '\n'-terminated lines in s; a trailing unterminated fragment
  * counts as one more. */

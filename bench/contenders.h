@@ -1,0 +1,97 @@
+/* bench/: the allocators under test as small inline malloc/free/realloc
+ * functions. Workloads are written once as always_inline functions taking
+ * these as constant arguments, so every contender gets its own copy of the
+ * loop calling its allocator the way a user would: jemalloc and mimalloc
+ * through a pointer taken from their library (like a PLT call), the process
+ * malloc (libregionalloc's override, or glibc's in the glibc build) by name,
+ * the tracker by a direct call into tracker.c. */
+#ifndef BENCH_CONTENDERS_H
+#define BENCH_CONTENDERS_H
+
+#include <stdlib.h>
+
+#include "benchutil.h"
+
+#define BENCH_INLINE static inline __attribute__((always_inline))
+
+typedef void *(*bench_alloc_fn)(size_t);
+typedef void (*bench_free_fn)(void *);
+typedef void *(*bench_realloc_fn)(void *, size_t);
+
+/* jemalloc's own malloc/free: the baseline. */
+static inline void *alloc_jemalloc(size_t n) { return bench_je.malloc(n); }
+static inline void free_jemalloc(void *p) { bench_je.free(p); }
+static inline void *realloc_jemalloc(void *p, size_t n)
+{
+    return bench_je.realloc(p, n);
+}
+
+/* The process malloc: libregionalloc's (untagged, or tagged when a tag is
+ * pushed), or glibc's in the *_glibc programs. */
+static inline void *alloc_process(size_t n) { return malloc(n); }
+static inline void free_process(void *p) { free(p); }
+static inline void *realloc_process(void *p, size_t n)
+{
+    return realloc(p, n);
+}
+
+#ifndef BENCH_GLIBC
+#include <regionalloc.h>
+
+#include "tracker.h"
+
+/* mimalloc's heap API on the heap the workload selected, as a program with
+ * one heap per category would call it. */
+static inline void *alloc_mimalloc(size_t n)
+{
+    return bench_mi.heap_malloc(bench_mi_heap, n);
+}
+static inline void free_mimalloc(void *p) { bench_mi.free(p); }
+static inline void *realloc_mimalloc(void *p, size_t n)
+{
+    return bench_mi.heap_realloc(bench_mi_heap, p, n);
+}
+
+static inline void *alloc_tracker(size_t n) { return tracker_malloc(n); }
+static inline void free_tracker(void *p) { tracker_free(p); }
+static inline void *realloc_tracker(void *p, size_t n)
+{
+    return tracker_realloc(p, n);
+}
+#endif
+
+/* Opens jemalloc's and mimalloc's handles; without jemalloc's own malloc
+ * there is no baseline, which is fatal. The glibc build opens neither: a
+ * dlopen'ed jemalloc (which needs GLIBC_TUNABLES for its static TLS) slowed
+ * glibc's malloc in the same process from 18 to 29 ns per op in the ring,
+ * so its rows carry no ratio and run.sh divides them by the jemalloc row of
+ * the same workload from the libregionalloc program. */
+static inline void bench_open_contenders(void)
+{
+#ifndef BENCH_GLIBC
+    if (!bench_open_jemalloc())
+        bench_die(bench_je_missing);
+    if (!bench_open_mimalloc())
+        bench_note("mimalloc: %s", bench_mi_missing);
+    if (!ra_enabled())
+        bench_note("libregionalloc is in pass-through mode: nothing is tagged");
+#endif
+}
+
+/* Index of the jemalloc baseline in the contender arrays: first, or none in
+ * the glibc build. */
+#ifdef BENCH_GLIBC
+#define BASELINE_JEMALLOC (-1)
+#else
+#define BASELINE_JEMALLOC 0
+#endif
+
+/* Contender names, the same in every program so run.sh can match rows. */
+#define NAME_JEMALLOC "jemalloc, own symbols (baseline)"
+#define NAME_UNTAGGED "libregionalloc untagged"
+#define NAME_TAGGED "libregionalloc tagged"
+#define NAME_MIMALLOC "mimalloc heap API"
+#define NAME_TRACKER "header tracker"
+#define NAME_GLIBC "glibc malloc (own process)"
+
+#endif /* BENCH_CONTENDERS_H */

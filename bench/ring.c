@@ -1,0 +1,151 @@
+/* Single thread, a ring of 1024 live blocks: each step frees the oldest
+ * block and allocates a new one, sizes 8-256 and 8-4096 bytes. One op is one
+ * free plus one malloc. Built twice: bench/ring (linked with libregionalloc)
+ * and bench/ring_glibc (plain glibc malloc, for the glibc contender and the
+ * heaptrack runs: `ring_glibc --profile NAME` runs the 8-256 mix with the
+ * glibc contender called NAME). */
+#include <stdio.h>
+#include <string.h>
+
+#include "contenders.h"
+#ifndef BENCH_GLIBC
+#include <regionalloc.h>
+#endif
+
+#define RING 1024
+#define NSIZES 4096 /* sizes are precomputed: no division in the loop */
+
+static size_t sizes[NSIZES];
+static uint64_t ops;
+
+static void fill_sizes(size_t max)
+{
+    uint32_t x = 12345;
+
+    for (unsigned i = 0; i < NSIZES; i++) {
+        x = x * 1664525u + 1013904223u;
+        sizes[i] = 8 + (x >> 8) % (max - 7);
+    }
+}
+
+/* ns per free+malloc. The ring is filled before the clock starts, so every
+ * timed step frees a live block. */
+BENCH_INLINE double ring_run(bench_alloc_fn m, bench_free_fn f)
+{
+    void *ring[RING];
+    double t0, t1;
+
+    for (unsigned i = 0; i < RING; i++)
+        if ((ring[i] = m(sizes[i])) == NULL)
+            bench_die("out of memory");
+    t0 = bench_now_ns();
+    for (uint64_t i = 0; i < ops; i++) {
+        unsigned slot = i & (RING - 1);
+        void *p;
+        f(ring[slot]);
+        p = m(sizes[i & (NSIZES - 1)]);
+        if (p == NULL)
+            bench_die("out of memory");
+        *(volatile char *)p = 1;
+        ring[slot] = p;
+    }
+    t1 = bench_now_ns();
+    for (unsigned i = 0; i < RING; i++)
+        f(ring[i]);
+    return (t1 - t0) / ops;
+}
+
+static double run_process(void *arg)
+{
+    (void)arg;
+    return ring_run(alloc_process, free_process);
+}
+
+#ifndef BENCH_GLIBC
+static double run_jemalloc(void *arg)
+{
+    (void)arg;
+    return ring_run(alloc_jemalloc, free_jemalloc);
+}
+
+static double run_tagged(void *arg)
+{
+    ra_tag_t tag = *(ra_tag_t *)arg;
+    double r;
+
+    if (ra_tag_push(tag) != 0)
+        bench_die("ra_tag_push");
+    r = ring_run(alloc_process, free_process);
+    ra_tag_pop(tag);
+    return r;
+}
+
+static double run_mimalloc(void *arg)
+{
+    (void)arg;
+    return ring_run(alloc_mimalloc, free_mimalloc);
+}
+
+static double run_tracker(void *arg)
+{
+    double r;
+
+    (void)arg;
+    tracker_push(1);
+    r = ring_run(alloc_tracker, free_tracker);
+    tracker_pop(1);
+    return r;
+}
+#endif
+
+/* profile_name: only the process malloc, reported under that name (the
+ * heaptrack runs of ring_glibc). */
+static void bench_mix(const char *workload, size_t max, const char *profile_name)
+{
+#ifdef BENCH_GLIBC
+    struct bench_contender c[] = {
+        {NAME_GLIBC, run_process, NULL, NULL},
+    };
+#else
+    static ra_tag_t tag;
+    struct bench_contender c[] = {
+        {NAME_JEMALLOC, run_jemalloc, NULL, NULL},
+        {NAME_UNTAGGED, run_process, NULL, NULL},
+        {NAME_TAGGED, run_tagged, &tag, NULL},
+        {NAME_MIMALLOC, run_mimalloc, NULL, bench_mi_missing},
+        {NAME_TRACKER, run_tracker, NULL, NULL},
+    };
+    if (tag == RA_TAG_NONE && (tag = ra_tag_create("bench-ring")) == RA_TAG_NONE)
+        bench_die("ra_tag_create");
+#endif
+    fill_sizes(max);
+    if (profile_name != NULL) {
+        struct bench_contender p = {profile_name, run_process, NULL, NULL};
+        bench_compare(workload, "ns/op", &p, 1, -1);
+    } else {
+        bench_compare(workload, "ns/op", c, sizeof c / sizeof c[0],
+                      BASELINE_JEMALLOC);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    bench_open_contenders();
+#ifndef BENCH_GLIBC
+    if (!bench_mi_missing)
+        bench_mi_heap = bench_mi.heap_new();
+#endif
+    if (argc == 3 && strcmp(argv[1], "--profile") == 0) {
+        ops = bench_scaled(1000000, 1000);
+        bench_mix("ring 8-256 B, 1 thread", 256, argv[2]);
+        return 0;
+    }
+    if (argc != 1) {
+        fprintf(stderr, "usage: %s [--profile CONTENDER-NAME]\n", argv[0]);
+        return 2;
+    }
+    ops = bench_scaled(2000000, 10000);
+    bench_mix("ring 8-256 B, 1 thread", 256, NULL);
+    bench_mix("ring 8-4096 B, 1 thread", 4096, NULL);
+    return 0;
+}

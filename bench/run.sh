@@ -1,0 +1,312 @@
+#!/bin/bash
+# Runs every benchmark in bench/ and prints one table, the targets of issue 4
+# judged from the numbers it just measured, and the machine it ran on.
+#
+#   bench/run.sh [--quick] [--raw FILE] BENCH_BINARY_DIR
+#
+# `make bench` calls it with the build tree's bench/ directory
+# (`make bench BENCH_ARGS=--quick` for a smoke run). --quick does a twentieth
+# of the work in one process with 3 rounds: it checks that everything runs,
+# its numbers are only indicative. --raw FILE also writes the aggregated rows
+# as tab-separated text.
+#
+# Environment: BENCH_PROCS processes per timing program (default 5),
+# BENCH_ROUNDS timed rounds per process (default 5), BENCH_SCALE work
+# multiplier (default 1), BENCH_TIMEOUT seconds before a program is killed
+# (default 300), RA_SKIP_DEPS=1 to never apt-get the optional bench packages
+# (libmimalloc-dev, heaptrack; see scripts/deps.sh).
+#
+# Every timing program runs BENCH_PROCS times: a process's cost depends on
+# its address layout (glibc's ring varies from 17 to 29 ns per op between
+# runs with ASLR, and is steady without), so one process is one sample. A
+# row's median is the median of the per-process medians; its ratio is the
+# median of the per-process ratios to jemalloc measured in the same process
+# (alternating rounds), or, for rows from a process without a jemalloc
+# baseline (glibc, memory), the median over the jemalloc row's median of the
+# same workload. The range is the lowest and highest single round seen.
+set -u
+
+usage() {
+    echo "usage: $0 [--quick] [--raw FILE] BENCH_BINARY_DIR" >&2
+    exit 2
+}
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+quick=0
+raw_out=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --quick) quick=1; shift ;;
+        --raw) [ $# -ge 2 ] || usage; raw_out=$2; shift 2 ;;
+        -*) usage ;;
+        *) break ;;
+    esac
+done
+[ $# -eq 1 ] || usage
+bindir=$(cd "$1" 2>/dev/null && pwd) || { echo "bench: no directory $1" >&2; exit 2; }
+command_line="bench/run.sh $( [ $quick = 1 ] && printf -- '--quick ')$1"
+[ -n "${BENCH_VIA:-}" ] && command_line="$BENCH_VIA (runs $command_line)"
+
+if [ $quick = 1 ]; then
+    export BENCH_SCALE=${BENCH_SCALE:-0.05} BENCH_ROUNDS=${BENCH_ROUNDS:-3}
+    procs=${BENCH_PROCS:-1}
+else
+    export BENCH_ROUNDS=${BENCH_ROUNDS:-5}
+    procs=${BENCH_PROCS:-5}
+fi
+
+# Optional packages: install when missing (unless RA_SKIP_DEPS=1); the
+# contenders they provide are reported as not installed otherwise.
+if [ -r "$here/../scripts/deps.sh" ]; then
+    # shellcheck source=../scripts/deps.sh
+    . "$here/../scripts/deps.sh"
+    ra_install_bench_deps >&2 ||
+        echo "bench: optional packages not installed; going on without them" >&2
+fi
+
+limit=${BENCH_TIMEOUT:-300}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ra-bench.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+raw=$tmp/raw
+: >"$raw"
+start_s=$(date +%s)
+
+note() {
+    printf 'note\t%s\n' "$*" >>"$raw"
+}
+
+# run_one PROGRAM ARGS...: one process; its rows and notes go to $raw, its
+# stderr to ours. A failure is noted and the run goes on.
+run_one() {
+    local prog=$1 rc
+    shift
+    if [ ! -x "$bindir/$prog" ]; then
+        note "$prog: not built"
+        return 1
+    fi
+    timeout "$limit" "$bindir/$prog" "$@" >"$tmp/out"
+    rc=$?
+    grep -E $'^(row|note)\t' "$tmp/out" >>"$raw"
+    if [ $rc -eq 124 ]; then
+        note "$prog $*: killed after $limit s"
+        return 1
+    elif [ $rc -ne 0 ]; then
+        note "$prog $*: failed (exit status $rc)"
+        return 1
+    fi
+}
+
+# timed PROGRAM: BENCH_PROCS processes.
+timed() {
+    local p
+    for ((p = 1; p <= procs; p++)); do
+        echo "bench: $1 (process $p of $procs)" >&2
+        run_one "$@"
+    done
+}
+
+# -- timing -------------------------------------------------------------------
+for prog in ring ring_glibc threads threads_glibc realloc_growth \
+            realloc_growth_glibc tag_switch tag_ops; do
+    timed "$prog"
+done
+
+# -- memory: one contender per process, so each RSS delta is its own ------
+echo "bench: memory" >&2
+for c in jemalloc untagged tagged mimalloc tracker; do
+    run_one blocks "$c"
+done
+run_one blocks_glibc glibc
+for c in tagged mimalloc; do
+    run_one empty_tags "$c"
+done
+for c in jemalloc untagged tagged; do
+    run_one phases "$c"
+done
+
+# -- profiler: heaptrack on the same glibc binary, whole process --------------
+# ring_glibc --profile NAME runs the 8-256 ring with glibc's malloc only,
+# reported as NAME; the same command runs alone and under heaptrack, in turn.
+profile_rounds=3
+[ $quick = 1 ] && profile_rounds=2
+if command -v heaptrack >/dev/null 2>&1 && [ -x "$bindir/ring_glibc" ]; then
+    echo "bench: heaptrack" >&2
+    wl="ring 8-256 B, whole process (profiler run)"
+    wall_row() { # CONTENDER T0_NS T1_NS
+        awk -v w="$wl" -v c="$1" -v a="$2" -v b="$3" \
+            'BEGIN { s = (b - a) / 1e9; printf "row\t%s\t%s\t%.3f\ts\t-\t%.3f\t%.3f\n", w, c, s, s, s }' >>"$raw"
+    }
+    for ((p = 1; p <= 3; p++)); do
+        t0=$(date +%s%N)
+        BENCH_ROUNDS=$profile_rounds run_one ring_glibc --profile "glibc malloc, profiler baseline" &&
+            wall_row "ring_glibc alone" "$t0" "$(date +%s%N)"
+        t0=$(date +%s%N)
+        BENCH_ROUNDS=$profile_rounds timeout "$limit" heaptrack -o "$tmp/heaptrack.$p" \
+            "$bindir/ring_glibc" --profile "glibc malloc + heaptrack" \
+            >"$tmp/ht.out" 2>"$tmp/ht.err"
+        rc=$?
+        t1=$(date +%s%N)
+        grep -E $'^(row|note)\t' "$tmp/ht.out" >>"$raw"
+        if [ $rc -ne 0 ]; then
+            note "heaptrack run failed (exit status $rc): $(tail -n 1 "$tmp/ht.err")"
+        else
+            wall_row "ring_glibc under heaptrack" "$t0" "$t1"
+        fi
+        rm -f "$tmp"/heaptrack."$p"*
+    done
+else
+    note "heaptrack: not installed (Debian: apt-get install heaptrack)"
+fi
+
+elapsed=$(( $(date +%s) - start_s ))
+
+# -- machine ----------------------------------------------------------------------
+pkgver() {
+    dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "?"
+}
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+debian=$(cat /etc/debian_version 2>/dev/null || echo "not Debian")
+commit=$(git -C "$here/.." describe --always --dirty 2>/dev/null || echo "?")
+echo "libregionalloc benchmarks ($(date -u '+%Y-%m-%d %H:%M UTC'), commit $commit)"
+echo "machine: $(nproc) CPUs, ${cpu:-unknown CPU}, Linux $(uname -r), Debian $debian"
+echo "         jemalloc $(pkgver libjemalloc2), mimalloc $(pkgver libmimalloc2.0)," \
+     "heaptrack $(pkgver heaptrack), $(gcc --version 2>/dev/null | head -n 1)"
+echo "run:     $procs process(es) x $BENCH_ROUNDS rounds per timing program," \
+     "BENCH_SCALE=${BENCH_SCALE:-1}, ${elapsed} s"
+echo
+
+# -- the table and the targets -------------------------------------------------------
+awk -F '\t' -v raw_out="$raw_out" '
+function median(a, n,    i, j, t, b) {
+    for (i = 1; i <= n; i++) b[i] = a[i]
+    for (i = 2; i <= n; i++) {
+        t = b[i]
+        for (j = i - 1; j >= 1 && b[j] > t; j--) b[j + 1] = b[j]
+        b[j + 1] = t
+    }
+    return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2
+}
+function num(x) { return x < 1 ? sprintf("%.3f", x) : x < 100 ? sprintf("%.2f", x) : sprintf("%.1f", x) }
+function key(w, c) { return w SUBSEP c }
+function has(w, c) { return (key(w, c) in med) }
+function ratio_of(w, c) { return has(w, c) && ratio[key(w, c)] != "" ? ratio[key(w, c)] : "" }
+function target(desc, measured, ok) {
+    printf "  %-7s %-58s %s\n", ok == "" ? "n/a" : ok ? "MET" : "MISSED", desc, measured
+}
+function ratio_target(desc, w, c, limit,    r) {
+    r = ratio_of(w, c)
+    if (r == "") target(desc, "not measured", "")
+    else target(desc, sprintf("%.2fx (%s vs %s %s)", r, num(med[key(w, c)]),
+                              num(med[key(w, JE)]), unit[key(w, c)]), r <= limit)
+}
+function ns_target(desc, w, c, limit,    v) {
+    if (!has(w, c)) { target(desc, "not measured", ""); return }
+    v = med[key(w, c)]
+    target(desc, sprintf("%s %s", num(v), unit[key(w, c)]), v <= limit)
+}
+function faster_target(desc, w, other,    a, b) {
+    if (!has(w, TAG) || !has(w, other)) {
+        target(desc, (key(w, other) in why) ? other ": " why[key(w, other)] : "not measured", "")
+        return
+    }
+    a = med[key(w, TAG)]; b = med[key(w, other)]
+    target(desc, sprintf("%s vs %s ns (%.2fx)", num(a), num(b), a / b), a < b)
+}
+BEGIN { JE = "jemalloc, own symbols (baseline)"; TAG = "libregionalloc tagged" }
+$1 == "note" { if (!($2 in noted)) { noted[$2] = 1; notes[++nnotes] = $2 }; next }
+$1 != "row" { next }
+{
+    k = key($2, $3)
+    if (!($2 in wseen)) { wseen[$2] = 1; worder[++nw] = $2 }
+    if (!(k in seen)) { seen[k] = 1; wk[$2, ++wn[$2]] = k; wl[k] = $2; ct[k] = $3 }
+    if ($4 == "n/a") { why[k] = $5; next }
+    unit[k] = $5
+    v[k, ++nv[k]] = $4 + 0
+    if ($6 != "-") r[k, ++nr[k]] = $6 + 0
+    if (!(k in lo) || $7 + 0 < lo[k]) lo[k] = $7 + 0
+    if (!(k in hi) || $8 + 0 > hi[k]) hi[k] = $8 + 0
+}
+END {
+    # Rows grouped by workload, both in order of first appearance.
+    for (i = 1; i <= nw; i++)
+        for (j = 1; j <= wn[worder[i]]; j++) order[++nk] = wk[worder[i], j]
+    for (i = 1; i <= nk; i++) {
+        k = order[i]
+        if (!(k in nv)) continue
+        delete a; for (j = 1; j <= nv[k]; j++) a[j] = v[k, j]
+        med[k] = median(a, nv[k])
+        ratio[k] = ""
+        if (k in nr) {
+            delete a; for (j = 1; j <= nr[k]; j++) a[j] = r[k, j]
+            ratio[k] = median(a, nr[k])
+        }
+    }
+    for (i = 1; i <= nk; i++) {
+        k = order[i]
+        b = key(wl[k], JE)
+        if ((k in med) && ratio[k] == "" && (b in med) && med[b] > 0 && unit[b] == unit[k])
+            ratio[k] = med[k] / med[b]
+    }
+    fmt = "%-46s %-34s %10s %-8s %7s  %s\n"
+    printf fmt, "workload", "contender", "median", "unit", "x jemalloc", "range"
+    printf fmt, "--------", "---------", "------", "----", "----------", "-----"
+    last = ""
+    for (i = 1; i <= nk; i++) {
+        k = order[i]
+        w = wl[k] == last ? "" : wl[k]
+        if (w != "" && last != "") print ""
+        last = wl[k]
+        if (!(k in med)) { printf fmt, w, ct[k], "n/a", "", "", why[k]; continue }
+        printf fmt, w, ct[k], num(med[k]), unit[k],
+               ratio[k] == "" ? "-" : sprintf("%.2f", ratio[k]),
+               lo[k] == hi[k] ? "" : num(lo[k]) "-" num(hi[k])
+        if (raw_out != "")
+            printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", wl[k], ct[k], med[k], unit[k],
+                   ratio[k], lo[k], hi[k] >raw_out
+    }
+
+    R256 = "ring 8-256 B, 1 thread"; R4K = "ring 8-4096 B, 1 thread"
+    SW = "ring 8-256 B, push/pop 1 of 4 tags per 10 ops"
+    print ""
+    print "targets (issue 4), judged from the medians above:"
+    ratio_target("tagged malloc+free <= 1.25x jemalloc, ring 8-256", R256, TAG, 1.25)
+    ratio_target("tagged malloc+free <= 1.25x jemalloc, ring 8-4096", R4K, TAG, 1.25)
+    ratio_target("untagged (override) <= 1.05x jemalloc, ring 8-256", R256, "libregionalloc untagged", 1.05)
+    ratio_target("untagged (override) <= 1.05x jemalloc, ring 8-4096", R4K, "libregionalloc untagged", 1.05)
+    ratio_target("2 threads, cross-thread frees, tagged <= 1.5x jemalloc",
+                 "2 threads, producer mallocs, consumer frees", TAG, 1.5)
+    ns_target("ra_tag_of <= 1 ns", "ra_tag_of alone", "libregionalloc ra_tag_of", 1)
+    ns_target("push+pop <= 5 ns", "tag push+pop alone", "libregionalloc push+pop", 5)
+    ratio_target("RSS of 10M 16-byte blocks, tagged, within 2% of jemalloc",
+                 "10M live 16-byte blocks: RSS per block", TAG, 1.02)
+    faster_target("tagged faster than header tracker, ring 8-256", R256, "header tracker")
+    faster_target("tagged faster than header tracker, ring 8-4096", R4K, "header tracker")
+    faster_target("tagged faster than header tracker, push/pop per 10", SW, "header tracker")
+    faster_target("tagged faster than mimalloc heap API, ring 8-256", R256, "mimalloc heap API")
+    faster_target("tagged faster than mimalloc heap API, ring 8-4096", R4K, "mimalloc heap API")
+    faster_target("tagged faster than mimalloc heap API, push/pop per 10", SW, "mimalloc heap API")
+
+    print ""
+    print "other findings:"
+    P = "ring 8-256 B, whole process (profiler run)"
+    if (has(R256, "glibc malloc + heaptrack") && has(R256, "glibc malloc, profiler baseline"))
+        printf "  heaptrack: %.1fx the time per malloc+free of the same binary without it (%s vs %s ns)\n",
+               med[key(R256, "glibc malloc + heaptrack")] / med[key(R256, "glibc malloc, profiler baseline")],
+               num(med[key(R256, "glibc malloc + heaptrack")]), num(med[key(R256, "glibc malloc, profiler baseline")])
+    if (has(P, "ring_glibc under heaptrack") && has(P, "ring_glibc alone"))
+        printf "  heaptrack: %.1fx the whole-process wall time (%s vs %s s)\n",
+               med[key(P, "ring_glibc under heaptrack")] / med[key(P, "ring_glibc alone")],
+               num(med[key(P, "ring_glibc under heaptrack")]), num(med[key(P, "ring_glibc alone")])
+    D = "phases: RSS after drop+purge"
+    if (has(D, TAG) && has(D, "libregionalloc untagged"))
+        printf "  phases: RSS after drop+purge %s MiB tagged vs %s MiB untagged (%.2fx)\n",
+               num(med[key(D, TAG)]), num(med[key(D, "libregionalloc untagged")]),
+               med[key(D, TAG)] / med[key(D, "libregionalloc untagged")]
+    E = "256 empty tags: RSS per tag"
+    if (has(E, TAG))
+        printf "  an empty tag costs %s KiB resident (one malloc/free under it)\n", num(med[key(E, TAG)])
+    for (i = 1; i <= nnotes; i++) print "  note: " notes[i]
+}' "$raw"
+
+echo
+echo "command: $command_line   (BENCH_PROCS=$procs BENCH_ROUNDS=$BENCH_ROUNDS BENCH_SCALE=${BENCH_SCALE:-1})"

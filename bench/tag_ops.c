@@ -1,0 +1,160 @@
+/* The tag operations alone: ra_tag_of on live tagged blocks (ns per call)
+ * and ra_tag_push + ra_tag_pop (ns per pair), next to the header tracker's
+ * equivalents (a header read; a thread-local push and pop) and to the same
+ * loop calling empty out-of-line functions: the floor for any call that is
+ * not inlined, loop included. */
+#include <regionalloc.h>
+
+#include "contenders.h"
+
+#define NBLOCKS 64 /* blocks of 16..79 bytes, all live while timed */
+
+static void *blocks[NBLOCKS];
+static void *tracked[NBLOCKS];
+static ra_tag_t tag;
+static uint64_t calls;
+
+/* noipa: the compiler must call these, not fold what they return. */
+__attribute__((noinline, noipa)) static unsigned empty_tag_of(const void *p)
+{
+    (void)p;
+    return 1;
+}
+
+__attribute__((noinline, noipa)) static int empty_push_pop(unsigned tag)
+{
+    (void)tag;
+    return 0;
+}
+
+static double run_empty_tag_of(void *arg)
+{
+    unsigned sum = 0;
+    double t0, t1;
+
+    (void)arg;
+    t0 = bench_now_ns();
+    for (uint64_t i = 0; i < calls; i++)
+        sum += empty_tag_of(blocks[i & (NBLOCKS - 1)]);
+    t1 = bench_now_ns();
+    if (sum != calls)
+        bench_die("empty_tag_of");
+    return (t1 - t0) / calls;
+}
+
+static double run_empty_push_pop(void *arg)
+{
+    int err = 0;
+    double t0, t1;
+
+    (void)arg;
+    t0 = bench_now_ns();
+    for (uint64_t i = 0; i < calls; i++) {
+        err |= empty_push_pop(1);
+        err |= empty_push_pop(1);
+    }
+    t1 = bench_now_ns();
+    if (err)
+        bench_die("empty_push_pop");
+    return (t1 - t0) / calls;
+}
+
+static double run_tag_of(void *arg)
+{
+    unsigned sum = 0;
+    double t0, t1;
+
+    (void)arg;
+    t0 = bench_now_ns();
+    for (uint64_t i = 0; i < calls; i++)
+        sum += ra_tag_of(blocks[i & (NBLOCKS - 1)]);
+    t1 = bench_now_ns();
+    if (sum != calls * tag)
+        bench_die("ra_tag_of returned the wrong tag");
+    return (t1 - t0) / calls;
+}
+
+static double run_tracker_tag_of(void *arg)
+{
+    unsigned sum = 0;
+    double t0, t1;
+
+    (void)arg;
+    t0 = bench_now_ns();
+    for (uint64_t i = 0; i < calls; i++)
+        sum += tracker_tag_of(tracked[i & (NBLOCKS - 1)]);
+    t1 = bench_now_ns();
+    if (sum != calls)
+        bench_die("tracker_tag_of returned the wrong tag");
+    return (t1 - t0) / calls;
+}
+
+static double run_push_pop(void *arg)
+{
+    int err = 0;
+    double t0, t1;
+
+    (void)arg;
+    t0 = bench_now_ns();
+    for (uint64_t i = 0; i < calls; i++) {
+        err |= ra_tag_push(tag);
+        err |= ra_tag_pop(tag);
+    }
+    t1 = bench_now_ns();
+    if (err)
+        bench_die("ra_tag_push/ra_tag_pop failed");
+    return (t1 - t0) / calls;
+}
+
+static double run_tracker_push_pop(void *arg)
+{
+    int err = 0;
+    double t0, t1;
+
+    (void)arg;
+    t0 = bench_now_ns();
+    for (uint64_t i = 0; i < calls; i++) {
+        err |= tracker_push(1);
+        err |= tracker_pop(1);
+    }
+    t1 = bench_now_ns();
+    if (err)
+        bench_die("tracker_push/tracker_pop failed");
+    return (t1 - t0) / calls;
+}
+
+int main(void)
+{
+    struct bench_contender of[] = {
+        {"libregionalloc ra_tag_of", run_tag_of, NULL, NULL},
+        {"header tracker: read the header", run_tracker_tag_of, NULL, NULL},
+        {"(floor) empty out-of-line call", run_empty_tag_of, NULL, NULL},
+    };
+    struct bench_contender pp[] = {
+        {"libregionalloc push+pop", run_push_pop, NULL, NULL},
+        {"header tracker push+pop", run_tracker_push_pop, NULL, NULL},
+        {"(floor) 2 empty out-of-line calls", run_empty_push_pop, NULL, NULL},
+    };
+
+    bench_open_contenders();
+    if ((tag = ra_tag_create("bench-tag-ops")) == RA_TAG_NONE)
+        bench_die("ra_tag_create");
+    ra_tag_push(tag);
+    tracker_push(1);
+    for (unsigned i = 0; i < NBLOCKS; i++) {
+        blocks[i] = malloc(16 + i);
+        tracked[i] = tracker_malloc(16 + i);
+        if (blocks[i] == NULL || tracked[i] == NULL)
+            bench_die("out of memory");
+    }
+    tracker_pop(1);
+    ra_tag_pop(tag);
+    calls = bench_scaled(20000000, 100000);
+    bench_compare("ra_tag_of alone", "ns/call", of, 3, -1);
+    bench_compare("tag push+pop alone", "ns/pair", pp, 3, -1);
+    for (unsigned i = 0; i < NBLOCKS; i++) {
+        free(blocks[i]);
+        tracker_free(tracked[i]);
+    }
+    return 0;
+}

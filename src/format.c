@@ -1,0 +1,163 @@
+/* Output shared by the reports: checked writes, human units, JSON strings,
+ * Prometheus family headers and aligned text tables. */
+#include <errno.h>
+#include <inttypes.h>
+
+#include "internal.h"
+
+void ra__out_str(struct ra__out *o, const char *s)
+{
+    if (fputs(s, o->file) < 0)
+        o->failed = true;
+}
+
+void ra__out_check(struct ra__out *o, int written)
+{
+    if (written < 0)
+        o->failed = true;
+}
+
+void ra__out_u64(struct ra__out *o, uint64_t v)
+{
+    ra__out_fmt(o, "%" PRIu64, v);
+}
+
+void ra__out_json_string(struct ra__out *o, const char *s)
+{
+    char buf[RA__ESCAPED_MAX];
+
+    ra__escape(buf, sizeof buf, s, RA__ESCAPE_JSON);
+    ra__out_str(o, "\"");
+    ra__out_str(o, buf);
+    ra__out_str(o, "\"");
+}
+
+void ra__out_prom_family(struct ra__out *o, const char *name,
+                         const char *type, const char *help)
+{
+    ra__out_fmt(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+int ra__out_finish(struct ra__out *o)
+{
+    if (fflush(o->file) != 0)
+        o->failed = true;
+    if (o->failed) {
+        errno = EIO;
+        return -1;
+    }
+    return 0;
+}
+
+const char *ra__human_bytes(char *buf, size_t len, uint64_t bytes)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB"};
+    double v = (double)bytes / 1024;
+    unsigned u = 0;
+
+    if (bytes < 1024) {
+        snprintf(buf, len, "%" PRIu64 " B", bytes);
+        return buf;
+    }
+    while (v >= 1024 && u + 1 < sizeof units / sizeof units[0]) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, len, "%.1f %s", v, units[u]);
+    return buf;
+}
+
+const char *ra__human_ns(char *buf, size_t len, uint64_t ns)
+{
+    double ms = (double)ns / 1e6, s = (double)ns / 1e9;
+
+    /* Two or three significant digits, as a reader compares phases. */
+    if (ms < 10)
+        snprintf(buf, len, "%.2f ms", ms);
+    else if (ms < 999.5)
+        snprintf(buf, len, "%.0f ms", ms);
+    else if (s < 9.995)
+        snprintf(buf, len, "%.2f s", s);
+    else if (s < 99.95)
+        snprintf(buf, len, "%.1f s", s);
+    else
+        snprintf(buf, len, "%.0f s", s);
+    return buf;
+}
+
+static void out_spaces(struct ra__out *o, size_t n)
+{
+    static const char blanks[] = "                                ";
+
+    while (n > 0) {
+        size_t chunk = n < sizeof blanks - 1 ? n : sizeof blanks - 1;
+        if (fwrite(blanks, 1, chunk, o->file) != chunk)
+            o->failed = true;
+        n -= chunk;
+    }
+}
+
+static void out_dashes(struct ra__out *o, size_t n)
+{
+    for (; n > 0; n--)
+        if (putc('-', o->file) == EOF)
+            o->failed = true;
+}
+
+static void clear_row(struct ra__table_row *row, unsigned ncols)
+{
+    row->rule = false;
+    for (unsigned c = 0; c < ncols; c++)
+        row->cell[c][0] = '\0';
+}
+
+static void write_row(struct ra__out *o, const struct ra__table *t,
+                      const struct ra__table_row *row, const size_t *width,
+                      size_t total)
+{
+    if (row->rule) {
+        out_dashes(o, total);
+        ra__out_str(o, "\n");
+        return;
+    }
+    for (unsigned c = 0; c < t->ncols; c++) {
+        size_t pad = width[c] - ra__text_width(row->cell[c]);
+        bool left = (t->left >> c) & 1u;
+
+        if (c > 0)
+            ra__out_str(o, "  ");
+        if (!left)
+            out_spaces(o, pad);
+        ra__out_str(o, row->cell[c]);
+        if (left && c + 1 < t->ncols)
+            out_spaces(o, pad);
+    }
+    ra__out_str(o, "\n");
+}
+
+void ra__table_write(struct ra__out *o, const struct ra__table *t)
+{
+    struct ra__table_row row;
+    size_t width[RA__TABLE_COLS_MAX] = {0};
+    size_t total = 0;
+
+    ra__assert(t->ncols > 0 && t->ncols <= RA__TABLE_COLS_MAX);
+    for (size_t r = 0; r < t->nrows; r++) {
+        clear_row(&row, t->ncols);
+        t->fill(t->ctx, r, &row);
+        if (row.rule)
+            continue;
+        for (unsigned c = 0; c < t->ncols; c++) {
+            size_t w = ra__text_width(row.cell[c]);
+            if (w > width[c])
+                width[c] = w;
+        }
+    }
+    for (unsigned c = 0; c < t->ncols; c++)
+        total += width[c] + (c > 0 ? 2 : 0);
+    for (size_t r = 0; r < t->nrows; r++) {
+        clear_row(&row, t->ncols);
+        t->fill(t->ctx, r, &row);
+        write_row(o, t, &row, width, total);
+    }
+}

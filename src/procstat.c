@@ -1,0 +1,110 @@
+/* What the kernel says about the process: time since the library was
+ * loaded, resident set size, its peak, and resetting that peak. Plain
+ * open/read/write, no stdio: a checkpoint must not allocate under the tag
+ * the caller has pushed, and these run in the middle of one. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static _Atomic uint64_t load_time_ns;
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Time zero: the library's load, before main() (or at dlopen). */
+__attribute__((constructor)) static void record_load_time(void)
+{
+    uint64_t zero = 0;
+
+    atomic_compare_exchange_strong(&load_time_ns, &zero, monotonic_ns());
+}
+
+uint64_t ra__clock_ns(void)
+{
+    uint64_t zero = atomic_load_explicit(&load_time_ns, memory_order_relaxed);
+    uint64_t now = monotonic_ns();
+
+    /* Called from another library's constructor before ours: that call is
+     * time zero. */
+    if (zero == 0) {
+        atomic_compare_exchange_strong(&load_time_ns, &zero, now);
+        zero = atomic_load_explicit(&load_time_ns, memory_order_relaxed);
+    }
+    return now > zero ? now - zero : 0;
+}
+
+/* Reads up to len - 1 bytes of path into buf, NUL-terminated. Returns true
+ * on failure. */
+static bool read_small_file(const char *path, char *buf, size_t len)
+{
+    size_t got = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return true;
+    while (got + 1 < len) {
+        ssize_t n = read(fd, buf + got, len - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    buf[got] = '\0';
+    return got == 0;
+}
+
+size_t ra__proc_rss(void)
+{
+    char buf[128], *p;
+    unsigned long long pages;
+    long page = sysconf(_SC_PAGESIZE);
+
+    /* "size resident shared text lib data dt", in pages. */
+    if (page <= 0 || read_small_file("/proc/self/statm", buf, sizeof buf))
+        return 0;
+    p = strchr(buf, ' ');
+    if (p == NULL)
+        return 0;
+    pages = strtoull(p + 1, NULL, 10);
+    return (size_t)pages * (size_t)page;
+}
+
+size_t ra__proc_peak_rss(void)
+{
+    /* /proc/self/status is about 1.5 KiB; VmHWM sits in the first half. */
+    char buf[4096];
+    const char *p;
+
+    if (read_small_file("/proc/self/status", buf, sizeof buf))
+        return 0;
+    p = strstr(buf, "\nVmHWM:");
+    if (p == NULL)
+        return 0;
+    return (size_t)strtoull(p + 7, NULL, 10) * 1024; /* "   1234 kB" */
+}
+
+bool ra__proc_reset_peak_rss(void)
+{
+    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    bool failed;
+
+    if (fd < 0)
+        return true;
+    /* 5: reset the peak RSS (VmHWM) to the current RSS. */
+    failed = write(fd, "5", 1) != 1;
+    close(fd);
+    return failed;
+}

@@ -1,0 +1,655 @@
+/* Suite "report": ra_report in its three formats, the escaping of tag names
+ * in each, its errors, and the reports printed at exit (REGIONALLOC_STATS,
+ * REGIONALLOC_STATS_FORMAT). Tests/test_formats.sh parses the outputs with
+ * real parsers (Python's json, promtool). */
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jemalloc/jemalloc.h>
+
+#include "regionalloc.h"
+#include "testutil.h"
+
+#define KIB ((size_t)1 << 10)
+#define MIB ((size_t)1 << 20)
+
+static char err[16384];
+
+static char *report(ra_format_t fmt)
+{
+    return tu_report_string(ra_report, fmt);
+}
+
+/* The value after the first occurrence of context in doc, which must be
+ * there, as an unsigned number. */
+static uint64_t number_after(const char *doc, const char *context)
+{
+    const char *p = strstr(doc, context);
+
+    ck_assert_msg(p != NULL, "\"%s\" not found in:\n%s", context, doc);
+    return strtoull(p + strlen(context), NULL, 10);
+}
+
+/* Terminal columns of the line at s (up to '\n'): one per UTF-8
+ * character. */
+static size_t line_width(const char *s)
+{
+    size_t w = 0;
+
+    for (; *s != '\0' && *s != '\n'; s++)
+        w += ((unsigned char)*s & 0xc0) != 0x80;
+    return w;
+}
+
+static uint64_t jemalloc_epoch(void)
+{
+    uint64_t epoch = 0;
+    size_t len = sizeof epoch;
+
+    ck_assert_int_eq(mallctl("epoch", &epoch, &len, NULL, 0), 0);
+    return epoch;
+}
+
+/* Allocates size bytes under tag and returns the usable size. */
+static size_t alloc_under(ra_tag_t tag, size_t size, void **out)
+{
+    *out = ra_malloc_tag(tag, size);
+    ck_assert_ptr_nonnull(*out);
+    memset(*out, 0x5a, size);
+    return ra_malloc_usable_size(*out);
+}
+
+/* -- text ------------------------------------------------------------------- */
+
+START_TEST(test_report_text_has_a_row_per_tag_then_untagged_and_total)
+{
+    char *text;
+    const char *line;
+    unsigned n = 0;
+    static const char *const starts[] = {"tag ", "parse ", "index ", "-----",
+                                         "untagged ", "total "};
+
+    tu_tag_create("parse");
+    tu_tag_create("index");
+    text = report(RA_FORMAT_TEXT);
+    ck_assert_uint_eq(tu_count_lines(text), 6);
+    for (line = text; *line != '\0'; line = strchr(line, '\n') + 1, n++)
+        ck_assert_msg(strncmp(line, starts[n], strlen(starts[n])) == 0,
+                      "line %u does not start with \"%s\":\n%s", n,
+                      starts[n], text);
+    ck_assert_ptr_nonnull(strstr(text, "allocated"));
+    ck_assert_ptr_nonnull(strstr(text, "kernel_rss"));
+    ck_assert_ptr_nonnull(strstr(text, "peak_mapped"));
+    free(text);
+}
+END_TEST
+
+START_TEST(test_report_text_lines_are_aligned)
+{
+    char *text;
+    size_t width = 0;
+
+    tu_tag_create("a");
+    tu_tag_create(TU_NASTY);
+    tu_tag_create("a-much-longer-tag-name");
+    text = report(RA_FORMAT_TEXT);
+    for (const char *line = text; *line != '\0';
+         line = strchr(line, '\n') + 1) {
+        if (width == 0)
+            width = line_width(line);
+        ck_assert_msg(line_width(line) == width,
+                      "line of width %zu, not %zu:\n%s", line_width(line),
+                      width, text);
+    }
+    free(text);
+}
+END_TEST
+
+START_TEST(test_report_text_uses_human_units)
+{
+    ra_tag_t t = tu_tag_create("units");
+    void *p;
+    char *text;
+
+    tu_tag_create("empty");
+    alloc_under(t, 3 * MIB, &p);
+    ra_thread_flush();
+    text = report(RA_FORMAT_TEXT);
+    ck_assert_msg(strstr(text, "\nunits  ") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, " 3.0 MiB ") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, " 0 B ") != NULL, "%s", text);
+    free(text);
+    ra_free(p);
+}
+END_TEST
+
+/* -- JSON and Prometheus: the figures ------------------------------------------ */
+
+START_TEST(test_report_json_shows_exact_allocated_after_flush)
+{
+    ra_tag_t a = tu_tag_create("json-a"), b = tu_tag_create("json-b");
+    void *p[3];
+    size_t want_a, want_b;
+    char *json;
+
+    want_a = alloc_under(a, 100, &p[0]) + alloc_under(a, 2 * MIB, &p[1]);
+    want_b = alloc_under(b, 40 * KIB, &p[2]);
+    ra_thread_flush();
+    json = report(RA_FORMAT_JSON);
+    ck_assert_uint_eq(number_after(json, "\"name\": \"json-a\", "
+                                         "\"allocated\": "), want_a);
+    ck_assert_uint_eq(number_after(json, "\"name\": \"json-b\", "
+                                         "\"allocated\": "), want_b);
+    ck_assert_ptr_nonnull(strstr(json, "\"schema\": \"regionalloc-report-1\""));
+    ck_assert_ptr_nonnull(strstr(json, "\"untagged\": {\"allocated\": "));
+    ck_assert_ptr_nonnull(strstr(json, "\"process\": {\"allocated\": "));
+    free(json);
+    for (size_t i = 0; i < 3; i++)
+        ra_free(p[i]);
+}
+END_TEST
+
+START_TEST(test_report_prometheus_shows_exact_allocated_after_flush)
+{
+    ra_tag_t a = tu_tag_create("prom-a");
+    void *p;
+    size_t want = alloc_under(a, 5000, &p);
+    char *prom;
+
+    ra_thread_flush();
+    prom = report(RA_FORMAT_PROMETHEUS);
+    ck_assert_uint_eq(number_after(prom, "\nregionalloc_tag_allocated_bytes"
+                                         "{tag=\"prom-a\"} "), want);
+    ck_assert_uint_eq(number_after(prom, "\nregionalloc_tag_allocations_total"
+                                         "{tag=\"prom-a\"} "), 1);
+    ck_assert_uint_eq(number_after(prom, "\nregionalloc_tag_frees_total"
+                                         "{tag=\"prom-a\"} "), 0);
+    free(prom);
+    ra_free(p);
+}
+END_TEST
+
+/* Every family has HELP then TYPE, then only its own samples, and appears
+ * once. */
+START_TEST(test_report_prometheus_families_are_whole_with_help_and_type)
+{
+    char *prom, *save = NULL, *line;
+    char family[128] = "", seen[64][128];
+    unsigned nseen = 0, nsamples = 0;
+    bool expect_type = false;
+
+    tu_tag_create("x");
+    tu_tag_create("y");
+    prom = report(RA_FORMAT_PROMETHEUS);
+    for (line = strtok_r(prom, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, "# HELP ", 7) == 0) {
+            ck_assert(!expect_type);
+            ck_assert_uint_lt(nseen, 64);
+            sscanf(line + 7, "%127s", family);
+            for (unsigned i = 0; i < nseen; i++)
+                ck_assert_msg(strcmp(seen[i], family) != 0,
+                              "family %s twice", family);
+            strcpy(seen[nseen++], family);
+            expect_type = true;
+        } else if (strncmp(line, "# TYPE ", 7) == 0) {
+            char name[128], type[32];
+            ck_assert(expect_type);
+            ck_assert_int_eq(sscanf(line + 7, "%127s %31s", name, type), 2);
+            ck_assert_str_eq(name, family);
+            ck_assert_msg(strcmp(type, "gauge") == 0 ||
+                              strcmp(type, "counter") == 0,
+                          "type %s", type);
+            ck_assert_int_eq(strcmp(type, "counter") == 0,
+                             strlen(name) > 6 &&
+                                 strcmp(name + strlen(name) - 6, "_total") ==
+                                     0);
+            expect_type = false;
+        } else {
+            size_t n = strlen(family);
+            ck_assert(!expect_type);
+            ck_assert_msg(strncmp(line, family, n) == 0 &&
+                              (line[n] == '{' || line[n] == ' '),
+                          "sample \"%s\" outside its family %s", line,
+                          family);
+            nsamples++;
+        }
+    }
+    /* 10 tag families x 2 tags, 8 untagged, 5 process-wide. */
+    ck_assert_uint_eq(nseen, 10 + 8 + 5);
+    ck_assert_uint_eq(nsamples, 10 * 2 + 8 + 5);
+    free(prom);
+}
+END_TEST
+
+/* A tag may be called "untagged": the untagged arenas have families of
+ * their own, so neither hides the other. */
+START_TEST(test_report_prometheus_untagged_is_its_own_family)
+{
+    ra_tag_t t = tu_tag_create("untagged");
+    void *p;
+    size_t want = alloc_under(t, 4096, &p);
+    char *prom;
+
+    ra_thread_flush();
+    prom = report(RA_FORMAT_PROMETHEUS);
+    ck_assert_uint_eq(number_after(prom, "\nregionalloc_tag_allocated_bytes"
+                                         "{tag=\"untagged\"} "), want);
+    ck_assert_ptr_nonnull(strstr(prom, "\nregionalloc_untagged_allocated_bytes "));
+    ck_assert_ptr_nonnull(strstr(prom, "\nregionalloc_process_rss_bytes "));
+    ck_assert_ptr_nonnull(strstr(prom, "\nregionalloc_jemalloc_mapped_bytes "));
+    free(prom);
+    ra_free(p);
+}
+END_TEST
+
+START_TEST(test_report_counts_purges_per_tag)
+{
+    ra_tag_t a = tu_tag_create("purged"), b = tu_tag_create("kept");
+    char *prom;
+
+    ck_assert_int_eq(ra_tag_purge(a), 0);
+    ck_assert_int_eq(ra_tag_purge(a), 0);
+    ck_assert_int_eq(ra_tag_purge(RA_TAG_NONE), 0);
+    ck_assert_int_eq(ra_purge_all(), 0);
+    (void)b;
+    prom = report(RA_FORMAT_PROMETHEUS);
+    ck_assert_uint_eq(number_after(prom, "\nregionalloc_tag_purges_total"
+                                         "{tag=\"purged\"} "), 3);
+    ck_assert_uint_eq(number_after(prom, "\nregionalloc_tag_purges_total"
+                                         "{tag=\"kept\"} "), 1);
+    ck_assert_uint_eq(number_after(prom, "\nregionalloc_untagged_purges_total "),
+                      2);
+    free(prom);
+}
+END_TEST
+
+/* jemalloc's epoch is not cheap (#2077): a report refreshes it once,
+ * whatever the number of tags and formats' passes. */
+START_TEST(test_report_refreshes_statistics_once)
+{
+    static const ra_format_t formats[] = {RA_FORMAT_TEXT, RA_FORMAT_JSON,
+                                          RA_FORMAT_PROMETHEUS};
+
+    for (int i = 0; i < 5; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "t%d", i);
+        tu_tag_create(name);
+    }
+    for (size_t f = 0; f < 3; f++) {
+        uint64_t before = jemalloc_epoch();
+        char *out = report(formats[f]);
+        ck_assert_uint_eq(jemalloc_epoch() - before, 1);
+        free(out);
+    }
+}
+END_TEST
+
+/* The report's own memory (its snapshot, the stream's buffer) is not
+ * charged to the tag the caller has pushed. */
+START_TEST(test_report_own_memory_is_untagged)
+{
+    ra_tag_t t = tu_tag_create("pushed");
+    ra_tag_stats_t before, after;
+    FILE *f = tmpfile(); /* its buffer is allocated at the first write */
+    int rc;
+
+    ck_assert_ptr_nonnull(f);
+    ra_thread_flush();
+    before = tu_tag_stats(t);
+    tu_tag_push(t);
+    rc = ra_report(f, RA_FORMAT_TEXT) | ra_report(f, RA_FORMAT_JSON) |
+         ra_report(f, RA_FORMAT_PROMETHEUS);
+    tu_tag_pop(t);
+    ck_assert_int_eq(rc, 0);
+    ra_thread_flush();
+    after = tu_tag_stats(t);
+    ck_assert_uint_eq(after.allocated, before.allocated);
+    ck_assert_uint_eq(after.nmalloc, before.nmalloc);
+    fclose(f);
+}
+END_TEST
+
+/* -- escaping --------------------------------------------------------------------- */
+
+START_TEST(test_report_escapes_names_in_text)
+{
+    char *text;
+
+    tu_tag_create(TU_NASTY);
+    text = report(RA_FORMAT_TEXT);
+    ck_assert_msg(strstr(text, "\n" TU_NASTY_TEXT "  ") != NULL, "%s", text);
+    free(text);
+}
+END_TEST
+
+START_TEST(test_report_escapes_names_in_json)
+{
+    char *json;
+
+    tu_tag_create(TU_NASTY);
+    json = report(RA_FORMAT_JSON);
+    ck_assert_msg(strstr(json, "\"name\": \"" TU_NASTY_JSON "\", ") != NULL,
+                  "%s", json);
+    free(json);
+}
+END_TEST
+
+START_TEST(test_report_escapes_names_in_prometheus)
+{
+    char *prom;
+
+    tu_tag_create(TU_NASTY);
+    prom = report(RA_FORMAT_PROMETHEUS);
+    ck_assert_msg(strstr(prom, "\nregionalloc_tag_allocated_bytes{tag=\""
+                               TU_NASTY_PROMETHEUS "\"} 0\n") != NULL,
+                  "%s", prom);
+    free(prom);
+}
+END_TEST
+
+/* The longest name, every byte escaped with the longest escape (JSON's
+ * \u00NN), is written whole. */
+START_TEST(test_report_escapes_longest_name_whole)
+{
+    char name[RA_TAG_NAME_MAX + 1], want[6 * RA_TAG_NAME_MAX + 16];
+    char *json, *prom;
+    size_t n = 0;
+
+    memset(name, 0xff, RA_TAG_NAME_MAX);
+    name[RA_TAG_NAME_MAX] = '\0';
+    tu_tag_create(name);
+    json = report(RA_FORMAT_JSON);
+    n = (size_t)snprintf(want, sizeof want, "\"name\": \"");
+    for (int i = 0; i < RA_TAG_NAME_MAX; i++)
+        n += (size_t)snprintf(want + n, sizeof want - n, "\\u00ff");
+    snprintf(want + n, sizeof want - n, "\", ");
+    ck_assert_msg(strstr(json, want) != NULL, "%s", json);
+    prom = report(RA_FORMAT_PROMETHEUS);
+    n = (size_t)snprintf(want, sizeof want, "{tag=\"");
+    for (int i = 0; i < RA_TAG_NAME_MAX; i++)
+        n += (size_t)snprintf(want + n, sizeof want - n, "\\\\xff");
+    snprintf(want + n, sizeof want - n, "\"} ");
+    ck_assert_msg(strstr(prom, want) != NULL, "%s", prom);
+    free(json);
+    free(prom);
+}
+END_TEST
+
+/* -- errors ------------------------------------------------------------------------ */
+
+START_TEST(test_report_null_file_is_einval)
+{
+    errno = 0;
+    ck_assert_int_eq(ra_report(NULL, RA_FORMAT_TEXT), -1);
+    ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+START_TEST(test_report_bad_format_is_einval)
+{
+    FILE *f = tmpfile();
+
+    ck_assert_ptr_nonnull(f);
+    errno = 0;
+    ck_assert_int_eq(ra_report(f, (ra_format_t)3), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(ra_report(f, (ra_format_t)-1), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(ftell(f), 0);
+    fclose(f);
+}
+END_TEST
+
+START_TEST(test_report_read_only_file_is_eio)
+{
+    static const ra_format_t formats[] = {RA_FORMAT_TEXT, RA_FORMAT_JSON,
+                                          RA_FORMAT_PROMETHEUS};
+    FILE *f = fopen("/dev/null", "r");
+
+    ck_assert_ptr_nonnull(f);
+    tu_tag_create("t");
+    for (size_t i = 0; i < 3; i++) {
+        errno = 0;
+        ck_assert_int_eq(ra_report(f, formats[i]), -1);
+        ck_assert_int_eq(errno, EIO);
+    }
+    fclose(f);
+}
+END_TEST
+
+static int child_report_in_pass_through(void)
+{
+    FILE *f = tmpfile();
+
+    TU_REQUIRE(f != NULL);
+    TU_REQUIRE(ra_enabled() == 0);
+    errno = 0;
+    TU_REQUIRE(ra_report(f, RA_FORMAT_TEXT) == -1 && errno == ENOTSUP);
+    errno = 0;
+    TU_REQUIRE(ra_report(f, RA_FORMAT_JSON) == -1 && errno == ENOTSUP);
+    /* The arguments are checked first. */
+    errno = 0;
+    TU_REQUIRE(ra_report(NULL, RA_FORMAT_TEXT) == -1 && errno == EINVAL);
+    TU_REQUIRE(ftell(f) == 0);
+    fclose(f);
+    return 0;
+}
+
+START_TEST(test_report_in_pass_through_mode_is_enotsup)
+{
+    static const char *const env[] = {"REGIONALLOC=0", NULL};
+    int status = tu_run_with_env(env, child_report_in_pass_through, err,
+                                 sizeof err);
+
+    ck_assert_msg(status == 0, "child exited with %d; stderr: %s", status,
+                  err);
+}
+END_TEST
+
+/* -- at exit ---------------------------------------------------------------------- */
+
+/* Creates a tag holding one block of 1000 bytes (usable 1024) and leaves
+ * through exit(0). */
+static int child_exit_with_a_block(void)
+{
+    ra_tag_t t = ra_tag_create("reported-tag");
+
+    TU_REQUIRE(t == 1);
+    TU_REQUIRE(ra_malloc_tag(t, 1000) != NULL);
+    exit(0);
+}
+
+/* Runs the child under the environment entries of vars (plus
+ * REGIONALLOC_STATS=<a temporary file>) and returns the file's contents
+ * (free() it). */
+static char *exit_report_file(const char *const vars[])
+{
+    char path[4096], setting[4200];
+    const char *dir = getenv("TMPDIR");
+    const char *env[8];
+    size_t n = 0, len = 0;
+    char *buf = NULL;
+    FILE *f;
+    int fd, status;
+
+    snprintf(path, sizeof path, "%s/check_report.XXXXXX",
+             dir != NULL && dir[0] != '\0' ? dir : "/tmp");
+    fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(setting, sizeof setting, "REGIONALLOC_STATS=%s", path);
+    env[n++] = setting;
+    for (size_t i = 0; vars[i] != NULL && n + 1 < 8; i++)
+        env[n++] = vars[i];
+    env[n] = NULL;
+    status = tu_exec_self(env, "exit_with_a_block", err, sizeof err);
+    ck_assert_msg(status == 0, "child exited with %d; stderr: %s", status,
+                  err);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(getdelim(&buf, &len, '\0', f) > 0, 1);
+    fclose(f);
+    unlink(path);
+    return buf;
+}
+
+START_TEST(test_report_at_exit_default_format_is_text)
+{
+    static const char *const vars[] = {NULL};
+    char *out = exit_report_file(vars);
+
+    ck_assert_msg(strncmp(out, "tag ", 4) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "\nreported-tag  ") != NULL, "%s", out);
+    ck_assert_msg(err[0] == '\0', "stderr: %s", err);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_report_at_exit_in_json)
+{
+    static const char *const vars[] = {"REGIONALLOC_STATS_FORMAT=json", NULL};
+    char *out = exit_report_file(vars);
+
+    ck_assert_msg(strncmp(out, "{\n  \"schema\": \"regionalloc-report-1\"",
+                          36) == 0,
+                  "%s", out);
+    /* The exiting thread's cache was flushed: allocated is exact. */
+    ck_assert_uint_eq(number_after(out, "\"name\": \"reported-tag\", "
+                                        "\"allocated\": "),
+                      1024);
+    ck_assert_msg(err[0] == '\0', "stderr: %s", err);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_report_at_exit_in_prometheus)
+{
+    static const char *const vars[] = {
+        "REGIONALLOC_STATS_FORMAT=prometheus", NULL};
+    char *out = exit_report_file(vars);
+
+    ck_assert_msg(strncmp(out, "# HELP ", 7) == 0, "%s", out);
+    ck_assert_uint_eq(number_after(out, "\nregionalloc_tag_allocated_bytes"
+                                        "{tag=\"reported-tag\"} "),
+                      1024);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_report_at_exit_in_json_to_stderr)
+{
+    static const char *const env[] = {"REGIONALLOC_STATS=stderr",
+                                      "REGIONALLOC_STATS_FORMAT=json", NULL};
+
+    ck_assert_int_eq(tu_exec_self(env, "exit_with_a_block", err, sizeof err),
+                     0);
+    ck_assert_msg(strncmp(err, "{\n", 2) == 0, "stderr: %s", err);
+    ck_assert_msg(strstr(err, "\"name\": \"reported-tag\"") != NULL,
+                  "stderr: %s", err);
+}
+END_TEST
+
+START_TEST(test_report_at_exit_in_pass_through_mode_per_format)
+{
+    static const char *const text[] = {"REGIONALLOC=0", NULL};
+    static const char *const json[] = {"REGIONALLOC=0",
+                                       "REGIONALLOC_STATS_FORMAT=json", NULL};
+    static const char *const prom[] = {
+        "REGIONALLOC=0", "REGIONALLOC_STATS_FORMAT=prometheus", NULL};
+    char *out;
+
+    out = exit_report_file(text);
+    ck_assert_str_eq(out, "regionalloc: pass-through mode, no per-tag "
+                          "statistics\n");
+    free(out);
+    out = exit_report_file(json);
+    ck_assert_str_eq(out, "{\"schema\": \"regionalloc-report-1\", "
+                          "\"enabled\": false}\n");
+    free(out);
+    out = exit_report_file(prom);
+    ck_assert_str_eq(out, "# regionalloc: pass-through mode, no per-tag "
+                          "statistics\n");
+    free(out);
+}
+END_TEST
+
+START_TEST(test_report_at_exit_bad_format_warns_and_writes_text)
+{
+    static const char *const vars[] = {"REGIONALLOC_STATS_FORMAT=yaml", NULL};
+    char *out = exit_report_file(vars);
+
+    ck_assert_msg(strncmp(out, "tag ", 4) == 0, "%s", out);
+    ck_assert_msg(tu_count_lines(err) == 1, "want one line, got: %s", err);
+    ck_assert_msg(strstr(err, "REGIONALLOC_STATS_FORMAT=") != NULL, "%s", err);
+    ck_assert_msg(strstr(err, "default text") != NULL, "%s", err);
+    free(out);
+}
+END_TEST
+
+static Suite *report_suite(void)
+{
+    Suite *s = suite_create("report");
+    TCase *tc;
+
+    tc = tcase_create("text table");
+    tcase_add_test(tc, test_report_text_has_a_row_per_tag_then_untagged_and_total);
+    tcase_add_test(tc, test_report_text_lines_are_aligned);
+    tcase_add_test(tc, test_report_text_uses_human_units);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("figures");
+    tcase_add_test(tc, test_report_json_shows_exact_allocated_after_flush);
+    tcase_add_test(tc,
+                   test_report_prometheus_shows_exact_allocated_after_flush);
+    tcase_add_test(tc,
+                   test_report_prometheus_families_are_whole_with_help_and_type);
+    tcase_add_test(tc, test_report_prometheus_untagged_is_its_own_family);
+    tcase_add_test(tc, test_report_counts_purges_per_tag);
+    tcase_add_test(tc, test_report_refreshes_statistics_once);
+    tcase_add_test(tc, test_report_own_memory_is_untagged);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("escaping");
+    tcase_add_test(tc, test_report_escapes_names_in_text);
+    tcase_add_test(tc, test_report_escapes_names_in_json);
+    tcase_add_test(tc, test_report_escapes_names_in_prometheus);
+    tcase_add_test(tc, test_report_escapes_longest_name_whole);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("errors");
+    tcase_add_test(tc, test_report_null_file_is_einval);
+    tcase_add_test(tc, test_report_bad_format_is_einval);
+    tcase_add_test(tc, test_report_read_only_file_is_eio);
+    tcase_add_test(tc, test_report_in_pass_through_mode_is_enotsup);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("at exit");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_report_at_exit_default_format_is_text);
+    tcase_add_test(tc, test_report_at_exit_in_json);
+    tcase_add_test(tc, test_report_at_exit_in_prometheus);
+    tcase_add_test(tc, test_report_at_exit_in_json_to_stderr);
+    tcase_add_test(tc, test_report_at_exit_in_pass_through_mode_per_format);
+    tcase_add_test(tc, test_report_at_exit_bad_format_warns_and_writes_text);
+    suite_add_tcase(s, tc);
+
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct tu_child children[] = {
+        {"exit_with_a_block", child_exit_with_a_block},
+        {NULL, NULL},
+    };
+
+    tu_child_main(argc, argv, children);
+    return tu_run_suite(report_suite());
+}

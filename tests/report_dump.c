@@ -1,0 +1,149 @@
+/* Helper of tests/test_formats.sh (not a test by itself): creates tags with
+ * awkward names, allocates known amounts under them, takes checkpoints and
+ * writes every report in every format into the directory given as argv[1]:
+ *
+ *   report.{txt,json,prom}             ra_report
+ *   checkpoints.{txt,json,prom}        ra_checkpoint_report
+ *   checkpoints-empty.{json,prom}      ra_checkpoint_report before any
+ *
+ * On stdout it prints what the documents must say, one fact per line, for
+ * the script to compare with what a real parser reads from them:
+ *
+ *   tag <id> <name as hex bytes> <allocated>
+ *   checkpoint <seq> <label as hex bytes> <allocated of tag 1> ... of tag n
+ *
+ * Exit status 0, or 1 after a message on stderr. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <regionalloc.h>
+
+/* Awkward on purpose: see the escaping rules in regionalloc(3). The first
+ * two are what every reader expects; "untagged" must not be confused with
+ * the untagged arenas. */
+static const char *const names[] = {
+    "plain",
+    "with space",
+    "untagged",
+    "quote\" back\\slash",
+    "percent %s %n %%",
+    "new\nline\ttab\rcr\x01\x1f\x7f",
+    "utf8 \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",
+    "bad \xff\xfe \xc0\xaf \xed\xa0\x80 \xe2\x82",
+    "label\\x41 looks escaped",
+};
+#define NTAGS (sizeof names / sizeof names[0])
+
+static const char *const labels[] = {
+    "start", "after \"alloc\" 100%", "line\nbreak \xff", "",
+};
+#define NLABELS (sizeof labels / sizeof labels[0])
+
+static size_t allocated[NTAGS];
+static void *blocks[NTAGS][8];
+
+static void print_hex(const char *s)
+{
+    if (*s == '\0')
+        printf("-");
+    for (; *s != '\0'; s++)
+        printf("%02x", (unsigned char)*s);
+}
+
+static int fail(const char *what)
+{
+    perror(what);
+    return 1;
+}
+
+/* Writes report(fmt) to dir/file. Returns 0 or 1. */
+static int dump(const char *dir, const char *file,
+                int (*report)(FILE *, ra_format_t), ra_format_t fmt)
+{
+    char path[4096];
+    FILE *f;
+    int rc;
+
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    f = fopen(path, "w");
+    if (f == NULL)
+        return fail(path);
+    rc = report(f, fmt);
+    if (fclose(f) != 0 || rc != 0)
+        return fail(file);
+    return 0;
+}
+
+/* Allocates (phase + 1) * (id) blocks of 1000 + id bytes under each tag. */
+static void allocate_phase(ra_tag_t *tags, unsigned phase)
+{
+    for (size_t i = 0; i < NTAGS; i++) {
+        void *p = ra_malloc_tag(tags[i], 1000 * (phase + 1) + i);
+        if (p == NULL) {
+            perror("ra_malloc_tag");
+            exit(1);
+        }
+        memset(p, 0x11, 1000 * (phase + 1) + i);
+        blocks[i][phase] = p;
+        allocated[i] += ra_malloc_usable_size(p);
+    }
+}
+
+static void print_checkpoint(unsigned seq, const char *label)
+{
+    printf("checkpoint %u ", seq);
+    print_hex(label);
+    for (size_t i = 0; i < NTAGS; i++)
+        printf(" %zu", allocated[i]);
+    printf("\n");
+}
+
+int main(int argc, char **argv)
+{
+    ra_tag_t tags[NTAGS];
+    int failed = 0;
+
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s DIR\n", argv[0]);
+        return 2;
+    }
+    if (!ra_enabled()) {
+        fprintf(stderr, "%s: libregionalloc is in pass-through mode\n",
+                argv[0]);
+        return 1;
+    }
+    failed |= dump(argv[1], "checkpoints-empty.json", ra_checkpoint_report,
+                   RA_FORMAT_JSON);
+    failed |= dump(argv[1], "checkpoints-empty.prom", ra_checkpoint_report,
+                   RA_FORMAT_PROMETHEUS);
+    for (size_t i = 0; i < NTAGS; i++) {
+        tags[i] = ra_tag_create(names[i]);
+        if (tags[i] != i + 1)
+            return fail("ra_tag_create");
+    }
+    for (unsigned c = 0; c < NLABELS; c++) {
+        if (c > 0)
+            allocate_phase(tags, c);
+        /* Exact figures: nothing of the tags sits in this thread's cache. */
+        ra_thread_flush();
+        if (ra_checkpoint(labels[c]) != 0)
+            return fail("ra_checkpoint");
+        print_checkpoint(c + 1, labels[c]);
+    }
+    for (size_t i = 0; i < NTAGS; i++) {
+        printf("tag %zu ", i + 1);
+        print_hex(names[i]);
+        printf(" %zu\n", allocated[i]);
+    }
+    failed |= dump(argv[1], "report.txt", ra_report, RA_FORMAT_TEXT);
+    failed |= dump(argv[1], "report.json", ra_report, RA_FORMAT_JSON);
+    failed |= dump(argv[1], "report.prom", ra_report, RA_FORMAT_PROMETHEUS);
+    failed |= dump(argv[1], "checkpoints.txt", ra_checkpoint_report,
+                   RA_FORMAT_TEXT);
+    failed |= dump(argv[1], "checkpoints.json", ra_checkpoint_report,
+                   RA_FORMAT_JSON);
+    failed |= dump(argv[1], "checkpoints.prom", ra_checkpoint_report,
+                   RA_FORMAT_PROMETHEUS);
+    return failed;
+}

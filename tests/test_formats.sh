@@ -1,0 +1,315 @@
+#!/bin/bash
+# Parses every report format with real parsers: tests/report_dump writes
+# ra_report and ra_checkpoint_report in each format (tags and labels with
+# quotes, backslashes, newlines, control bytes, UTF-8 and invalid UTF-8) and
+# prints the figures they must hold; Python's json module and an exposition
+# parser check the documents against those figures, and promtool (Debian
+# package prometheus) validates every Prometheus file. The reports printed
+# at exit (REGIONALLOC_STATS, REGIONALLOC_CHECKPOINTS) go through the same.
+# Exit status: 0 pass, 1 fail, 77 skip (python3 or promtool missing outside
+# CI; with CI=true a missing tool is a failure).
+set -u
+
+builddir=${abs_top_builddir:-$(pwd)}
+dump=$builddir/tests/report_dump
+
+# need PROGRAM PACKAGE: whether PROGRAM is installed; in CI its absence is a
+# failure, elsewhere a reason to skip.
+missing=
+need() {
+    if command -v "$1" >/dev/null 2>&1; then
+        return 0
+    fi
+    if [ "${CI:-}" = true ]; then
+        echo "FAIL: $1 not installed (Debian package $2; scripts/deps.sh installs it)"
+        exit 1
+    fi
+    echo "SKIP: $1 not installed (Debian: apt-get install $2)"
+    missing="$missing $1"
+    return 1
+}
+
+need python3 python3 || exit 77
+have_promtool=0
+need promtool prometheus && have_promtool=1
+
+if [ ! -x "$dump" ]; then
+    echo "FAIL: $dump not built (make check builds it)"
+    exit 1
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_formats.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+# The library's own variables at their defaults, apart from what a run sets.
+unset REGIONALLOC REGIONALLOC_MAX_TAGS REGIONALLOC_REGION_SIZE \
+    REGIONALLOC_STATS REGIONALLOC_STATS_FORMAT REGIONALLOC_CHECKPOINTS
+
+failures=0
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# Three runs: plain, then with the exit reports in JSON and in Prometheus.
+mkdir "$tmp/plain" "$tmp/json" "$tmp/prom"
+if ! "$dump" "$tmp/plain" >"$tmp/facts" 2>"$tmp/dump.err"; then
+    fail "report_dump exited with $?"
+    cat "$tmp/dump.err"
+    exit 1
+fi
+for fmt in json prom; do
+    [ $fmt = json ] && long=json || long=prometheus
+    if ! REGIONALLOC_STATS=$tmp/$fmt/exit-report.$fmt \
+        REGIONALLOC_CHECKPOINTS=$tmp/$fmt/exit-checkpoints.$fmt \
+        REGIONALLOC_STATS_FORMAT=$long \
+        "$dump" "$tmp/$fmt" >"$tmp/facts.$fmt" 2>"$tmp/dump.err"; then
+        fail "report_dump ($long reports at exit) exited with $?"
+        cat "$tmp/dump.err"
+        exit 1
+    fi
+    if [ -s "$tmp/dump.err" ]; then
+        fail "report_dump ($long reports at exit) wrote on stderr"
+        cat "$tmp/dump.err"
+    fi
+done
+
+# -- promtool: every exposition must be valid and lint-clean ------------------
+if [ $have_promtool = 1 ]; then
+    for f in "$tmp"/plain/*.prom "$tmp"/prom/*.prom; do
+        if out=$(promtool check metrics <"$f" 2>&1); then
+            echo "ok: promtool check metrics < ${f#"$tmp"/}"
+        else
+            fail "promtool check metrics < ${f#"$tmp"/}:"
+            printf '%s\n' "$out" | head -n 20
+        fi
+    done
+fi
+
+# -- Python: documents parsed for real, figures compared --------------------------
+if ! python3 - "$tmp" <<'EOF'; then
+import codecs, json, re, sys
+
+top = sys.argv[1]
+problems = []
+
+
+def check(cond, what):
+    if not cond:
+        problems.append(what)
+
+
+# Names and labels as bytes; what each format decodes to (regionalloc(3),
+# ESCAPING): JSON keeps valid UTF-8 and turns every other byte into the
+# code point of the same value; Prometheus keeps valid UTF-8 apart from
+# control characters other than newline, and writes those and every other
+# byte as the four characters \xNN.
+codecs.register_error("ra_byte_as_char",
+                      lambda e: ("".join(chr(b) for b in e.object[e.start:e.end]), e.end))
+codecs.register_error("ra_byte_as_text",
+                      lambda e: ("".join("\\x%02x" % b for b in e.object[e.start:e.end]), e.end))
+
+
+def as_json(raw):
+    return raw.decode("utf-8", "ra_byte_as_char")
+
+
+def as_prometheus(raw):
+    s = raw.decode("utf-8", "ra_byte_as_text")
+    return "".join("\\x%02x" % ord(c) if (ord(c) < 0x20 and c != "\n") or ord(c) == 0x7f
+                   else c for c in s)
+
+
+def unhex(h):
+    return b"" if h == "-" else bytes.fromhex(h)
+
+
+def read_facts(path):
+    tags, cps = {}, []
+    for line in open(path, encoding="ascii"):
+        w = line.split()
+        if w[0] == "tag":
+            tags[int(w[1])] = (unhex(w[2]), int(w[3]))
+        elif w[0] == "checkpoint":
+            cps.append((int(w[1]), unhex(w[2]), [int(x) for x in w[3:]]))
+    return tags, cps
+
+
+SAMPLE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)")
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="')
+ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
+
+
+def parse_exposition(path):
+    """{(name, frozenset(labels.items())): value}, strictly."""
+    samples = {}
+    # Strict UTF-8: the exposition format allows nothing else.
+    for line in open(path, encoding="utf-8", errors="strict").read().splitlines():
+        if line.startswith("#") or not line:
+            continue
+        m = SAMPLE.match(line)
+        name, i, labels = m.group(1), m.end(), {}
+        if line[i] == "{":
+            i += 1
+            while line[i] != "}":
+                m = LABEL.match(line, i)
+                key, i, val = m.group(1), m.end(), []
+                while line[i] != '"':
+                    if line[i] == "\\":
+                        val.append(ESCAPES[line[i + 1]])  # KeyError: bad escape
+                        i += 2
+                    else:
+                        val.append(line[i])
+                        i += 1
+                i += 1
+                labels[key] = "".join(val)
+                if line[i] == ",":
+                    i += 1
+            i += 1
+        key = (name, frozenset(labels.items()))
+        check(key not in samples, "%s: duplicate series %r" % (path, key))
+        samples[key] = float(line[i:].strip())
+    return samples
+
+
+def load_json(path):
+    return json.load(open(path, encoding="utf-8", errors="strict"))
+
+
+TAG_KEYS = {"id", "name", "allocated", "active", "resident", "rss", "mapped",
+            "peak_mapped", "dirty", "muzzy", "retained", "reserved", "nmalloc",
+            "ndalloc", "purges"}
+UNTAGGED_KEYS = TAG_KEYS - {"id", "name", "rss", "peak_mapped", "reserved"}
+CP_KEYS = {"seq", "label", "time_ns", "phase_ns", "tagged_allocated", "allocated",
+           "active", "resident", "mapped", "rss", "peak_rss", "peak_rss_since",
+           "tag_allocated"}
+
+
+def check_report_json(path, tags):
+    d = load_json(path)
+    check(d["schema"] == "regionalloc-report-1" and d["enabled"] is True, path + ": header")
+    check(set(d) == {"schema", "enabled", "time_ns", "tags", "untagged", "process"},
+          path + ": top-level keys %s" % sorted(d))
+    check(len(d["tags"]) == len(tags), path + ": %d tags" % len(d["tags"]))
+    for t in d["tags"]:
+        raw, allocated = tags[t["id"]]
+        check(set(t) == TAG_KEYS, path + ": tag keys %s" % sorted(t))
+        check(t["name"] == as_json(raw), path + ": name %r, want %r" % (t["name"], as_json(raw)))
+        check(t["allocated"] == allocated,
+              path + ": %r allocated %d, want %d" % (t["name"], t["allocated"], allocated))
+        check(all(isinstance(t[k], int) and t[k] >= 0 for k in TAG_KEYS - {"name"}),
+              path + ": non-integer figure in %r" % t)
+    check(set(d["untagged"]) == UNTAGGED_KEYS, path + ": untagged keys")
+    check(set(d["process"]) == {"allocated", "active", "resident", "mapped", "rss"},
+          path + ": process keys")
+    check(d["process"]["allocated"] >= sum(a for _, a in tags.values()),
+          path + ": process allocated below the tags' sum")
+
+
+def check_checkpoints_json(path, tags, cps, extra_last=None):
+    d = load_json(path)
+    check(d["schema"] == "regionalloc-checkpoints-1" and d["enabled"] is True, path + ": header")
+    want = len(cps) + (1 if extra_last else 0)
+    check(d["capacity"] == 1024 and d["recorded"] == want and d["dropped"] == 0,
+          path + ": counts")
+    check([(t["id"], t["name"]) for t in d["tags"]] ==
+          [(i, as_json(tags[i][0])) for i in sorted(tags)], path + ": tags")
+    got = d["checkpoints"]
+    check(len(got) == want, path + ": %d checkpoints" % len(got))
+    prev = 0
+    for c, (seq, label, allocated) in zip(got, cps + ([extra_last] if extra_last else [])):
+        check(set(c) == CP_KEYS, path + ": checkpoint keys %s" % sorted(c))
+        check(c["seq"] == seq, path + ": seq %d, want %d" % (c["seq"], seq))
+        check(c["label"] == as_json(label), path + ": label %r" % c["label"])
+        check(c["tag_allocated"] == allocated,
+              path + ": checkpoint %d tag_allocated %r, want %r" % (seq, c["tag_allocated"], allocated))
+        check(c["tagged_allocated"] == sum(allocated), path + ": tagged_allocated")
+        check(c["allocated"] >= c["tagged_allocated"], path + ": allocated < tagged")
+        check(c["peak_rss"] >= c["rss"] > 0, path + ": peak_rss < rss")
+        check(c["peak_rss_since"] in ("phase", "start"), path + ": peak_rss_since")
+        check(c["time_ns"] > prev and c["phase_ns"] == c["time_ns"] - prev,
+              path + ": time %d after %d, phase %d" % (c["time_ns"], prev, c["phase_ns"]))
+        prev = c["time_ns"]
+
+
+def check_report_prom(path, tags):
+    s = parse_exposition(path)
+    for raw, allocated in tags.values():
+        key = ("regionalloc_tag_allocated_bytes", frozenset({("tag", as_prometheus(raw))}))
+        check(s.get(key) == allocated,
+              path + ": %r allocated %r, want %d" % (as_prometheus(raw), s.get(key), allocated))
+    names = {lbl for (n, l) in s if n == "regionalloc_tag_allocated_bytes" for lbl in l}
+    check(len(names) == len(tags), path + ": %d distinct tag labels" % len(names))
+    for n in ("regionalloc_untagged_allocated_bytes", "regionalloc_process_rss_bytes",
+              "regionalloc_jemalloc_allocated_bytes", "regionalloc_tag_purges_total"):
+        check(any(k[0] == n for k in s), path + ": no " + n)
+
+
+def check_checkpoints_prom(path, tags, cps, extra_last=None):
+    s = parse_exposition(path)
+    rows = cps + ([extra_last] if extra_last else [])
+    check(s.get(("regionalloc_checkpoints_recorded_total", frozenset())) == len(rows),
+          path + ": recorded_total")
+    for seq, label, allocated in rows:
+        common = {("seq", str(seq)), ("checkpoint", as_prometheus(label))}
+        for tag_id, value in enumerate(allocated, 1):
+            key = ("regionalloc_checkpoint_tag_allocated_bytes",
+                   frozenset(common | {("tag", as_prometheus(tags[tag_id][0]))}))
+            check(s.get(key) == value,
+                  path + ": checkpoint %d tag %d: %r, want %d" % (seq, tag_id, s.get(key), value))
+        key = ("regionalloc_checkpoint_tagged_allocated_bytes", frozenset(common))
+        check(s.get(key) == sum(allocated), path + ": checkpoint %d tagged" % seq)
+
+
+def check_text(path, nlines):
+    raw = open(path, "rb").read()
+    text = raw.decode("utf-8", errors="strict")
+    check(not any(ord(c) < 0x20 and c != "\n" or ord(c) == 0x7f for c in text),
+          path + ": a raw control character")
+    # A two-line footnote follows the phase table where the kernel refuses
+    # to reset the peak RSS.
+    lines = text.count("\n") - (2 if "\n* peak_rss: " in text else 0)
+    check(lines == nlines, path + ": %d lines, want %d" % (lines, nlines))
+
+
+for run in ("plain", "json", "prom"):
+    tags, cps = read_facts("%s/facts%s" % (top, "" if run == "plain" else "." + run))
+    d = "%s/%s/" % (top, run)
+    check_report_json(d + "report.json", tags)
+    check_checkpoints_json(d + "checkpoints.json", tags, cps)
+    check_report_prom(d + "report.prom", tags)
+    check_checkpoints_prom(d + "checkpoints.prom", tags, cps)
+    check_text(d + "report.txt", len(tags) + 4)
+    check_text(d + "checkpoints.txt", len(cps) + 1)
+    empty = load_json(d + "checkpoints-empty.json")
+    check(empty["recorded"] == 0 and empty["checkpoints"] == [] and empty["tags"] == [],
+          d + "checkpoints-empty.json")
+    parse_exposition(d + "checkpoints-empty.prom")
+    # At exit: the same figures (nothing was freed), plus the "exit" row.
+    last = (len(cps) + 1, b"exit", cps[-1][2])
+    if run == "json":
+        check_report_json(d + "exit-report.json", tags)
+        check_checkpoints_json(d + "exit-checkpoints.json", tags, cps, last)
+    elif run == "prom":
+        check_report_prom(d + "exit-report.prom", tags)
+        check_checkpoints_prom(d + "exit-checkpoints.prom", tags, cps, last)
+
+for p in problems:
+    print("FAIL: " + p)
+if not problems:
+    print("ok: JSON and exposition documents parsed; every figure and name as expected")
+sys.exit(1 if problems else 0)
+EOF
+    failures=$((failures + 1))
+fi
+
+if [ "$failures" != 0 ]; then
+    echo "$failures checks failed"
+    exit 1
+fi
+if [ -n "$missing" ]; then
+    echo "SKIP: the rest passed, but not checked without:$missing"
+    exit 77
+fi
+echo "all checks passed"
+exit 0
