@@ -36,6 +36,7 @@ struct region {
 };
 
 uintptr_t ra__region_base;
+uint8_t *ra__page_bin;
 unsigned ra__region_shift;
 _Atomic unsigned ra__region_count;
 
@@ -214,6 +215,20 @@ static void *reserve_aligned(size_t size, size_t align)
     return aligned;
 }
 
+/* The page table of internal.h: virtual, touched a page at a time (one
+ * byte of it per 4 KiB used). Without it, tags work without front caches. */
+static void map_page_table(size_t bytes)
+{
+    void *table = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+    if (table == MAP_FAILED)
+        return;
+    /* Entries are 0 (bin 0) until written; only pages of blocks handed out
+     * by the library are ever read, and those were written first. */
+    ra__page_bin = table;
+}
+
 static void print_size(char *buf, size_t len, size_t bytes)
 {
     static const char units[] = "KMGT";
@@ -260,6 +275,7 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
 
     ra__region_base = (uintptr_t)base;
     ra__region_shift = (unsigned)__builtin_ctzll(region_size);
+    map_page_table((size_t)max_tags << (ra__region_shift - RA__PAGE_SHIFT));
     for (unsigned i = 0; i < max_tags; i++) {
         struct region *r = &regions[i];
         r->hooks = (extent_hooks_t){
