@@ -57,13 +57,11 @@ bool ra__init(void);
 extern atomic_bool ra__tagging;
 
 /* -- region.c: the reservation and the extent hooks ----------------------- */
-/* The reservation: region i (tag i + 1) is [base + (i << shift), +1 << shift).
- * ra__region_count is the number of regions that have an arena (0 before the
+/* The reservation (ra__layout, declared in regionalloc.h for the inline
+ * ra_tag_of): region i (tag i + 1) is [base + (i << shift), +1 << shift).
+ * count is the number of regions that have an arena (0 before the
  * reservation and in pass-through mode), so ra_tag_of() is RA_TAG_NONE for
  * every address outside a created tag's region. */
-extern uintptr_t ra__region_base;
-extern unsigned ra__region_shift;
-extern _Atomic unsigned ra__region_count;
 /* Reserves max_tags regions of region_size bytes (retrying with smaller
  * regions when the address space is short). Returns true on failure, after
  * printing one line on stderr. Called once, from ra__init. */
@@ -91,7 +89,7 @@ extern uint8_t *ra__page_bin;
 
 static inline uint8_t *ra__page_bin_entry(const void *ptr)
 {
-    return &ra__page_bin[((uintptr_t)ptr - ra__region_base) >>
+    return &ra__page_bin[((uintptr_t)ptr - ra__layout.base) >>
                          RA__PAGE_SHIFT];
 }
 
@@ -103,10 +101,7 @@ static inline void ra__page_bin_set(const void *ptr, unsigned bin)
 
 static inline ra_tag_t ra__tag_of_addr(const void *ptr)
 {
-    unsigned count = atomic_load_explicit(&ra__region_count,
-                                          memory_order_acquire);
-    uintptr_t idx = ((uintptr_t)ptr - ra__region_base) >> ra__region_shift;
-    return idx < count ? (ra_tag_t)idx + 1 : RA_TAG_NONE;
+    return ra__tag_of_inline(ptr);
 }
 
 /* -- tag.c: registry of names and ids, thread-local stack ------------------ */

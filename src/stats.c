@@ -120,7 +120,7 @@ void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out)
         return;
     }
     add_arena(ra__tag_arena[tag], page, out);
-    out->reserved = (size_t)1 << ra__region_shift;
+    out->reserved = (size_t)1 << ra__layout.shift;
     out->peak_mapped = ra__region_peak_committed(tag - 1);
     ra__thread_counts(tag, &out->nmalloc, &out->ndalloc);
 }
