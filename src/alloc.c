@@ -1,4 +1,5 @@
-/* Allocation paths (ra_malloc and friends) and the per-(thread, tag) caches. */
+/* Allocation paths: ra_malloc and friends, untagged through jemalloc's own
+ * fast path, tagged through the thread's front cache for the tag. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -10,209 +11,6 @@
 #include <jemalloc/jemalloc.h>
 
 #include "internal.h"
-
-#define NO_TCACHE UINT_MAX
-/* MALLOCX_ARENA shifts a signed int, which overflows for arena indices from
- * 2047 up; the same bits, computed unsigned. */
-#define ARENA_FLAGS(a) ((int)(((unsigned)(a) + 1u) << 20))
-
-/* What one thread uses to reach one tag's arena. Tagged blocks must never
- * meet the automatic thread cache, which mixes arenas (DESIGN.md section 7),
- * so each (thread, tag) pair gets an explicit jemalloc tcache of its own, or
- * goes uncached when jemalloc has no tcache id left. */
-struct tag_slot {
-    int alloc_flags;  /* MALLOCX_ARENA | MALLOCX_TCACHE*, 0 = not set up */
-    int free_flags;   /* MALLOCX_TCACHE* */
-    unsigned tcache;  /* explicit tcache id, or NO_TCACHE */
-    /* Written only by the owning thread, read by ra_tag_stats(): relaxed
-     * atomics make the plain increments race-free at no cost on x86-64. */
-    _Atomic uint64_t nmalloc;
-    _Atomic uint64_t ndalloc;
-};
-
-struct thread_state {
-    struct thread_state *prev, *next; /* in all_threads, under threads_lock */
-    unsigned nslots;                  /* max_tags + 1; slot 0 unused */
-    struct tag_slot slots[];
-};
-
-static RA__TLS struct thread_state *tls_state;
-/* Set while this thread sets up its state: allocations it causes (glibc's
- * pthread_setspecific may call calloc) are served uncached, not recursively. */
-static RA__TLS bool tls_busy;
-/* Set once this thread's state was released at exit: later tagged requests
- * go uncached instead of creating state nobody would release. */
-static RA__TLS bool tls_exited;
-
-static pthread_key_t exit_key;
-static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct thread_state all_threads = {
-    .prev = &all_threads, .next = &all_threads, .nslots = 0};
-/* Counts of exited threads and of requests served without a slot. */
-static _Atomic uint64_t orphan_nmalloc[RA__MAX_TAGS_LIMIT + 1];
-static _Atomic uint64_t orphan_ndalloc[RA__MAX_TAGS_LIMIT + 1];
-
-static void lock_threads(void)
-{
-    if (pthread_mutex_lock(&threads_lock) != 0)
-        abort();
-}
-
-static void unlock_threads(void)
-{
-    if (pthread_mutex_unlock(&threads_lock) != 0)
-        abort();
-}
-
-void ra__alloc_prefork(void)
-{
-    lock_threads();
-}
-
-void ra__alloc_postfork_parent(void)
-{
-    unlock_threads();
-}
-
-void ra__alloc_postfork_child(void)
-{
-    /* The child has only the forking thread; the other threads' states stay
-     * listed (their counts still belong to the totals) but are never freed. */
-    unlock_threads();
-}
-
-static inline void count_one(_Atomic uint64_t *counter)
-{
-    atomic_store_explicit(
-        counter, atomic_load_explicit(counter, memory_order_relaxed) + 1,
-        memory_order_relaxed);
-}
-
-static void count_orphan(_Atomic uint64_t *counter)
-{
-    atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
-}
-
-static void flush_tcache(unsigned tcache)
-{
-    if (tcache != NO_TCACHE)
-        mallctl("tcache.flush", NULL, NULL, &tcache, sizeof tcache);
-}
-
-static void destroy_tcache(unsigned tcache)
-{
-    if (tcache != NO_TCACHE)
-        mallctl("tcache.destroy", NULL, NULL, &tcache, sizeof tcache);
-}
-
-static void release_thread_state(void *arg)
-{
-    struct thread_state *ts = arg;
-
-    tls_exited = true;
-    tls_state = NULL;
-    /* Destroying a tcache flushes it: the thread's blocks reach their arenas
-     * and the id is free for another thread. */
-    for (unsigned t = 1; t < ts->nslots; t++)
-        if (ts->slots[t].alloc_flags != 0)
-            destroy_tcache(ts->slots[t].tcache);
-    lock_threads();
-    for (unsigned t = 1; t < ts->nslots; t++) {
-        struct tag_slot *s = &ts->slots[t];
-        if (s->alloc_flags == 0)
-            continue;
-        atomic_fetch_add_explicit(&orphan_nmalloc[t],
-                                  atomic_load(&s->nmalloc),
-                                  memory_order_relaxed);
-        atomic_fetch_add_explicit(&orphan_ndalloc[t],
-                                  atomic_load(&s->ndalloc),
-                                  memory_order_relaxed);
-    }
-    ts->prev->next = ts->next;
-    ts->next->prev = ts->prev;
-    unlock_threads();
-    dallocx(ts, MALLOCX_TCACHE_NONE);
-}
-
-void ra__alloc_init(void)
-{
-    if (pthread_key_create(&exit_key, release_thread_state) != 0)
-        abort();
-}
-
-static struct thread_state *create_thread_state(void)
-{
-    unsigned nslots = ra__config()->max_tags + 1;
-    size_t size = sizeof(struct thread_state) +
-                  nslots * sizeof(struct tag_slot);
-    struct thread_state *ts;
-
-    /* Untagged and uncached: the state is the library's, not the tag's. */
-    ts = mallocx(size, MALLOCX_ZERO | MALLOCX_TCACHE_NONE);
-    if (ts == NULL)
-        return NULL;
-    ts->nslots = nslots;
-    if (pthread_setspecific(exit_key, ts) != 0) {
-        dallocx(ts, MALLOCX_TCACHE_NONE);
-        return NULL;
-    }
-    lock_threads();
-    ts->next = all_threads.next;
-    ts->prev = &all_threads;
-    all_threads.next->prev = ts;
-    all_threads.next = ts;
-    unlock_threads();
-    tls_state = ts;
-    return ts;
-}
-
-static void setup_slot(struct tag_slot *s, ra_tag_t tag)
-{
-    unsigned arena = ra__tag_arena[tag];
-    unsigned tcache;
-    size_t len = sizeof tcache;
-
-    if (mallctl("tcache.create", &tcache, &len, NULL, 0) == 0) {
-        s->tcache = tcache;
-        s->free_flags = MALLOCX_TCACHE(tcache);
-    } else {
-        /* Out of tcache ids (4093 per process): correct, only slower. */
-        s->tcache = NO_TCACHE;
-        s->free_flags = MALLOCX_TCACHE_NONE;
-    }
-    s->alloc_flags = ARENA_FLAGS(arena) | s->free_flags;
-}
-
-/* Returns this thread's slot for tag, set up, or NULL when the thread cannot
- * have one now (re-entered, exiting, out of memory). */
-RA__COLD static struct tag_slot *get_slot_slow(ra_tag_t tag)
-{
-    struct thread_state *ts = tls_state;
-    ra_tag_t saved_top;
-
-    if (tls_busy || tls_exited)
-        return NULL;
-    tls_busy = true;
-    /* Whatever glibc allocates for us meanwhile is the library's. */
-    saved_top = ra__tag_stack.top;
-    ra__tag_stack.top = RA_TAG_NONE;
-    if (ts == NULL)
-        ts = create_thread_state();
-    if (ts != NULL && ts->slots[tag].alloc_flags == 0)
-        setup_slot(&ts->slots[tag], tag);
-    ra__tag_stack.top = saved_top;
-    tls_busy = false;
-    return ts == NULL ? NULL : &ts->slots[tag];
-}
-
-static inline struct tag_slot *get_slot(ra_tag_t tag)
-{
-    struct thread_state *ts = tls_state;
-
-    if (RA__LIKELY(ts != NULL) && RA__LIKELY(ts->slots[tag].alloc_flags != 0))
-        return &ts->slots[tag];
-    return get_slot_slow(tag);
-}
 
 static inline size_t at_least_one(size_t size)
 {
@@ -274,16 +72,31 @@ static inline void *alloc_untagged(size_t size, int flags)
 
 /* A full region may still hold free space in this thread's cache or in dirty
  * pages of the arena (jemalloc #2752): give both back and try once more. */
-RA__COLD static void make_room(ra_tag_t tag, const struct tag_slot *s)
+RA__COLD static void make_room(ra_tag_t tag)
 {
-    if (s != NULL)
-        flush_tcache(s->tcache);
+    ra__thread_flush_tag(tag);
     ra__stats_purge_arena(ra__tag_arena[tag]);
+}
+
+/* Counts a block allocated under tag, unless jemalloc put it outside the
+ * region: during thread exit it serves explicit-arena requests from arena
+ * 0 (#2791), and such a block is untagged. Marks its page: it did not come
+ * from a front cache, so its class is not known here. */
+static inline void count_alloc(struct ra__tag_slot *s, ra_tag_t tag, void *p)
+{
+    if (RA__UNLIKELY(ra__tag_of_addr(p) != tag))
+        return;
+    if (ra__page_bin != NULL)
+        ra__page_bin_set(p, RA__PAGE_UNCACHED);
+    if (RA__LIKELY(s != NULL))
+        ra__count_one(&s->nmalloc);
+    else
+        ra__count_orphan(tag, true);
 }
 
 RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
 {
-    struct tag_slot *s;
+    struct ra__tag_slot *s;
     int tag_flags;
     void *p;
 
@@ -291,41 +104,58 @@ RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
         return alloc_untagged(size, flags);
     if (size > PTRDIFF_MAX)
         return fail_enomem();
-    s = get_slot(tag);
+    s = ra__thread_slot(tag);
     tag_flags = s != NULL ? s->alloc_flags
-                          : ARENA_FLAGS(ra__tag_arena[tag]) |
+                          : RA__ARENA_FLAGS(ra__tag_arena[tag]) |
                                 MALLOCX_TCACHE_NONE;
     p = mallocx(at_least_one(size), tag_flags | flags);
     if (p == NULL) {
-        make_room(tag, s);
+        make_room(tag);
         p = mallocx(at_least_one(size), tag_flags | flags);
         if (p == NULL)
             return fail_enomem();
     }
-    /* During thread exit jemalloc serves explicit-arena requests from arena
-     * 0 (#2791): such a block is untagged and counts for no tag. */
-    if (ra__tag_of_addr(p) != tag)
-        return p;
-    if (s != NULL)
-        count_one(&s->nmalloc);
-    else
-        count_orphan(&orphan_nmalloc[tag]);
+    count_alloc(s, tag, p);
     return p;
 }
 
-static inline void *alloc_tagged(ra_tag_t tag, size_t size, int flags)
+/* The front cache's bin for size is empty: fill it and return a block. */
+RA__COLD static void *alloc_refill(struct ra__tag_slot *s, ra_tag_t tag,
+                                   unsigned bin, size_t size)
 {
-    struct thread_state *ts = tls_state;
+    void *p = ra__fc_refill(s, tag, bin);
 
-    if (RA__LIKELY(ts != NULL) && RA__LIKELY(size <= PTRDIFF_MAX)) {
-        struct tag_slot *s = &ts->slots[tag];
-        if (RA__LIKELY(s->alloc_flags != 0)) {
-            void *p = mallocx(at_least_one(size), s->alloc_flags | flags);
-            if (RA__LIKELY(p != NULL)) {
-                if (RA__LIKELY(ra__tag_of_addr(p) == tag))
-                    count_one(&s->nmalloc);
-                return p;
-            }
+    if (p == NULL)
+        return alloc_tagged_slow(tag, size, 0);
+    if (RA__LIKELY(ra__tag_of_addr(p) == tag))
+        ra__count_one(&s->nmalloc);
+    return p;
+}
+
+__attribute__((noinline)) static void *alloc_tagged(ra_tag_t tag,
+                                                    size_t size, int flags)
+{
+    struct ra__thread_state *ts = ra__thread;
+    struct ra__tag_slot *s;
+    void *p;
+
+    if (RA__UNLIKELY(ts == NULL))
+        return alloc_tagged_slow(tag, size, flags);
+    s = &ts->slots[tag];
+    if (flags == 0 && RA__LIKELY(size <= ra__small_max) &&
+        RA__LIKELY(s->bins != NULL)) {
+        unsigned bin = ra__size_bin[(size + 7) >> 3];
+        struct ra__fc_bin *b = &s->bins[bin];
+        if (RA__UNLIKELY(b->count == 0))
+            return alloc_refill(s, tag, bin, size);
+        ra__count_one(&s->nmalloc);
+        return b->items[--b->count];
+    }
+    if (RA__LIKELY(s->alloc_flags != 0) && RA__LIKELY(size <= PTRDIFF_MAX)) {
+        p = mallocx(at_least_one(size), s->alloc_flags | flags);
+        if (RA__LIKELY(p != NULL)) {
+            count_alloc(s, tag, p);
+            return p;
         }
     }
     return alloc_tagged_slow(tag, size, flags);
@@ -341,44 +171,64 @@ static inline void *alloc_as(ra_tag_t tag, size_t size, int flags)
 RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag, size_t size,
                                       int align_flags)
 {
-    struct tag_slot *s = get_slot(tag);
+    struct ra__tag_slot *s = ra__thread_slot(tag);
     int flags = s != NULL ? s->free_flags : MALLOCX_TCACHE_NONE;
 
     if (s != NULL)
-        count_one(&s->ndalloc);
+        ra__count_one(&s->ndalloc);
     else
-        count_orphan(&orphan_ndalloc[tag]);
+        ra__count_orphan(tag, false);
     if (size == 0)
         dallocx(ptr, flags);
     else
         sdallocx(ptr, size, flags | align_flags);
 }
 
-/* size 0: unknown. Otherwise the size requested at allocation. */
-static inline void free_block(void *ptr, size_t size, int align_flags)
+static inline void free_untagged(void *ptr, size_t size, int align_flags)
 {
-    ra_tag_t tag = ra__tag_of_addr(ptr);
-    struct thread_state *ts;
+    free_fn fast = atomic_load_explicit(&jemalloc_free, memory_order_relaxed);
 
-    if (RA__LIKELY(tag == RA_TAG_NONE)) {
-        free_fn fast = atomic_load_explicit(&jemalloc_free,
-                                            memory_order_relaxed);
-        if (size == 0 && RA__LIKELY(fast != NULL)) {
-            fast(ptr);
-            return;
-        }
-        if (RA__UNLIKELY(ptr == NULL))
-            return;
-        if (size == 0)
-            dallocx(ptr, 0);
-        else
-            sdallocx(ptr, size, align_flags);
+    if (size == 0 && RA__LIKELY(fast != NULL)) {
+        fast(ptr);
         return;
     }
-    ts = tls_state;
-    if (RA__LIKELY(ts != NULL) && RA__LIKELY(ts->slots[tag].alloc_flags != 0)) {
-        struct tag_slot *s = &ts->slots[tag];
-        count_one(&s->ndalloc);
+    if (RA__UNLIKELY(ptr == NULL))
+        return;
+    if (size == 0)
+        dallocx(ptr, 0);
+    else
+        sdallocx(ptr, size, align_flags);
+}
+
+/* A tagged free: into the thread's front cache when the block's class is
+ * known, else through the slot's tcache. size 0: unknown; otherwise the
+ * size requested at allocation. Kept out of line so that the untagged path
+ * of the callers stays a test and a jump. */
+__attribute__((noinline)) static void free_tagged(void *ptr, ra_tag_t tag,
+                                                  size_t size, int align_flags)
+{
+    struct ra__thread_state *ts = ra__thread;
+    struct ra__tag_slot *s;
+
+    if (RA__UNLIKELY(ts == NULL)) {
+        free_tagged_slow(ptr, tag, size, align_flags);
+        return;
+    }
+    s = &ts->slots[tag];
+    if (RA__LIKELY(s->bins != NULL)) {
+        unsigned bin = __atomic_load_n(ra__page_bin_entry(ptr),
+                                       __ATOMIC_RELAXED);
+        if (RA__LIKELY(bin != RA__PAGE_UNCACHED)) {
+            struct ra__fc_bin *b = &s->bins[bin];
+            if (RA__UNLIKELY(b->count == ra__bin_cap[bin]))
+                ra__fc_make_room(s, bin);
+            b->items[b->count++] = ptr;
+            ra__count_one(&s->ndalloc);
+            return;
+        }
+    }
+    if (RA__LIKELY(s->alloc_flags != 0)) {
+        ra__count_one(&s->ndalloc);
         if (size == 0)
             dallocx(ptr, s->free_flags);
         else
@@ -386,6 +236,16 @@ static inline void free_block(void *ptr, size_t size, int align_flags)
         return;
     }
     free_tagged_slow(ptr, tag, size, align_flags);
+}
+
+static inline void free_block(void *ptr, size_t size, int align_flags)
+{
+    ra_tag_t tag = ra__tag_of_addr(ptr);
+
+    if (RA__LIKELY(tag == RA_TAG_NONE))
+        free_untagged(ptr, size, align_flags);
+    else
+        free_tagged(ptr, tag, size, align_flags);
 }
 
 void *ra_malloc(size_t size)
@@ -461,39 +321,40 @@ size_t ra_malloc_usable_size(const void *ptr)
     return ptr == NULL ? 0 : sallocx(ptr, 0);
 }
 
+/* A realloc ends one block and starts another, as hooks will see it; the
+ * new one may have left the region during thread exit (#2791). */
+static void count_realloc(struct ra__tag_slot *s, ra_tag_t tag, void *p)
+{
+    if (s != NULL)
+        ra__count_one(&s->ndalloc);
+    else
+        ra__count_orphan(tag, false);
+    count_alloc(s, tag, p);
+}
+
 RA__COLD static void *realloc_tagged_slow(void *ptr, ra_tag_t tag,
                                           size_t size)
 {
-    struct tag_slot *s = get_slot(tag);
+    struct ra__tag_slot *s = ra__thread_slot(tag);
     int flags = s != NULL ? s->alloc_flags
-                          : ARENA_FLAGS(ra__tag_arena[tag]) |
+                          : RA__ARENA_FLAGS(ra__tag_arena[tag]) |
                                 MALLOCX_TCACHE_NONE;
     void *p = rallocx(ptr, size, flags);
 
     if (p == NULL) {
-        make_room(tag, s);
+        make_room(tag);
         p = rallocx(ptr, size, flags);
         if (p == NULL)
             return fail_enomem();
     }
-    /* A realloc ends one block and starts another, as hooks will see it;
-     * the new one may have left the region during thread exit (#2791). */
-    if (s != NULL) {
-        count_one(&s->ndalloc);
-        if (ra__tag_of_addr(p) == tag)
-            count_one(&s->nmalloc);
-    } else {
-        count_orphan(&orphan_ndalloc[tag]);
-        if (ra__tag_of_addr(p) == tag)
-            count_orphan(&orphan_nmalloc[tag]);
-    }
+    count_realloc(s, tag, p);
     return p;
 }
 
 void *ra_realloc(void *ptr, size_t size)
 {
     ra_tag_t tag;
-    struct thread_state *ts;
+    struct ra__thread_state *ts;
     void *p;
 
     if (ptr == NULL)
@@ -510,55 +371,14 @@ void *ra_realloc(void *ptr, size_t size)
         return p != NULL ? p : fail_enomem();
     }
     /* The block keeps its owner's arena whatever is on the stack. */
-    ts = tls_state;
+    ts = ra__thread;
     if (RA__LIKELY(ts != NULL) && RA__LIKELY(ts->slots[tag].alloc_flags != 0)) {
-        struct tag_slot *s = &ts->slots[tag];
+        struct ra__tag_slot *s = &ts->slots[tag];
         p = rallocx(ptr, size, s->alloc_flags);
         if (RA__LIKELY(p != NULL)) {
-            count_one(&s->ndalloc);
-            if (RA__LIKELY(ra__tag_of_addr(p) == tag))
-                count_one(&s->nmalloc);
+            count_realloc(s, tag, p);
             return p;
         }
     }
     return realloc_tagged_slow(ptr, tag, size);
-}
-
-void ra_thread_flush(void)
-{
-    struct thread_state *ts = tls_state;
-
-    mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
-    if (ts == NULL)
-        return;
-    for (unsigned t = 1; t < ts->nslots; t++)
-        if (ts->slots[t].alloc_flags != 0)
-            flush_tcache(ts->slots[t].tcache);
-}
-
-void ra__alloc_flush_tag(ra_tag_t tag)
-{
-    struct thread_state *ts = tls_state;
-
-    if (ts != NULL && tag < ts->nslots && ts->slots[tag].alloc_flags != 0)
-        flush_tcache(ts->slots[tag].tcache);
-}
-
-void ra__alloc_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc)
-{
-    uint64_t m, d;
-
-    lock_threads();
-    m = atomic_load_explicit(&orphan_nmalloc[tag], memory_order_relaxed);
-    d = atomic_load_explicit(&orphan_ndalloc[tag], memory_order_relaxed);
-    for (struct thread_state *ts = all_threads.next; ts != &all_threads;
-         ts = ts->next) {
-        m += atomic_load_explicit(&ts->slots[tag].nmalloc,
-                                  memory_order_relaxed);
-        d += atomic_load_explicit(&ts->slots[tag].ndalloc,
-                                  memory_order_relaxed);
-    }
-    unlock_threads();
-    *nmalloc = m;
-    *ndalloc = d;
 }

@@ -16,19 +16,19 @@ static void prefork(void)
      * allocates; nothing takes the checkpoint lock under the others. */
     ra__checkpoint_prefork();
     ra__tag_prefork();
-    ra__alloc_prefork();
+    ra__thread_prefork();
 }
 
 static void postfork_parent(void)
 {
-    ra__alloc_postfork_parent();
+    ra__thread_postfork_parent();
     ra__tag_postfork();
     ra__checkpoint_postfork();
 }
 
 static void postfork_child(void)
 {
-    ra__alloc_postfork_child();
+    ra__thread_postfork_child();
     ra__tag_postfork();
     ra__checkpoint_postfork();
 }
@@ -42,7 +42,7 @@ static void init_library(void)
         tagging = !ra__region_reserve(config->max_tags, config->region_size);
     if (pthread_atfork(prefork, postfork_parent, postfork_child) != 0)
         abort();
-    ra__alloc_init();
+    ra__thread_init();
     if (tagging)
         ra__override_check();
     atomic_store_explicit(&ra__tagging, tagging, memory_order_release);

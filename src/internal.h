@@ -60,13 +60,11 @@ bool ra__init(void);
 extern atomic_bool ra__tagging;
 
 /* -- region.c: the reservation and the extent hooks ----------------------- */
-/* The reservation: region i (tag i + 1) is [base + (i << shift), +1 << shift).
- * ra__region_count is the number of regions that have an arena (0 before the
+/* The reservation (ra__layout, declared in regionalloc.h for the inline
+ * ra_tag_of): region i (tag i + 1) is [base + (i << shift), +1 << shift).
+ * count is the number of regions that have an arena (0 before the
  * reservation and in pass-through mode), so ra_tag_of() is RA_TAG_NONE for
  * every address outside a created tag's region. */
-extern uintptr_t ra__region_base;
-extern unsigned ra__region_shift;
-extern _Atomic unsigned ra__region_count;
 /* Reserves max_tags regions of region_size bytes (retrying with smaller
  * regions when the address space is short). Returns true on failure, after
  * printing one line on stderr. Called once, from ra__init. */
@@ -82,12 +80,31 @@ size_t ra__region_peak_committed(unsigned idx);
  * kernel supports it; silently does nothing elsewhere. */
 void ra__region_name(unsigned idx, const char *tag_name);
 
+/* One byte per 4 KiB page of the reservation: the small bin of the blocks
+ * that start on the page, or RA__PAGE_UNCACHED. Every tagged allocation path
+ * writes the entry of its block's first page; since live blocks that start
+ * on one page always share a size class (a slab) or own the page (large),
+ * the entry is right for every live block, and free learns a block's class
+ * from one load. NULL when the table could not be mapped (no front caches). */
+#define RA__PAGE_SHIFT 12
+#define RA__PAGE_UNCACHED 0xffu
+extern uint8_t *ra__page_bin;
+
+static inline uint8_t *ra__page_bin_entry(const void *ptr)
+{
+    return &ra__page_bin[((uintptr_t)ptr - ra__layout.base) >>
+                         RA__PAGE_SHIFT];
+}
+
+static inline void ra__page_bin_set(const void *ptr, unsigned bin)
+{
+    __atomic_store_n(ra__page_bin_entry(ptr), (uint8_t)bin,
+                     __ATOMIC_RELAXED);
+}
+
 static inline ra_tag_t ra__tag_of_addr(const void *ptr)
 {
-    unsigned count = atomic_load_explicit(&ra__region_count,
-                                          memory_order_acquire);
-    uintptr_t idx = ((uintptr_t)ptr - ra__region_base) >> ra__region_shift;
-    return idx < count ? (ra_tag_t)idx + 1 : RA_TAG_NONE;
+    return ra__tag_of_inline(ptr);
 }
 
 /* -- tag.c: registry of names and ids, thread-local stack ------------------ */
@@ -128,23 +145,102 @@ static inline void ra__tag_resume(ra_tag_t saved)
     ra__tag_stack.top = saved;
 }
 
-/* -- alloc.c: allocation paths and per-thread caches ---------------------- */
-/* Creates the thread-exit key; called once from ra__init. Aborts on failure
- * (no key means caches that are never released). */
-void ra__alloc_init(void);
+/* -- thread.c: per-thread, per-tag state ---------------------------------- */
+#define RA__NO_TCACHE UINT32_MAX
+/* MALLOCX_ARENA shifts a signed int, which overflows for arena indices from
+ * 2047 up; the same bits, computed unsigned. */
+#define RA__ARENA_FLAGS(a) ((int)(((unsigned)(a) + 1u) << 20))
+#define RA__MAX_BINS 64          /* jemalloc 5.3 has 36 small bins */
+#define RA__SIZE_BIN_ENTRIES 4097 /* small sizes / 8, up to 32 KiB */
+#define RA__FC_SLOTS 64          /* blocks per bin of a front cache */
+
+/* A front cache bin: a stack of free blocks of one small size class. */
+struct ra__fc_bin {
+    unsigned count;
+    void *items[RA__FC_SLOTS];
+};
+
+/* What one thread uses to reach one tag's arena. Tagged blocks must never
+ * meet the automatic thread cache, which mixes arenas (DESIGN.md section 7):
+ * each (thread, tag) pair has a front cache of small blocks that are
+ * certainly the tag's, behind it an explicit jemalloc tcache of its own (or
+ * none when jemalloc has no tcache id left), then the tag's arena. */
+struct ra__tag_slot {
+    int alloc_flags;          /* MALLOCX_ARENA | MALLOCX_TCACHE*, 0 = unset */
+    int free_flags;           /* MALLOCX_TCACHE* */
+    unsigned tcache;          /* explicit tcache id, or RA__NO_TCACHE */
+    struct ra__fc_bin *bins;  /* front cache by small bin, NULL = none */
+    /* Written only by the owning thread, read by ra_tag_stats(): relaxed
+     * atomics make the plain increments race-free at no cost on x86-64. */
+    _Atomic uint64_t nmalloc;
+    _Atomic uint64_t ndalloc;
+};
+
+struct ra__thread_state {
+    struct ra__thread_state *prev, *next; /* all threads, under a lock */
+    unsigned nslots;                      /* max_tags + 1; slot 0 unused */
+    struct ra__tag_slot slots[];
+};
+
+/* This thread's state, NULL until it first uses a tag. */
+extern RA__TLS struct ra__thread_state *ra__thread;
+
+/* jemalloc's small size classes, read once by ra__thread_init: the bin of a
+ * size s <= ra__small_max is ra__size_bin[(s + 7) >> 3]. ra__small_max is 0
+ * when the classes could not be read (no front caches then). */
+extern unsigned ra__small_max;
+extern uint8_t ra__size_bin[RA__SIZE_BIN_ENTRIES];
+extern size_t ra__bin_size[RA__MAX_BINS];
+extern unsigned ra__bin_cap[RA__MAX_BINS]; /* front cache capacity per bin */
+
+/* Creates the thread-exit key and reads the size classes; called once from
+ * ra__init. Aborts on failure (no key means caches never released). */
+void ra__thread_init(void);
 /* Fork handlers for the list of threads that hold caches. */
-void ra__alloc_prefork(void);
-void ra__alloc_postfork_parent(void);
-void ra__alloc_postfork_child(void);
+void ra__thread_prefork(void);
+void ra__thread_postfork_parent(void);
+void ra__thread_postfork_child(void);
+/* Returns this thread's slot for tag, set up, or NULL when the thread cannot
+ * have one now (re-entered, exiting, out of memory). */
+struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag)
+    __attribute__((noinline, cold));
+/* Fills bin of slot s (empty) from the tag's arena and returns one more block
+ * for the caller: counted by nobody yet, maybe outside the region during
+ * thread exit (#2791), NULL on failure. */
+void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
+    __attribute__((noinline, cold));
+/* Gives half of a full bin back to jemalloc. */
+void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
+    __attribute__((noinline, cold));
+/* Counts an allocation (alloc) or a free of tag made without a slot. */
+void ra__count_orphan(ra_tag_t tag, bool alloc);
+/* Empties the calling thread's caches of tag, if it has any. */
+void ra__thread_flush_tag(ra_tag_t tag);
+/* Sums the counters of tag over live and exited threads. */
+void ra__thread_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc);
+
+static inline struct ra__tag_slot *ra__thread_slot(ra_tag_t tag)
+{
+    struct ra__thread_state *ts = ra__thread;
+
+    if (RA__LIKELY(ts != NULL) && RA__LIKELY(ts->slots[tag].alloc_flags != 0))
+        return &ts->slots[tag];
+    return ra__thread_slot_slow(tag);
+}
+
+static inline void ra__count_one(_Atomic uint64_t *counter)
+{
+    atomic_store_explicit(
+        counter, atomic_load_explicit(counter, memory_order_relaxed) + 1,
+        memory_order_relaxed);
+}
+
+/* -- alloc.c: allocation paths ---------------------------------------------- */
 /* Allocates under the current tag; align is a power of two, checked by the
  * caller. NULL with errno ENOMEM on failure. */
 void *ra__alloc_aligned(size_t align, size_t size);
 /* Frees a block of size bytes allocated with alignment align (C23). */
 void ra__free_aligned_sized(void *ptr, size_t align, size_t size);
-/* Sums the per-thread counters of tag (live and exited threads). */
-void ra__alloc_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc);
-/* Flushes the calling thread's cache of tag, if it has one. */
-void ra__alloc_flush_tag(ra_tag_t tag);
 
 /* -- stats.c: mallctl reads, purge ----------------------------------------- */
 /* Refreshes jemalloc's statistics (the "epoch"); not cheap (#2077): once per

@@ -35,9 +35,8 @@ struct region {
     _Atomic size_t peak_committed;
 };
 
-uintptr_t ra__region_base;
-unsigned ra__region_shift;
-_Atomic unsigned ra__region_count;
+struct ra__layout ra__layout;
+uint8_t *ra__page_bin;
 
 static struct region regions[RA__MAX_TAGS_LIMIT];
 
@@ -214,6 +213,20 @@ static void *reserve_aligned(size_t size, size_t align)
     return aligned;
 }
 
+/* The page table of internal.h: virtual, touched a page at a time (one
+ * byte of it per 4 KiB used). Without it, tags work without front caches. */
+static void map_page_table(size_t bytes)
+{
+    void *table = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+    if (table == MAP_FAILED)
+        return;
+    /* Entries are 0 (bin 0) until written; only pages of blocks handed out
+     * by the library are ever read, and those were written first. */
+    ra__page_bin = table;
+}
+
 static void print_size(char *buf, size_t len, size_t bytes)
 {
     static const char units[] = "KMGT";
@@ -258,8 +271,9 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
         ra__warn(msg);
     }
 
-    ra__region_base = (uintptr_t)base;
-    ra__region_shift = (unsigned)__builtin_ctzll(region_size);
+    ra__layout.base = (uintptr_t)base;
+    ra__layout.shift = (unsigned)__builtin_ctzll(region_size);
+    map_page_table((size_t)max_tags << (ra__layout.shift - RA__PAGE_SHIFT));
     for (unsigned i = 0; i < max_tags; i++) {
         struct region *r = &regions[i];
         r->hooks = (extent_hooks_t){
@@ -273,7 +287,7 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
             .split = extent_split,
             .merge = extent_merge,
         };
-        r->start = ra__region_base + ((uintptr_t)i << ra__region_shift);
+        r->start = ra__layout.base + ((uintptr_t)i << ra__layout.shift);
         r->end = r->start + region_size;
         atomic_init(&r->next, r->start);
     }
@@ -288,7 +302,7 @@ int ra__region_create_arena(unsigned idx)
     char name[64];
     /* jemalloc grows a retained arena by an exponential series of extents;
      * cap the step so a small region is filled before a grow fails. */
-    size_t grow_limit = (size_t)1 << (ra__region_shift - 3);
+    size_t grow_limit = (size_t)1 << (ra__layout.shift - 3);
     int rc;
 
     rc = mallctl("arenas.create", &arena, &len, &hooks,
@@ -302,7 +316,7 @@ int ra__region_create_arena(unsigned idx)
     ra__assert(rc == 0);
     /* Regions are handed out in order, under the registry lock: publishing
      * the count makes addresses of region idx resolve to its tag. */
-    atomic_store_explicit(&ra__region_count, idx + 1, memory_order_release);
+    __atomic_store_n(&ra__layout.count, idx + 1, __ATOMIC_RELEASE);
     return (int)arena;
 }
 
@@ -373,7 +387,7 @@ int ra_tag_rss(ra_tag_t tag, size_t *bytes)
     return 0;
 }
 
-ra_tag_t ra_tag_of(const void *ptr)
+ra_tag_t(ra_tag_of)(const void *ptr)
 {
     return ra__tag_of_addr(ptr);
 }

@@ -134,9 +134,9 @@ void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out)
         return;
     }
     add_arena(ra__tag_arena[tag], page, out);
-    out->reserved = (size_t)1 << ra__region_shift;
+    out->reserved = (size_t)1 << ra__layout.shift;
     out->peak_mapped = ra__region_peak_committed(tag - 1);
-    ra__alloc_counts(tag, &out->nmalloc, &out->ndalloc);
+    ra__thread_counts(tag, &out->nmalloc, &out->ndalloc);
 }
 
 size_t ra__stats_allocated(ra_tag_t tag)
@@ -192,7 +192,7 @@ int ra_tag_purge(ra_tag_t tag)
     count_purge(tag);
     if (tag != RA_TAG_NONE) {
         /* Blocks cached by this thread keep their pages: return them first. */
-        ra__alloc_flush_tag(tag);
+        ra__thread_flush_tag(tag);
         ra__stats_purge_arena(ra__tag_arena[tag]);
         return 0;
     }

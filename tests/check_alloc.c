@@ -759,6 +759,118 @@ START_TEST(test_alloc_tag_cache_never_returns_other_tags_blocks)
 }
 END_TEST
 
+/* -- "front caches" ---------------------------------------------------------
+ * The tagged fast path keeps freed small blocks per (thread, tag) and learns
+ * a freed block's size class from a table indexed by its page. A wrong
+ * entry would hand out a block smaller than asked for: this churn reuses
+ * pages across small, large, aligned, zeroed and reallocated blocks of two
+ * tags and checks every block's usable size, tag and contents. */
+enum { CHURN_LIVE = 2048, CHURN_OPS = 200000 };
+
+struct churn_block {
+    void *p;
+    size_t size;
+    ra_tag_t tag;
+};
+
+static uint32_t churn_next(uint32_t *x)
+{
+    *x = *x * 1664525u + 1013904223u;
+    return *x >> 8;
+}
+
+static size_t churn_size(uint32_t r)
+{
+    switch (r % 8) {
+    case 0: return 1 + r % 16384;          /* up to and past small classes */
+    case 1: return 16385 + r % (1 << 18);  /* large */
+    default: return 1 + r % 512;           /* the common small sizes */
+    }
+}
+
+static void *churn_alloc(ra_tag_t tag, size_t size, uint32_t r)
+{
+    void *p;
+
+    tu_tag_push(tag);
+    switch (r % 16) {
+    case 0: p = ra_calloc(1, size); break;
+    case 1: p = ra_aligned_alloc((size_t)64 << (r % 6), size); break;
+    default: p = ra_malloc(size); break;
+    }
+    tu_tag_pop(tag);
+    return p;
+}
+
+START_TEST(test_alloc_front_cache_survives_page_reuse)
+{
+    static struct churn_block live[CHURN_LIVE];
+    uint32_t x = 2024;
+    size_t bad_size = 0, bad_tag = 0, bad_data = 0;
+    ra_tag_stats_t sa, sb;
+
+    for (unsigned op = 0; op < CHURN_OPS; op++) {
+        struct churn_block *b = &live[churn_next(&x) % CHURN_LIVE];
+        uint32_t r = churn_next(&x);
+
+        if (b->p != NULL) {
+            if (tu_check_pattern(b->p, b->size, (unsigned)b->size) != b->size)
+                bad_data++;
+            if (r % 4 == 0) {
+                /* realloc keeps the tag; the pattern of the kept part too */
+                size_t size = churn_size(churn_next(&x));
+                void *q = ra_realloc(b->p, size);
+                if (q == NULL)
+                    ck_abort_msg("realloc(%zu) failed", size);
+                b->p = q;
+                b->size = size;
+                tu_fill_pattern(q, size, (unsigned)size);
+                continue;
+            }
+            ra_free(b->p);
+            b->p = NULL;
+            continue;
+        }
+        b->tag = r % 2 == 0 ? tag_a : tag_b;
+        b->size = churn_size(churn_next(&x));
+        b->p = churn_alloc(b->tag, b->size, r);
+        if (b->p == NULL)
+            ck_abort_msg("allocation of %zu failed", b->size);
+        if (ra_malloc_usable_size(b->p) < b->size)
+            bad_size++;
+        if (ra_tag_of(b->p) != b->tag)
+            bad_tag++;
+        tu_fill_pattern(b->p, b->size, (unsigned)b->size);
+    }
+    ck_assert_uint_eq(bad_size, 0);
+    ck_assert_uint_eq(bad_tag, 0);
+    ck_assert_uint_eq(bad_data, 0);
+
+    /* And the accounting is still exact. */
+    {
+        size_t want_a = 0, want_b = 0;
+        for (unsigned i = 0; i < CHURN_LIVE; i++)
+            if (live[i].p != NULL) {
+                size_t u = ra_malloc_usable_size(live[i].p);
+                if (live[i].tag == tag_a)
+                    want_a += u;
+                else
+                    want_b += u;
+            }
+        ra_thread_flush();
+        sa = tu_tag_stats(tag_a);
+        sb = tu_tag_stats(tag_b);
+        ck_assert_uint_eq(sa.allocated, want_a);
+        ck_assert_uint_eq(sb.allocated, want_b);
+    }
+    for (unsigned i = 0; i < CHURN_LIVE; i++)
+        ra_free(live[i].p);
+    ra_thread_flush();
+    ck_assert_uint_eq(tu_tag_stats(tag_a).allocated, 0);
+    ck_assert_uint_eq(tu_tag_stats(tag_b).allocated, 0);
+}
+END_TEST
+
 /* A test case of the suite: its tests start with tag_a and tag_b created. */
 static TCase *add_tags_tcase(Suite *s, const char *name)
 {
@@ -800,6 +912,9 @@ static Suite *alloc_suite(void)
     tcase_add_test(tc, test_alloc_free_under_other_tag_is_charged_to_owner);
     tcase_add_test(tc, test_alloc_allocated_is_exact_for_mixed_sizes);
     tcase_add_test(tc, test_alloc_counts_equal_calls_made);
+
+    tc = add_tags_tcase(s, "front caches");
+    tcase_add_test(tc, test_alloc_front_cache_survives_page_reuse);
 
     tc = add_tags_tcase(s, "thread caches keep tags apart");
     tcase_add_test(tc, test_alloc_untagged_cache_never_returns_tagged_blocks);

@@ -1,0 +1,318 @@
+/* Per-thread state: for each tag a thread uses, its jemalloc tcache, its
+ * front cache of small blocks and its counters; released at thread exit. */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jemalloc/jemalloc.h>
+
+#include "internal.h"
+
+RA__TLS struct ra__thread_state *ra__thread;
+/* Set while this thread sets up its state: allocations it causes (glibc's
+ * pthread_setspecific may call calloc) are served uncached, not recursively. */
+static RA__TLS bool tls_busy;
+/* Set once this thread's state was released at exit: later tagged requests
+ * go uncached instead of creating state nobody would release. */
+static RA__TLS bool tls_exited;
+
+unsigned ra__small_max;
+uint8_t ra__size_bin[RA__SIZE_BIN_ENTRIES];
+size_t ra__bin_size[RA__MAX_BINS];
+unsigned ra__bin_cap[RA__MAX_BINS];
+static unsigned nbins;
+
+static pthread_key_t exit_key;
+static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__thread_state all_threads = {
+    .prev = &all_threads, .next = &all_threads, .nslots = 0};
+/* Counts of exited threads and of requests served without a slot. */
+static _Atomic uint64_t orphan_nmalloc[RA__MAX_TAGS_LIMIT + 1];
+static _Atomic uint64_t orphan_ndalloc[RA__MAX_TAGS_LIMIT + 1];
+
+static void lock_threads(void)
+{
+    if (pthread_mutex_lock(&threads_lock) != 0)
+        abort();
+}
+
+static void unlock_threads(void)
+{
+    if (pthread_mutex_unlock(&threads_lock) != 0)
+        abort();
+}
+
+void ra__thread_prefork(void)
+{
+    lock_threads();
+}
+
+void ra__thread_postfork_parent(void)
+{
+    unlock_threads();
+}
+
+void ra__thread_postfork_child(void)
+{
+    /* The child has only the forking thread; the other threads' states stay
+     * listed (their counts still belong to the totals) but are never freed. */
+    unlock_threads();
+}
+
+void ra__count_orphan(ra_tag_t tag, bool alloc)
+{
+    atomic_fetch_add_explicit(alloc ? &orphan_nmalloc[tag]
+                                    : &orphan_ndalloc[tag],
+                              1, memory_order_relaxed);
+}
+
+static void flush_tcache(unsigned tcache)
+{
+    if (tcache != RA__NO_TCACHE)
+        mallctl("tcache.flush", NULL, NULL, &tcache, sizeof tcache);
+}
+
+/* Gives back the oldest n blocks of a bin, through the slot's tcache. */
+static void release_oldest(struct ra__tag_slot *s, unsigned bin, unsigned n)
+{
+    struct ra__fc_bin *b = &s->bins[bin];
+
+    for (unsigned i = 0; i < n; i++)
+        sdallocx(b->items[i], ra__bin_size[bin], s->free_flags);
+    b->count -= n;
+    memmove(b->items, b->items + n, b->count * sizeof b->items[0]);
+}
+
+void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
+{
+    release_oldest(s, bin, ra__bin_cap[bin] / 2);
+}
+
+/* Empties the slot's front cache and tcache: their blocks reach the arena,
+ * which is what makes `allocated` exact. */
+static void flush_slot(struct ra__tag_slot *s)
+{
+    if (s->bins != NULL)
+        for (unsigned bin = 0; bin < nbins; bin++)
+            if (s->bins[bin].count != 0)
+                release_oldest(s, bin, s->bins[bin].count);
+    flush_tcache(s->tcache);
+}
+
+void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
+{
+    struct ra__fc_bin *b = &s->bins[bin];
+    size_t size = ra__bin_size[bin];
+    unsigned want = ra__bin_cap[bin] / 2;
+    void *first = mallocx(size, s->alloc_flags);
+
+    if (first == NULL || ra__tag_of_addr(first) != tag) {
+        /* Failure, or jemalloc's thread-exit redirection to arena 0
+         * (#2791): nothing to cache, the caller copes. */
+        return first;
+    }
+    ra__page_bin_set(first, bin);
+    while (b->count < want) {
+        void *p = mallocx(size, s->alloc_flags);
+        if (p == NULL)
+            break;
+        if (ra__tag_of_addr(p) != tag) {
+            dallocx(p, 0);
+            break;
+        }
+        ra__page_bin_set(p, bin);
+        b->items[b->count++] = p;
+    }
+    return first;
+}
+
+static void release_thread_state(void *arg)
+{
+    struct ra__thread_state *ts = arg;
+
+    tls_exited = true;
+    ra__thread = NULL;
+    /* Destroying a tcache flushes it: the thread's blocks reach their arenas
+     * and the id is free for another thread. */
+    for (unsigned t = 1; t < ts->nslots; t++) {
+        struct ra__tag_slot *s = &ts->slots[t];
+        if (s->alloc_flags == 0)
+            continue;
+        flush_slot(s);
+        if (s->tcache != RA__NO_TCACHE)
+            mallctl("tcache.destroy", NULL, NULL, &s->tcache,
+                    sizeof s->tcache);
+        if (s->bins != NULL)
+            dallocx(s->bins, MALLOCX_TCACHE_NONE);
+    }
+    lock_threads();
+    for (unsigned t = 1; t < ts->nslots; t++) {
+        struct ra__tag_slot *s = &ts->slots[t];
+        if (s->alloc_flags == 0)
+            continue;
+        atomic_fetch_add_explicit(&orphan_nmalloc[t],
+                                  atomic_load(&s->nmalloc),
+                                  memory_order_relaxed);
+        atomic_fetch_add_explicit(&orphan_ndalloc[t],
+                                  atomic_load(&s->ndalloc),
+                                  memory_order_relaxed);
+    }
+    ts->prev->next = ts->next;
+    ts->next->prev = ts->prev;
+    unlock_threads();
+    dallocx(ts, MALLOCX_TCACHE_NONE);
+}
+
+/* Reads jemalloc's small size classes into the tables the fast path uses:
+ * the bin of every size up to the largest small class, in 8-byte steps
+ * (classes are multiples of 8, so rounding a size up to 8 keeps its bin),
+ * and how many blocks of each bin a front cache may hold: 32, fewer for big
+ * classes, so that a cache holds at most about 64 KiB per class. */
+static void read_size_classes(void)
+{
+    unsigned n = 0;
+    size_t len = sizeof n, bin_len;
+    char name[64];
+
+    if (mallctl("arenas.nbins", &n, &len, NULL, 0) != 0 || n == 0)
+        return;
+    if (n > RA__MAX_BINS)
+        n = RA__MAX_BINS;
+    for (unsigned i = 0; i < n; i++) {
+        size_t size = 0;
+        bin_len = sizeof size;
+        snprintf(name, sizeof name, "arenas.bin.%u.size", i);
+        if (mallctl(name, &size, &bin_len, NULL, 0) != 0 ||
+            (size & 7) != 0 || (i > 0 && size <= ra__bin_size[i - 1]))
+            return;
+        ra__bin_size[i] = size;
+        ra__bin_cap[i] = size <= 1024 ? RA__FC_SLOTS
+                                      : (unsigned)((64 << 10) / size);
+        if (ra__bin_cap[i] < 2)
+            ra__bin_cap[i] = 2;
+    }
+    if ((ra__bin_size[n - 1] >> 3) >= RA__SIZE_BIN_ENTRIES)
+        return;
+    for (unsigned i = 0, step = 0; step <= ra__bin_size[n - 1] >> 3; step++) {
+        while (ra__bin_size[i] < (size_t)step << 3)
+            i++;
+        ra__size_bin[step] = (uint8_t)i;
+    }
+    nbins = n;
+    ra__small_max = (unsigned)ra__bin_size[n - 1];
+}
+
+void ra__thread_init(void)
+{
+    if (pthread_key_create(&exit_key, release_thread_state) != 0)
+        abort();
+    read_size_classes();
+}
+
+static struct ra__thread_state *create_thread_state(void)
+{
+    unsigned nslots = ra__config()->max_tags + 1;
+    size_t size = sizeof(struct ra__thread_state) +
+                  nslots * sizeof(struct ra__tag_slot);
+    struct ra__thread_state *ts;
+
+    /* Untagged and uncached: the state is the library's, not the tag's. */
+    ts = mallocx(size, MALLOCX_ZERO | MALLOCX_TCACHE_NONE);
+    if (ts == NULL)
+        return NULL;
+    ts->nslots = nslots;
+    if (pthread_setspecific(exit_key, ts) != 0) {
+        dallocx(ts, MALLOCX_TCACHE_NONE);
+        return NULL;
+    }
+    lock_threads();
+    ts->next = all_threads.next;
+    ts->prev = &all_threads;
+    all_threads.next->prev = ts;
+    all_threads.next = ts;
+    unlock_threads();
+    ra__thread = ts;
+    return ts;
+}
+
+static void setup_slot(struct ra__tag_slot *s, ra_tag_t tag)
+{
+    unsigned arena = ra__tag_arena[tag];
+    unsigned tcache;
+    size_t len = sizeof tcache;
+
+    if (mallctl("tcache.create", &tcache, &len, NULL, 0) == 0) {
+        s->tcache = tcache;
+        s->free_flags = MALLOCX_TCACHE(tcache);
+    } else {
+        /* Out of tcache ids (4093 per process): correct, only slower. */
+        s->tcache = RA__NO_TCACHE;
+        s->free_flags = MALLOCX_TCACHE_NONE;
+    }
+    /* The front cache needs the page table to sort frees by size class. */
+    if (nbins != 0 && ra__page_bin != NULL)
+        s->bins = mallocx(nbins * sizeof s->bins[0],
+                          MALLOCX_ZERO | MALLOCX_TCACHE_NONE);
+    s->alloc_flags = RA__ARENA_FLAGS(arena) | s->free_flags;
+}
+
+struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag)
+{
+    struct ra__thread_state *ts = ra__thread;
+    ra_tag_t saved_top;
+
+    if (tls_busy || tls_exited)
+        return NULL;
+    tls_busy = true;
+    /* Whatever glibc allocates for us meanwhile is the library's. */
+    saved_top = ra__tag_suspend();
+    if (ts == NULL)
+        ts = create_thread_state();
+    if (ts != NULL && ts->slots[tag].alloc_flags == 0)
+        setup_slot(&ts->slots[tag], tag);
+    ra__tag_resume(saved_top);
+    tls_busy = false;
+    return ts == NULL ? NULL : &ts->slots[tag];
+}
+
+void ra_thread_flush(void)
+{
+    struct ra__thread_state *ts = ra__thread;
+
+    mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
+    if (ts == NULL)
+        return;
+    for (unsigned t = 1; t < ts->nslots; t++)
+        if (ts->slots[t].alloc_flags != 0)
+            flush_slot(&ts->slots[t]);
+}
+
+void ra__thread_flush_tag(ra_tag_t tag)
+{
+    struct ra__thread_state *ts = ra__thread;
+
+    if (ts != NULL && tag < ts->nslots && ts->slots[tag].alloc_flags != 0)
+        flush_slot(&ts->slots[tag]);
+}
+
+void ra__thread_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc)
+{
+    uint64_t m, d;
+
+    lock_threads();
+    m = atomic_load_explicit(&orphan_nmalloc[tag], memory_order_relaxed);
+    d = atomic_load_explicit(&orphan_ndalloc[tag], memory_order_relaxed);
+    for (struct ra__thread_state *ts = all_threads.next; ts != &all_threads;
+         ts = ts->next) {
+        m += atomic_load_explicit(&ts->slots[tag].nmalloc,
+                                  memory_order_relaxed);
+        d += atomic_load_explicit(&ts->slots[tag].ndalloc,
+                                  memory_order_relaxed);
+    }
+    unlock_threads();
+    *nmalloc = m;
+    *ndalloc = d;
+}
