@@ -70,6 +70,7 @@ trap 'rm -rf "$tmp"' EXIT
 raw=$tmp/raw
 : >"$raw"
 start_s=$(date +%s)
+load_at_start=$(cut -d ' ' -f 1-3 /proc/loadavg 2>/dev/null)
 
 note() {
     printf 'note\t%s\n' "$*" >>"$raw"
@@ -172,7 +173,7 @@ echo "machine: $(nproc) CPUs, ${cpu:-unknown CPU}, Linux $(uname -r), Debian $de
 echo "         jemalloc $(pkgver libjemalloc2), mimalloc $(pkgver libmimalloc2.0)," \
      "heaptrack $(pkgver heaptrack), $(gcc --version 2>/dev/null | head -n 1)"
 echo "run:     $procs process(es) x $BENCH_ROUNDS rounds per timing program," \
-     "BENCH_SCALE=${BENCH_SCALE:-1}, ${elapsed} s"
+     "BENCH_SCALE=${BENCH_SCALE:-1}, ${elapsed} s, load average at start $load_at_start"
 echo
 
 # -- the table and the targets -------------------------------------------------------
