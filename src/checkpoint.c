@@ -157,14 +157,8 @@ int ra_checkpoint_report(FILE *out, ra_format_t fmt)
     ra_tag_t saved;
     int rc;
 
-    if (out == NULL || !ra__format_valid(fmt)) {
-        errno = EINVAL;
+    if (ra__out_check_args(out, fmt) != 0)
         return -1;
-    }
-    if (!ra__init()) {
-        errno = ENOTSUP;
-        return -1;
-    }
     /* The ring stays locked while it is written: a concurrent checkpoint
      * waits rather than change a row between the table's two passes. */
     saved = ra__tag_suspend();

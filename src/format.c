@@ -38,6 +38,19 @@ void ra__out_prom_family(struct ra__out *o, const char *name,
     ra__out_fmt(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+int ra__out_check_args(FILE *out, ra_format_t fmt)
+{
+    if (out == NULL || !ra__format_valid(fmt)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!ra__init()) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    return 0;
+}
+
 int ra__out_finish(struct ra__out *o)
 {
     if (fflush(o->file) != 0)

@@ -335,6 +335,9 @@ static inline bool ra__format_valid(ra_format_t fmt)
     return fmt == RA_FORMAT_TEXT || fmt == RA_FORMAT_JSON ||
            fmt == RA_FORMAT_PROMETHEUS;
 }
+/* The checks every public report function makes first: 0, or -1 with errno
+ * EINVAL (NULL out, unknown format) or ENOTSUP (pass-through mode). */
+int ra__out_check_args(FILE *out, ra_format_t fmt);
 /* Flushes; returns 0, or -1 with errno EIO when any write failed. */
 int ra__out_finish(struct ra__out *o);
 

@@ -350,14 +350,8 @@ int ra_report(FILE *out, ra_format_t fmt)
     ra_tag_t saved;
     int rc;
 
-    if (out == NULL || !ra__format_valid(fmt)) {
-        errno = EINVAL;
+    if (ra__out_check_args(out, fmt) != 0)
         return -1;
-    }
-    if (!ra__init()) {
-        errno = ENOTSUP;
-        return -1;
-    }
     /* The FILE's buffer, our snapshot: none of it is the caller's tag. */
     saved = ra__tag_suspend();
     rc = ra__report_write(&o, fmt);
