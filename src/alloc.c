@@ -23,14 +23,37 @@ static void *fail_enomem(void)
     return NULL;
 }
 
+static void *alloc_mallocx(size_t size, int flags)
+{
+    void *p;
+
+    if (RA__UNLIKELY(size > PTRDIFF_MAX))
+        return fail_enomem();
+    p = mallocx(at_least_one(size), flags);
+    return RA__LIKELY(p != NULL) ? p : fail_enomem();
+}
+
+/* Until jemalloc's own entry points are found (below), and in case they are
+ * not: the same semantics through the non-standard API. */
+static void *untagged_malloc_fallback(size_t size)
+{
+    return alloc_mallocx(size, 0);
+}
+
+static void untagged_free_fallback(void *ptr)
+{
+    if (ptr != NULL)
+        dallocx(ptr, 0);
+}
+
 /* jemalloc's own malloc and free: their inlined fast path is about twice as
  * fast as mallocx/dallocx. Reached through a handle to the jemalloc library
- * itself (the plain names are ours); NULL until the library's constructor
- * has run, and then mallocx/dallocx serve. */
+ * itself (the plain names are ours), once the library's constructor has run;
+ * never NULL, so the untagged path is a load and a jump. */
 typedef void *(*malloc_fn)(size_t);
 typedef void (*free_fn)(void *);
-static _Atomic(malloc_fn) jemalloc_malloc;
-static _Atomic(free_fn) jemalloc_free;
+static _Atomic(malloc_fn) jemalloc_malloc = untagged_malloc_fallback;
+static _Atomic(free_fn) jemalloc_free = untagged_free_fallback;
 
 __attribute__((constructor)) static void find_jemalloc_fast_path(void)
 {
@@ -54,20 +77,14 @@ __attribute__((constructor)) static void find_jemalloc_fast_path(void)
     atomic_store_explicit(&jemalloc_free, f, memory_order_relaxed);
 }
 
+/* jemalloc's malloc has glibc's semantics: malloc(0) is a unique block,
+ * failure sets errno to ENOMEM. */
 static inline void *alloc_untagged(size_t size, int flags)
 {
-    malloc_fn fast = atomic_load_explicit(&jemalloc_malloc,
-                                          memory_order_relaxed);
-    void *p;
-
-    /* jemalloc's malloc has glibc's semantics: malloc(0) is a unique
-     * block, failure sets errno to ENOMEM. */
-    if (flags == 0 && RA__LIKELY(fast != NULL))
-        return fast(size);
-    if (RA__UNLIKELY(size > PTRDIFF_MAX))
-        return fail_enomem();
-    p = mallocx(at_least_one(size), flags);
-    return RA__LIKELY(p != NULL) ? p : fail_enomem();
+    if (flags == 0)
+        return atomic_load_explicit(&jemalloc_malloc,
+                                    memory_order_relaxed)(size);
+    return alloc_mallocx(size, flags);
 }
 
 /* A full region may still hold free space in this thread's cache or in dirty
@@ -161,10 +178,34 @@ __attribute__((noinline)) static void *alloc_tagged(ra_tag_t tag,
     return alloc_tagged_slow(tag, size, flags);
 }
 
+/* The hot path of a tagged malloc: a pop from the thread's front cache.
+ * Anything else is a tail call, so this needs no saved registers. */
+static inline void *alloc_tagged_fast(ra_tag_t tag, size_t size)
+{
+    struct ra__thread_state *ts = ra__thread;
+
+    if (RA__LIKELY(ts != NULL) && RA__LIKELY(size <= ra__small_max)) {
+        struct ra__tag_slot *s = &ts->slots[tag];
+        struct ra__fc_bin *bins = s->bins;
+        if (RA__LIKELY(bins != NULL)) {
+            struct ra__fc_bin *b = &bins[ra__size_bin[(size + 7) >> 3]];
+            unsigned count = b->count;
+            if (RA__LIKELY(count != 0)) {
+                b->count = count - 1;
+                ra__count_one(&s->nmalloc);
+                return b->items[count - 1];
+            }
+        }
+    }
+    return alloc_tagged(tag, size, 0);
+}
+
 static inline void *alloc_as(ra_tag_t tag, size_t size, int flags)
 {
     if (RA__LIKELY(tag == RA_TAG_NONE))
         return alloc_untagged(size, flags);
+    if (flags == 0)
+        return alloc_tagged_fast(tag, size);
     return alloc_tagged(tag, size, flags);
 }
 
@@ -186,17 +227,9 @@ RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag, size_t size,
 
 static inline void free_untagged(void *ptr, size_t size, int align_flags)
 {
-    free_fn fast = atomic_load_explicit(&jemalloc_free, memory_order_relaxed);
-
-    if (size == 0 && RA__LIKELY(fast != NULL)) {
-        fast(ptr);
-        return;
-    }
-    if (RA__UNLIKELY(ptr == NULL))
-        return;
     if (size == 0)
-        dallocx(ptr, 0);
-    else
+        atomic_load_explicit(&jemalloc_free, memory_order_relaxed)(ptr);
+    else if (ptr != NULL)
         sdallocx(ptr, size, align_flags);
 }
 
@@ -220,7 +253,7 @@ __attribute__((noinline)) static void free_tagged(void *ptr, ra_tag_t tag,
                                        __ATOMIC_RELAXED);
         if (RA__LIKELY(bin != RA__PAGE_UNCACHED)) {
             struct ra__fc_bin *b = &s->bins[bin];
-            if (RA__UNLIKELY(b->count == ra__bin_cap[bin]))
+            if (RA__UNLIKELY(b->count == b->cap))
                 ra__fc_make_room(s, bin);
             b->items[b->count++] = ptr;
             ra__count_one(&s->ndalloc);
@@ -238,12 +271,41 @@ __attribute__((noinline)) static void free_tagged(void *ptr, ra_tag_t tag,
     free_tagged_slow(ptr, tag, size, align_flags);
 }
 
+/* The hot path of a tagged free: a push on the thread's front cache when
+ * the page table knows the block's class and the bin has room. */
+static inline void free_tagged_fast(void *ptr, ra_tag_t tag)
+{
+    struct ra__thread_state *ts = ra__thread;
+
+    if (RA__LIKELY(ts != NULL)) {
+        struct ra__tag_slot *s = &ts->slots[tag];
+        struct ra__fc_bin *bins = s->bins;
+        if (RA__LIKELY(bins != NULL)) {
+            unsigned bin = __atomic_load_n(ra__page_bin_entry(ptr),
+                                           __ATOMIC_RELAXED);
+            if (RA__LIKELY(bin != RA__PAGE_UNCACHED)) {
+                struct ra__fc_bin *b = &bins[bin];
+                unsigned count = b->count;
+                if (RA__LIKELY(count < b->cap)) {
+                    b->items[count] = ptr;
+                    b->count = count + 1;
+                    ra__count_one(&s->ndalloc);
+                    return;
+                }
+            }
+        }
+    }
+    free_tagged(ptr, tag, 0, 0);
+}
+
 static inline void free_block(void *ptr, size_t size, int align_flags)
 {
     ra_tag_t tag = ra__tag_of_addr(ptr);
 
     if (RA__LIKELY(tag == RA_TAG_NONE))
         free_untagged(ptr, size, align_flags);
+    else if (size == 0)
+        free_tagged_fast(ptr, tag);
     else
         free_tagged(ptr, tag, size, align_flags);
 }

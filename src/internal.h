@@ -102,6 +102,8 @@ static inline void ra__page_bin_set(const void *ptr, unsigned bin)
                      __ATOMIC_RELAXED);
 }
 
+/* ra__layout is exported data: a program's copy relocation may move it, so
+ * the library too must reach it through the GOT, never a local alias. */
 static inline ra_tag_t ra__tag_of_addr(const void *ptr)
 {
     return ra__tag_of_inline(ptr);
@@ -157,6 +159,7 @@ static inline void ra__tag_resume(ra_tag_t saved)
 /* A front cache bin: a stack of free blocks of one small size class. */
 struct ra__fc_bin {
     unsigned count;
+    unsigned cap; /* ra__bin_cap of the bin, kept on the same cache line */
     void *items[RA__FC_SLOTS];
 };
 

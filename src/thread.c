@@ -256,6 +256,9 @@ static void setup_slot(struct ra__tag_slot *s, ra_tag_t tag)
     if (nbins != 0 && ra__page_bin != NULL)
         s->bins = mallocx(nbins * sizeof s->bins[0],
                           MALLOCX_ZERO | MALLOCX_TCACHE_NONE);
+    if (s->bins != NULL)
+        for (unsigned bin = 0; bin < nbins; bin++)
+            s->bins[bin].cap = ra__bin_cap[bin];
     s->alloc_flags = RA__ARENA_FLAGS(arena) | s->free_flags;
 }
 
