@@ -111,9 +111,10 @@ static inline ra_tag_t ra__tag_of_addr(const void *ptr)
 
 /* -- tag.c: registry of names and ids, thread-local stack ------------------ */
 struct ra__tag_stack {
-    ra_tag_t top;   /* items[depth - 1], or RA_TAG_NONE when empty */
+    ra_tag_t top;   /* the tag allocations go to: items[depth] (0: none) */
     unsigned depth;
-    ra_tag_t items[RA_TAG_STACK_MAX];
+    /* items[0] stays RA_TAG_NONE, so the top is always items[depth]. */
+    ra_tag_t items[RA_TAG_STACK_MAX + 1];
 };
 extern RA__TLS struct ra__tag_stack ra__tag_stack;
 /* Arena index of each created tag, indexed by tag id; 0 in pass-through mode

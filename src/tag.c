@@ -134,19 +134,25 @@ unsigned ra_tag_count(void)
     return ra__tag_published();
 }
 
+/* Sets errno for a push or pop that cannot be done. Returns -1. */
+RA__COLD static int stack_error(int error)
+{
+    errno = error;
+    return -1;
+}
+
 int ra_tag_push(ra_tag_t tag)
 {
     struct ra__tag_stack *s = &ra__tag_stack;
+    unsigned depth = s->depth;
 
-    if (!ra__tag_valid(tag)) {
-        errno = EINVAL;
-        return -1;
-    }
-    if (s->depth >= RA_TAG_STACK_MAX) {
-        errno = EOVERFLOW;
-        return -1;
-    }
-    s->items[s->depth++] = tag;
+    /* tag - 1 wraps for RA_TAG_NONE: one compare checks both ends. */
+    if (RA__UNLIKELY(tag - 1u >= ra__tag_published()))
+        return stack_error(EINVAL);
+    if (RA__UNLIKELY(depth >= RA_TAG_STACK_MAX))
+        return stack_error(EOVERFLOW);
+    s->items[depth + 1] = tag;
+    s->depth = depth + 1;
     s->top = tag;
     return 0;
 }
@@ -154,13 +160,14 @@ int ra_tag_push(ra_tag_t tag)
 int ra_tag_pop(ra_tag_t tag)
 {
     struct ra__tag_stack *s = &ra__tag_stack;
+    unsigned depth = s->depth;
 
-    if (!ra__tag_valid(tag) || s->depth == 0 || s->top != tag) {
-        errno = EINVAL;
-        return -1;
-    }
-    s->depth--;
-    s->top = s->depth == 0 ? RA_TAG_NONE : s->items[s->depth - 1];
+    /* Only created tags are ever pushed, so a tag on top is valid. */
+    if (RA__UNLIKELY(tag == RA_TAG_NONE || depth == 0 ||
+                     s->items[depth] != tag))
+        return stack_error(EINVAL);
+    s->depth = depth - 1;
+    s->top = s->items[depth - 1];
     return 0;
 }
 
