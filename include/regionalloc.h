@@ -42,12 +42,58 @@ RA_EXPORT const char *ra_tag_name(ra_tag_t tag);
 RA_EXPORT unsigned ra_tag_count(void);
 
 /* Pushes tag on this thread's stack: 0, or -1 with errno EINVAL (tag never
- * created) or EOVERFLOW (stack full; stack unchanged). Never allocates. */
+ * created) or EOVERFLOW (stack full; stack unchanged). Never allocates.
+ * Inlined by the macro below; the function stays exported. */
 RA_EXPORT int ra_tag_push(ra_tag_t tag);
 
 /* Pops tag if it is on top of this thread's stack: 0, or -1 with errno
- * EINVAL (not on top, stack empty, or never created; stack unchanged). */
+ * EINVAL (not on top, stack empty, or never created; stack unchanged).
+ * Inlined by the macro below; the function stays exported. */
 RA_EXPORT int ra_tag_pop(ra_tag_t tag);
+
+/* The thread's tag stack and the number of tags, for the inline push and
+ * pop only: not an API. items[0] stays RA_TAG_NONE, so the tag that
+ * allocations go to is items[depth], cached in top. */
+struct ra__tag_stack {
+    ra_tag_t top;
+    unsigned depth;
+    ra_tag_t items[RA_TAG_STACK_MAX + 1];
+};
+RA_EXPORT extern __thread struct ra__tag_stack ra__tag_stack
+    __attribute__((tls_model("initial-exec")));
+RA_EXPORT extern unsigned ra__tags_published;
+
+/* The common cases inline; every error goes to the function, which sets
+ * errno. */
+static inline int ra__tag_push_inline(ra_tag_t tag)
+{
+    struct ra__tag_stack *s = &ra__tag_stack;
+    unsigned depth = s->depth;
+
+    if (tag - 1u < __atomic_load_n(&ra__tags_published, __ATOMIC_ACQUIRE) &&
+        depth < RA_TAG_STACK_MAX) {
+        s->items[depth + 1] = tag;
+        s->depth = depth + 1;
+        s->top = tag;
+        return 0;
+    }
+    return (ra_tag_push)(tag);
+}
+
+static inline int ra__tag_pop_inline(ra_tag_t tag)
+{
+    struct ra__tag_stack *s = &ra__tag_stack;
+    unsigned depth = s->depth;
+
+    if (tag != RA_TAG_NONE && depth != 0 && s->items[depth] == tag) {
+        s->depth = depth - 1;
+        s->top = s->items[depth - 1];
+        return 0;
+    }
+    return (ra_tag_pop)(tag);
+}
+#define ra_tag_push(tag) ra__tag_push_inline(tag)
+#define ra_tag_pop(tag) ra__tag_pop_inline(tag)
 
 /* Top of this thread's stack, RA_TAG_NONE when empty. */
 RA_EXPORT ra_tag_t ra_tag_current(void);

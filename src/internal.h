@@ -110,18 +110,18 @@ static inline ra_tag_t ra__tag_of_addr(const void *ptr)
 }
 
 /* -- tag.c: registry of names and ids, thread-local stack ------------------ */
-struct ra__tag_stack {
-    ra_tag_t top;   /* the tag allocations go to: items[depth] (0: none) */
-    unsigned depth;
-    /* items[0] stays RA_TAG_NONE, so the top is always items[depth]. */
-    ra_tag_t items[RA_TAG_STACK_MAX + 1];
-};
-extern RA__TLS struct ra__tag_stack ra__tag_stack;
+/* struct ra__tag_stack and the thread's ra__tag_stack are declared in
+ * regionalloc.h for the inline push and pop. */
 /* Arena index of each created tag, indexed by tag id; 0 in pass-through mode
  * (no arena). Entries are written once, before the tag id is published. */
 extern unsigned ra__tag_arena[RA__MAX_TAGS_LIMIT + 1];
-/* Number of tags published so far (acquire). */
-unsigned ra__tag_published(void);
+/* Number of tags published so far (acquire). ra__tags_published is exported
+ * data: a program's copy relocation may move it, so the library reaches it
+ * through the GOT too. */
+static inline unsigned ra__tag_published(void)
+{
+    return __atomic_load_n(&ra__tags_published, __ATOMIC_ACQUIRE);
+}
 /* Fork handlers for the registry lock. */
 void ra__tag_prefork(void);
 void ra__tag_postfork(void);

@@ -6,19 +6,15 @@
 
 #include "internal.h"
 
-RA__TLS struct ra__tag_stack ra__tag_stack;
+__thread struct ra__tag_stack ra__tag_stack;
+unsigned ra__tags_published;
 unsigned ra__tag_arena[RA__MAX_TAGS_LIMIT + 1];
 
 /* Names are written under the lock before the count that publishes them, and
  * never change after: readers scan without the lock. */
 static char tag_names[RA__MAX_TAGS_LIMIT + 1][RA_TAG_NAME_MAX + 1];
-static _Atomic unsigned tag_count;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 
-unsigned ra__tag_published(void)
-{
-    return atomic_load_explicit(&tag_count, memory_order_acquire);
-}
 
 static void lock_registry(void)
 {
@@ -92,7 +88,7 @@ ra_tag_t ra_tag_create(const char *name)
 
     tagging = ra__init();
     lock_registry();
-    count = atomic_load_explicit(&tag_count, memory_order_relaxed);
+    count = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
     tag = find_tag(name, count);
     if (tag != RA_TAG_NONE)
         goto out;
@@ -112,7 +108,7 @@ ra_tag_t ra_tag_create(const char *name)
     memcpy(tag_names[tag], name, len + 1);
     if (tagging)
         ra__region_name(count, name);
-    atomic_store_explicit(&tag_count, tag, memory_order_release);
+    __atomic_store_n(&ra__tags_published, tag, __ATOMIC_RELEASE);
 out:
     unlock_registry();
     return tag;
@@ -141,7 +137,7 @@ RA__COLD static int stack_error(int error)
     return -1;
 }
 
-int ra_tag_push(ra_tag_t tag)
+int(ra_tag_push)(ra_tag_t tag)
 {
     struct ra__tag_stack *s = &ra__tag_stack;
     unsigned depth = s->depth;
@@ -157,7 +153,7 @@ int ra_tag_push(ra_tag_t tag)
     return 0;
 }
 
-int ra_tag_pop(ra_tag_t tag)
+int(ra_tag_pop)(ra_tag_t tag)
 {
     struct ra__tag_stack *s = &ra__tag_stack;
     unsigned depth = s->depth;

@@ -61,7 +61,7 @@ is_malloc_family() {
 allowed() {
     local sym=$1
     case $sym in
-    ra__tag_scope_begin | ra__tag_scope_end | ra__layout) return 0 ;;
+    ra__tag_scope_begin | ra__tag_scope_end | ra__layout | ra__tag_stack | ra__tags_published) return 0 ;;
     ra__*) return 1 ;;          # cross-file internals stay hidden
     ra_*) return 0 ;;
     esac
