@@ -57,6 +57,7 @@ int main(int argc, char **argv)
         name = NAME_TAGGED;
         if (tag == RA_TAG_NONE || ra_tag_push(tag) != 0)
             bench_die("ra_tag_create/ra_tag_push");
+        bench_check_tagged(tag);
         allocate(alloc_process, free_process, n, &before);
         ra_tag_pop(tag);
     } else if (strcmp(who, "mimalloc") == 0) {

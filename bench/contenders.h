@@ -52,6 +52,19 @@ static inline void *realloc_mimalloc(void *p, size_t n)
     return bench_mi.heap_realloc(bench_mi_heap, p, n);
 }
 
+/* Dies unless a block allocated now lands in tag: a tagged contender that
+ * is not really tagged would make its numbers meaningless. Outside timing. */
+static inline void bench_check_tagged(ra_tag_t tag)
+{
+    void *p = malloc(64);
+
+    if (p == NULL)
+        bench_die("out of memory");
+    if (ra_enabled() && ra_tag_of(p) != tag)
+        bench_die("a block allocated under a tag is not in its region");
+    free(p);
+}
+
 static inline void *alloc_tracker(size_t n) { return tracker_malloc(n); }
 static inline void free_tracker(void *p) { tracker_free(p); }
 static inline void *realloc_tracker(void *p, size_t n)

@@ -75,6 +75,7 @@ static double run_tagged(void *arg)
 
     if (ra_tag_push(tag) != 0)
         bench_die("ra_tag_push");
+    bench_check_tagged(tag);
     r = ring_run(alloc_process, free_process);
     ra_tag_pop(tag);
     return r;

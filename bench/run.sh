@@ -150,6 +150,8 @@ if command -v heaptrack >/dev/null 2>&1 && [ -x "$bindir/ring_glibc" ]; then
         grep -E $'^(row|note)\t' "$tmp/ht.out" >>"$raw"
         if [ $rc -ne 0 ]; then
             note "heaptrack run failed (exit status $rc): $(tail -n 1 "$tmp/ht.err")"
+        elif ! grep -q $'^row\t' "$tmp/ht.out"; then
+            note "heaptrack run printed no results: $(tail -n 1 "$tmp/ht.err")"
         else
             wall_row "ring_glibc under heaptrack" "$t0" "$t1"
         fi
@@ -197,7 +199,7 @@ function target(desc, measured, ok) {
 function ratio_target(desc, w, c, limit,    r) {
     r = ratio_of(w, c)
     if (r == "") target(desc, "not measured", "")
-    else target(desc, sprintf("%.2fx (%s vs %s %s)", r, num(med[key(w, c)]),
+    else target(desc, sprintf("%.3fx (%s vs %s %s)", r, num(med[key(w, c)]),
                               num(med[key(w, JE)]), unit[key(w, c)]), r <= limit)
 }
 function ns_target(desc, w, c, limit,    v) {
@@ -265,6 +267,12 @@ END {
             printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", wl[k], ct[k], med[k], unit[k],
                    ratio[k], lo[k], hi[k] >raw_out
     }
+
+    print ""
+    print "x jemalloc: the median over processes of the ratio to jemalloc measured in"
+    print "the same process; for rows from other processes (glibc, memory), the median"
+    print "over the jemalloc median. Under noise it can differ from the quotient of the"
+    print "medians shown. range: the fastest and slowest single round in any process."
 
     R256 = "ring 8-256 B, 1 thread"; R4K = "ring 8-4096 B, 1 thread"
     SW = "ring 8-256 B, push/pop 1 of 4 tags per 10 ops"

@@ -128,6 +128,9 @@ int main(void)
         snprintf(name, sizeof name, "bench-switch-%u", t);
         if ((tags[t] = ra_tag_create(name)) == RA_TAG_NONE)
             bench_die("ra_tag_create");
+        ra_tag_push(tags[t]);
+        bench_check_tagged(tags[t]);
+        ra_tag_pop(tags[t]);
         if (!bench_mi_missing && (heaps[t] = bench_mi.heap_new()) == NULL)
             bench_die("mi_heap_new");
     }

@@ -136,6 +136,7 @@ static void push_tag(void)
 {
     if (ra_tag_push(tag) != 0)
         bench_die("ra_tag_push");
+    bench_check_tagged(tag);
 }
 
 static void pop_tag(void)
