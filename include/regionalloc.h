@@ -186,6 +186,29 @@ RA_EXPORT void ra_thread_flush(void);
  * bytes) or ENOTSUP (pass-through mode). */
 RA_EXPORT int ra_tag_rss(ra_tag_t tag, size_t *bytes);
 
+/* -- hooks -------------------------------------------------------------------
+ * Callbacks on every allocation and free the library routes (the malloc
+ * family, operator new/delete, ra_*), untagged ones included (tag 0). size
+ * is the block's usable size; on_free runs before the block is freed. A
+ * realloc is reported as the free of the old block and the allocation of the
+ * new one, with each block's tag. What a callback itself allocates or frees
+ * is allocated and tagged as usual but not reported, so a callback may call
+ * malloc, printf or take a lock. */
+typedef struct ra_hooks {
+    void (*on_alloc)(void *ctx, ra_tag_t tag, void *ptr, size_t size);
+    void (*on_free)(void *ctx, ra_tag_t tag, void *ptr, size_t size);
+    void *ctx;
+} ra_hooks_t;
+
+/* Installs a copy of *hooks (16 at most at once). Returns its id (>= 0), or
+ * -1 with errno EINVAL (NULL, or no callback) or ENOSPC (16 installed).
+ * Thread-safe against concurrent allocation. */
+RA_EXPORT int ra_hooks_install(const ra_hooks_t *hooks);
+/* Removes hook id: when it returns, no thread runs or will run its
+ * callbacks (a callback may remove its own hook). 0, or -1 with errno
+ * EINVAL (no such hook installed). */
+RA_EXPORT int ra_hooks_remove(int id);
+
 /* -- reports and checkpoints ------------------------------------------------ */
 typedef enum {
     RA_FORMAT_TEXT,      /* aligned table, human units */

@@ -200,13 +200,30 @@ static inline void *alloc_tagged_fast(ra_tag_t tag, size_t size)
     return alloc_tagged(tag, size, 0);
 }
 
-static inline void *alloc_as(ra_tag_t tag, size_t size, int flags)
+static inline void *alloc_plain(ra_tag_t tag, size_t size, int flags)
 {
     if (RA__LIKELY(tag == RA_TAG_NONE))
         return alloc_untagged(size, flags);
     if (flags == 0)
         return alloc_tagged_fast(tag, size);
     return alloc_tagged(tag, size, flags);
+}
+
+RA__COLD static void *alloc_hooked(ra_tag_t tag, size_t size, int flags)
+{
+    void *p = alloc_plain(tag, size, flags);
+
+    ra__hooks_on_alloc(p);
+    return p;
+}
+
+/* With no hooks installed, one predictable branch more than the plain
+ * path. */
+static inline void *alloc_as(ra_tag_t tag, size_t size, int flags)
+{
+    if (RA__UNLIKELY(ra__hooks_any()))
+        return alloc_hooked(tag, size, flags);
+    return alloc_plain(tag, size, flags);
 }
 
 RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag, size_t size,
@@ -298,7 +315,7 @@ static inline void free_tagged_fast(void *ptr, ra_tag_t tag)
     free_tagged(ptr, tag, 0, 0);
 }
 
-static inline void free_block(void *ptr, size_t size, int align_flags)
+static inline void free_plain(void *ptr, size_t size, int align_flags)
 {
     ra_tag_t tag = ra__tag_of_addr(ptr);
 
@@ -308,6 +325,20 @@ static inline void free_block(void *ptr, size_t size, int align_flags)
         free_tagged_fast(ptr, tag);
     else
         free_tagged(ptr, tag, size, align_flags);
+}
+
+RA__COLD static void free_hooked(void *ptr, size_t size, int align_flags)
+{
+    ra__hooks_on_free(ptr);
+    free_plain(ptr, size, align_flags);
+}
+
+static inline void free_block(void *ptr, size_t size, int align_flags)
+{
+    if (RA__UNLIKELY(ra__hooks_any()))
+        free_hooked(ptr, size, align_flags);
+    else
+        free_plain(ptr, size, align_flags);
 }
 
 void *ra_malloc(size_t size)
@@ -413,7 +444,35 @@ RA__COLD static void *realloc_tagged_slow(void *ptr, ra_tag_t tag,
     return p;
 }
 
+static void *realloc_plain(void *ptr, size_t size);
+
+/* Hooks see a realloc as the free of the old block and the allocation of
+ * the new one, once it has succeeded; realloc(NULL, n) and realloc(p, 0)
+ * are reported by ra_malloc and ra_free. */
+RA__COLD static void *realloc_hooked(void *ptr, size_t size)
+{
+    ra_tag_t old_tag;
+    size_t old_size;
+    void *p;
+
+    if (ptr == NULL || size == 0)
+        return realloc_plain(ptr, size);
+    old_tag = ra__tag_of_addr(ptr);
+    old_size = ra_malloc_usable_size(ptr);
+    p = realloc_plain(ptr, size);
+    if (p != NULL)
+        ra__hooks_on_realloc(old_tag, ptr, old_size, p);
+    return p;
+}
+
 void *ra_realloc(void *ptr, size_t size)
+{
+    if (RA__UNLIKELY(ra__hooks_any()))
+        return realloc_hooked(ptr, size);
+    return realloc_plain(ptr, size);
+}
+
+static void *realloc_plain(void *ptr, size_t size)
 {
     ra_tag_t tag;
     struct ra__thread_state *ts;

@@ -15,6 +15,7 @@ static void prefork(void)
     /* Outermost first: a checkpoint holds its lock while it reads tags and
      * allocates; nothing takes the checkpoint lock under the others. */
     ra__checkpoint_prefork();
+    ra__hooks_prefork();
     ra__tag_prefork();
     ra__thread_prefork();
 }
@@ -23,6 +24,7 @@ static void postfork_parent(void)
 {
     ra__thread_postfork_parent();
     ra__tag_postfork();
+    ra__hooks_postfork(false);
     ra__checkpoint_postfork();
 }
 
@@ -30,6 +32,7 @@ static void postfork_child(void)
 {
     ra__thread_postfork_child();
     ra__tag_postfork();
+    ra__hooks_postfork(true);
     ra__checkpoint_postfork();
 }
 

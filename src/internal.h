@@ -246,6 +246,29 @@ void *ra__alloc_aligned(size_t align, size_t size);
 /* Frees a block of size bytes allocated with alignment align (C23). */
 void ra__free_aligned_sized(void *ptr, size_t align, size_t size);
 
+/* -- hooks.c: user callbacks ------------------------------------------------ */
+#define RA__HOOKS_MAX 16
+/* Number of hooks installed: the allocation paths test it once. */
+extern _Atomic unsigned ra__hooks_installed;
+
+static inline bool ra__hooks_any(void)
+{
+    return atomic_load_explicit(&ra__hooks_installed,
+                                memory_order_relaxed) != 0;
+}
+/* Report to the installed hooks, unless the calling thread is already
+ * inside one. ptr may be NULL (nothing reported). on_free is called before
+ * the block is freed; on_realloc after the new block exists, with what the
+ * old block was. */
+void ra__hooks_on_alloc(void *ptr);
+void ra__hooks_on_free(void *ptr);
+void ra__hooks_on_realloc(ra_tag_t old_tag, void *old_ptr, size_t old_size,
+                          void *new_ptr);
+/* Fork handlers for the install lock; in the child, the callbacks that other
+ * threads were running are over. */
+void ra__hooks_prefork(void);
+void ra__hooks_postfork(bool child);
+
 /* -- stats.c: mallctl reads, purge ----------------------------------------- */
 /* Refreshes jemalloc's statistics (the "epoch"); not cheap (#2077): once per
  * report, then read as many figures as needed. */

@@ -1,0 +1,151 @@
+/* User callbacks on every allocation and free the library routes. */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* A slot is reused only once no thread is inside its callbacks. */
+struct hook_slot {
+    ra_hooks_t hooks;
+    atomic_bool active;
+    _Atomic unsigned inflight; /* threads inside this slot's callbacks */
+};
+
+_Atomic unsigned ra__hooks_installed;
+static struct hook_slot slots[RA__HOOKS_MAX];
+static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Set while this thread runs callbacks: what a callback allocates or frees
+ * is not reported (it is still allocated and tagged normally). */
+static RA__TLS bool tls_in_hook;
+/* The slot whose callback this thread is running, or -1. */
+static RA__TLS int tls_slot = -1;
+
+static void lock_install(void)
+{
+    if (pthread_mutex_lock(&install_lock) != 0)
+        abort();
+}
+
+static void unlock_install(void)
+{
+    if (pthread_mutex_unlock(&install_lock) != 0)
+        abort();
+}
+
+void ra__hooks_prefork(void)
+{
+    lock_install();
+}
+
+void ra__hooks_postfork(bool child)
+{
+    if (child)
+        for (int i = 0; i < RA__HOOKS_MAX; i++)
+            atomic_store(&slots[i].inflight, tls_slot == i ? 1u : 0u);
+    unlock_install();
+}
+
+int ra_hooks_install(const ra_hooks_t *hooks)
+{
+    int id = -1;
+
+    if (hooks == NULL || (hooks->on_alloc == NULL && hooks->on_free == NULL)) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* First use of the library: registers the fork handlers for our lock. */
+    ra__init();
+    lock_install();
+    for (int i = 0; i < RA__HOOKS_MAX; i++) {
+        struct hook_slot *s = &slots[i];
+        if (atomic_load(&s->active) || atomic_load(&s->inflight) != 0)
+            continue;
+        s->hooks = *hooks;
+        atomic_store(&s->active, true);
+        atomic_fetch_add(&ra__hooks_installed, 1);
+        id = i;
+        break;
+    }
+    unlock_install();
+    if (id < 0)
+        errno = ENOSPC;
+    return id;
+}
+
+int ra_hooks_remove(int id)
+{
+    struct hook_slot *s;
+    unsigned own;
+
+    if (id < 0 || id >= RA__HOOKS_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+    s = &slots[id];
+    lock_install();
+    if (!atomic_load(&s->active)) {
+        unlock_install();
+        errno = EINVAL;
+        return -1;
+    }
+    atomic_store(&s->active, false);
+    atomic_fetch_sub(&ra__hooks_installed, 1);
+    unlock_install();
+    /* A dispatcher counts itself in, then checks active (both sequentially
+     * consistent): once inflight drains, nobody can call the hook again.
+     * A hook that removes itself waits only for the other threads. */
+    own = tls_slot == id ? 1 : 0;
+    while (atomic_load(&s->inflight) > own)
+        sched_yield();
+    return 0;
+}
+
+static void dispatch(bool alloc, ra_tag_t tag, void *ptr, size_t size)
+{
+    int saved_slot = tls_slot;
+
+    tls_in_hook = true;
+    for (int i = 0; i < RA__HOOKS_MAX; i++) {
+        struct hook_slot *s = &slots[i];
+        void (*fn)(void *, ra_tag_t, void *, size_t);
+
+        if (!atomic_load_explicit(&s->active, memory_order_relaxed))
+            continue;
+        atomic_fetch_add(&s->inflight, 1);
+        if (atomic_load(&s->active)) {
+            fn = alloc ? s->hooks.on_alloc : s->hooks.on_free;
+            tls_slot = i;
+            if (fn != NULL)
+                fn(s->hooks.ctx, tag, ptr, size);
+        }
+        atomic_fetch_sub(&s->inflight, 1);
+    }
+    tls_slot = saved_slot;
+    tls_in_hook = false;
+}
+
+void ra__hooks_on_alloc(void *ptr)
+{
+    if (ptr == NULL || tls_in_hook)
+        return;
+    dispatch(true, ra__tag_of_addr(ptr), ptr, ra_malloc_usable_size(ptr));
+}
+
+void ra__hooks_on_free(void *ptr)
+{
+    if (ptr == NULL || tls_in_hook)
+        return;
+    dispatch(false, ra__tag_of_addr(ptr), ptr, ra_malloc_usable_size(ptr));
+}
+
+void ra__hooks_on_realloc(ra_tag_t old_tag, void *old_ptr, size_t old_size,
+                          void *new_ptr)
+{
+    if (tls_in_hook)
+        return;
+    dispatch(false, old_tag, old_ptr, old_size);
+    dispatch(true, ra__tag_of_addr(new_ptr), new_ptr,
+             ra_malloc_usable_size(new_ptr));
+}
