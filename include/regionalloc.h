@@ -209,6 +209,38 @@ RA_EXPORT int ra_hooks_install(const ra_hooks_t *hooks);
  * EINVAL (no such hook installed). */
 RA_EXPORT int ra_hooks_remove(int id);
 
+/* -- sampled allocation-site profiler ------------------------------------------
+ * Samples tagged allocations (not untagged ones) by bytes: on average one
+ * sample every mean_interval_bytes allocated, each thread counting down its
+ * own geometric (Poisson) intervals, so small and large allocations are
+ * sampled in proportion to their bytes. A sampled block is a real block of
+ * its tag (at least 4 KiB of its region) whose page the library marks, so
+ * its free is recognized in O(1) with no header and no lookup for the other
+ * blocks. Per sample: the call stack, the tag and the size, aggregated by
+ * (tag, stack) into live and cumulative objects and bytes, each sample
+ * scaled by 1 / (1 - exp(-size / interval)) so the estimates are unbiased.
+ * A block that is reallocated leaves the profile. */
+#define RA_TAG_ALL ((ra_tag_t)-1)
+typedef enum {
+    RA_PROF_TREE,   /* text tree: "All (bytes, #objects)", callers below */
+    RA_PROF_FOLDED, /* "tag:<name>;root;...;leaf <bytes>" (flamegraphs) */
+    RA_PROF_PPROF,  /* gzip-compressed profile.proto (go tool pprof) */
+    RA_PROF_HEAP_V2 /* gperftools/jemalloc heap profile text (jeprof) */
+} ra_prof_format_t;
+
+/* Starts sampling (or changes the interval; 1 samples every allocation).
+ * The samples already taken are kept. 0, or -1 with errno EINVAL (interval
+ * 0) or ENOTSUP (pass-through mode). */
+RA_EXPORT int ra_prof_start(size_t mean_interval_bytes);
+/* Stops taking samples; the profile is kept, and frees of sampled blocks
+ * still leave it. 0, or -1 with errno EINVAL (not started). */
+RA_EXPORT int ra_prof_stop(void);
+/* Writes the profile of tag (RA_TAG_ALL: every tag) in fmt: live objects
+ * and bytes, and cumulative ones where the format has room. 0, or -1 with
+ * errno EINVAL (NULL out, bad format, tag never created), ENOTSUP (no
+ * profile: never started) or EIO (write error). */
+RA_EXPORT int ra_prof_dump(FILE *out, ra_prof_format_t fmt, ra_tag_t tag);
+
 /* -- reports and checkpoints ------------------------------------------------ */
 typedef enum {
     RA_FORMAT_TEXT,      /* aligned table, human units */

@@ -269,6 +269,37 @@ void ra__hooks_on_realloc(ra_tag_t old_tag, void *old_ptr, size_t old_size,
 void ra__hooks_prefork(void);
 void ra__hooks_postfork(bool child);
 
+/* -- prof.c: the sampled allocation-site profile ------------------------------ */
+#define RA__PROF_MAX_FRAMES 64
+
+/* One (tag, call stack) of the profile. frames[0] is the innermost frame
+ * outside the library (the caller of malloc, new, ...), frames[nframes - 1]
+ * the outermost. The raw figures count samples as taken (what heap_v2
+ * wants: jeprof unbiases them itself); the estimates scale each sample of
+ * size s by 1 / (1 - exp(-s / interval)). */
+struct ra__prof_stack {
+    ra_tag_t tag;
+    unsigned nframes;
+    void *frames[RA__PROF_MAX_FRAMES];
+    uint64_t live_samples, live_sampled_bytes;
+    uint64_t alloc_samples, alloc_sampled_bytes;
+    double live_objects, live_bytes;
+    double alloc_objects, alloc_bytes;
+};
+
+/* Calls visit for every stack of tag (RA_TAG_ALL: every tag) while holding
+ * the profile's lock, so the figures are consistent; visit may allocate
+ * (nothing it allocates is sampled or tagged) but must not call the
+ * profiler's public functions. Returns the mean sampling interval in bytes,
+ * or 0 when the profiler was never started (nothing visited). */
+size_t ra__prof_visit(ra_tag_t tag,
+                      void (*visit)(const struct ra__prof_stack *stack,
+                                    void *ctx),
+                      void *ctx);
+
+/* -- prof_dump.c: the profile's output formats ------------------------------- */
+/* (ra_prof_dump is public.) */
+
 /* -- stats.c: mallctl reads, purge ----------------------------------------- */
 /* Refreshes jemalloc's statistics (the "epoch"); not cheap (#2077): once per
  * report, then read as many figures as needed. */
