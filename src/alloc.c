@@ -209,20 +209,57 @@ static inline void *alloc_plain(ra_tag_t tag, size_t size, int flags)
     return alloc_tagged(tag, size, flags);
 }
 
-RA__COLD static void *alloc_hooked(ra_tag_t tag, size_t size, int flags)
-{
-    void *p = alloc_plain(tag, size, flags);
+_Atomic unsigned ra__instrumented;
 
-    ra__hooks_on_alloc(p);
+/* A block the profiler samples: at least a page, so that it starts on a
+ * page of its own, which is marked. NULL when it cannot be had this way
+ * (the caller then allocates as usual, unsampled). */
+static void *alloc_sampled(ra_tag_t tag, size_t size, int flags)
+{
+    const size_t page = (size_t)1 << RA__PAGE_SHIFT;
+    struct ra__tag_slot *s;
+    int tag_flags;
+    void *p;
+
+    if (ra__page_bin == NULL || size > PTRDIFF_MAX ||
+        !atomic_load_explicit(&ra__tagging, memory_order_relaxed))
+        return NULL;
+    s = ra__thread_slot(tag);
+    tag_flags = s != NULL ? s->alloc_flags
+                          : RA__ARENA_FLAGS(ra__tag_arena[tag]) |
+                                MALLOCX_TCACHE_NONE;
+    p = mallocx(size < page ? page : size, tag_flags | flags);
+    if (p == NULL || ra__tag_of_addr(p) != tag) {
+        if (p != NULL)
+            dallocx(p, MALLOCX_TCACHE_NONE);
+        return NULL;
+    }
+    count_alloc(s, tag, p);
+    ra__page_bin_set(p, RA__PAGE_SAMPLED);
+    ra__prof_record(tag, p, size);
     return p;
 }
 
-/* With no hooks installed, one predictable branch more than the plain
- * path. */
+RA__COLD static void *alloc_instrumented(ra_tag_t tag, size_t size,
+                                         int flags)
+{
+    void *p = NULL;
+
+    if (tag != RA_TAG_NONE && ra__prof_should_sample(size))
+        p = alloc_sampled(tag, size, flags);
+    if (p == NULL)
+        p = alloc_plain(tag, size, flags);
+    if (ra__hooks_any())
+        ra__hooks_on_alloc(p);
+    return p;
+}
+
+/* With no hook installed and the profiler off, one predictable branch more
+ * than the plain path. */
 static inline void *alloc_as(ra_tag_t tag, size_t size, int flags)
 {
-    if (RA__UNLIKELY(ra__hooks_any()))
-        return alloc_hooked(tag, size, flags);
+    if (RA__UNLIKELY(ra__instrumented_any()))
+        return alloc_instrumented(tag, size, flags);
     return alloc_plain(tag, size, flags);
 }
 
@@ -254,12 +291,16 @@ static inline void free_untagged(void *ptr, size_t size, int align_flags)
  * known, else through the slot's tcache. size 0: unknown; otherwise the
  * size requested at allocation. Kept out of line so that the untagged path
  * of the callers stays a test and a jump. */
+static bool page_is_sampled(const void *ptr);
+
 __attribute__((noinline)) static void free_tagged(void *ptr, ra_tag_t tag,
                                                   size_t size, int align_flags)
 {
     struct ra__thread_state *ts = ra__thread;
     struct ra__tag_slot *s;
 
+    if (page_is_sampled(ptr))
+        ra__prof_on_free(ptr);
     if (RA__UNLIKELY(ts == NULL)) {
         free_tagged_slow(ptr, tag, size, align_flags);
         return;
@@ -268,7 +309,7 @@ __attribute__((noinline)) static void free_tagged(void *ptr, ra_tag_t tag,
     if (RA__LIKELY(s->bins != NULL)) {
         unsigned bin = __atomic_load_n(ra__page_bin_entry(ptr),
                                        __ATOMIC_RELAXED);
-        if (RA__LIKELY(bin != RA__PAGE_UNCACHED)) {
+        if (RA__LIKELY(bin < RA__PAGE_SAMPLED)) {
             struct ra__fc_bin *b = &s->bins[bin];
             if (RA__UNLIKELY(b->count == b->cap))
                 ra__fc_make_room(s, bin);
@@ -300,7 +341,9 @@ static inline void free_tagged_fast(void *ptr, ra_tag_t tag)
         if (RA__LIKELY(bins != NULL)) {
             unsigned bin = __atomic_load_n(ra__page_bin_entry(ptr),
                                            __ATOMIC_RELAXED);
-            if (RA__LIKELY(bin != RA__PAGE_UNCACHED)) {
+            /* Sampled blocks and blocks of unknown class take the general
+             * path. */
+            if (RA__LIKELY(bin < RA__PAGE_SAMPLED)) {
                 struct ra__fc_bin *b = &bins[bin];
                 unsigned count = b->count;
                 if (RA__LIKELY(count < b->cap)) {
@@ -327,16 +370,18 @@ static inline void free_plain(void *ptr, size_t size, int align_flags)
         free_tagged(ptr, tag, size, align_flags);
 }
 
-RA__COLD static void free_hooked(void *ptr, size_t size, int align_flags)
+RA__COLD static void free_instrumented(void *ptr, size_t size,
+                                       int align_flags)
 {
-    ra__hooks_on_free(ptr);
+    if (ra__hooks_any())
+        ra__hooks_on_free(ptr);
     free_plain(ptr, size, align_flags);
 }
 
 static inline void free_block(void *ptr, size_t size, int align_flags)
 {
-    if (RA__UNLIKELY(ra__hooks_any()))
-        free_hooked(ptr, size, align_flags);
+    if (RA__UNLIKELY(ra__instrumented_any()))
+        free_instrumented(ptr, size, align_flags);
     else
         free_plain(ptr, size, align_flags);
 }
@@ -472,10 +517,34 @@ void *ra_realloc(void *ptr, size_t size)
     return realloc_plain(ptr, size);
 }
 
+static bool page_is_sampled(const void *ptr)
+{
+    return ra__page_bin != NULL &&
+           __atomic_load_n(ra__page_bin_entry(ptr), __ATOMIC_RELAXED) ==
+               RA__PAGE_SAMPLED;
+}
+
+static void *realloc_tagged(void *ptr, ra_tag_t tag, size_t size)
+{
+    struct ra__thread_state *ts = ra__thread;
+    void *p;
+
+    /* The block keeps its owner's arena whatever is on the stack. */
+    if (RA__LIKELY(ts != NULL) && RA__LIKELY(ts->slots[tag].alloc_flags != 0)) {
+        struct ra__tag_slot *s = &ts->slots[tag];
+        p = rallocx(ptr, size, s->alloc_flags);
+        if (RA__LIKELY(p != NULL)) {
+            count_realloc(s, tag, p);
+            return p;
+        }
+    }
+    return realloc_tagged_slow(ptr, tag, size);
+}
+
 static void *realloc_plain(void *ptr, size_t size)
 {
     ra_tag_t tag;
-    struct ra__thread_state *ts;
+    bool sampled;
     void *p;
 
     if (ptr == NULL)
@@ -491,15 +560,10 @@ static void *realloc_plain(void *ptr, size_t size)
         p = rallocx(ptr, size, 0);
         return p != NULL ? p : fail_enomem();
     }
-    /* The block keeps its owner's arena whatever is on the stack. */
-    ts = ra__thread;
-    if (RA__LIKELY(ts != NULL) && RA__LIKELY(ts->slots[tag].alloc_flags != 0)) {
-        struct ra__tag_slot *s = &ts->slots[tag];
-        p = rallocx(ptr, size, s->alloc_flags);
-        if (RA__LIKELY(p != NULL)) {
-            count_realloc(s, tag, p);
-            return p;
-        }
-    }
-    return realloc_tagged_slow(ptr, tag, size);
+    /* A sampled block that is reallocated leaves the profile. */
+    sampled = page_is_sampled(ptr);
+    p = realloc_tagged(ptr, tag, size);
+    if (p != NULL && sampled)
+        ra__prof_on_free(ptr);
+    return p;
 }

@@ -16,6 +16,7 @@ static void prefork(void)
      * allocates; nothing takes the checkpoint lock under the others. */
     ra__checkpoint_prefork();
     ra__hooks_prefork();
+    ra__prof_prefork();
     ra__tag_prefork();
     ra__thread_prefork();
 }
@@ -24,6 +25,7 @@ static void postfork_parent(void)
 {
     ra__thread_postfork_parent();
     ra__tag_postfork();
+    ra__prof_postfork();
     ra__hooks_postfork(false);
     ra__checkpoint_postfork();
 }
@@ -32,6 +34,7 @@ static void postfork_child(void)
 {
     ra__thread_postfork_child();
     ra__tag_postfork();
+    ra__prof_postfork();
     ra__hooks_postfork(true);
     ra__checkpoint_postfork();
 }

@@ -88,6 +88,9 @@ void ra__region_name(unsigned idx, const char *tag_name);
  * from one load. NULL when the table could not be mapped (no front caches). */
 #define RA__PAGE_SHIFT 12
 #define RA__PAGE_UNCACHED 0xffu
+/* The page's block was sampled by the profiler (see prof.c); such a block
+ * starts on a page of its own (it is at least 4 KiB). */
+#define RA__PAGE_SAMPLED 0xfeu
 extern uint8_t *ra__page_bin;
 
 static inline uint8_t *ra__page_bin_entry(const void *ptr)
@@ -246,9 +249,23 @@ void *ra__alloc_aligned(size_t align, size_t size);
 /* Frees a block of size bytes allocated with alignment align (C23). */
 void ra__free_aligned_sized(void *ptr, size_t align, size_t size);
 
+/* Hooks installed plus 1 while the profiler samples: the allocation paths
+ * test it once, and take the instrumented path when it is not 0. */
+extern _Atomic unsigned ra__instrumented;
+
+static inline bool ra__instrumented_any(void)
+{
+    return atomic_load_explicit(&ra__instrumented, memory_order_relaxed) != 0;
+}
+
+static inline void ra__instrument_add(int n)
+{
+    atomic_fetch_add(&ra__instrumented, (unsigned)n);
+}
+
 /* -- hooks.c: user callbacks ------------------------------------------------ */
 #define RA__HOOKS_MAX 16
-/* Number of hooks installed: the allocation paths test it once. */
+/* Number of hooks installed. */
 extern _Atomic unsigned ra__hooks_installed;
 
 static inline bool ra__hooks_any(void)
@@ -296,6 +313,20 @@ size_t ra__prof_visit(ra_tag_t tag,
                       void (*visit)(const struct ra__prof_stack *stack,
                                     void *ctx),
                       void *ctx);
+
+/* Whether the calling thread's next allocation of size bytes (tagged) is to
+ * be sampled: counts the bytes down. Never while the thread is inside the
+ * profiler. */
+bool ra__prof_should_sample(size_t size);
+/* Records the sampled block ptr of size requested bytes under tag: its call
+ * stack and its weight. The block's page is already marked. */
+void ra__prof_record(ra_tag_t tag, void *ptr, size_t size);
+/* ptr, a sampled block, is being freed (or reallocated): it leaves the
+ * profile's live figures. */
+void ra__prof_on_free(const void *ptr);
+/* Fork handlers for the profile's lock. */
+void ra__prof_prefork(void);
+void ra__prof_postfork(void);
 
 /* -- prof_dump.c: the profile's output formats ------------------------------- */
 /* (ra_prof_dump is public.) */

@@ -1,0 +1,398 @@
+/* The sampled allocation-site profile: when to sample, what a sample
+ * records, and the tables of live samples and of (tag, stack) totals. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <time.h>
+
+#include <jemalloc/jemalloc.h>
+
+#include "internal.h"
+
+/* One live sampled block. */
+struct sample {
+    void *ptr; /* NULL: empty slot */
+    struct ra__prof_stack *stack;
+    size_t size;
+    double weight; /* 1 / probability of sampling a block of this size */
+};
+
+/* Open-addressing tables (linear probing), sizes powers of two, kept at most
+ * half full. Their memory is jemalloc's, untagged and uncached: the
+ * profiler's own, never routed through the library (so never sampled). */
+struct stack_table {
+    struct ra__prof_stack **slots;
+    size_t cap, count;
+};
+
+struct sample_table {
+    struct sample *slots;
+    size_t cap, count;
+};
+
+static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool sampling;
+static _Atomic size_t mean_interval; /* 0: never started */
+static struct stack_table stacks;
+static struct sample_table samples;
+/* The library's own load address: its frames are cut from stacks. NULL
+ * when the library is linked into the program (libregionalloc.a): then the
+ * module is the program's and nothing is cut. */
+static void *own_base;
+static bool own_base_known;
+
+/* Bytes this thread may still allocate before its next sample. */
+static RA__TLS int64_t tls_countdown;
+static RA__TLS bool tls_countdown_set;
+static RA__TLS uint64_t tls_rng;
+/* Set while this thread takes a sample or dumps: what it allocates then is
+ * the profiler's and is not sampled. */
+static RA__TLS bool tls_in_prof;
+
+static void lock_prof(void)
+{
+    if (pthread_mutex_lock(&prof_lock) != 0)
+        abort();
+}
+
+static void unlock_prof(void)
+{
+    if (pthread_mutex_unlock(&prof_lock) != 0)
+        abort();
+}
+
+void ra__prof_prefork(void)
+{
+    lock_prof();
+}
+
+void ra__prof_postfork(void)
+{
+    unlock_prof();
+}
+
+/* xorshift64*: a thread's own generator, seeded from its address and the
+ * clock; quality enough for sampling intervals. */
+static uint64_t next_random(void)
+{
+    uint64_t x = tls_rng;
+
+    if (x == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        x = (uint64_t)(uintptr_t)&tls_rng ^ (uint64_t)ts.tv_nsec ^
+            ((uint64_t)ts.tv_sec << 32) ^ 0x9e3779b97f4a7c15ull;
+    }
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    tls_rng = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+/* Bytes to the next sample: exponential with the mean interval, so that
+ * samples fall as a Poisson process over the bytes allocated. */
+static int64_t next_countdown(void)
+{
+    size_t interval = atomic_load_explicit(&mean_interval,
+                                           memory_order_relaxed);
+    double u;
+
+    if (interval <= 1)
+        return 0;
+    u = (double)((next_random() >> 11) + 1) * 0x1.0p-53; /* (0, 1] */
+    return (int64_t)(-log(u) * (double)interval) + 1;
+}
+
+bool ra__prof_should_sample(size_t size)
+{
+    if (!atomic_load_explicit(&sampling, memory_order_relaxed) || tls_in_prof)
+        return false;
+    if (!tls_countdown_set) {
+        tls_countdown = next_countdown();
+        tls_countdown_set = true;
+    }
+    if (size > INT64_MAX || (tls_countdown -= (int64_t)size) > 0)
+        return false;
+    tls_countdown = next_countdown();
+    return true;
+}
+
+static uint64_t hash_stack(ra_tag_t tag, void *const *frames, unsigned n)
+{
+    uint64_t h = 1469598103934665603ull ^ tag;
+
+    for (unsigned i = 0; i < n; i++)
+        h = (h ^ (uint64_t)(uintptr_t)frames[i]) * 1099511628211ull;
+    return h ^ (h >> 29);
+}
+
+static uint64_t hash_ptr(const void *p)
+{
+    uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 31);
+}
+
+static void *table_alloc(size_t bytes)
+{
+    return mallocx(bytes, MALLOCX_ZERO | MALLOCX_TCACHE_NONE);
+}
+
+/* Doubles the stack table. Returns true on failure (table unchanged). */
+static bool grow_stacks(void)
+{
+    size_t cap = stacks.cap == 0 ? 256 : stacks.cap * 2;
+    struct ra__prof_stack **slots = table_alloc(cap * sizeof *slots);
+
+    if (slots == NULL)
+        return true;
+    for (size_t i = 0; i < stacks.cap; i++) {
+        struct ra__prof_stack *st = stacks.slots[i];
+        size_t j;
+        if (st == NULL)
+            continue;
+        j = hash_stack(st->tag, st->frames, st->nframes) & (cap - 1);
+        while (slots[j] != NULL)
+            j = (j + 1) & (cap - 1);
+        slots[j] = st;
+    }
+    if (stacks.slots != NULL)
+        dallocx(stacks.slots, MALLOCX_TCACHE_NONE);
+    stacks.slots = slots;
+    stacks.cap = cap;
+    return false;
+}
+
+/* Finds or adds the entry of (tag, frames). NULL when out of memory. */
+static struct ra__prof_stack *find_stack(ra_tag_t tag, void *const *frames,
+                                         unsigned n)
+{
+    size_t j;
+
+    if ((stacks.count + 1) * 2 > stacks.cap && grow_stacks())
+        return NULL;
+    j = hash_stack(tag, frames, n) & (stacks.cap - 1);
+    for (;; j = (j + 1) & (stacks.cap - 1)) {
+        struct ra__prof_stack *st = stacks.slots[j];
+        if (st == NULL)
+            break;
+        if (st->tag == tag && st->nframes == n &&
+            memcmp(st->frames, frames, n * sizeof frames[0]) == 0)
+            return st;
+    }
+    stacks.slots[j] = table_alloc(sizeof *stacks.slots[j]);
+    if (stacks.slots[j] == NULL)
+        return NULL;
+    stacks.slots[j]->tag = tag;
+    stacks.slots[j]->nframes = n;
+    memcpy(stacks.slots[j]->frames, frames, n * sizeof frames[0]);
+    stacks.count++;
+    return stacks.slots[j];
+}
+
+static bool grow_samples(void)
+{
+    size_t cap = samples.cap == 0 ? 1024 : samples.cap * 2;
+    struct sample *slots = table_alloc(cap * sizeof *slots);
+
+    if (slots == NULL)
+        return true;
+    for (size_t i = 0; i < samples.cap; i++) {
+        size_t j;
+        if (samples.slots[i].ptr == NULL)
+            continue;
+        j = hash_ptr(samples.slots[i].ptr) & (cap - 1);
+        while (slots[j].ptr != NULL)
+            j = (j + 1) & (cap - 1);
+        slots[j] = samples.slots[i];
+    }
+    if (samples.slots != NULL)
+        dallocx(samples.slots, MALLOCX_TCACHE_NONE);
+    samples.slots = slots;
+    samples.cap = cap;
+    return false;
+}
+
+static bool add_sample(const struct sample *s)
+{
+    size_t j;
+
+    if ((samples.count + 1) * 2 > samples.cap && grow_samples())
+        return true;
+    j = hash_ptr(s->ptr) & (samples.cap - 1);
+    while (samples.slots[j].ptr != NULL)
+        j = (j + 1) & (samples.cap - 1);
+    samples.slots[j] = *s;
+    samples.count++;
+    return false;
+}
+
+/* Removes the sample of ptr into *out. Returns false when there is none.
+ * Linear probing deletes by shifting the rest of the cluster back. */
+static bool take_sample(const void *ptr, struct sample *out)
+{
+    size_t mask = samples.cap - 1, j, k;
+
+    if (samples.cap == 0)
+        return false;
+    for (j = hash_ptr(ptr) & mask; samples.slots[j].ptr != ptr;
+         j = (j + 1) & mask)
+        if (samples.slots[j].ptr == NULL)
+            return false;
+    *out = samples.slots[j];
+    for (k = (j + 1) & mask; samples.slots[k].ptr != NULL; k = (k + 1) & mask) {
+        size_t home = hash_ptr(samples.slots[k].ptr) & mask;
+        /* Move k into the hole at j unless its home lies in (j, k]. */
+        bool stays = j <= k ? (home > j && home <= k) : (home > j || home <= k);
+        if (!stays) {
+            samples.slots[j] = samples.slots[k];
+            j = k;
+        }
+    }
+    samples.slots[j].ptr = NULL;
+    samples.count--;
+    return true;
+}
+
+/* The call stack without the library's own frames: frames[0] is the caller
+ * of malloc (or new, or ra_malloc). Returns the number of frames. */
+static unsigned capture_stack(void **frames)
+{
+    void *raw[RA__PROF_MAX_FRAMES + 16];
+    int n = backtrace(raw, (int)(sizeof raw / sizeof raw[0]));
+    int first = 0;
+    unsigned kept = 0;
+
+    for (; own_base != NULL && first < n; first++) {
+        Dl_info info;
+        if (dladdr(raw[first], &info) == 0 || info.dli_fbase != own_base)
+            break;
+    }
+    for (int i = first; i < n && kept < RA__PROF_MAX_FRAMES; i++)
+        frames[kept++] = raw[i];
+    return kept;
+}
+
+void ra__prof_record(ra_tag_t tag, void *ptr, size_t size)
+{
+    void *frames[RA__PROF_MAX_FRAMES];
+    size_t interval = atomic_load_explicit(&mean_interval,
+                                           memory_order_relaxed);
+    struct sample s = {ptr, NULL, size, 1.0};
+    ra_tag_t saved;
+    unsigned n;
+
+    tls_in_prof = true;
+    /* The unwinder may allocate (its first call loads libgcc_s): that is
+     * neither sampled nor charged to the caller's tag. */
+    saved = ra__tag_suspend();
+    n = capture_stack(frames);
+    if (interval > 1)
+        s.weight = 1.0 / -expm1(-(double)size / (double)interval);
+    lock_prof();
+    s.stack = find_stack(tag, frames, n);
+    if (s.stack != NULL && !add_sample(&s)) {
+        struct ra__prof_stack *st = s.stack;
+        st->live_samples++;
+        st->live_sampled_bytes += size;
+        st->alloc_samples++;
+        st->alloc_sampled_bytes += size;
+        st->live_objects += s.weight;
+        st->live_bytes += s.weight * (double)size;
+        st->alloc_objects += s.weight;
+        st->alloc_bytes += s.weight * (double)size;
+    }
+    unlock_prof();
+    ra__tag_resume(saved);
+    tls_in_prof = false;
+}
+
+void ra__prof_on_free(const void *ptr)
+{
+    struct sample s;
+
+    lock_prof();
+    if (take_sample(ptr, &s)) {
+        struct ra__prof_stack *st = s.stack;
+        st->live_samples--;
+        st->live_sampled_bytes -= s.size;
+        st->live_objects -= s.weight;
+        st->live_bytes -= s.weight * (double)s.size;
+    }
+    unlock_prof();
+}
+
+size_t ra__prof_visit(ra_tag_t tag,
+                      void (*visit)(const struct ra__prof_stack *stack,
+                                    void *ctx),
+                      void *ctx)
+{
+    size_t interval;
+    ra_tag_t saved = ra__tag_suspend();
+
+    lock_prof();
+    tls_in_prof = true;
+    interval = atomic_load_explicit(&mean_interval, memory_order_relaxed);
+    for (size_t i = 0; interval != 0 && i < stacks.cap; i++) {
+        const struct ra__prof_stack *st = stacks.slots[i];
+        if (st != NULL && (tag == RA_TAG_ALL || st->tag == tag))
+            visit(st, ctx);
+    }
+    tls_in_prof = false;
+    unlock_prof();
+    ra__tag_resume(saved);
+    return interval;
+}
+
+int ra_prof_start(size_t mean_interval_bytes)
+{
+    Dl_info info;
+    void *warm[4];
+
+    if (mean_interval_bytes == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!ra__init()) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    if (!own_base_known) {
+        Dl_info program;
+        if (dladdr((void *)ra_prof_start, &info) != 0 &&
+            !(dladdr((void *)getauxval(AT_ENTRY), &program) != 0 &&
+              program.dli_fbase == info.dli_fbase))
+            own_base = info.dli_fbase;
+        own_base_known = true;
+    }
+    /* Load the unwinder now, outside any allocation. */
+    tls_in_prof = true;
+    backtrace(warm, 4);
+    tls_in_prof = false;
+    lock_prof();
+    atomic_store(&mean_interval, mean_interval_bytes);
+    if (!atomic_exchange(&sampling, true))
+        ra__instrument_add(1);
+    unlock_prof();
+    return 0;
+}
+
+int ra_prof_stop(void)
+{
+    int rc = 0;
+
+    lock_prof();
+    if (atomic_exchange(&sampling, false))
+        ra__instrument_add(-1);
+    else
+        rc = -1;
+    unlock_prof();
+    if (rc != 0)
+        errno = EINVAL;
+    return rc;
+}
