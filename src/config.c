@@ -169,6 +169,23 @@ static void read_stats_format(void)
                  "expected text, json or prometheus", "text");
 }
 
+static void read_prof(void)
+{
+    const char *v = secure_getenv("REGIONALLOC_PROF");
+    size_t n;
+
+    config.prof_interval = 0;
+    if (v == NULL || v[0] == '\0')
+        return;
+    if (parse_size(v, &n) || n == 0) {
+        warn_default("REGIONALLOC_PROF", v,
+                     "expected a mean sampling interval in bytes, K/M/G "
+                     "suffixes accepted", "(no profiling)");
+        return;
+    }
+    config.prof_interval = n;
+}
+
 static void read_config(void)
 {
     config.pid = getpid();
@@ -176,11 +193,14 @@ static void read_config(void)
     read_max_tags();
     read_region_size();
     _Static_assert(sizeof config.stats_path == 4096 &&
-                       sizeof config.checkpoints_path == 4096,
+                       sizeof config.checkpoints_path == 4096 &&
+                       sizeof config.prof_dump_path == 4096,
                    "read_output() writes 4096-byte paths");
     read_output("REGIONALLOC_STATS", config.stats_path);
     read_stats_format();
     read_output("REGIONALLOC_CHECKPOINTS", config.checkpoints_path);
+    read_prof();
+    read_output("REGIONALLOC_PROF_DUMP", config.prof_dump_path);
 }
 
 const struct ra__config *ra__config(void)

@@ -52,6 +52,8 @@ static void init_library(void)
     if (tagging)
         ra__override_check();
     atomic_store_explicit(&ra__tagging, tagging, memory_order_release);
+    if (tagging && config->prof_interval != 0)
+        ra__prof_begin(config->prof_interval);
 }
 
 bool ra__init(void)

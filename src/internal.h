@@ -42,6 +42,8 @@ struct ra__config {
     ra_format_t stats_format; /* REGIONALLOC_STATS_FORMAT, default text; also
                                  the format of the checkpoint report */
     char checkpoints_path[4096]; /* REGIONALLOC_CHECKPOINTS: as stats_path */
+    size_t prof_interval; /* REGIONALLOC_PROF: 0 (off) or the mean interval */
+    char prof_dump_path[4096]; /* REGIONALLOC_PROF_DUMP: "" or a path */
     pid_t pid;           /* the process that read the environment */
 };
 /* Reads the environment on the first call (thread-safe, allocation-free,
@@ -324,12 +326,55 @@ void ra__prof_record(ra_tag_t tag, void *ptr, size_t size);
 /* ptr, a sampled block, is being freed (or reallocated): it leaves the
  * profile's live figures. */
 void ra__prof_on_free(const void *ptr);
+/* ra_prof_start without its checks, for ra__init (REGIONALLOC_PROF). */
+void ra__prof_begin(size_t mean_interval_bytes);
 /* Fork handlers for the profile's lock. */
 void ra__prof_prefork(void);
 void ra__prof_postfork(void);
 
 /* -- prof_dump.c: the profile's output formats ------------------------------- */
 /* (ra_prof_dump is public.) */
+/* A distinct frame address of a dump, named once with dladdr: the code at
+ * return address addr (looked up at addr - 1, so that a call that ends a
+ * function is not taken for the next function). function and module are
+ * NULL where dladdr knows no name; they are the dump's copies. */
+struct ra__prof_frame {
+    uintptr_t addr;
+    const char *function; /* the symbol (mangled, for C++) */
+    const char *module;   /* the object's path (dli_fname) */
+    uintptr_t offset;     /* addr - the symbol, or - the object's base */
+};
+
+/* What a dump writes: the stacks copied out of the profile, and their
+ * frames. */
+struct ra__prof_dump {
+    size_t interval;  /* the mean sampling interval, in bytes */
+    size_t nstacks;
+    struct ra__prof_stack *stacks; /* by tag, then live bytes, largest first */
+    size_t nframes;
+    struct ra__prof_frame *frames; /* every distinct address, ascending */
+};
+
+/* The entry of addr, one of the addresses of d's stacks (never NULL). */
+const struct ra__prof_frame *ra__prof_dump_frame(const struct ra__prof_dump *d,
+                                                 const void *addr);
+/* Room for a frame's name and its NUL; longer names are cut. */
+#define RA__PROF_NAME_MAX 1024
+/* Writes the name of f into buf (len > 0): "function+0xoff",
+ * "module+0xoff" (the base name of the object) or "0x<addr>". Control
+ * bytes become '_', and so do ';' and spaces when folded is true (the
+ * separators of folded stacks). Returns buf. Never allocates. */
+const char *ra__prof_frame_name(char *buf, size_t len,
+                                const struct ra__prof_frame *f, bool folded);
+
+/* -- prof_pprof.c: the pprof output -------------------------------------------- */
+struct ra__out; /* format.c */
+/* Writes d as a gzip-compressed profile.proto to o: one Sample per stack
+ * labelled with its tag, a Location per frame, the executable mappings of
+ * /proc/self/maps. Returns true on failure (errno ENOMEM: nothing, or a cut
+ * stream, written); write errors are recorded in o. May allocate: the
+ * caller's tag must be suspended. */
+bool ra__prof_pprof_write(struct ra__out *o, const struct ra__prof_dump *d);
 
 /* -- stats.c: mallctl reads, purge ----------------------------------------- */
 /* Refreshes jemalloc's statistics (the "epoch"); not cheap (#2077): once per

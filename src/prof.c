@@ -349,19 +349,11 @@ size_t ra__prof_visit(ra_tag_t tag,
     return interval;
 }
 
-int ra_prof_start(size_t mean_interval_bytes)
+void ra__prof_begin(size_t mean_interval_bytes)
 {
     Dl_info info;
     void *warm[4];
 
-    if (mean_interval_bytes == 0) {
-        errno = EINVAL;
-        return -1;
-    }
-    if (!ra__init()) {
-        errno = ENOTSUP;
-        return -1;
-    }
     if (!own_base_known) {
         Dl_info program;
         if (dladdr((void *)ra_prof_start, &info) != 0 &&
@@ -379,6 +371,19 @@ int ra_prof_start(size_t mean_interval_bytes)
     if (!atomic_exchange(&sampling, true))
         ra__instrument_add(1);
     unlock_prof();
+}
+
+int ra_prof_start(size_t mean_interval_bytes)
+{
+    if (mean_interval_bytes == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!ra__init()) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    ra__prof_begin(mean_interval_bytes);
     return 0;
 }
 
