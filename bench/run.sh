@@ -1,6 +1,6 @@
 #!/bin/bash
-# Runs every benchmark in bench/ and prints one table, the targets of issue 4
-# judged from the numbers it just measured, and the machine it ran on.
+# Runs every benchmark in bench/ and prints one table, the targets of issues
+# 4 and 5 judged from the numbers it just measured, and the machine it ran on.
 #
 #   bench/run.sh [--quick] [--raw FILE] BENCH_BINARY_DIR
 #
@@ -207,6 +207,23 @@ function ns_target(desc, w, c, limit,    v) {
     v = med[key(w, c)]
     target(desc, sprintf("%s %s", num(v), unit[key(w, c)]), v <= limit)
 }
+# The median over processes of the ratio of contender a to contender b of
+# workload w, each measured against jemalloc in the same process: a / b per
+# process, since both rows of a process share its jemalloc median. "" when
+# either row has no ratio.
+function pair_ratio(w, a, b,    ka, kb, n, i, q) {
+    ka = key(w, a); kb = key(w, b)
+    if (!(ka in nr) || !(kb in nr)) return ""
+    n = nr[ka] < nr[kb] ? nr[ka] : nr[kb]
+    for (i = 1; i <= n; i++) q[i] = r[ka, i] / r[kb, i]
+    return median(q, n)
+}
+function pair_target(desc, w, a, b, limit,    x) {
+    x = pair_ratio(w, a, b)
+    if (x == "") target(desc, "not measured", "")
+    else target(desc, sprintf("%.3fx (%s vs %s %s)", x, num(med[key(w, a)]),
+                              num(med[key(w, b)]), unit[key(w, a)]), x <= limit)
+}
 function faster_target(desc, w, other,    a, b) {
     if (!has(w, TAG) || !has(w, other)) {
         target(desc, (key(w, other) in why) ? other ": " why[key(w, other)] : "not measured", "")
@@ -295,6 +312,17 @@ END {
     faster_target("tagged faster than mimalloc heap API, ring 8-4096", R4K, "mimalloc heap API")
     faster_target("tagged faster than mimalloc heap API, push/pop per 10", SW, "mimalloc heap API")
 
+    # Issue 5: the tagged ring with the profiler on (its own rounds only),
+    # over the plain tagged rounds of the same processes; and the plain
+    # tagged rounds, which run with no hook and the profiler off between
+    # the instrumented ones, against jemalloc: the bound they met before
+    # hooks and the profiler existed (issue 4).
+    HOOK = "tagged + 1 no-op hook"; PROF = "tagged, profiler at 512 KiB"
+    print ""
+    print "targets (issue 5), judged from the medians above:"
+    pair_target("profiling at 512 KiB <= 1.10x the unprofiled tagged pair", R256, PROF, TAG, 1.10)
+    ratio_target("no hooks, no profiler: tagged path unchanged (<= 1.25x)", R256, TAG, 1.25)
+
     print ""
     print "other findings:"
     P = "ring 8-256 B, whole process (profiler run)"
@@ -311,6 +339,10 @@ END {
         printf "  phases: RSS after drop+purge %s MiB tagged vs %s MiB untagged (%.2fx)\n",
                num(med[key(D, TAG)]), num(med[key(D, "libregionalloc untagged")]),
                med[key(D, TAG)] / med[key(D, "libregionalloc untagged")]
+    x = pair_ratio(R256, HOOK, TAG)
+    if (x != "")
+        printf "  one no-op hook: %.2fx the tagged pair, ring 8-256 (%s vs %s ns)\n",
+               x, num(med[key(R256, HOOK)]), num(med[key(R256, TAG)])
     E = "256 empty tags: RSS per tag"
     if (has(E, TAG))
         printf "  an empty tag costs %s KiB resident (one malloc/free under it)\n", num(med[key(E, TAG)])

@@ -8,12 +8,14 @@
 # Packages whose presence is checked; dpkg names. python3 parses the JSON
 # reports in make check (tests/test_indexer.sh, tests/test_formats.sh);
 # prometheus brings promtool, which test_formats.sh needs to validate the
-# Prometheus reports (without it the test fails in CI, skips elsewhere).
+# Prometheus reports (without it the test fails in CI, skips elsewhere);
+# zlib1g-dev: the profiler's pprof output is gzip-compressed.
 RA_DEPS_CHECK=(gcc g++ make autoconf automake libtool pkg-config
-               libjemalloc-dev check cppcheck python3 prometheus)
+               libjemalloc-dev zlib1g-dev check cppcheck python3 prometheus)
 # What is installed when any of them is missing.
 RA_DEPS_INSTALL=(build-essential autoconf automake libtool pkg-config
-                 libjemalloc-dev check cppcheck python3 git prometheus)
+                 libjemalloc-dev zlib1g-dev check cppcheck python3 git
+                 prometheus)
 
 ra_missing_deps() {
     local pkg status

@@ -299,8 +299,11 @@ __attribute__((noinline)) static void free_tagged(void *ptr, ra_tag_t tag,
     struct ra__thread_state *ts = ra__thread;
     struct ra__tag_slot *s;
 
-    if (page_is_sampled(ptr))
+    if (page_is_sampled(ptr)) {
         ra__prof_on_free(ptr);
+        /* It was made at least a page long: a size hint would be wrong. */
+        size = 0;
+    }
     if (RA__UNLIKELY(ts == NULL)) {
         free_tagged_slow(ptr, tag, size, align_flags);
         return;

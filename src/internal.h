@@ -353,6 +353,7 @@ struct ra__prof_dump {
     struct ra__prof_stack *stacks; /* by tag, then live bytes, largest first */
     size_t nframes;
     struct ra__prof_frame *frames; /* every distinct address, ascending */
+    char *names;                   /* where the frames' names point */
 };
 
 /* The entry of addr, one of the addresses of d's stacks (never NULL). */

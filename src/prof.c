@@ -38,6 +38,9 @@ struct sample_table {
 static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool sampling;
 static _Atomic size_t mean_interval; /* 0: never started */
+/* Bumped by every ra_prof_start: a thread whose countdown was drawn for an
+ * earlier interval draws a new one. */
+static _Atomic unsigned interval_generation = 1;
 static struct stack_table stacks;
 static struct sample_table samples;
 /* The library's own load address: its frames are cut from stacks. NULL
@@ -48,7 +51,7 @@ static bool own_base_known;
 
 /* Bytes this thread may still allocate before its next sample. */
 static RA__TLS int64_t tls_countdown;
-static RA__TLS bool tls_countdown_set;
+static RA__TLS unsigned tls_generation; /* of tls_countdown; 0: none yet */
 static RA__TLS uint64_t tls_rng;
 /* Set while this thread takes a sample or dumps: what it allocates then is
  * the profiler's and is not sampled. */
@@ -111,11 +114,15 @@ static int64_t next_countdown(void)
 
 bool ra__prof_should_sample(size_t size)
 {
+    unsigned generation;
+
     if (!atomic_load_explicit(&sampling, memory_order_relaxed) || tls_in_prof)
         return false;
-    if (!tls_countdown_set) {
+    generation = atomic_load_explicit(&interval_generation,
+                                      memory_order_relaxed);
+    if (tls_generation != generation) {
         tls_countdown = next_countdown();
-        tls_countdown_set = true;
+        tls_generation = generation;
     }
     if (size > INT64_MAX || (tls_countdown -= (int64_t)size) > 0)
         return false;
@@ -147,7 +154,8 @@ static void *table_alloc(size_t bytes)
 static bool grow_stacks(void)
 {
     size_t cap = stacks.cap == 0 ? 256 : stacks.cap * 2;
-    struct ra__prof_stack **slots = table_alloc(cap * sizeof *slots);
+    struct ra__prof_stack **slots =
+        table_alloc(cap * sizeof(struct ra__prof_stack *));
 
     if (slots == NULL)
         return true;
@@ -368,6 +376,7 @@ void ra__prof_begin(size_t mean_interval_bytes)
     tls_in_prof = false;
     lock_prof();
     atomic_store(&mean_interval, mean_interval_bytes);
+    atomic_fetch_add(&interval_generation, 1);
     if (!atomic_exchange(&sampling, true))
         ra__instrument_add(1);
     unlock_prof();

@@ -432,6 +432,27 @@ static void write_pass_through(FILE *out, ra_format_t fmt, const char *what,
     ra__out_finish(&o);
 }
 
+/* REGIONALLOC_PROF_DUMP's format, from the file name's suffix. */
+static ra_prof_format_t prof_format_of(const char *path)
+{
+    static const struct {
+        const char *suffix;
+        ra_prof_format_t format;
+    } suffixes[] = {
+        {".folded", RA_PROF_FOLDED},
+        {".pb.gz", RA_PROF_PPROF},
+        {".heap", RA_PROF_HEAP_V2},
+    };
+    size_t len = strlen(path);
+
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        size_t n = strlen(suffixes[i].suffix);
+        if (len >= n && strcmp(path + len - n, suffixes[i].suffix) == 0)
+            return suffixes[i].format;
+    }
+    return RA_PROF_TREE;
+}
+
 __attribute__((destructor)) static void report_at_exit(void)
 {
     const struct ra__config *config = ra__config();
@@ -443,7 +464,8 @@ __attribute__((destructor)) static void report_at_exit(void)
     /* Only the process that read the configuration reports: a child forked
      * after that must not overwrite its parent's file when it exits. */
     if ((config->stats_path[0] == '\0' &&
-         config->checkpoints_path[0] == '\0') ||
+         config->checkpoints_path[0] == '\0' &&
+         config->prof_dump_path[0] == '\0') ||
         getpid() != config->pid)
         return;
     tagging = ra__init();
@@ -470,6 +492,13 @@ __attribute__((destructor)) static void report_at_exit(void)
         else if (out != NULL)
             write_pass_through(out, fmt, "checkpoints",
                                "regionalloc-checkpoints-1");
+    }
+    if (config->prof_dump_path[0] != '\0' && tagging) {
+        out = exit_stream(&st, "REGIONALLOC_PROF_DUMP",
+                          config->prof_dump_path);
+        if (out != NULL)
+            ra_prof_dump(out, prof_format_of(config->prof_dump_path),
+                         RA_TAG_ALL);
     }
     if (st.err != NULL)
         fclose(st.err);

@@ -1,0 +1,563 @@
+/* RA_PROF_PPROF: the profile as a gzip-compressed profile.proto (the format
+ * of github.com/google/pprof, proto/profile.proto), encoded by hand and
+ * compressed with zlib. */
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ZLIB_CONST
+#include <zlib.h>
+
+#include "internal.h"
+
+/* Field numbers of profile.proto, per message. */
+enum {
+    PROFILE_SAMPLE_TYPE = 1,
+    PROFILE_SAMPLE = 2,
+    PROFILE_MAPPING = 3,
+    PROFILE_LOCATION = 4,
+    PROFILE_FUNCTION = 5,
+    PROFILE_STRING_TABLE = 6,
+    PROFILE_TIME_NANOS = 9,
+    PROFILE_PERIOD_TYPE = 11,
+    PROFILE_PERIOD = 12,
+    PROFILE_DEFAULT_SAMPLE_TYPE = 14,
+};
+enum { VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT = 2 };
+enum { SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3 };
+enum { LABEL_KEY = 1, LABEL_STR = 2 };
+enum {
+    MAPPING_ID = 1,
+    MAPPING_MEMORY_START = 2,
+    MAPPING_MEMORY_LIMIT = 3,
+    MAPPING_FILE_OFFSET = 4,
+    MAPPING_FILENAME = 5,
+    MAPPING_HAS_FUNCTIONS = 7,
+};
+enum {
+    LOCATION_ID = 1,
+    LOCATION_MAPPING_ID = 2,
+    LOCATION_ADDRESS = 3,
+    LOCATION_LINE = 4,
+};
+enum { LINE_FUNCTION_ID = 1 };
+enum { FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3 };
+
+enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
+
+/* -- encoding ------------------------------------------------------------------- */
+
+/* A growable buffer of encoded fields. failed: a write did not fit (out of
+ * memory); later writes are dropped. */
+struct pb {
+    uint8_t *data;
+    size_t len, cap;
+    bool failed;
+};
+
+static void pb_raw(struct pb *b, const void *p, size_t n)
+{
+    if (b->failed)
+        return;
+    if (n > b->cap - b->len) {
+        size_t cap = b->cap == 0 ? 4096 : b->cap;
+        uint8_t *grown;
+        while (cap - b->len < n)
+            cap *= 2;
+        /* Untagged: the caller's tag is suspended. */
+        grown = ra_realloc(b->data, cap);
+        if (grown == NULL) {
+            b->failed = true;
+            return;
+        }
+        b->data = grown;
+        b->cap = cap;
+    }
+    if (n > 0)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+static void pb_varint(struct pb *b, uint64_t v)
+{
+    uint8_t buf[10];
+    size_t n = 0;
+
+    do {
+        buf[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v != 0);
+    pb_raw(b, buf, n);
+}
+
+static void pb_key(struct pb *b, unsigned field, unsigned wire)
+{
+    pb_varint(b, (uint64_t)field << 3 | wire);
+}
+
+/* A varint field (uint64, int64 of a non-negative value, bool); 0, the
+ * default, is left out as proto3 does. */
+static void pb_uint(struct pb *b, unsigned field, uint64_t v)
+{
+    if (v == 0)
+        return;
+    pb_key(b, field, WIRE_VARINT);
+    pb_varint(b, v);
+}
+
+static void pb_bytes(struct pb *b, unsigned field, const void *p, size_t n)
+{
+    pb_key(b, field, WIRE_LEN);
+    pb_varint(b, n);
+    pb_raw(b, p, n);
+}
+
+/* Appends msg (a message, or a packed repeated field) as field of b, and
+ * empties msg for the next one. */
+static void pb_message(struct pb *b, unsigned field, struct pb *msg)
+{
+    if (msg->failed)
+        b->failed = true;
+    pb_bytes(b, field, msg->data, msg->len);
+    msg->len = 0;
+}
+
+/* -- the string table ----------------------------------------------------------- */
+
+/* Profile.string_table, encoded as it grows, and an index of its strings
+ * (open addressing, at most half full) so that each is written once. */
+struct strings {
+    struct pb enc;
+    size_t *at;      /* [i]: offset of string i's bytes in enc.data */
+    size_t *len;     /* [i]: its length */
+    size_t count, cap;
+    size_t *slots;   /* i + 1, or 0 for an empty slot */
+    size_t nslots;   /* a power of two */
+};
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+static bool strings_grow(struct strings *st)
+{
+    size_t cap = st->cap == 0 ? 256 : st->cap * 2, nslots = cap * 2;
+    size_t *at = ra_realloc(st->at, cap * sizeof *at);
+    size_t *len, *slots;
+
+    if (at == NULL)
+        return true;
+    st->at = at;
+    len = ra_realloc(st->len, cap * sizeof *len);
+    if (len == NULL)
+        return true;
+    st->len = len;
+    slots = ra_calloc(nslots, sizeof *slots);
+    if (slots == NULL)
+        return true;
+    for (size_t i = 0; i < st->count; i++) {
+        size_t j = hash_bytes((const char *)st->enc.data + st->at[i],
+                              st->len[i]) &
+                   (nslots - 1);
+        while (slots[j] != 0)
+            j = (j + 1) & (nslots - 1);
+        slots[j] = i + 1;
+    }
+    ra_free(st->slots);
+    st->slots = slots;
+    st->nslots = nslots;
+    st->cap = cap;
+    return false;
+}
+
+/* The index of s (n bytes) in the table, added if new; 0 (the empty
+ * string) when out of memory, with st->enc.failed set. */
+static uint64_t intern_bytes(struct strings *st, const char *s, size_t n)
+{
+    size_t j;
+
+    if (st->enc.failed)
+        return 0;
+    if (st->count == st->cap && strings_grow(st)) {
+        st->enc.failed = true;
+        return 0;
+    }
+    j = hash_bytes(s, n) & (st->nslots - 1);
+    for (; st->slots[j] != 0; j = (j + 1) & (st->nslots - 1)) {
+        size_t i = st->slots[j] - 1;
+        if (st->len[i] == n && st->enc.data != NULL &&
+            memcmp(st->enc.data + st->at[i], s, n) == 0)
+            return i;
+    }
+    pb_bytes(&st->enc, PROFILE_STRING_TABLE, s, n);
+    if (st->enc.failed)
+        return 0;
+    st->at[st->count] = st->enc.len - n;
+    st->len[st->count] = n;
+    st->slots[j] = st->count + 1;
+    return st->count++;
+}
+
+static uint64_t intern(struct strings *st, const char *s)
+{
+    return intern_bytes(st, s, strlen(s));
+}
+
+/* -- mappings ------------------------------------------------------------------- */
+
+/* An executable mapping of /proc/self/maps. */
+struct mapping {
+    uintptr_t start, limit, offset;
+    uint64_t id;       /* 1, 2, ...: the main program's mappings first */
+    uint64_t filename; /* in the string table */
+    bool main;         /* the program's own file */
+    size_t nlocations, nnamed;
+};
+
+struct mappings {
+    struct mapping *items; /* ascending addresses, as the kernel lists them */
+    size_t count, cap;
+};
+
+/* Reads the executable mappings backed by a file (and [vdso]). Returns
+ * true when out of memory; an unreadable /proc leaves no mappings. */
+static bool read_mappings(struct mappings *m, struct strings *st)
+{
+    char exe[PATH_MAX], line[PATH_MAX + 256];
+    ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    FILE *maps = fopen("/proc/self/maps", "re");
+    uint64_t next_id = 1;
+
+    exe[exe_len > 0 ? exe_len : 0] = '\0';
+    if (maps == NULL)
+        return false;
+    while (fgets(line, sizeof line, maps) != NULL) {
+        uintptr_t start, limit, offset;
+        char perms[5];
+        int path_at = -1;
+        size_t n = strlen(line);
+        const char *path;
+
+        if (n > 0 && line[n - 1] == '\n') {
+            line[--n] = '\0';
+        } else if (!feof(maps)) {
+            /* Longer than any path: skip the rest of it. */
+            int c;
+            while ((c = getc(maps)) != EOF && c != '\n')
+                ;
+            continue;
+        }
+        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s %" SCNxPTR " %*s %*s %n",
+                   &start, &limit, perms, &offset, &path_at) < 4 ||
+            path_at < 0 || perms[2] != 'x')
+            continue;
+        path = line + path_at;
+        if (*path == '\0')
+            continue;
+        if (m->count == m->cap) {
+            size_t cap = m->cap == 0 ? 64 : m->cap * 2;
+            struct mapping *grown =
+                ra_realloc(m->items, cap * sizeof *grown);
+            if (grown == NULL) {
+                fclose(maps);
+                return true;
+            }
+            m->items = grown;
+            m->cap = cap;
+        }
+        m->items[m->count++] = (struct mapping){
+            .start = start, .limit = limit, .offset = offset,
+            .filename = intern(st, path), .main = strcmp(path, exe) == 0};
+    }
+    fclose(maps);
+    /* "mapping[0] will be the main binary" (profile.proto). */
+    for (size_t i = 0; i < m->count; i++)
+        if (m->items[i].main)
+            m->items[i].id = next_id++;
+    for (size_t i = 0; i < m->count; i++)
+        if (!m->items[i].main)
+            m->items[i].id = next_id++;
+    return st->enc.failed;
+}
+
+/* The mapping holding pc, or NULL. */
+static struct mapping *find_mapping(const struct mappings *m, uintptr_t pc)
+{
+    size_t lo = 0, hi = m->count;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pc < m->items[mid].start)
+            hi = mid;
+        else if (pc >= m->items[mid].limit)
+            lo = mid + 1;
+        else
+            return &m->items[mid];
+    }
+    return NULL;
+}
+
+/* -- the profile ------------------------------------------------------------------ */
+
+struct encoder {
+    const struct ra__prof_dump *d;
+    struct pb out;       /* Profile's fields but the string table */
+    struct pb msg, sub;  /* scratch: a message, a message inside it */
+    struct strings st;
+    struct mappings maps;
+    uint64_t *function_of; /* per frame of d: its Function's id, 0 = none */
+};
+
+static uint64_t round_count(double x)
+{
+    return x < 0.5 ? 0 : (uint64_t)(x + 0.5);
+}
+
+static void encode_value_type(struct encoder *e, unsigned field,
+                              const char *type, const char *unit)
+{
+    pb_uint(&e->msg, VALUE_TYPE_TYPE, intern(&e->st, type));
+    pb_uint(&e->msg, VALUE_TYPE_UNIT, intern(&e->st, unit));
+    pb_message(&e->out, field, &e->msg);
+}
+
+/* One Function per distinct symbol name, and the Function of each frame.
+ * Returns true when out of memory. */
+static bool encode_functions(struct encoder *e)
+{
+    const struct ra__prof_dump *d = e->d;
+    uint64_t *id_of_string, next_id = 1;
+
+    /* Names first, so that the string table's size is known. */
+    for (size_t i = 0; i < d->nframes; i++)
+        e->function_of[i] = d->frames[i].function == NULL
+                                ? 0
+                                : intern(&e->st, d->frames[i].function);
+    if (e->st.enc.failed)
+        return true;
+    id_of_string = ra_calloc(e->st.count, sizeof *id_of_string);
+    if (id_of_string == NULL)
+        return true;
+    for (size_t i = 0; i < d->nframes; i++) {
+        uint64_t name = e->function_of[i];
+        if (d->frames[i].function == NULL)
+            continue;
+        if (id_of_string[name] == 0) {
+            id_of_string[name] = next_id++;
+            pb_uint(&e->msg, FUNCTION_ID, id_of_string[name]);
+            /* pprof demangles system_name where name equals it. */
+            pb_uint(&e->msg, FUNCTION_NAME, name);
+            pb_uint(&e->msg, FUNCTION_SYSTEM_NAME, name);
+            pb_message(&e->out, PROFILE_FUNCTION, &e->msg);
+        }
+        e->function_of[i] = id_of_string[name];
+    }
+    ra_free(id_of_string);
+    return false;
+}
+
+/* A Location per distinct frame, with id = its index + 1, at the address of
+ * its call (the return address minus 1, as pprof's legacy parsers and Go's
+ * runtime write them). */
+static void encode_locations(struct encoder *e)
+{
+    const struct ra__prof_dump *d = e->d;
+
+    for (size_t i = 0; i < d->nframes; i++) {
+        uintptr_t pc = d->frames[i].addr - (d->frames[i].addr != 0);
+        struct mapping *m = find_mapping(&e->maps, pc);
+
+        if (m != NULL) {
+            m->nlocations++;
+            m->nnamed += e->function_of[i] != 0;
+        }
+        pb_uint(&e->msg, LOCATION_ID, i + 1);
+        pb_uint(&e->msg, LOCATION_MAPPING_ID, m != NULL ? m->id : 0);
+        pb_uint(&e->msg, LOCATION_ADDRESS, pc);
+        if (e->function_of[i] != 0) {
+            pb_uint(&e->sub, LINE_FUNCTION_ID, e->function_of[i]);
+            pb_message(&e->msg, LOCATION_LINE, &e->sub);
+        }
+        pb_message(&e->out, PROFILE_LOCATION, &e->msg);
+    }
+}
+
+/* Mappings in id order. has_functions only where dladdr named every
+ * location of the mapping: pprof then leaves it alone, and otherwise
+ * symbolizes it from the file (static functions, lines). */
+static void encode_mappings(struct encoder *e)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < e->maps.count; i++) {
+            const struct mapping *m = &e->maps.items[i];
+            if (m->main != (pass == 0))
+                continue;
+            pb_uint(&e->msg, MAPPING_ID, m->id);
+            pb_uint(&e->msg, MAPPING_MEMORY_START, m->start);
+            pb_uint(&e->msg, MAPPING_MEMORY_LIMIT, m->limit);
+            pb_uint(&e->msg, MAPPING_FILE_OFFSET, m->offset);
+            pb_uint(&e->msg, MAPPING_FILENAME, m->filename);
+            pb_uint(&e->msg, MAPPING_HAS_FUNCTIONS,
+                    m->nlocations > 0 && m->nnamed == m->nlocations);
+            pb_message(&e->out, PROFILE_MAPPING, &e->msg);
+        }
+    }
+}
+
+/* A Sample per stack: its location ids (leaf first, as frames are),
+ * the four estimates, and the label tag=<name>. */
+static void encode_samples(struct encoder *e)
+{
+    const struct ra__prof_dump *d = e->d;
+    uint64_t tag_key = intern(&e->st, "tag"), tag_value = 0;
+    ra_tag_t named = RA_TAG_NONE;
+
+    for (size_t i = 0; i < d->nstacks; i++) {
+        const struct ra__prof_stack *s = &d->stacks[i];
+        const uint64_t values[] = {
+            round_count(s->alloc_objects), round_count(s->alloc_bytes),
+            round_count(s->live_objects), round_count(s->live_bytes)};
+
+        if (s->tag != named) {
+            char name[RA__ESCAPED_MAX];
+            ra__escape(name, sizeof name, ra_tag_name(s->tag),
+                       RA__ESCAPE_TEXT);
+            tag_value = intern(&e->st, name);
+            named = s->tag;
+        }
+        for (unsigned j = 0; j < s->nframes; j++)
+            pb_varint(&e->sub,
+                      (uint64_t)(ra__prof_dump_frame(d, s->frames[j]) -
+                                 d->frames) +
+                          1);
+        pb_message(&e->msg, SAMPLE_LOCATION_ID, &e->sub);
+        for (size_t v = 0; v < sizeof values / sizeof values[0]; v++)
+            pb_varint(&e->sub, values[v]);
+        pb_message(&e->msg, SAMPLE_VALUE, &e->sub);
+        pb_uint(&e->sub, LABEL_KEY, tag_key);
+        pb_uint(&e->sub, LABEL_STR, tag_value);
+        pb_message(&e->msg, SAMPLE_LABEL, &e->sub);
+        pb_message(&e->out, PROFILE_SAMPLE, &e->msg);
+    }
+}
+
+static void encode_header(struct encoder *e)
+{
+    struct timespec now;
+
+    /* Values in this order; inuse_space, the last, is also the default. */
+    encode_value_type(e, PROFILE_SAMPLE_TYPE, "alloc_objects", "count");
+    encode_value_type(e, PROFILE_SAMPLE_TYPE, "alloc_space", "bytes");
+    encode_value_type(e, PROFILE_SAMPLE_TYPE, "inuse_objects", "count");
+    encode_value_type(e, PROFILE_SAMPLE_TYPE, "inuse_space", "bytes");
+    encode_value_type(e, PROFILE_PERIOD_TYPE, "space", "bytes");
+    pb_uint(&e->out, PROFILE_PERIOD, e->d->interval);
+    pb_uint(&e->out, PROFILE_DEFAULT_SAMPLE_TYPE,
+            intern(&e->st, "inuse_space"));
+    if (clock_gettime(CLOCK_REALTIME, &now) == 0 && now.tv_sec > 0)
+        pb_uint(&e->out, PROFILE_TIME_NANOS,
+                (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+}
+
+/* -- gzip ------------------------------------------------------------------------- */
+
+/* Runs deflate with flush until it wants more input (or, with Z_FINISH,
+ * has ended the stream), writing what it produces to o. Returns true on a
+ * zlib error. */
+static bool deflate_out(z_stream *zs, struct ra__out *o, int flush)
+{
+    unsigned char buf[16384];
+
+    do {
+        size_t have;
+        zs->next_out = buf;
+        zs->avail_out = sizeof buf;
+        if (deflate(zs, flush) == Z_STREAM_ERROR)
+            return true;
+        have = sizeof buf - zs->avail_out;
+        if (have > 0 && fwrite(buf, 1, have, o->file) != have)
+            o->failed = true;
+    } while (zs->avail_out == 0);
+    return false;
+}
+
+/* Writes the concatenation of parts as one gzip member (deflateInit2's
+ * windowBits 15 + 16: a gzip header and trailer around the deflate
+ * stream). Returns true on a zlib error (out of memory). */
+static bool gzip_write(struct ra__out *o, const struct pb *const *parts,
+                       size_t nparts)
+{
+    z_stream zs;
+    bool failed = false;
+
+    memset(&zs, 0, sizeof zs);
+    if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+                     Z_DEFAULT_STRATEGY) != Z_OK)
+        return true;
+    for (size_t p = 0; p < nparts && !failed; p++) {
+        const uint8_t *in = parts[p]->data;
+        size_t left = parts[p]->len;
+        while (left > 0 && !failed) {
+            uInt chunk = left > UINT_MAX ? UINT_MAX : (uInt)left;
+            zs.next_in = in;
+            zs.avail_in = chunk;
+            in += chunk;
+            left -= chunk;
+            failed = deflate_out(&zs, o, Z_NO_FLUSH);
+        }
+    }
+    if (!failed) {
+        zs.next_in = NULL;
+        zs.avail_in = 0;
+        failed = deflate_out(&zs, o, Z_FINISH);
+    }
+    deflateEnd(&zs);
+    return failed;
+}
+
+bool ra__prof_pprof_write(struct ra__out *o, const struct ra__prof_dump *d)
+{
+    struct encoder e;
+    const struct pb *parts[2];
+    bool failed = true;
+
+    memset(&e, 0, sizeof e);
+    e.d = d;
+    e.function_of =
+        ra_malloc_tag(RA_TAG_NONE, (d->nframes + 1) * sizeof *e.function_of);
+    if (e.function_of == NULL)
+        goto out;
+    /* string_table[0] must be "". */
+    intern(&e.st, "");
+    if (read_mappings(&e.maps, &e.st) || encode_functions(&e))
+        goto out;
+    encode_header(&e);
+    encode_locations(&e);
+    encode_mappings(&e);
+    encode_samples(&e);
+    if (e.out.failed || e.msg.failed || e.sub.failed || e.st.enc.failed)
+        goto out;
+    /* Fields may come in any order: the string table last. */
+    parts[0] = &e.out;
+    parts[1] = &e.st.enc;
+    failed = gzip_write(o, parts, 2);
+out:
+    ra_free(e.function_of);
+    ra_free(e.maps.items);
+    ra_free(e.out.data);
+    ra_free(e.msg.data);
+    ra_free(e.sub.data);
+    ra_free(e.st.enc.data);
+    ra_free(e.st.at);
+    ra_free(e.st.len);
+    ra_free(e.st.slots);
+    return failed;
+}

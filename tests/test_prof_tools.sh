@@ -1,0 +1,333 @@
+#!/bin/bash
+# Reads the profiler's outputs with the tools they are written for:
+# tests/prof_dump_demo profiles three call sites under two tags at
+# interval 1 (exact figures) and writes each format; then
+#   - the folded stacks must be lines `tag:<name>;<frame>;... <bytes>` that
+#     flamegraph.pl, inferno and speedscope read, one per live site, with
+#     the sites' names and exact live bytes;
+#   - `jeprof --text` (Debian libjemalloc-dev) must read the heap_v2 dump,
+#     name the three sites and total their live bytes (and, with
+#     --alloc_space, every byte allocated);
+#   - the pprof file must be gzip (gzip -t) and a profile.proto that a small
+#     decoder below (python3, no packages) checks field by field: sample
+#     types, period, tag labels, locations, functions, mappings, figures;
+#   - `go tool pprof -top` (Debian golang-go), when installed, must read it
+#     and show each site's exact live and allocated bytes; skipped
+#     otherwise, even in CI (Go is not a dependency).
+# Exit status: 0 pass, 1 fail, 77 skip (python3 or jeprof missing outside
+# CI; with CI=true a missing tool is a failure).
+set -u
+
+builddir=${abs_top_builddir:-$(pwd)}
+demo=$builddir/tests/prof_dump_demo
+
+missing=
+need() {
+    if command -v "$1" >/dev/null 2>&1; then
+        return 0
+    fi
+    if [ "${CI:-}" = true ]; then
+        echo "FAIL: $1 not installed (Debian package $2; scripts/deps.sh installs it)"
+        exit 1
+    fi
+    echo "SKIP: $1 not installed (Debian: apt-get install $2)"
+    missing="$missing $1"
+    return 1
+}
+
+need python3 python3 || exit 77
+have_jeprof=0
+need jeprof libjemalloc-dev && need perl perl && have_jeprof=1
+
+if [ ! -x "$demo" ]; then
+    echo "FAIL: $demo not built (make check builds it)"
+    exit 1
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_prof_tools.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+unset REGIONALLOC REGIONALLOC_MAX_TAGS REGIONALLOC_REGION_SIZE \
+    REGIONALLOC_STATS REGIONALLOC_STATS_FORMAT REGIONALLOC_CHECKPOINTS \
+    REGIONALLOC_PROF REGIONALLOC_PROF_DUMP
+
+failures=0
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+if ! "$demo" "$tmp" >"$tmp/facts" 2>"$tmp/demo.err"; then
+    fail "prof_dump_demo exited with $?"
+    cat "$tmp/demo.err"
+    exit 1
+fi
+sites=$(awk '$1 == "site" { print $2 }' "$tmp/facts")
+
+# -- folded stacks -------------------------------------------------------------
+if bad=$(grep -Ev '^tag:[^;]+(;[^; ]+)+ [0-9]+$' "$tmp/demo.folded"); then
+    fail "demo.folded: lines that are not folded stacks:"
+    printf '%s\n' "$bad" | head -n 5
+fi
+# Names, tags and figures: checked with the other formats below.
+
+# -- jeprof ----------------------------------------------------------------------
+# jeprof --text prints "Total: <n> B", then one line per function:
+# flat flat% sum% cum cum% name.
+check_jeprof() {
+    local mode=$1 column=$2 total=0 out site want got before=$failures
+    if ! out=$(jeprof --text --show_bytes "--$mode" "$demo" "$tmp/demo.heap" 2>"$tmp/jeprof.err"); then
+        fail "jeprof --text --$mode exited with $?:"
+        head -n 20 "$tmp/jeprof.err"
+        return
+    fi
+    for site in $sites; do
+        want=$(awk -v s="$site" -v c="$column" '$1 == "site" && $2 == s { print $c }' "$tmp/facts")
+        got=$(printf '%s\n' "$out" | awk -v s="$site" '$6 == s { print $1 }')
+        total=$((total + want))
+        if [ "$got" != "$want" ]; then
+            fail "jeprof --$mode: $site: '$got' bytes, want $want"
+            printf '%s\n' "$out" | head -n 20
+        fi
+    done
+    if ! printf '%s\n' "$out" | grep -qx "Total: $total B"; then
+        fail "jeprof --$mode: no 'Total: $total B'"
+        printf '%s\n' "$out" | head -n 5
+    elif [ "$failures" = "$before" ]; then
+        echo "ok: jeprof --text --$mode names every site, total $total B"
+    fi
+}
+if [ $have_jeprof = 1 ]; then
+    check_jeprof inuse_space 4
+    check_jeprof alloc_space 6
+fi
+
+# -- pprof: gzip, then a profile.proto decoded by hand ------------------------------
+if ! gzip -t "$tmp/demo.pb.gz" 2>"$tmp/gzip.err"; then
+    fail "gzip -t demo.pb.gz: $(cat "$tmp/gzip.err")"
+fi
+
+if ! python3 - "$tmp" <<'EOF'; then
+import gzip, re, sys
+
+top = sys.argv[1]
+problems = []
+
+
+def check(cond, what):
+    if not cond:
+        problems.append(what)
+
+
+def varint(buf, i):
+    v = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return v, i
+
+
+def fields(buf):
+    """(field number, wire type, value) of a message: ints for varints,
+    bytes for length-delimited fields; other wire types are errors."""
+    i, out = 0, []
+    while i < len(buf):
+        key, i = varint(buf, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            v, i = varint(buf, i)
+        elif wire == 2:
+            n, i = varint(buf, i)
+            v = buf[i:i + n]
+            check(len(v) == n, "field %d: cut short" % field)
+            i += n
+        else:
+            raise ValueError("field %d: unexpected wire type %d" % (field, wire))
+        out.append((field, wire, v))
+    check(i == len(buf), "message overruns its length")
+    return out
+
+
+def message(buf, repeated=(), packed=()):
+    """A dict field -> value (last wins) or list (repeated; packed ones
+    decoded)."""
+    d = {f: [] for f in repeated + packed}
+    for f, wire, v in fields(buf):
+        if f in packed:
+            if wire == 2:
+                j = 0
+                while j < len(v):
+                    x, j = varint(v, j)
+                    d[f].append(x)
+            else:
+                d[f].append(v)
+        elif f in repeated:
+            d[f].append(v)
+        else:
+            d[f] = v
+    return d
+
+
+def read_facts(path):
+    tags, sites = {}, {}
+    for line in open(path, encoding="ascii"):
+        w = line.split()
+        if w[0] == "tag":
+            tags[int(w[1])] = bytes.fromhex(w[2]).decode()
+        elif w[0] == "site":
+            sites[w[1]] = (int(w[2]),) + tuple(int(x) for x in w[3:])
+    return tags, sites
+
+
+tags, sites = read_facts(top + "/facts")
+
+# -- the folded file: one line per site, its tag's name without ';' and ' '.
+folded = {}
+for line in open(top + "/demo.folded", encoding="utf-8"):
+    stack, count = line.rstrip("\n").rsplit(" ", 1)
+    frames = stack.split(";")
+    leaf = frames[-1].split("+")[0]
+    folded[leaf] = (frames[0], int(count))
+for name, (tag, live, nlive, alloc, nalloc) in sites.items():
+    want = "tag:" + re.sub("[; ]", "_", tags[tag])
+    check(folded.get(name) == (want, live),
+          "folded: %s: %r, want %r" % (name, folded.get(name), (want, live)))
+check(len(folded) == len(sites), "folded: %d lines, want %d" % (len(folded), len(sites)))
+
+# -- the tree: each site under its tag, with its live bytes and blocks.
+tree, cur = {}, None
+for line in open(top + "/demo.tree", encoding="utf-8"):
+    line = line.rstrip("\n")
+    if line.startswith("tag "):
+        cur = line[4:]
+    m = re.match(r"^ [|\\]-- ([^+ ]+)\+0x[0-9a-f]+ \((\d+), #(\d+)\)$", line)
+    if m:
+        tree[m.group(1)] = (cur, int(m.group(2)), int(m.group(3)))
+for name, (tag, live, nlive, alloc, nalloc) in sites.items():
+    want = (tags[tag], live, nlive)
+    check(tree.get(name) == want, "tree: %s: %r, want %r" % (name, tree.get(name), want))
+
+# -- pprof
+raw = gzip.open(top + "/demo.pb.gz").read()
+P = message(raw, repeated=(1, 2, 3, 4, 5, 6, 13))
+strings = [s.decode("utf-8") for s in P[6]]
+check(strings and strings[0] == "", "string_table[0] is not empty")
+
+
+def s(i):
+    return strings[i]
+
+
+def value_type(b):
+    m = message(b)
+    return (s(m.get(1, 0)), s(m.get(2, 0)))
+
+
+check([value_type(b) for b in P[1]] ==
+      [("alloc_objects", "count"), ("alloc_space", "bytes"),
+       ("inuse_objects", "count"), ("inuse_space", "bytes")],
+      "sample types %r" % [value_type(b) for b in P[1]])
+check(value_type(P.get(11, b"")) == ("space", "bytes"), "period_type")
+check(P.get(12) == 1, "period %r, want 1" % P.get(12))
+check(s(P.get(14, 0)) == "inuse_space", "default_sample_type")
+
+mappings = {}
+for b in P[3]:
+    m = message(b)
+    mappings[m[1]] = m
+    check(m.get(2, 0) < m.get(3, 0), "mapping %d: empty range" % m[1])
+    check(s(m.get(5, 0)) != "", "mapping %d: no file name" % m[1])
+check(sorted(mappings) == list(range(1, len(mappings) + 1)), "mapping ids")
+check(mappings and s(mappings[1][5]).endswith("/prof_dump_demo"),
+      "mapping 1 is not the program: %r" % (mappings and s(mappings[1][5])))
+
+functions = {}
+for b in P[5]:
+    m = message(b)
+    functions[m[1]] = s(m.get(2, 0))
+locations = {}
+for b in P[4]:
+    m = message(b, repeated=(4,))
+    lines = [message(l) for l in m[4]]
+    check(m.get(2, 0) == 0 or m[2] in mappings, "location %d: no mapping" % m[1])
+    if m.get(2, 0):
+        mp = mappings[m[2]]
+        check(mp[2] <= m.get(3, 0) < mp[3], "location %d outside its mapping" % m[1])
+    check(all(l.get(1) in functions for l in lines), "location %d: no function" % m[1])
+    locations[m[1]] = [functions[l[1]] for l in lines if l.get(1) in functions]
+
+by_site, labels = {}, set()
+for b in P[2]:
+    m = message(b, repeated=(3,), packed=(1, 2))
+    check(len(m[2]) == 4, "sample with %d values" % len(m[2]))
+    check(all(l in locations for l in m[1]), "sample: unknown location")
+    lbl = [message(x) for x in m[3]]
+    check([s(x.get(1, 0)) for x in lbl] == ["tag"], "sample labels %r" % lbl)
+    tag = s(lbl[0].get(2, 0)) if lbl else None
+    labels.add(tag)
+    leaf = locations[m[1][0]] if m[1] else []
+    if leaf:
+        by_site[leaf[0]] = (tag, m[2][2], m[2][3], m[2][0], m[2][1])
+check(labels == set(tags.values()), "tag labels %r, want %r" % (labels, set(tags.values())))
+for name, (tag, live, nlive, alloc, nalloc) in sites.items():
+    want = (tags[tag], nlive, live, nalloc, alloc)
+    check(by_site.get(name) == want, "pprof: %s: %r, want %r" % (name, by_site.get(name), want))
+
+for p in problems:
+    print("FAIL: " + p)
+if not problems:
+    print("ok: folded, tree and profile.proto hold every site, tag and figure")
+sys.exit(1 if problems else 0)
+EOF
+    failures=$((failures + 1))
+fi
+
+# -- go tool pprof, if Go is there ---------------------------------------------------
+# pprof -top -unit=B prints "Showing nodes accounting for <n>B, ...", then
+# flat flat% sum% cum cum% name, with "<n>B" figures.
+check_pprof() {
+    local index=$1 column=$2 total=0 out site want got ok=1
+    if ! out=$(go tool pprof -top -unit=B "-sample_index=$index" "$demo" "$tmp/demo.pb.gz" 2>"$tmp/pprof.err"); then
+        fail "go tool pprof -top -sample_index=$index exited with an error:"
+        head -n 20 "$tmp/pprof.err"
+        return
+    fi
+    for site in $sites; do
+        want=$(awk -v s="$site" -v c="$column" '$1 == "site" && $2 == s { print $c }' "$tmp/facts")
+        got=$(printf '%s\n' "$out" | awk -v s="$site" '$6 == s { print $1 }')
+        total=$((total + want))
+        if [ "$got" != "${want}B" ]; then
+            fail "go tool pprof -sample_index=$index: $site: '$got', want ${want}B"
+            ok=0
+        fi
+    done
+    if ! printf '%s\n' "$out" | grep -q "accounting for ${total}B, 100% of ${total}B total"; then
+        fail "go tool pprof -sample_index=$index: total is not ${total}B"
+        ok=0
+    fi
+    if [ $ok = 1 ]; then
+        echo "ok: go tool pprof -top -sample_index=$index names every site, total ${total}B"
+    else
+        printf '%s\n' "$out" | head -n 20
+    fi
+}
+if command -v go >/dev/null 2>&1; then
+    check_pprof inuse_space 4
+    check_pprof alloc_space 6
+else
+    echo "note: go not installed (Debian golang-go): go tool pprof not run"
+fi
+
+if [ "$failures" != 0 ]; then
+    echo "$failures checks failed"
+    exit 1
+fi
+if [ -n "$missing" ]; then
+    echo "SKIP: the rest passed, but not checked without:$missing"
+    exit 77
+fi
+echo "all checks passed"
+exit 0
