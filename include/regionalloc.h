@@ -238,7 +238,7 @@ RA_EXPORT int ra_prof_stop(void);
 /* Writes the profile of tag (RA_TAG_ALL: every tag) in fmt: live objects
  * and bytes, and cumulative ones where the format has room. 0, or -1 with
  * errno EINVAL (NULL out, bad format, tag never created), ENOTSUP (no
- * profile: never started) or EIO (write error). */
+ * profile: never started), ENOMEM or EIO (write error). */
 RA_EXPORT int ra_prof_dump(FILE *out, ra_prof_format_t fmt, ra_tag_t tag);
 
 /* -- reports and checkpoints ------------------------------------------------ */
