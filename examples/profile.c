@@ -17,10 +17,9 @@
  * asked for (counted here) and the profile's estimate of that; then it
  * frees everything.
  *
- * A block made by realloc is not sampled, and a sampled block that is
- * reallocated leaves the profile: the postings lists, grown by realloc,
- * appear only while they are in their first block, so the estimate of
- * "index" falls well short of what it asked for.
+ * A realloc is sampled like a malloc of its new size (and a sampled block
+ * that is reallocated leaves the profile), so the postings lists, grown by
+ * realloc, are estimated like the rest.
  *
  *   examples/profile [OUT.folded [INTERVAL_BYTES]]   default profile.folded
  *   flamegraph.pl profile.folded > profile.svg

@@ -240,26 +240,43 @@ static void *alloc_sampled(ra_tag_t tag, size_t size, int flags)
     return p;
 }
 
-RA__COLD static void *alloc_instrumented(ra_tag_t tag, size_t size,
-                                         int flags)
+static inline bool prof_samples(ra_tag_t tag, size_t size)
 {
-    void *p = NULL;
+    return tag != RA_TAG_NONE &&
+           atomic_load_explicit(&ra__prof_sampling, memory_order_relaxed) &&
+           ra__prof_tick(size);
+}
 
-    if (tag != RA_TAG_NONE && ra__prof_should_sample(size))
-        p = alloc_sampled(tag, size, flags);
-    if (p == NULL)
-        p = alloc_plain(tag, size, flags);
-    if (ra__hooks_any())
-        ra__hooks_on_alloc(p);
+/* The profiler picked this allocation. */
+RA__COLD static void *alloc_sampled_or_plain(ra_tag_t tag, size_t size,
+                                             int flags)
+{
+    void *p = alloc_sampled(tag, size, flags);
+
+    return p != NULL ? p : alloc_plain(tag, size, flags);
+}
+
+/* Hooks are installed (and the profiler maybe on). */
+RA__COLD static void *alloc_hooked(ra_tag_t tag, size_t size, int flags)
+{
+    void *p = prof_samples(tag, size)
+                  ? alloc_sampled_or_plain(tag, size, flags)
+                  : alloc_plain(tag, size, flags);
+
+    ra__hooks_on_alloc(p);
     return p;
 }
 
 /* With no hook installed and the profiler off, one predictable branch more
- * than the plain path. */
+ * than the plain path; with the profiler only, an inline countdown. */
 static inline void *alloc_as(ra_tag_t tag, size_t size, int flags)
 {
-    if (RA__UNLIKELY(ra__instrumented_any()))
-        return alloc_instrumented(tag, size, flags);
+    if (RA__UNLIKELY(ra__instrumented_any())) {
+        if (ra__hooks_any())
+            return alloc_hooked(tag, size, flags);
+        if (prof_samples(tag, size))
+            return alloc_sampled_or_plain(tag, size, flags);
+    }
     return alloc_plain(tag, size, flags);
 }
 
@@ -373,18 +390,17 @@ static inline void free_plain(void *ptr, size_t size, int align_flags)
         free_tagged(ptr, tag, size, align_flags);
 }
 
-RA__COLD static void free_instrumented(void *ptr, size_t size,
-                                       int align_flags)
+RA__COLD static void free_hooked(void *ptr, size_t size, int align_flags)
 {
-    if (ra__hooks_any())
-        ra__hooks_on_free(ptr);
+    ra__hooks_on_free(ptr);
     free_plain(ptr, size, align_flags);
 }
 
+/* Frees of sampled blocks need no flag: their page tells. */
 static inline void free_block(void *ptr, size_t size, int align_flags)
 {
-    if (RA__UNLIKELY(ra__instrumented_any()))
-        free_instrumented(ptr, size, align_flags);
+    if (RA__UNLIKELY(ra__hooks_any()))
+        free_hooked(ptr, size, align_flags);
     else
         free_plain(ptr, size, align_flags);
 }
@@ -544,6 +560,23 @@ static void *realloc_tagged(void *ptr, ra_tag_t tag, size_t size)
     return realloc_tagged_slow(ptr, tag, size);
 }
 
+/* The profiler picked a reallocation: the new block is a sampled one of
+ * the same tag, the old one is freed (leaving the profile if it was
+ * sampled). NULL when a sampled block cannot be had: the caller then
+ * reallocates as usual. */
+RA__COLD static void *realloc_sampled(void *ptr, ra_tag_t tag, size_t size)
+{
+    void *p = alloc_sampled(tag, size, 0);
+    size_t old_size;
+
+    if (p == NULL)
+        return NULL;
+    old_size = ra_malloc_usable_size(ptr);
+    memcpy(p, ptr, old_size < size ? old_size : size);
+    free_plain(ptr, 0, 0);
+    return p;
+}
+
 static void *realloc_plain(void *ptr, size_t size)
 {
     ra_tag_t tag;
@@ -562,6 +595,11 @@ static void *realloc_plain(void *ptr, size_t size)
     if (RA__LIKELY(tag == RA_TAG_NONE)) {
         p = rallocx(ptr, size, 0);
         return p != NULL ? p : fail_enomem();
+    }
+    if (RA__UNLIKELY(ra__instrumented_any()) && prof_samples(tag, size)) {
+        p = realloc_sampled(ptr, tag, size);
+        if (p != NULL)
+            return p;
     }
     /* A sampled block that is reallocated leaves the profile. */
     sampled = page_is_sampled(ptr);

@@ -316,10 +316,35 @@ size_t ra__prof_visit(ra_tag_t tag,
                                     void *ctx),
                       void *ctx);
 
-/* Whether the calling thread's next allocation of size bytes (tagged) is to
- * be sampled: counts the bytes down. Never while the thread is inside the
+/* Whether the profiler samples, and the generation of its interval (bumped
+ * by every ra_prof_start, so threads redraw countdowns drawn for an earlier
+ * interval). */
+extern atomic_bool ra__prof_sampling;
+extern _Atomic unsigned ra__prof_generation;
+/* The calling thread's bytes to its next sample, and the generation they
+ * were drawn for (0: none yet). */
+extern RA__TLS int64_t ra__prof_countdown;
+extern RA__TLS unsigned ra__prof_countdown_generation;
+/* The rest of ra__prof_tick: draws countdowns, never samples inside the
  * profiler. */
-bool ra__prof_should_sample(size_t size);
+bool ra__prof_tick_slow(size_t size) __attribute__((noinline, cold));
+
+/* Whether the calling thread's allocation of size bytes (tagged) is to be
+ * sampled: counts the bytes down. Inline: the common case is a subtract,
+ * two compares and a store. */
+static inline bool ra__prof_tick(size_t size)
+{
+    int64_t left = ra__prof_countdown - (int64_t)size;
+
+    if (RA__LIKELY(left > 0) &&
+        RA__LIKELY(ra__prof_countdown_generation ==
+                   atomic_load_explicit(&ra__prof_generation,
+                                        memory_order_relaxed))) {
+        ra__prof_countdown = left;
+        return false;
+    }
+    return ra__prof_tick_slow(size);
+}
 /* Records the sampled block ptr of size requested bytes under tag: its call
  * stack and its weight. The block's page is already marked. */
 void ra__prof_record(ra_tag_t tag, void *ptr, size_t size);

@@ -36,11 +36,9 @@ struct sample_table {
 };
 
 static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_bool sampling;
+atomic_bool ra__prof_sampling;
 static _Atomic size_t mean_interval; /* 0: never started */
-/* Bumped by every ra_prof_start: a thread whose countdown was drawn for an
- * earlier interval draws a new one. */
-static _Atomic unsigned interval_generation = 1;
+_Atomic unsigned ra__prof_generation = 1;
 static struct stack_table stacks;
 static struct sample_table samples;
 /* The library's own load address: its frames are cut from stacks. NULL
@@ -49,9 +47,8 @@ static struct sample_table samples;
 static void *own_base;
 static bool own_base_known;
 
-/* Bytes this thread may still allocate before its next sample. */
-static RA__TLS int64_t tls_countdown;
-static RA__TLS unsigned tls_generation; /* of tls_countdown; 0: none yet */
+RA__TLS int64_t ra__prof_countdown;
+RA__TLS unsigned ra__prof_countdown_generation;
 static RA__TLS uint64_t tls_rng;
 /* Set while this thread takes a sample or dumps: what it allocates then is
  * the profiler's and is not sampled. */
@@ -112,21 +109,22 @@ static int64_t next_countdown(void)
     return (int64_t)(-log(u) * (double)interval) + 1;
 }
 
-bool ra__prof_should_sample(size_t size)
+bool ra__prof_tick_slow(size_t size)
 {
     unsigned generation;
 
-    if (!atomic_load_explicit(&sampling, memory_order_relaxed) || tls_in_prof)
+    if (!atomic_load_explicit(&ra__prof_sampling, memory_order_relaxed) ||
+        tls_in_prof)
         return false;
-    generation = atomic_load_explicit(&interval_generation,
+    generation = atomic_load_explicit(&ra__prof_generation,
                                       memory_order_relaxed);
-    if (tls_generation != generation) {
-        tls_countdown = next_countdown();
-        tls_generation = generation;
+    if (ra__prof_countdown_generation != generation) {
+        ra__prof_countdown = next_countdown();
+        ra__prof_countdown_generation = generation;
     }
-    if (size > INT64_MAX || (tls_countdown -= (int64_t)size) > 0)
+    if (size > INT64_MAX || (ra__prof_countdown -= (int64_t)size) > 0)
         return false;
-    tls_countdown = next_countdown();
+    ra__prof_countdown = next_countdown();
     return true;
 }
 
@@ -376,8 +374,8 @@ void ra__prof_begin(size_t mean_interval_bytes)
     tls_in_prof = false;
     lock_prof();
     atomic_store(&mean_interval, mean_interval_bytes);
-    atomic_fetch_add(&interval_generation, 1);
-    if (!atomic_exchange(&sampling, true))
+    atomic_fetch_add(&ra__prof_generation, 1);
+    if (!atomic_exchange(&ra__prof_sampling, true))
         ra__instrument_add(1);
     unlock_prof();
 }
@@ -401,7 +399,7 @@ int ra_prof_stop(void)
     int rc = 0;
 
     lock_prof();
-    if (atomic_exchange(&sampling, false))
+    if (atomic_exchange(&ra__prof_sampling, false))
         ra__instrument_add(-1);
     else
         rc = -1;
