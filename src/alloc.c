@@ -267,16 +267,41 @@ RA__COLD static void *alloc_hooked(ra_tag_t tag, size_t size, int flags)
     return p;
 }
 
+/* The countdown ran out (or was never drawn). */
+RA__COLD static void *alloc_tick_slow(ra_tag_t tag, size_t size, int flags)
+{
+    if (ra__prof_tick_slow(size))
+        return alloc_sampled_or_plain(tag, size, flags);
+    return alloc_plain(tag, size, flags);
+}
+
+/* Hooks or the profiler are on. With the profiler only, a tagged
+ * allocation pays an inline countdown (a subtract, a compare and a store)
+ * and every call here is a tail call. */
+__attribute__((noinline)) static void *alloc_instrumented(ra_tag_t tag,
+                                                          size_t size,
+                                                          int flags)
+{
+    int64_t left;
+
+    if (atomic_load_explicit(&ra__instrumented, memory_order_relaxed) !=
+        RA__INSTRUMENT_PROF)
+        return alloc_hooked(tag, size, flags);
+    if (tag == RA_TAG_NONE)
+        return alloc_plain(tag, size, flags);
+    left = ra__prof_countdown - (int64_t)size;
+    if (RA__UNLIKELY(left <= 0))
+        return alloc_tick_slow(tag, size, flags);
+    ra__prof_countdown = left;
+    return alloc_plain(tag, size, flags);
+}
+
 /* With no hook installed and the profiler off, one predictable branch more
  * than the plain path; with the profiler only, an inline countdown. */
 static inline void *alloc_as(ra_tag_t tag, size_t size, int flags)
 {
-    if (RA__UNLIKELY(ra__instrumented_any())) {
-        if (ra__hooks_any())
-            return alloc_hooked(tag, size, flags);
-        if (prof_samples(tag, size))
-            return alloc_sampled_or_plain(tag, size, flags);
-    }
+    if (RA__UNLIKELY(ra__instrumented_any()))
+        return alloc_instrumented(tag, size, flags);
     return alloc_plain(tag, size, flags);
 }
 

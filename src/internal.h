@@ -251,8 +251,11 @@ void *ra__alloc_aligned(size_t align, size_t size);
 /* Frees a block of size bytes allocated with alignment align (C23). */
 void ra__free_aligned_sized(void *ptr, size_t align, size_t size);
 
-/* Hooks installed plus 1 while the profiler samples: the allocation paths
- * test it once, and take the instrumented path when it is not 0. */
+/* RA__INSTRUMENT_PROF while the profiler samples, plus RA__INSTRUMENT_HOOK
+ * per hook installed: the allocation paths test it once, and take the
+ * instrumented path when it is not 0. */
+#define RA__INSTRUMENT_PROF 1u
+#define RA__INSTRUMENT_HOOK 2u
 extern _Atomic unsigned ra__instrumented;
 
 static inline bool ra__instrumented_any(void)
@@ -260,9 +263,14 @@ static inline bool ra__instrumented_any(void)
     return atomic_load_explicit(&ra__instrumented, memory_order_relaxed) != 0;
 }
 
-static inline void ra__instrument_add(int n)
+static inline void ra__instrument_add(unsigned what)
 {
-    atomic_fetch_add(&ra__instrumented, (unsigned)n);
+    atomic_fetch_add(&ra__instrumented, what);
+}
+
+static inline void ra__instrument_sub(unsigned what)
+{
+    atomic_fetch_sub(&ra__instrumented, what);
 }
 
 /* -- hooks.c: user callbacks ------------------------------------------------ */
@@ -316,35 +324,29 @@ size_t ra__prof_visit(ra_tag_t tag,
                                     void *ctx),
                       void *ctx);
 
-/* Whether the profiler samples, and the generation of its interval (bumped
- * by every ra_prof_start, so threads redraw countdowns drawn for an earlier
- * interval). */
+/* Whether the profiler samples. */
 extern atomic_bool ra__prof_sampling;
-extern _Atomic unsigned ra__prof_generation;
-/* The calling thread's bytes to its next sample, and the generation they
- * were drawn for (0: none yet). */
+/* The calling thread's bytes to its next sample; <= 0 also when none was
+ * drawn yet. */
 extern RA__TLS int64_t ra__prof_countdown;
-extern RA__TLS unsigned ra__prof_countdown_generation;
-/* The rest of ra__prof_tick: draws countdowns, never samples inside the
- * profiler. */
+/* The countdown ran out: draws the next one and says whether this
+ * allocation of size bytes is sampled (never inside the profiler). */
 bool ra__prof_tick_slow(size_t size) __attribute__((noinline, cold));
 
 /* Whether the calling thread's allocation of size bytes (tagged) is to be
- * sampled: counts the bytes down. Inline: the common case is a subtract,
- * two compares and a store. */
+ * sampled: counts the bytes down. Inline: a subtract, a compare and a
+ * store. */
 static inline bool ra__prof_tick(size_t size)
 {
     int64_t left = ra__prof_countdown - (int64_t)size;
 
-    if (RA__LIKELY(left > 0) &&
-        RA__LIKELY(ra__prof_countdown_generation ==
-                   atomic_load_explicit(&ra__prof_generation,
-                                        memory_order_relaxed))) {
+    if (RA__LIKELY(left > 0)) {
         ra__prof_countdown = left;
         return false;
     }
     return ra__prof_tick_slow(size);
 }
+
 /* Records the sampled block ptr of size requested bytes under tag: its call
  * stack and its weight. The block's page is already marked. */
 void ra__prof_record(ra_tag_t tag, void *ptr, size_t size);

@@ -1,6 +1,7 @@
 /* The sampled allocation-site profile: when to sample, what a sample
  * records, and the tables of live samples and of (tag, stack) totals. */
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <execinfo.h>
 #include <math.h>
@@ -38,17 +39,20 @@ struct sample_table {
 static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
 atomic_bool ra__prof_sampling;
 static _Atomic size_t mean_interval; /* 0: never started */
-_Atomic unsigned ra__prof_generation = 1;
+
 static struct stack_table stacks;
 static struct sample_table samples;
-/* The library's own load address: its frames are cut from stacks. NULL
- * when the library is linked into the program (libregionalloc.a): then the
- * module is the program's and nothing is cut. */
+/* The library's own code, [own_text_start, own_text_end): its frames are
+ * cut from stacks. Empty when the library is linked into the program
+ * (libregionalloc.a): then the code is the program's and nothing is cut. */
 static void *own_base;
 static bool own_base_known;
+static uintptr_t own_text_start, own_text_end;
 
 RA__TLS int64_t ra__prof_countdown;
-RA__TLS unsigned ra__prof_countdown_generation;
+/* Whether ra__prof_countdown was drawn: a thread's first tick draws it
+ * rather than sample. */
+static RA__TLS bool tls_countdown_drawn;
 static RA__TLS uint64_t tls_rng;
 /* Set while this thread takes a sample or dumps: what it allocates then is
  * the profiler's and is not sampled. */
@@ -111,19 +115,15 @@ static int64_t next_countdown(void)
 
 bool ra__prof_tick_slow(size_t size)
 {
-    unsigned generation;
-
     if (!atomic_load_explicit(&ra__prof_sampling, memory_order_relaxed) ||
         tls_in_prof)
         return false;
-    generation = atomic_load_explicit(&ra__prof_generation,
-                                      memory_order_relaxed);
-    if (ra__prof_countdown_generation != generation) {
+    if (!tls_countdown_drawn) {
+        tls_countdown_drawn = true;
         ra__prof_countdown = next_countdown();
-        ra__prof_countdown_generation = generation;
+        if (size > INT64_MAX || (ra__prof_countdown -= (int64_t)size) > 0)
+            return false;
     }
-    if (size > INT64_MAX || (ra__prof_countdown -= (int64_t)size) > 0)
-        return false;
     ra__prof_countdown = next_countdown();
     return true;
 }
@@ -274,11 +274,9 @@ static unsigned capture_stack(void **frames)
     int first = 0;
     unsigned kept = 0;
 
-    for (; own_base != NULL && first < n; first++) {
-        Dl_info info;
-        if (dladdr(raw[first], &info) == 0 || info.dli_fbase != own_base)
-            break;
-    }
+    while (first < n && (uintptr_t)raw[first] >= own_text_start &&
+           (uintptr_t)raw[first] < own_text_end)
+        first++;
     for (int i = first; i < n && kept < RA__PROF_MAX_FRAMES; i++)
         frames[kept++] = raw[i];
     return kept;
@@ -355,6 +353,26 @@ size_t ra__prof_visit(ra_tag_t tag,
     return interval;
 }
 
+/* dl_iterate_phdr callback: the executable segments of the object loaded
+ * at own_base. */
+static int find_own_text(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+    (void)size; (void)ctx;
+    if ((void *)info->dlpi_addr != own_base)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_X) == 0)
+            continue;
+        if (own_text_end == 0 || start < own_text_start)
+            own_text_start = start;
+        if (start + ph->p_memsz > own_text_end)
+            own_text_end = start + ph->p_memsz;
+    }
+    return 1;
+}
+
 void ra__prof_begin(size_t mean_interval_bytes)
 {
     Dl_info info;
@@ -366,17 +384,22 @@ void ra__prof_begin(size_t mean_interval_bytes)
             !(dladdr((void *)getauxval(AT_ENTRY), &program) != 0 &&
               program.dli_fbase == info.dli_fbase))
             own_base = info.dli_fbase;
+        if (own_base != NULL)
+            dl_iterate_phdr(find_own_text, NULL);
         own_base_known = true;
     }
+    /* The calling thread draws for the new interval at once; the others
+     * when their current countdown runs out. */
+    tls_countdown_drawn = false;
+    ra__prof_countdown = 0;
     /* Load the unwinder now, outside any allocation. */
     tls_in_prof = true;
     backtrace(warm, 4);
     tls_in_prof = false;
     lock_prof();
     atomic_store(&mean_interval, mean_interval_bytes);
-    atomic_fetch_add(&ra__prof_generation, 1);
     if (!atomic_exchange(&ra__prof_sampling, true))
-        ra__instrument_add(1);
+        ra__instrument_add(RA__INSTRUMENT_PROF);
     unlock_prof();
 }
 
@@ -400,7 +423,7 @@ int ra_prof_stop(void)
 
     lock_prof();
     if (atomic_exchange(&ra__prof_sampling, false))
-        ra__instrument_add(-1);
+        ra__instrument_sub(RA__INSTRUMENT_PROF);
     else
         rc = -1;
     unlock_prof();
