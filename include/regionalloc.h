@@ -228,8 +228,9 @@ typedef enum {
     RA_PROF_HEAP_V2 /* gperftools/jemalloc heap profile text (jeprof) */
 } ra_prof_format_t;
 
-/* Starts sampling (or changes the interval; 1 samples every allocation).
- * The samples already taken are kept. 0, or -1 with errno EINVAL (interval
+/* Starts sampling (1 samples every allocation), or changes the interval:
+ * at once for the calling thread, for the others when the countdown they
+ * drew for the old interval runs out. The samples already taken are kept. 0, or -1 with errno EINVAL (interval
  * 0) or ENOTSUP (pass-through mode). */
 RA_EXPORT int ra_prof_start(size_t mean_interval_bytes);
 /* Stops taking samples; the profile is kept, and frees of sampled blocks
