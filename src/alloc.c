@@ -275,17 +275,16 @@ RA__COLD static void *alloc_tick_slow(ra_tag_t tag, size_t size, int flags)
     return alloc_plain(tag, size, flags);
 }
 
-/* Hooks or the profiler are on. With the profiler only, a tagged
- * allocation pays an inline countdown (a subtract, a compare and a store)
- * and every call here is a tail call. */
-__attribute__((noinline)) static void *alloc_instrumented(ra_tag_t tag,
-                                                          size_t size,
-                                                          int flags)
+/* Hooks or the profiler are on (instrumented, ra__instrumented's value).
+ * With the profiler only, a tagged allocation pays an inline countdown (a
+ * subtract, a compare and a store) and every call here is a tail call. */
+static inline __attribute__((always_inline)) void *
+alloc_instrumented_body(unsigned instrumented, ra_tag_t tag, size_t size,
+                        int flags)
 {
     int64_t left;
 
-    if (atomic_load_explicit(&ra__instrumented, memory_order_relaxed) !=
-        RA__INSTRUMENT_PROF)
+    if (instrumented != RA__INSTRUMENT_PROF)
         return alloc_hooked(tag, size, flags);
     if (tag == RA_TAG_NONE)
         return alloc_plain(tag, size, flags);
@@ -296,12 +295,32 @@ __attribute__((noinline)) static void *alloc_instrumented(ra_tag_t tag,
     return alloc_plain(tag, size, flags);
 }
 
+__attribute__((noinline)) static void *
+alloc_instrumented(unsigned instrumented, ra_tag_t tag, size_t size,
+                   int flags)
+{
+    return alloc_instrumented_body(instrumented, tag, size, flags);
+}
+
+/* The same for malloc's own case, no flags: the compiler drops their
+ * tests, and size stays in the register it arrived in. */
+__attribute__((noinline)) static void *
+alloc_instrumented_plain(size_t size, ra_tag_t tag, unsigned instrumented)
+{
+    return alloc_instrumented_body(instrumented, tag, size, 0);
+}
+
 /* With no hook installed and the profiler off, one predictable branch more
  * than the plain path; with the profiler only, an inline countdown. */
 static inline void *alloc_as(ra_tag_t tag, size_t size, int flags)
 {
-    if (RA__UNLIKELY(ra__instrumented_any()))
-        return alloc_instrumented(tag, size, flags);
+    unsigned instrumented = atomic_load_explicit(&ra__instrumented,
+                                                 memory_order_relaxed);
+
+    if (RA__UNLIKELY(instrumented != 0))
+        return flags == 0
+                   ? alloc_instrumented_plain(size, tag, instrumented)
+                   : alloc_instrumented(instrumented, tag, size, flags);
     return alloc_plain(tag, size, flags);
 }
 
