@@ -17,9 +17,10 @@ RA_DEPS_INSTALL=(build-essential autoconf automake libtool pkg-config
                  libjemalloc-dev zlib1g-dev check cppcheck python3 git
                  prometheus)
 
-ra_missing_deps() {
+# Prints those of the given packages that are not installed, one a line.
+ra_missing_of() {
     local pkg status
-    for pkg in "${RA_DEPS_CHECK[@]}"; do
+    for pkg in "$@"; do
         status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$pkg" 2>/dev/null || true)
         case $status in
             ii*) ;;
@@ -28,34 +29,45 @@ ra_missing_deps() {
     done
 }
 
-ra_install_deps() {
-    local missing sudo=()
-    if ! command -v dpkg-query >/dev/null 2>&1; then
-        echo "deps: not a Debian system (no dpkg-query); install by hand:" \
-             "${RA_DEPS_INSTALL[*]}" >&2
-        return 0
-    fi
-    missing=$(ra_missing_deps)
-    if [ -z "$missing" ]; then
-        return 0
-    fi
-    echo "deps: missing Debian packages:" $missing >&2
+ra_missing_deps() {
+    ra_missing_of "${RA_DEPS_CHECK[@]}"
+}
+
+# Installs the given packages with apt-get, through sudo when not root;
+# honours RA_SKIP_DEPS=1. $1 says what they are for, in messages.
+ra_apt_install() {
+    local what=$1 sudo=()
+    shift
     if [ "${RA_SKIP_DEPS:-0}" = 1 ]; then
-        echo "deps: RA_SKIP_DEPS=1, not installing" >&2
+        echo "deps: RA_SKIP_DEPS=1, not installing $what" >&2
         return 0
     fi
     if [ "$(id -u)" -ne 0 ]; then
         if command -v sudo >/dev/null 2>&1; then
             sudo=(sudo)
         else
-            echo "deps: not root and no sudo; install them with:" >&2
-            echo "  apt-get install ${RA_DEPS_INSTALL[*]}" >&2
+            echo "deps: not root and no sudo; install $what with:" >&2
+            echo "  apt-get install $*" >&2
             return 1
         fi
     fi
-    "${sudo[@]}" apt-get update
+    "${sudo[@]}" apt-get update &&
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y --no-install-recommends "${RA_DEPS_INSTALL[@]}"
+        apt-get install -y --no-install-recommends "$@"
+}
+
+ra_install_deps() {
+    local missing
+    if ! command -v dpkg-query >/dev/null 2>&1; then
+        echo "deps: not a Debian system (no dpkg-query); install by hand:" \
+             "${RA_DEPS_INSTALL[*]}" >&2
+        return 0
+    fi
+    missing=$(ra_missing_deps)
+    [ -z "$missing" ] && return 0
+    # shellcheck disable=SC2086  # one package a word, on one line
+    echo "deps: missing Debian packages:" $missing >&2
+    ra_apt_install "the build and test packages" "${RA_DEPS_INSTALL[@]}"
 }
 
 # Optional, for bench/ only (`make bench`): the mimalloc contender and the
@@ -65,33 +77,14 @@ ra_install_deps() {
 RA_BENCH_DEPS=(libmimalloc-dev heaptrack)
 
 ra_install_bench_deps() {
-    local pkg status missing=() sudo=()
+    local missing
     command -v dpkg-query >/dev/null 2>&1 || return 0
-    for pkg in "${RA_BENCH_DEPS[@]}"; do
-        status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$pkg" 2>/dev/null || true)
-        case $status in
-            ii*) ;;
-            *) missing+=("$pkg") ;;
-        esac
-    done
-    [ ${#missing[@]} -eq 0 ] && return 0
-    echo "deps: optional bench packages missing: ${missing[*]}" >&2
-    if [ "${RA_SKIP_DEPS:-0}" = 1 ]; then
-        echo "deps: RA_SKIP_DEPS=1, not installing" >&2
-        return 0
-    fi
-    if [ "$(id -u)" -ne 0 ]; then
-        if command -v sudo >/dev/null 2>&1; then
-            sudo=(sudo)
-        else
-            echo "deps: not root and no sudo; install them with:" \
-                 "apt-get install ${missing[*]}" >&2
-            return 1
-        fi
-    fi
-    "${sudo[@]}" apt-get update &&
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y --no-install-recommends "${missing[@]}"
+    missing=$(ra_missing_of "${RA_BENCH_DEPS[@]}")
+    [ -z "$missing" ] && return 0
+    # shellcheck disable=SC2086  # one package a word
+    echo "deps: optional bench packages missing:" $missing >&2
+    # shellcheck disable=SC2086
+    ra_apt_install "the optional bench packages" $missing
 }
 
 # Run directly: install.
