@@ -38,9 +38,15 @@ void ra__out_prom_family(struct ra__out *o, const char *name,
     ra__out_fmt(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+static bool format_valid(ra_format_t fmt)
+{
+    return fmt == RA_FORMAT_TEXT || fmt == RA_FORMAT_JSON ||
+           fmt == RA_FORMAT_PROMETHEUS;
+}
+
 int ra__out_check_args(FILE *out, ra_format_t fmt)
 {
-    if (out == NULL || !ra__format_valid(fmt)) {
+    if (out == NULL || !format_valid(fmt)) {
         errno = EINVAL;
         return -1;
     }

@@ -74,8 +74,6 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size);
 /* Creates the jemalloc arena whose extents come from region idx. Returns the
  * arena index, or -1 with errno set. Called with the registry lock held. */
 int ra__region_create_arena(unsigned idx);
-/* Bytes of the region handed to jemalloc so far (the bump offset). */
-size_t ra__region_used(unsigned idx);
 /* High-water mark of the bytes jemalloc held committed in region idx. */
 size_t ra__region_peak_committed(unsigned idx);
 /* Names region idx "regionalloc:<tag_name>" in /proc/<pid>/maps where the
@@ -492,11 +490,6 @@ void ra__out_json_string(struct ra__out *o, const char *s);
 /* Writes the HELP and TYPE lines of a Prometheus metric family. */
 void ra__out_prom_family(struct ra__out *o, const char *name,
                          const char *type, const char *help);
-static inline bool ra__format_valid(ra_format_t fmt)
-{
-    return fmt == RA_FORMAT_TEXT || fmt == RA_FORMAT_JSON ||
-           fmt == RA_FORMAT_PROMETHEUS;
-}
 /* The checks every public report function makes first: 0, or -1 with errno
  * EINVAL (NULL out, unknown format) or ENOTSUP (pass-through mode). */
 int ra__out_check_args(FILE *out, ra_format_t fmt);

@@ -320,12 +320,6 @@ int ra__region_create_arena(unsigned idx)
     return (int)arena;
 }
 
-size_t ra__region_used(unsigned idx)
-{
-    const struct region *r = &regions[idx];
-    return atomic_load_explicit(&r->next, memory_order_relaxed) - r->start;
-}
-
 size_t ra__region_peak_committed(unsigned idx)
 {
     return atomic_load_explicit(&regions[idx].peak_committed,
