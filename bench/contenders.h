@@ -73,6 +73,76 @@ static inline void *realloc_tracker(void *p, size_t n)
 }
 #endif
 
+/* One step of a ring of live blocks: frees the block in *slot and puts a new
+ * one of n bytes there, touched so the allocation is not elided. */
+BENCH_INLINE void bench_ring_step(void **slot, size_t n, bench_alloc_fn m,
+                                  bench_free_fn f)
+{
+    void *p;
+
+    f(*slot);
+    p = m(n);
+    if (p == NULL)
+        bench_die("out of memory");
+    *(volatile char *)p = 1;
+    *slot = p;
+}
+
+/* BENCH_DEFINE_RUNS(WORK, KIND): the run functions bench_compare calls, for
+ * a workload written once as `BENCH_INLINE double WORK(fn, free_fn)` taking
+ * the KIND_* functions above (KIND: alloc or realloc). Defines run_process
+ * and, outside the glibc build, run_jemalloc, run_tagged (arg: a ra_tag_t *,
+ * pushed for the pass and checked to be in effect), run_mimalloc and
+ * run_tracker (under tracker tag 1): each its own copy of the loop. */
+#define BENCH_DEFINE_RUNS(WORK, KIND)                                      \
+    static double run_process(void *arg)                                   \
+    {                                                                      \
+        (void)arg;                                                         \
+        return WORK(KIND##_process, free_process);                         \
+    }                                                                      \
+    BENCH_DEFINE_RUNS_RA(WORK, KIND)
+
+#ifdef BENCH_GLIBC
+#define BENCH_DEFINE_RUNS_RA(WORK, KIND)
+#else
+#define BENCH_DEFINE_RUNS_RA(WORK, KIND)                                   \
+    static double run_jemalloc(void *arg)                                  \
+    {                                                                      \
+        (void)arg;                                                         \
+        return WORK(KIND##_jemalloc, free_jemalloc);                       \
+    }                                                                      \
+                                                                           \
+    static double run_tagged(void *arg)                                    \
+    {                                                                      \
+        ra_tag_t tag = *(ra_tag_t *)arg;                                   \
+        double r;                                                          \
+                                                                           \
+        if (ra_tag_push(tag) != 0)                                         \
+            bench_die("ra_tag_push");                                      \
+        bench_check_tagged(tag);                                           \
+        r = WORK(KIND##_process, free_process);                            \
+        ra_tag_pop(tag);                                                   \
+        return r;                                                          \
+    }                                                                      \
+                                                                           \
+    static double run_mimalloc(void *arg)                                  \
+    {                                                                      \
+        (void)arg;                                                         \
+        return WORK(KIND##_mimalloc, free_mimalloc);                       \
+    }                                                                      \
+                                                                           \
+    static double run_tracker(void *arg)                                   \
+    {                                                                      \
+        double r;                                                          \
+                                                                           \
+        (void)arg;                                                         \
+        tracker_push(1);                                                   \
+        r = WORK(KIND##_tracker, free_tracker);                            \
+        tracker_pop(1);                                                    \
+        return r;                                                          \
+    }
+#endif
+
 /* Opens jemalloc's and mimalloc's handles; without jemalloc's own malloc
  * there is no baseline, which is fatal. The glibc build opens neither: a
  * dlopen'ed jemalloc (which needs GLIBC_TUNABLES for its static TLS) slowed

@@ -53,49 +53,7 @@ BENCH_INLINE double grow_run(bench_realloc_fn r, bench_free_fn f)
     return (t1 - t0) / ops;
 }
 
-static double run_process(void *arg)
-{
-    (void)arg;
-    return grow_run(realloc_process, free_process);
-}
-
-#ifndef BENCH_GLIBC
-static double run_jemalloc(void *arg)
-{
-    (void)arg;
-    return grow_run(realloc_jemalloc, free_jemalloc);
-}
-
-static double run_tagged(void *arg)
-{
-    ra_tag_t tag = *(ra_tag_t *)arg;
-    double t;
-
-    if (ra_tag_push(tag) != 0)
-        bench_die("ra_tag_push");
-    bench_check_tagged(tag);
-    t = grow_run(realloc_process, free_process);
-    ra_tag_pop(tag);
-    return t;
-}
-
-static double run_mimalloc(void *arg)
-{
-    (void)arg;
-    return grow_run(realloc_mimalloc, free_mimalloc);
-}
-
-static double run_tracker(void *arg)
-{
-    double t;
-
-    (void)arg;
-    tracker_push(1);
-    t = grow_run(realloc_tracker, free_tracker);
-    tracker_pop(1);
-    return t;
-}
-#endif
+BENCH_DEFINE_RUNS(grow_run, realloc)
 
 int main(void)
 {

@@ -43,48 +43,17 @@ BENCH_INLINE double ring_run(bench_alloc_fn m, bench_free_fn f)
         if ((ring[i] = m(sizes[i])) == NULL)
             bench_die("out of memory");
     t0 = bench_now_ns();
-    for (uint64_t i = 0; i < ops; i++) {
-        unsigned slot = i & (RING - 1);
-        void *p;
-        f(ring[slot]);
-        p = m(sizes[i & (NSIZES - 1)]);
-        if (p == NULL)
-            bench_die("out of memory");
-        *(volatile char *)p = 1;
-        ring[slot] = p;
-    }
+    for (uint64_t i = 0; i < ops; i++)
+        bench_ring_step(&ring[i & (RING - 1)], sizes[i & (NSIZES - 1)], m, f);
     t1 = bench_now_ns();
     for (unsigned i = 0; i < RING; i++)
         f(ring[i]);
     return (t1 - t0) / ops;
 }
 
-static double run_process(void *arg)
-{
-    (void)arg;
-    return ring_run(alloc_process, free_process);
-}
+BENCH_DEFINE_RUNS(ring_run, alloc)
 
 #ifndef BENCH_GLIBC
-static double run_jemalloc(void *arg)
-{
-    (void)arg;
-    return ring_run(alloc_jemalloc, free_jemalloc);
-}
-
-static double run_tagged(void *arg)
-{
-    ra_tag_t tag = *(ra_tag_t *)arg;
-    double r;
-
-    if (ra_tag_push(tag) != 0)
-        bench_die("ra_tag_push");
-    bench_check_tagged(tag);
-    r = ring_run(alloc_process, free_process);
-    ra_tag_pop(tag);
-    return r;
-}
-
 static void noop_hook(void *ctx, ra_tag_t tag, void *ptr, size_t size)
 {
     (void)ctx; (void)tag; (void)ptr; (void)size;
@@ -119,23 +88,6 @@ static double run_tagged_profiled(void *arg)
     r = run_tagged(arg);
     if (ra_prof_stop() != 0)
         bench_die("ra_prof_stop");
-    return r;
-}
-
-static double run_mimalloc(void *arg)
-{
-    (void)arg;
-    return ring_run(alloc_mimalloc, free_mimalloc);
-}
-
-static double run_tracker(void *arg)
-{
-    double r;
-
-    (void)arg;
-    tracker_push(1);
-    r = ring_run(alloc_tracker, free_tracker);
-    tracker_pop(1);
     return r;
 }
 #endif

@@ -27,106 +27,88 @@ __attribute__((noinline, noipa)) static int empty_push_pop(unsigned tag)
     return 0;
 }
 
-static double run_empty_tag_of(void *arg)
+/* The library's inline fast paths (ra_tag_of, ra_tag_push and ra_tag_pop
+ * are macros) as functions the timed loops below can take: passed as
+ * constants into an always_inline loop, they are inlined again. */
+static inline unsigned inline_tag_of(const void *p) { return ra_tag_of(p); }
+static inline int inline_push(unsigned t) { return ra_tag_push(t); }
+static inline int inline_pop(unsigned t) { return ra_tag_pop(t); }
+
+/* ns per call of of() on the live blocks v; dies with what unless the tags
+ * sum to expect. */
+BENCH_INLINE double time_tag_of(unsigned (*of)(const void *), void *const *v,
+                                uint64_t expect, const char *what)
 {
     uint64_t sum = 0;
     const uint64_t n = calls; /* a local: the loop need not reload it */
     double t0, t1;
 
-    (void)arg;
     t0 = bench_now_ns();
     for (uint64_t i = 0; i < n; i++)
-        sum += empty_tag_of(blocks[i & (NBLOCKS - 1)]);
+        sum += of(v[i & (NBLOCKS - 1)]);
     t1 = bench_now_ns();
-    if (sum != calls)
-        bench_die("empty_tag_of");
+    if (sum != expect)
+        bench_die(what);
     return (t1 - t0) / n;
+}
+
+/* ns per push(t) + pop(t) pair; dies with what if either fails. */
+BENCH_INLINE double time_push_pop(int (*push)(unsigned), int (*pop)(unsigned),
+                                  unsigned t, const char *what)
+{
+    int err = 0;
+    const uint64_t n = calls; /* a local: the loop need not reload it */
+    double t0, t1;
+
+    t0 = bench_now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        err |= push(t);
+        err |= pop(t);
+    }
+    t1 = bench_now_ns();
+    if (err)
+        bench_die(what);
+    return (t1 - t0) / n;
+}
+
+static double run_empty_tag_of(void *arg)
+{
+    (void)arg;
+    return time_tag_of(empty_tag_of, blocks, calls, "empty_tag_of");
 }
 
 static double run_empty_push_pop(void *arg)
 {
-    int err = 0;
-    const uint64_t n = calls; /* a local: the loop need not reload it */
-    double t0, t1;
-
     (void)arg;
-    t0 = bench_now_ns();
-    for (uint64_t i = 0; i < n; i++) {
-        err |= empty_push_pop(1);
-        err |= empty_push_pop(1);
-    }
-    t1 = bench_now_ns();
-    if (err)
-        bench_die("empty_push_pop");
-    return (t1 - t0) / n;
+    return time_push_pop(empty_push_pop, empty_push_pop, 1, "empty_push_pop");
 }
 
 static double run_tag_of(void *arg)
 {
-    uint64_t sum = 0;
-    const uint64_t n = calls; /* a local: the loop need not reload it */
-    double t0, t1;
-
     (void)arg;
-    t0 = bench_now_ns();
-    for (uint64_t i = 0; i < n; i++)
-        sum += ra_tag_of(blocks[i & (NBLOCKS - 1)]);
-    t1 = bench_now_ns();
-    if (sum != calls * tag)
-        bench_die("ra_tag_of returned the wrong tag");
-    return (t1 - t0) / n;
+    return time_tag_of(inline_tag_of, blocks, calls * tag,
+                       "ra_tag_of returned the wrong tag");
 }
 
 static double run_tracker_tag_of(void *arg)
 {
-    uint64_t sum = 0;
-    const uint64_t n = calls; /* a local: the loop need not reload it */
-    double t0, t1;
-
     (void)arg;
-    t0 = bench_now_ns();
-    for (uint64_t i = 0; i < n; i++)
-        sum += tracker_tag_of(tracked[i & (NBLOCKS - 1)]);
-    t1 = bench_now_ns();
-    if (sum != calls)
-        bench_die("tracker_tag_of returned the wrong tag");
-    return (t1 - t0) / n;
+    return time_tag_of(tracker_tag_of, tracked, calls,
+                       "tracker_tag_of returned the wrong tag");
 }
 
 static double run_push_pop(void *arg)
 {
-    int err = 0;
-    const uint64_t n = calls; /* a local: the loop need not reload it */
-    double t0, t1;
-
     (void)arg;
-    t0 = bench_now_ns();
-    for (uint64_t i = 0; i < n; i++) {
-        err |= ra_tag_push(tag);
-        err |= ra_tag_pop(tag);
-    }
-    t1 = bench_now_ns();
-    if (err)
-        bench_die("ra_tag_push/ra_tag_pop failed");
-    return (t1 - t0) / n;
+    return time_push_pop(inline_push, inline_pop, tag,
+                         "ra_tag_push/ra_tag_pop failed");
 }
 
 static double run_tracker_push_pop(void *arg)
 {
-    int err = 0;
-    const uint64_t n = calls; /* a local: the loop need not reload it */
-    double t0, t1;
-
     (void)arg;
-    t0 = bench_now_ns();
-    for (uint64_t i = 0; i < n; i++) {
-        err |= tracker_push(1);
-        err |= tracker_pop(1);
-    }
-    t1 = bench_now_ns();
-    if (err)
-        bench_die("tracker_push/tracker_pop failed");
-    return (t1 - t0) / n;
+    return time_push_pop(tracker_push, tracker_pop, 1,
+                         "tracker_push/tracker_pop failed");
 }
 
 int main(void)

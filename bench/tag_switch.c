@@ -37,16 +37,9 @@ BENCH_INLINE double switch_run(bench_alloc_fn m, bench_free_fn f,
     for (uint64_t g = 0; g < ops / GROUP; g++) {
         unsigned t = g % NTAGS;
         enter(t);
-        for (unsigned j = 0; j < GROUP; j++, i++) {
-            unsigned slot = i & (RING - 1);
-            void *p;
-            f(ring[slot]);
-            p = m(sizes[i & (NSIZES - 1)]);
-            if (p == NULL)
-                bench_die("out of memory");
-            *(volatile char *)p = 1;
-            ring[slot] = p;
-        }
+        for (unsigned j = 0; j < GROUP; j++, i++)
+            bench_ring_step(&ring[i & (RING - 1)], sizes[i & (NSIZES - 1)], m,
+                            f);
         leave(t);
     }
     t1 = bench_now_ns();

@@ -21,24 +21,10 @@
 static void *blocks[MAX_BLOCKS];
 static size_t nblocks;
 
-/* Each site allocates n blocks of size bytes under tag and keeps them in
- * blocks[]. Not inlined, the call not in tail position: each site is the
- * innermost frame of its stacks. No assertion inside (a passing one
- * allocates). */
-#define DEFINE_SITE(name)                                                   \
-    __attribute__((noinline)) void name(ra_tag_t tag, size_t n,            \
-                                        size_t size);                       \
-    __attribute__((noinline)) void name(ra_tag_t tag, size_t n,            \
-                                        size_t size)                        \
-    {                                                                       \
-        for (size_t i = 0; i < n && nblocks < MAX_BLOCKS; i++) {            \
-            void *p = ra_malloc_tag(tag, size);                             \
-            if (p != NULL)                                                  \
-                memset(p, 0x5a, size);                                      \
-            blocks[nblocks++] = p;                                          \
-        }                                                                   \
-        __asm__ volatile("" ::: "memory");                                  \
-    }
+/* No assertion inside a site (a passing one allocates): a NULL is kept
+ * for check_blocks. */
+#define SITE_ON_NULL(name) (void)0
+#include "prof_sites.h"
 
 DEFINE_SITE(prof_site_alpha)
 DEFINE_SITE(prof_site_beta)

@@ -26,26 +26,12 @@
 static void *blocks[MAX_BLOCKS];
 static size_t nblocks;
 
-/* Each site allocates n blocks of size bytes under tag and keeps them. Not
- * inlined, and the call is not in tail position, so that each site is a
- * frame of its own, the innermost of its stacks. */
-#define DEFINE_SITE(name)                                                   \
-    __attribute__((noinline)) void name(ra_tag_t tag, size_t n,            \
-                                        size_t size);                       \
-    __attribute__((noinline)) void name(ra_tag_t tag, size_t n,            \
-                                        size_t size)                        \
-    {                                                                       \
-        for (size_t i = 0; i < n && nblocks < MAX_BLOCKS; i++) {            \
-            void *p = ra_malloc_tag(tag, size);                             \
-            if (p == NULL) {                                                \
-                perror(#name);                                              \
-                exit(1);                                                    \
-            }                                                               \
-            memset(p, 0x5a, size);                                          \
-            blocks[nblocks++] = p;                                          \
-        }                                                                   \
-        __asm__ volatile("" ::: "memory");                                  \
-    }
+#define SITE_ON_NULL(name)                                                  \
+    do {                                                                    \
+        perror(#name);                                                      \
+        exit(1);                                                            \
+    } while (0)
+#include "prof_sites.h"
 
 DEFINE_SITE(demo_site_parse)
 DEFINE_SITE(demo_site_index)

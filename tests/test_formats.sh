@@ -10,46 +10,17 @@
 # CI; with CI=true a missing tool is a failure).
 set -u
 
-builddir=${abs_top_builddir:-$(pwd)}
+# shellcheck source=tests/testlib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
 dump=$builddir/tests/report_dump
-
-# need PROGRAM PACKAGE: whether PROGRAM is installed; in CI its absence is a
-# failure, elsewhere a reason to skip.
-missing=
-need() {
-    if command -v "$1" >/dev/null 2>&1; then
-        return 0
-    fi
-    if [ "${CI:-}" = true ]; then
-        echo "FAIL: $1 not installed (Debian package $2; scripts/deps.sh installs it)"
-        exit 1
-    fi
-    echo "SKIP: $1 not installed (Debian: apt-get install $2)"
-    missing="$missing $1"
-    return 1
-}
 
 need python3 python3 || exit 77
 have_promtool=0
 need promtool prometheus && have_promtool=1
 
-if [ ! -x "$dump" ]; then
-    echo "FAIL: $dump not built (make check builds it)"
-    exit 1
-fi
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_formats.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-
-# The library's own variables at their defaults, apart from what a run sets.
-unset REGIONALLOC REGIONALLOC_MAX_TAGS REGIONALLOC_REGION_SIZE \
-    REGIONALLOC_STATS REGIONALLOC_STATS_FORMAT REGIONALLOC_CHECKPOINTS
-
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+need_built "$dump" "make check builds it"
+make_tmp test_formats
+reset_env
 
 # Three runs: plain, then with the exit reports in JSON and in Prometheus.
 mkdir "$tmp/plain" "$tmp/json" "$tmp/prom"
@@ -303,13 +274,4 @@ EOF
     failures=$((failures + 1))
 fi
 
-if [ "$failures" != 0 ]; then
-    echo "$failures checks failed"
-    exit 1
-fi
-if [ -n "$missing" ]; then
-    echo "SKIP: the rest passed, but not checked without:$missing"
-    exit 77
-fi
-echo "all checks passed"
-exit 0
+finish

@@ -7,26 +7,17 @@
 # other checks still run first).
 set -u
 
-builddir=${abs_top_builddir:-${top_builddir:-.}}
+# shellcheck source=tests/testlib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
 indexer=$builddir/examples/indexer
-if [ ! -x "$indexer" ]; then
-    echo "FAIL: $indexer not built"
-    exit 1
-fi
+need_built "$indexer"
 
-unset REGIONALLOC REGIONALLOC_MAX_TAGS REGIONALLOC_REGION_SIZE \
-    REGIONALLOC_STATS REGIONALLOC_STATS_FORMAT REGIONALLOC_CHECKPOINTS
+reset_env
 export LC_ALL=C
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_indexer.XXXXXX") || exit 1
+make_tmp test_indexer
 # chmod first: rm cannot enter the unreadable directory.
 trap 'chmod -R u+rwx "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
-
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
 
 # -- the tree -----------------------------------------------------------------
 # Indexed identifiers and their counts: alpha 7, beta 4, d 3, delta 3,

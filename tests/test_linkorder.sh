@@ -10,7 +10,9 @@
 # RA_OVERRIDE) set.
 set -u
 
-builddir=${abs_top_builddir:-}
+# shellcheck source=tests/testlib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
+builddir=${abs_top_builddir:-} # empty outside make check: skipped below
 srcdir=${top_srcdir:-}
 libdir=$builddir/.libs
 cxx=${CXX:-}
@@ -20,17 +22,11 @@ set -- $jemalloc
 jemalloc="$*"
 
 if [ -z "$builddir" ] || [ ! -e "$libdir/libregionalloc.so" ]; then
-    echo "SKIP: $libdir/libregionalloc.so not found (shared library not built)"
-    exit 77
+    skip "$libdir/libregionalloc.so not found (shared library not built)"
 fi
-if [ -z "$cxx" ]; then
-    echo "SKIP: CXX is empty (no C++ compiler)"
-    exit 77
-fi
-if [ "${RA_OVERRIDE:-1}" != 1 ]; then
-    echo "SKIP: built with --disable-override: malloc and new are not replaced"
-    exit 77
-fi
+[ -n "$cxx" ] || skip "CXX is empty (no C++ compiler)"
+[ "${RA_OVERRIDE:-1}" = 1 ] ||
+    skip "built with --disable-override: malloc and new are not replaced"
 # A relative top_srcdir is relative to the build directory make runs in.
 case $srcdir in
 /*) ;;

@@ -6,29 +6,19 @@
 # Exit status: 0 pass, 1 fail, 77 skip (no shared library built).
 set -u
 
-builddir=${abs_top_builddir:-$(pwd)}
+# shellcheck source=tests/testlib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
 lib=$builddir/.libs/libregionalloc.so
-if [ ! -f "$lib" ]; then
-    echo "SKIP: $lib not found (static-only build?)"
-    exit 77
-fi
+[ -f "$lib" ] || skip "$lib not found (static-only build?)"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_preload.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+make_tmp test_preload
 
 # The baseline and the preloaded run see the same environment apart from
 # LD_PRELOAD; the library's own variables are left at their defaults.
-unset REGIONALLOC REGIONALLOC_MAX_TAGS REGIONALLOC_REGION_SIZE \
-    REGIONALLOC_STATS REGIONALLOC_STATS_FORMAT REGIONALLOC_CHECKPOINTS
+reset_env
 export LC_ALL=C PYTHONHASHSEED=0
 
-failures=0
 ran=0
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
 
 # have PROGRAM: whether PROGRAM is installed; says SKIP when not.
 have() {

@@ -18,44 +18,17 @@
 # CI; with CI=true a missing tool is a failure).
 set -u
 
-builddir=${abs_top_builddir:-$(pwd)}
+# shellcheck source=tests/testlib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
 demo=$builddir/tests/prof_dump_demo
-
-missing=
-need() {
-    if command -v "$1" >/dev/null 2>&1; then
-        return 0
-    fi
-    if [ "${CI:-}" = true ]; then
-        echo "FAIL: $1 not installed (Debian package $2; scripts/deps.sh installs it)"
-        exit 1
-    fi
-    echo "SKIP: $1 not installed (Debian: apt-get install $2)"
-    missing="$missing $1"
-    return 1
-}
 
 need python3 python3 || exit 77
 have_jeprof=0
 need jeprof libjemalloc-dev && need perl perl && have_jeprof=1
 
-if [ ! -x "$demo" ]; then
-    echo "FAIL: $demo not built (make check builds it)"
-    exit 1
-fi
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_prof_tools.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-
-unset REGIONALLOC REGIONALLOC_MAX_TAGS REGIONALLOC_REGION_SIZE \
-    REGIONALLOC_STATS REGIONALLOC_STATS_FORMAT REGIONALLOC_CHECKPOINTS \
-    REGIONALLOC_PROF REGIONALLOC_PROF_DUMP
-
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+need_built "$demo" "make check builds it"
+make_tmp test_prof_tools
+reset_env
 
 if ! "$demo" "$tmp" >"$tmp/facts" 2>"$tmp/demo.err"; then
     fail "prof_dump_demo exited with $?"
@@ -321,13 +294,4 @@ else
     echo "note: go not installed (Debian golang-go): go tool pprof not run"
 fi
 
-if [ "$failures" != 0 ]; then
-    echo "$failures checks failed"
-    exit 1
-fi
-if [ -n "$missing" ]; then
-    echo "SKIP: the rest passed, but not checked without:$missing"
-    exit 77
-fi
-echo "all checks passed"
-exit 0
+finish

@@ -6,18 +6,13 @@
 # there. Run by make check with abs_top_builddir (and RA_OVERRIDE) set.
 set -u
 
-builddir=${abs_top_builddir:-${top_builddir:-.}}
+# shellcheck source=tests/testlib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
 lib=$builddir/.libs/libregionalloc.so
 override=${RA_OVERRIDE:-1}
 
-if [ ! -e "$lib" ]; then
-    echo "SKIP: $lib not found (shared library not built)"
-    exit 77
-fi
-if ! command -v nm >/dev/null 2>&1; then
-    echo "SKIP: nm not found"
-    exit 77
-fi
+[ -e "$lib" ] || skip "$lib not found (shared library not built)"
+command -v nm >/dev/null 2>&1 || skip "nm not found"
 
 # The contract's functions (DESIGN.md section 2), RA_TAG_SCOPE's helpers,
 # and the reports and checkpoints (section 5).

@@ -1,0 +1,77 @@
+# shellcheck shell=bash
+# tests/testlib.sh: what the shell tests share, sourced by each right after
+# `set -u`. Sets builddir (the build tree: make check passes
+# abs_top_builddir), failures and missing; defines fail, skip, need,
+# need_built, make_tmp, reset_env and finish. Not a test itself.
+
+# shellcheck disable=SC2034  # read by the tests that source this
+builddir=${abs_top_builddir:-${top_builddir:-$(pwd)}}
+
+# fail MESSAGE...: reports one failed check and counts it; the test goes on.
+failures=0
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# skip MESSAGE...: the whole test cannot run here; exits 77 (automake's skip).
+skip() {
+    echo "SKIP: $*"
+    exit 77
+}
+
+# need PROGRAM PACKAGE: whether PROGRAM is installed; in CI its absence is a
+# failure (exit 1), elsewhere a reason to skip what needs it: it is added to
+# missing, which finish reports.
+missing=
+need() {
+    if command -v "$1" >/dev/null 2>&1; then
+        return 0
+    fi
+    if [ "${CI:-}" = true ]; then
+        echo "FAIL: $1 not installed (Debian package $2; scripts/deps.sh installs it)"
+        exit 1
+    fi
+    echo "SKIP: $1 not installed (Debian: apt-get install $2)"
+    missing="$missing $1"
+    return 1
+}
+
+# need_built PROGRAM [WHY]: exits 1 unless PROGRAM, a part of the build the
+# test runs, is there.
+need_built() {
+    if [ ! -x "$1" ]; then
+        echo "FAIL: $1 not built${2:+ ($2)}"
+        exit 1
+    fi
+}
+
+# make_tmp NAME: a scratch directory in $tmp, removed at exit.
+make_tmp() {
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || exit 1
+    trap 'rm -rf "$tmp"' EXIT
+}
+
+# reset_env: the library's own variables at their defaults, apart from what
+# a run sets.
+reset_env() {
+    unset REGIONALLOC REGIONALLOC_MAX_TAGS REGIONALLOC_REGION_SIZE \
+        REGIONALLOC_STATS REGIONALLOC_STATS_FORMAT REGIONALLOC_CHECKPOINTS \
+        REGIONALLOC_PROF REGIONALLOC_PROF_DUMP
+}
+
+# finish: the exit status of a test that counts with fail and need: 1 if a
+# check failed, 77 if every check ran passed but some could not run for a
+# missing tool, else 0.
+finish() {
+    if [ "$failures" != 0 ]; then
+        echo "$failures checks failed"
+        exit 1
+    fi
+    if [ -n "$missing" ]; then
+        echo "SKIP: the rest passed, but not checked without:$missing"
+        exit 77
+    fi
+    echo "all checks passed"
+    exit 0
+}
