@@ -46,45 +46,95 @@ static void untagged_free_fallback(void *ptr)
         dallocx(ptr, 0);
 }
 
-/* jemalloc's own malloc and free: their inlined fast path is about twice as
- * fast as mallocx/dallocx. Reached through a handle to the jemalloc library
- * itself (the plain names are ours), once the library's constructor has run;
- * never NULL, so the untagged path is a load and a jump. */
+static void *untagged_calloc_fallback(size_t n, size_t size)
+{
+    return alloc_mallocx(n * size, MALLOCX_ZERO); /* n == 1 here */
+}
+
+static void *untagged_realloc_fallback(void *ptr, size_t size)
+{
+    void *p = rallocx(ptr, size, 0);
+    return p != NULL ? p : fail_enomem();
+}
+
+static void *untagged_aligned_fallback(size_t align, size_t size)
+{
+    return alloc_mallocx(size, MALLOCX_ALIGN(align));
+}
+
+static size_t untagged_usable_fallback(void *ptr)
+{
+    return sallocx(ptr, 0);
+}
+
+/* Untagged blocks live and die through jemalloc's own malloc family: its
+ * inlined fast path is about twice as fast as mallocx/dallocx, and a tool
+ * that replaces jemalloc's malloc family (valgrind does) then sees every
+ * untagged block come and go through its own functions. Reached through a
+ * handle to the jemalloc library itself (the plain names are ours), once
+ * the library's constructor has run; never NULL, so the untagged malloc
+ * and free are a load and a jump. */
 typedef void *(*malloc_fn)(size_t);
 typedef void (*free_fn)(void *);
+typedef void *(*calloc_fn)(size_t, size_t);
+typedef void *(*realloc_fn)(void *, size_t);
+typedef void *(*aligned_fn)(size_t, size_t);
+typedef size_t (*usable_fn)(void *);
 static _Atomic(malloc_fn) jemalloc_malloc = untagged_malloc_fallback;
 static _Atomic(free_fn) jemalloc_free = untagged_free_fallback;
+static _Atomic(calloc_fn) jemalloc_calloc = untagged_calloc_fallback;
+static _Atomic(realloc_fn) jemalloc_realloc = untagged_realloc_fallback;
+static _Atomic(aligned_fn) jemalloc_aligned_alloc = untagged_aligned_fallback;
+static _Atomic(usable_fn) jemalloc_usable_size = untagged_usable_fallback;
+
+#define UNTAGGED(fn) atomic_load_explicit(&jemalloc_##fn, memory_order_relaxed)
 
 __attribute__((constructor)) static void find_jemalloc_fast_path(void)
 {
     Dl_info info;
     void *lib;
-    malloc_fn m;
-    free_fn f;
+    void *m, *f, *c, *r, *a, *u;
 
     if (dladdr((void *)mallocx, &info) == 0 || info.dli_fname == NULL)
         return;
     lib = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
     if (lib == NULL)
         return;
-    m = (malloc_fn)dlsym(lib, "malloc");
-    f = (free_fn)dlsym(lib, "free");
     /* dlsym on jemalloc's own handle finds its definitions, never ours. The
-     * handle stays open: the functions must outlive this constructor. */
-    if (m == NULL || f == NULL)
+     * handle stays open: the functions must outlive this constructor. All
+     * or none: the family must be one allocator's. */
+    m = dlsym(lib, "malloc");
+    f = dlsym(lib, "free");
+    c = dlsym(lib, "calloc");
+    r = dlsym(lib, "realloc");
+    a = dlsym(lib, "aligned_alloc");
+    u = dlsym(lib, "malloc_usable_size");
+    if (m == NULL || f == NULL || c == NULL || r == NULL || a == NULL ||
+        u == NULL)
         return;
-    atomic_store_explicit(&jemalloc_malloc, m, memory_order_relaxed);
-    atomic_store_explicit(&jemalloc_free, f, memory_order_relaxed);
+    atomic_store_explicit(&jemalloc_malloc, (malloc_fn)m,
+                          memory_order_relaxed);
+    atomic_store_explicit(&jemalloc_free, (free_fn)f, memory_order_relaxed);
+    atomic_store_explicit(&jemalloc_calloc, (calloc_fn)c,
+                          memory_order_relaxed);
+    atomic_store_explicit(&jemalloc_realloc, (realloc_fn)r,
+                          memory_order_relaxed);
+    atomic_store_explicit(&jemalloc_aligned_alloc, (aligned_fn)a,
+                          memory_order_relaxed);
+    atomic_store_explicit(&jemalloc_usable_size, (usable_fn)u,
+                          memory_order_relaxed);
 }
 
-/* jemalloc's malloc has glibc's semantics: malloc(0) is a unique block,
- * failure sets errno to ENOMEM. */
+/* jemalloc's functions have glibc's semantics: malloc(0) is a unique block,
+ * failure sets errno to ENOMEM. flags is 0, MALLOCX_ZERO or an alignment
+ * (MALLOCX_ALIGN). */
 static inline void *alloc_untagged(size_t size, int flags)
 {
     if (flags == 0)
-        return atomic_load_explicit(&jemalloc_malloc,
-                                    memory_order_relaxed)(size);
-    return alloc_mallocx(size, flags);
+        return UNTAGGED(malloc)(size);
+    if (flags == MALLOCX_ZERO)
+        return UNTAGGED(calloc)(1, size);
+    return UNTAGGED(aligned_alloc)((size_t)1 << (flags & 0x3f), size);
 }
 
 /* A full region may still hold free space in this thread's cache or in dirty
@@ -340,12 +390,11 @@ RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag, size_t size,
         sdallocx(ptr, size, flags | align_flags);
 }
 
-static inline void free_untagged(void *ptr, size_t size, int align_flags)
+/* Sized or not, an untagged block goes back through jemalloc's free (see
+ * jemalloc_malloc above). */
+static inline void free_untagged(void *ptr)
 {
-    if (size == 0)
-        atomic_load_explicit(&jemalloc_free, memory_order_relaxed)(ptr);
-    else if (ptr != NULL)
-        sdallocx(ptr, size, align_flags);
+    UNTAGGED(free)(ptr);
 }
 
 /* A tagged free: into the thread's front cache when the block's class is
@@ -427,7 +476,7 @@ static inline void free_plain(void *ptr, size_t size, int align_flags)
     ra_tag_t tag = ra__tag_of_addr(ptr);
 
     if (RA__LIKELY(tag == RA_TAG_NONE))
-        free_untagged(ptr, size, align_flags);
+        free_untagged(ptr);
     else if (size == 0)
         free_tagged_fast(ptr, tag);
     else
@@ -519,7 +568,11 @@ int ra_posix_memalign(void **out, size_t align, size_t size)
 
 size_t ra_malloc_usable_size(const void *ptr)
 {
-    return ptr == NULL ? 0 : sallocx(ptr, 0);
+    if (ptr == NULL)
+        return 0;
+    if (ra__tag_of_addr(ptr) == RA_TAG_NONE)
+        return UNTAGGED(usable_size)((void *)ptr);
+    return sallocx(ptr, 0);
 }
 
 /* A realloc ends one block and starts another, as hooks will see it; the
@@ -637,8 +690,7 @@ static void *realloc_plain(void *ptr, size_t size)
         return fail_enomem();
     tag = ra__tag_of_addr(ptr);
     if (RA__LIKELY(tag == RA_TAG_NONE)) {
-        p = rallocx(ptr, size, 0);
-        return p != NULL ? p : fail_enomem();
+        return UNTAGGED(realloc)(ptr, size);
     }
     if (RA__UNLIKELY(ra__instrumented_any()) && prof_samples(tag, size)) {
         p = realloc_sampled(ptr, tag, size);
