@@ -1,7 +1,8 @@
 #!/bin/bash
 # Builds libregionalloc and runs the whole test suite: the Check suites and
-# shell tests, a second pass under UBSan, cppcheck, and make distcheck.
-# Builds out of tree in build/ and build-ubsan/; safe to run repeatedly.
+# shell tests, a second pass under UBSan, a build with --disable-override,
+# cppcheck, and make distcheck. Builds out of tree in build/, build-ubsan/
+# and build-nooverride/; safe to run repeatedly.
 # JOBS (default: number of CPUs) sets make's parallelism.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +51,14 @@ mkdir -p build-ubsan
 (cd build-ubsan && "$top/configure" --enable-ubsan --enable-werror)
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
     make -C build-ubsan -j"$jobs" check || { show_failures build-ubsan; exit 1; }
+
+step "--disable-override build and make check (build-nooverride/)"
+mkdir -p build-nooverride
+(cd build-nooverride && "$top/configure" --disable-override --enable-werror)
+make -C build-nooverride -j"$jobs" check || {
+    show_failures build-nooverride
+    exit 1
+}
 
 step "make distcheck"
 make -C build -j"$jobs" distcheck || {
