@@ -2,11 +2,8 @@
  * fast path, tagged through the thread's front cache for the tag. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <limits.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jemalloc/jemalloc.h>
 
@@ -161,6 +158,23 @@ static inline void count_alloc(struct ra__tag_slot *s, ra_tag_t tag, void *p)
         ra__count_orphan(tag, true);
 }
 
+/* The flags that reach tag's arena from this thread: the slot's, or
+ * uncached when the thread has no slot (re-entered, exiting). */
+static int slot_alloc_flags(const struct ra__tag_slot *s, ra_tag_t tag)
+{
+    return s != NULL ? s->alloc_flags
+                     : RA__ARENA_FLAGS(ra__tag_arena[tag]) |
+                           MALLOCX_TCACHE_NONE;
+}
+
+/* Whether ptr's block was sampled by the profiler (its page is marked). */
+static bool page_is_sampled(const void *ptr)
+{
+    return ra__page_bin != NULL &&
+           __atomic_load_n(ra__page_bin_entry(ptr), __ATOMIC_RELAXED) ==
+               RA__PAGE_SAMPLED;
+}
+
 RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
 {
     struct ra__tag_slot *s;
@@ -172,9 +186,7 @@ RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
     if (size > PTRDIFF_MAX)
         return fail_enomem();
     s = ra__thread_slot(tag);
-    tag_flags = s != NULL ? s->alloc_flags
-                          : RA__ARENA_FLAGS(ra__tag_arena[tag]) |
-                                MALLOCX_TCACHE_NONE;
+    tag_flags = slot_alloc_flags(s, tag);
     p = mallocx(at_least_one(size), tag_flags | flags);
     if (p == NULL) {
         make_room(tag);
@@ -275,9 +287,7 @@ static void *alloc_sampled(ra_tag_t tag, size_t size, int flags)
         !atomic_load_explicit(&ra__tagging, memory_order_relaxed))
         return NULL;
     s = ra__thread_slot(tag);
-    tag_flags = s != NULL ? s->alloc_flags
-                          : RA__ARENA_FLAGS(ra__tag_arena[tag]) |
-                                MALLOCX_TCACHE_NONE;
+    tag_flags = slot_alloc_flags(s, tag);
     p = mallocx(size < page ? page : size, tag_flags | flags);
     if (p == NULL || ra__tag_of_addr(p) != tag) {
         if (p != NULL)
@@ -294,7 +304,7 @@ static inline bool prof_samples(ra_tag_t tag, size_t size)
 {
     return tag != RA_TAG_NONE &&
            atomic_load_explicit(&ra__prof_sampling, memory_order_relaxed) &&
-           ra__prof_tick(size);
+           !ra__prof_countdown_holds(size) && ra__prof_tick_slow(size);
 }
 
 /* The profiler picked this allocation. */
@@ -332,16 +342,10 @@ static inline __attribute__((always_inline)) void *
 alloc_instrumented_body(unsigned instrumented, ra_tag_t tag, size_t size,
                         int flags)
 {
-    int64_t left;
-
     if (instrumented != RA__INSTRUMENT_PROF)
         return alloc_hooked(tag, size, flags);
-    if (tag == RA_TAG_NONE)
-        return alloc_plain(tag, size, flags);
-    left = ra__prof_countdown - (int64_t)size;
-    if (RA__UNLIKELY(left <= 0))
+    if (tag != RA_TAG_NONE && !ra__prof_countdown_holds(size))
         return alloc_tick_slow(tag, size, flags);
-    ra__prof_countdown = left;
     return alloc_plain(tag, size, flags);
 }
 
@@ -401,8 +405,6 @@ static inline void free_untagged(void *ptr)
  * known, else through the slot's tcache. size 0: unknown; otherwise the
  * size requested at allocation. Kept out of line so that the untagged path
  * of the callers stays a test and a jump. */
-static bool page_is_sampled(const void *ptr);
-
 __attribute__((noinline)) static void free_tagged(void *ptr, ra_tag_t tag,
                                                   size_t size, int align_flags)
 {
@@ -590,9 +592,7 @@ RA__COLD static void *realloc_tagged_slow(void *ptr, ra_tag_t tag,
                                           size_t size)
 {
     struct ra__tag_slot *s = ra__thread_slot(tag);
-    int flags = s != NULL ? s->alloc_flags
-                          : RA__ARENA_FLAGS(ra__tag_arena[tag]) |
-                                MALLOCX_TCACHE_NONE;
+    int flags = slot_alloc_flags(s, tag);
     void *p = rallocx(ptr, size, flags);
 
     if (p == NULL) {
@@ -603,41 +603,6 @@ RA__COLD static void *realloc_tagged_slow(void *ptr, ra_tag_t tag,
     }
     count_realloc(s, tag, p);
     return p;
-}
-
-static void *realloc_plain(void *ptr, size_t size);
-
-/* Hooks see a realloc as the free of the old block and the allocation of
- * the new one, once it has succeeded; realloc(NULL, n) and realloc(p, 0)
- * are reported by ra_malloc and ra_free. */
-RA__COLD static void *realloc_hooked(void *ptr, size_t size)
-{
-    ra_tag_t old_tag;
-    size_t old_size;
-    void *p;
-
-    if (ptr == NULL || size == 0)
-        return realloc_plain(ptr, size);
-    old_tag = ra__tag_of_addr(ptr);
-    old_size = ra_malloc_usable_size(ptr);
-    p = realloc_plain(ptr, size);
-    if (p != NULL)
-        ra__hooks_on_realloc(old_tag, ptr, old_size, p);
-    return p;
-}
-
-void *ra_realloc(void *ptr, size_t size)
-{
-    if (RA__UNLIKELY(ra__hooks_any()))
-        return realloc_hooked(ptr, size);
-    return realloc_plain(ptr, size);
-}
-
-static bool page_is_sampled(const void *ptr)
-{
-    return ra__page_bin != NULL &&
-           __atomic_load_n(ra__page_bin_entry(ptr), __ATOMIC_RELAXED) ==
-               RA__PAGE_SAMPLED;
 }
 
 static void *realloc_tagged(void *ptr, ra_tag_t tag, size_t size)
@@ -689,9 +654,8 @@ static void *realloc_plain(void *ptr, size_t size)
     if (size > PTRDIFF_MAX)
         return fail_enomem();
     tag = ra__tag_of_addr(ptr);
-    if (RA__LIKELY(tag == RA_TAG_NONE)) {
+    if (RA__LIKELY(tag == RA_TAG_NONE))
         return UNTAGGED(realloc)(ptr, size);
-    }
     if (RA__UNLIKELY(ra__instrumented_any()) && prof_samples(tag, size)) {
         p = realloc_sampled(ptr, tag, size);
         if (p != NULL)
@@ -703,4 +667,30 @@ static void *realloc_plain(void *ptr, size_t size)
     if (p != NULL && sampled)
         ra__prof_on_free(ptr);
     return p;
+}
+
+/* Hooks see a realloc as the free of the old block and the allocation of
+ * the new one, once it has succeeded; realloc(NULL, n) and realloc(p, 0)
+ * are reported by ra_malloc and ra_free. */
+RA__COLD static void *realloc_hooked(void *ptr, size_t size)
+{
+    ra_tag_t old_tag;
+    size_t old_size;
+    void *p;
+
+    if (ptr == NULL || size == 0)
+        return realloc_plain(ptr, size);
+    old_tag = ra__tag_of_addr(ptr);
+    old_size = ra_malloc_usable_size(ptr);
+    p = realloc_plain(ptr, size);
+    if (p != NULL)
+        ra__hooks_on_realloc(old_tag, ptr, old_size, p);
+    return p;
+}
+
+void *ra_realloc(void *ptr, size_t size)
+{
+    if (RA__UNLIKELY(ra__hooks_any()))
+        return realloc_hooked(ptr, size);
+    return realloc_plain(ptr, size);
 }

@@ -331,18 +331,17 @@ extern RA__TLS int64_t ra__prof_countdown;
  * allocation of size bytes is sampled (never inside the profiler). */
 bool ra__prof_tick_slow(size_t size) __attribute__((noinline, cold));
 
-/* Whether the calling thread's allocation of size bytes (tagged) is to be
- * sampled: counts the bytes down. Inline: a subtract, a compare and a
- * store. */
-static inline bool ra__prof_tick(size_t size)
+/* Counts size bytes off the calling thread's countdown. Returns false when
+ * it ran out (or was never drawn): then ra__prof_tick_slow decides. Inline:
+ * a subtract, a compare and a store. */
+static inline bool ra__prof_countdown_holds(size_t size)
 {
     int64_t left = ra__prof_countdown - (int64_t)size;
 
-    if (RA__LIKELY(left > 0)) {
-        ra__prof_countdown = left;
+    if (RA__UNLIKELY(left <= 0))
         return false;
-    }
-    return ra__prof_tick_slow(size);
+    ra__prof_countdown = left;
+    return true;
 }
 
 /* Records the sampled block ptr of size requested bytes under tag: its call
