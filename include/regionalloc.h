@@ -148,7 +148,8 @@ RA_EXPORT void ra_free(void *ptr);
 RA_EXPORT void ra_free_sized(void *ptr, size_t size);
 RA_EXPORT void *ra_aligned_alloc(size_t align, size_t size);
 /* Returns 0, EINVAL (align not a power of two multiple of sizeof(void *))
- * or ENOMEM; *out is written only on success. */
+ * or ENOMEM (errno is then ENOMEM too, as glibc sets it); *out is written
+ * only on success. */
 RA_EXPORT int ra_posix_memalign(void **out, size_t align, size_t size);
 RA_EXPORT size_t ra_malloc_usable_size(const void *ptr);
 /* Allocates under tag without touching the stack; NULL with errno EINVAL for
@@ -188,12 +189,15 @@ RA_EXPORT int ra_tag_rss(ra_tag_t tag, size_t *bytes);
 
 /* -- hooks -------------------------------------------------------------------
  * Callbacks on every allocation and free the library routes (the malloc
- * family, operator new/delete, ra_*), untagged ones included (tag 0). size
- * is the block's usable size; on_free runs before the block is freed. A
- * realloc is reported as the free of the old block and the allocation of the
- * new one, with each block's tag. What a callback itself allocates or frees
- * is allocated and tagged as usual but not reported, so a callback may call
- * malloc, printf or take a lock. */
+ * family, jemalloc's mallocx family, operator new/delete, ra_*), untagged
+ * ones included (tag 0). size is the block's usable size; on_free runs
+ * before the block can be reused. A realloc that succeeds is reported as
+ * the free of the old block and the allocation of the new one, with each
+ * block's tag. What a callback itself allocates or frees is allocated and
+ * tagged as usual but not reported, so a callback may call malloc, printf
+ * or take a lock; the library never runs a callback while it holds a lock
+ * of its own, so a callback may call the library too. The library's own
+ * memory is never reported. */
 typedef struct ra_hooks {
     void (*on_alloc)(void *ctx, ra_tag_t tag, void *ptr, size_t size);
     void (*on_free)(void *ctx, ra_tag_t tag, void *ptr, size_t size);
@@ -276,8 +280,8 @@ RA_EXPORT int ra_checkpoint(const char *label);
  * nanoseconds (doc/json.md). Prometheus: one series per kept checkpoint and
  * metric, labelled seq="<n>" and checkpoint="<label>" (and tag="<name>"),
  * plus the counters regionalloc_checkpoints_recorded_total and
- * _dropped_total. A concurrent ra_checkpoint() waits until the report is
- * written. 0 or -1 as ra_report (no ENOMEM). */
+ * _dropped_total. It writes a copy of the ring: no lock is held while out
+ * is written. 0 or -1 as ra_report. */
 RA_EXPORT int ra_checkpoint_report(FILE *out, ra_format_t fmt);
 
 /* 1 when tagging is on, 0 in pass-through mode (REGIONALLOC=0 or no

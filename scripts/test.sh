@@ -1,8 +1,9 @@
 #!/bin/bash
 # Builds libregionalloc and runs the whole test suite: the Check suites and
-# shell tests, a second pass under UBSan, a build with --disable-override,
-# cppcheck, and make distcheck. Builds out of tree in build/, build-ubsan/
-# and build-nooverride/; safe to run repeatedly.
+# shell tests, a second pass under UBSan, the threads and hooks suites under
+# ThreadSanitizer, a build with --disable-override, cppcheck, and make
+# distcheck. Builds out of tree in build/, build-ubsan/, build-tsan/ and
+# build-nooverride/; safe to run repeatedly.
 # JOBS (default: number of CPUs) sets make's parallelism.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +52,19 @@ mkdir -p build-ubsan
 (cd build-ubsan && "$top/configure" --enable-ubsan --enable-werror)
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
     make -C build-ubsan -j"$jobs" check || { show_failures build-ubsan; exit 1; }
+
+step "ThreadSanitizer build (build-tsan/): the threads and hooks suites"
+mkdir -p build-tsan
+(cd build-tsan && "$top/configure" --enable-tsan --disable-override \
+    --enable-werror)
+make -C build-tsan -j"$jobs" tests/check_threads tests/check_hooks
+for suite in check_threads check_hooks; do
+    TSAN_OPTIONS="suppressions=$top/tests/tsan.supp halt_on_error=1 die_after_fork=0" \
+        CK_EXCLUDE_TAGS=multithreaded-fork "build-tsan/tests/$suite" || {
+        echo "test.sh: $suite failed under ThreadSanitizer" >&2
+        exit 1
+    }
+done
 
 step "--disable-override build and make check (build-nooverride/)"
 mkdir -p build-nooverride

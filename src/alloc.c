@@ -1,11 +1,10 @@
 /* Allocation paths: ra_malloc and friends, untagged through jemalloc's own
  * fast path, tagged through the thread's front cache for the tag. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <jemalloc/jemalloc.h>
+#include "ra_jemalloc.h"
 
 #include "internal.h"
 
@@ -20,118 +19,35 @@ static void *fail_enomem(void)
     return NULL;
 }
 
-static void *alloc_mallocx(size_t size, int flags)
+/* jemalloc's malloc family has glibc's semantics: malloc(0) is a unique
+ * block, failure sets errno to ENOMEM. flags is 0, MALLOCX_ZERO, an
+ * alignment, or what a caller of mallocx passed (alloc_untagged_flags). */
+RA__COLD static void *alloc_untagged_flags(size_t size, int flags)
 {
     void *p;
 
-    if (RA__UNLIKELY(size > PTRDIFF_MAX))
+    if (size > PTRDIFF_MAX)
         return fail_enomem();
-    p = mallocx(at_least_one(size), flags);
-    return RA__LIKELY(p != NULL) ? p : fail_enomem();
-}
-
-/* Until jemalloc's own entry points are found (below), and in case they are
- * not: the same semantics through the non-standard API. */
-static void *untagged_malloc_fallback(size_t size)
-{
-    return alloc_mallocx(size, 0);
-}
-
-static void untagged_free_fallback(void *ptr)
-{
-    if (ptr != NULL)
-        dallocx(ptr, 0);
-}
-
-static void *untagged_calloc_fallback(size_t n, size_t size)
-{
-    return alloc_mallocx(n * size, MALLOCX_ZERO); /* n == 1 here */
-}
-
-static void *untagged_realloc_fallback(void *ptr, size_t size)
-{
-    void *p = rallocx(ptr, size, 0);
+    p = ra__je_mallocx(at_least_one(size), flags);
     return p != NULL ? p : fail_enomem();
 }
 
-static void *untagged_aligned_fallback(size_t align, size_t size)
-{
-    return alloc_mallocx(size, MALLOCX_ALIGN(align));
-}
-
-static size_t untagged_usable_fallback(void *ptr)
-{
-    return sallocx(ptr, 0);
-}
-
-/* Untagged blocks live and die through jemalloc's own malloc family: its
- * inlined fast path is about twice as fast as mallocx/dallocx, and a tool
- * that replaces jemalloc's malloc family (valgrind does) then sees every
- * untagged block come and go through its own functions. Reached through a
- * handle to the jemalloc library itself (the plain names are ours), once
- * the library's constructor has run; never NULL, so the untagged malloc
- * and free are a load and a jump. */
-typedef void *(*malloc_fn)(size_t);
-typedef void (*free_fn)(void *);
-typedef void *(*calloc_fn)(size_t, size_t);
-typedef void *(*realloc_fn)(void *, size_t);
-typedef void *(*aligned_fn)(size_t, size_t);
-typedef size_t (*usable_fn)(void *);
-static _Atomic(malloc_fn) jemalloc_malloc = untagged_malloc_fallback;
-static _Atomic(free_fn) jemalloc_free = untagged_free_fallback;
-static _Atomic(calloc_fn) jemalloc_calloc = untagged_calloc_fallback;
-static _Atomic(realloc_fn) jemalloc_realloc = untagged_realloc_fallback;
-static _Atomic(aligned_fn) jemalloc_aligned_alloc = untagged_aligned_fallback;
-static _Atomic(usable_fn) jemalloc_usable_size = untagged_usable_fallback;
-
-#define UNTAGGED(fn) atomic_load_explicit(&jemalloc_##fn, memory_order_relaxed)
-
-__attribute__((constructor)) static void find_jemalloc_fast_path(void)
-{
-    Dl_info info;
-    void *lib;
-    void *m, *f, *c, *r, *a, *u;
-
-    if (dladdr((void *)mallocx, &info) == 0 || info.dli_fname == NULL)
-        return;
-    lib = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
-    if (lib == NULL)
-        return;
-    /* dlsym on jemalloc's own handle finds its definitions, never ours. The
-     * handle stays open: the functions must outlive this constructor. All
-     * or none: the family must be one allocator's. */
-    m = dlsym(lib, "malloc");
-    f = dlsym(lib, "free");
-    c = dlsym(lib, "calloc");
-    r = dlsym(lib, "realloc");
-    a = dlsym(lib, "aligned_alloc");
-    u = dlsym(lib, "malloc_usable_size");
-    if (m == NULL || f == NULL || c == NULL || r == NULL || a == NULL ||
-        u == NULL)
-        return;
-    atomic_store_explicit(&jemalloc_malloc, (malloc_fn)m,
-                          memory_order_relaxed);
-    atomic_store_explicit(&jemalloc_free, (free_fn)f, memory_order_relaxed);
-    atomic_store_explicit(&jemalloc_calloc, (calloc_fn)c,
-                          memory_order_relaxed);
-    atomic_store_explicit(&jemalloc_realloc, (realloc_fn)r,
-                          memory_order_relaxed);
-    atomic_store_explicit(&jemalloc_aligned_alloc, (aligned_fn)a,
-                          memory_order_relaxed);
-    atomic_store_explicit(&jemalloc_usable_size, (usable_fn)u,
-                          memory_order_relaxed);
-}
-
-/* jemalloc's functions have glibc's semantics: malloc(0) is a unique block,
- * failure sets errno to ENOMEM. flags is 0, MALLOCX_ZERO or an alignment
- * (MALLOCX_ALIGN). */
 static inline void *alloc_untagged(size_t size, int flags)
 {
     if (flags == 0)
-        return UNTAGGED(malloc)(size);
+        return ra__je_malloc(size);
     if (flags == MALLOCX_ZERO)
-        return UNTAGGED(calloc)(1, size);
-    return UNTAGGED(aligned_alloc)((size_t)1 << (flags & 0x3f), size);
+        return ra__je_calloc(1, size);
+    if ((flags & ~RA__LG_ALIGN_BITS) == 0)
+        return ra__je_aligned_alloc((size_t)1 << flags, size);
+    return alloc_untagged_flags(size, flags);
+}
+
+/* A request larger than a whole region can never be served under a tag:
+ * it fails at once, without emptying caches for nothing. */
+static inline bool region_cannot_hold(size_t size)
+{
+    return size > (size_t)1 << ra__layout.shift;
 }
 
 /* A full region may still hold free space in this thread's cache or in dirty
@@ -183,14 +99,14 @@ RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
 
     if (!atomic_load_explicit(&ra__tagging, memory_order_relaxed))
         return alloc_untagged(size, flags);
-    if (size > PTRDIFF_MAX)
+    if (region_cannot_hold(size))
         return fail_enomem();
     s = ra__thread_slot(tag);
     tag_flags = slot_alloc_flags(s, tag);
-    p = mallocx(at_least_one(size), tag_flags | flags);
+    p = ra__je_mallocx(at_least_one(size), tag_flags | flags);
     if (p == NULL) {
         make_room(tag);
-        p = mallocx(at_least_one(size), tag_flags | flags);
+        p = ra__je_mallocx(at_least_one(size), tag_flags | flags);
         if (p == NULL)
             return fail_enomem();
     }
@@ -231,7 +147,7 @@ __attribute__((noinline)) static void *alloc_tagged(ra_tag_t tag,
         return b->items[--b->count];
     }
     if (RA__LIKELY(s->alloc_flags != 0) && RA__LIKELY(size <= PTRDIFF_MAX)) {
-        p = mallocx(at_least_one(size), s->alloc_flags | flags);
+        p = ra__je_mallocx(at_least_one(size), s->alloc_flags | flags);
         if (RA__LIKELY(p != NULL)) {
             count_alloc(s, tag, p);
             return p;
@@ -288,10 +204,10 @@ static void *alloc_sampled(ra_tag_t tag, size_t size, int flags)
         return NULL;
     s = ra__thread_slot(tag);
     tag_flags = slot_alloc_flags(s, tag);
-    p = mallocx(size < page ? page : size, tag_flags | flags);
+    p = ra__je_mallocx(size < page ? page : size, tag_flags | flags);
     if (p == NULL || ra__tag_of_addr(p) != tag) {
         if (p != NULL)
-            dallocx(p, MALLOCX_TCACHE_NONE);
+            ra__je_dallocx(p, MALLOCX_TCACHE_NONE);
         return NULL;
     }
     count_alloc(s, tag, p);
@@ -389,16 +305,16 @@ RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag, size_t size,
     else
         ra__count_orphan(tag, false);
     if (size == 0)
-        dallocx(ptr, flags);
+        ra__je_dallocx(ptr, flags);
     else
-        sdallocx(ptr, size, flags | align_flags);
+        ra__je_sdallocx(ptr, size, flags | align_flags);
 }
 
-/* Sized or not, an untagged block goes back through jemalloc's free (see
- * jemalloc_malloc above). */
+/* Sized or not, an untagged block goes back through jemalloc's free, as it
+ * came from jemalloc's malloc family (ra_jemalloc.h). */
 static inline void free_untagged(void *ptr)
 {
-    UNTAGGED(free)(ptr);
+    ra__je_free(ptr);
 }
 
 /* A tagged free: into the thread's front cache when the block's class is
@@ -436,9 +352,9 @@ __attribute__((noinline)) static void free_tagged(void *ptr, ra_tag_t tag,
     if (RA__LIKELY(s->alloc_flags != 0)) {
         ra__count_one(&s->ndalloc);
         if (size == 0)
-            dallocx(ptr, s->free_flags);
+            ra__je_dallocx(ptr, s->free_flags);
         else
-            sdallocx(ptr, size, s->free_flags | align_flags);
+            ra__je_sdallocx(ptr, size, s->free_flags | align_flags);
         return;
     }
     free_tagged_slow(ptr, tag, size, align_flags);
@@ -538,6 +454,32 @@ void ra__free_aligned_sized(void *ptr, size_t align, size_t size)
     free_block(ptr, at_least_one(size), MALLOCX_ALIGN(align));
 }
 
+/* A caller of dallocx or sdallocx named a thread cache or an arena for an
+ * untagged block: jemalloc's to honour. */
+RA__COLD static void free_untagged_flags(void *ptr, size_t size, int flags)
+{
+    if (ra__hooks_any())
+        ra__hooks_on_free(ptr);
+    if (size == 0)
+        ra__je_dallocx(ptr, flags);
+    else
+        ra__je_sdallocx(ptr, size, flags);
+}
+
+void ra__free_as(void *ptr, size_t size, int flags)
+{
+    if (ra__tag_of_addr(ptr) != RA_TAG_NONE ||
+        (flags & RA__CACHE_ARENA_BITS) == 0)
+        free_block(ptr, size, flags & RA__LG_ALIGN_BITS);
+    else
+        free_untagged_flags(ptr, size, flags);
+}
+
+void *ra__alloc_as(ra_tag_t tag, size_t size, int flags)
+{
+    return alloc_as(tag, size, flags);
+}
+
 /* Allocates with a power-of-two alignment already validated. */
 void *ra__alloc_aligned(size_t align, size_t size)
 {
@@ -553,15 +495,15 @@ void *ra_aligned_alloc(size_t align, size_t size)
     return ra__alloc_aligned(align, size);
 }
 
+/* glibc's posix_memalign sets errno to ENOMEM as well as returning it
+ * (glibc's tst-malloc-thread-fail checks both); EINVAL leaves errno. */
 int ra_posix_memalign(void **out, size_t align, size_t size)
 {
-    int saved = errno;
     void *p;
 
     if (align < sizeof(void *) || (align & (align - 1)) != 0)
         return EINVAL;
     p = ra__alloc_aligned(align, size);
-    errno = saved;
     if (p == NULL)
         return ENOMEM;
     *out = p;
@@ -573,12 +515,28 @@ size_t ra_malloc_usable_size(const void *ptr)
     if (ptr == NULL)
         return 0;
     if (ra__tag_of_addr(ptr) == RA_TAG_NONE)
-        return UNTAGGED(usable_size)((void *)ptr);
-    return sallocx(ptr, 0);
+        return ra__je_usable_size((void *)ptr);
+    return ra__je_sallocx(ptr, 0);
 }
 
-/* A realloc ends one block and starts another, as hooks will see it; the
- * new one may have left the region during thread exit (#2791). */
+/* -- realloc -------------------------------------------------------------------
+ * A block keeps its tag. Hooks see a realloc as the free of the old block,
+ * reported before anything can reuse it, then the allocation of the new one;
+ * a realloc that fails reports nothing. */
+
+/* A realloc ends one block and starts another, as hooks see it. */
+static void count_free_and_alloc(struct ra__tag_slot *s, ra_tag_t tag)
+{
+    if (s != NULL) {
+        ra__count_one(&s->ndalloc);
+        ra__count_one(&s->nmalloc);
+    } else {
+        ra__count_orphan(tag, false);
+        ra__count_orphan(tag, true);
+    }
+}
+
+/* The new block may have left the region during thread exit (#2791). */
 static void count_realloc(struct ra__tag_slot *s, ra_tag_t tag, void *p)
 {
     if (s != NULL)
@@ -588,16 +546,21 @@ static void count_realloc(struct ra__tag_slot *s, ra_tag_t tag, void *p)
     count_alloc(s, tag, p);
 }
 
+/* flags: MALLOCX_ZERO and an alignment, at most. */
 RA__COLD static void *realloc_tagged_slow(void *ptr, ra_tag_t tag,
-                                          size_t size)
+                                          size_t size, int flags)
 {
-    struct ra__tag_slot *s = ra__thread_slot(tag);
-    int flags = slot_alloc_flags(s, tag);
-    void *p = rallocx(ptr, size, flags);
+    struct ra__tag_slot *s;
+    void *p;
 
+    if (region_cannot_hold(size))
+        return fail_enomem();
+    s = ra__thread_slot(tag);
+    flags |= slot_alloc_flags(s, tag);
+    p = ra__je_rallocx(ptr, size, flags);
     if (p == NULL) {
         make_room(tag);
-        p = rallocx(ptr, size, flags);
+        p = ra__je_rallocx(ptr, size, flags);
         if (p == NULL)
             return fail_enomem();
     }
@@ -605,92 +568,181 @@ RA__COLD static void *realloc_tagged_slow(void *ptr, ra_tag_t tag,
     return p;
 }
 
-static void *realloc_tagged(void *ptr, ra_tag_t tag, size_t size)
+/* The block keeps its owner's arena whatever is on the stack. */
+static void *realloc_tagged(void *ptr, ra_tag_t tag, size_t size, int flags)
 {
     struct ra__thread_state *ts = ra__thread;
     void *p;
 
-    /* The block keeps its owner's arena whatever is on the stack. */
     if (RA__LIKELY(ts != NULL) && RA__LIKELY(ts->slots[tag].alloc_flags != 0)) {
         struct ra__tag_slot *s = &ts->slots[tag];
-        p = rallocx(ptr, size, s->alloc_flags);
+        p = ra__je_rallocx(ptr, size, s->alloc_flags | flags);
         if (RA__LIKELY(p != NULL)) {
             count_realloc(s, tag, p);
             return p;
         }
     }
-    return realloc_tagged_slow(ptr, tag, size);
+    return realloc_tagged_slow(ptr, tag, size, flags);
 }
 
-/* The profiler picked a reallocation: the new block is a sampled one of
- * the same tag, the old one is freed (leaving the profile if it was
- * sampled). NULL when a sampled block cannot be had: the caller then
- * reallocates as usual. */
-RA__COLD static void *realloc_sampled(void *ptr, ra_tag_t tag, size_t size)
+/* jemalloc's realloc leaves errno alone for sizes past its largest class. */
+static void *realloc_untagged(void *ptr, size_t size, int flags)
 {
-    void *p = alloc_sampled(tag, size, 0);
-    size_t old_size;
+    void *p = flags == 0 ? ra__je_realloc(ptr, size)
+                         : ra__je_rallocx(ptr, size, flags);
+
+    return RA__LIKELY(p != NULL) ? p : fail_enomem();
+}
+
+/* Moves a tagged block by hand: a new block of the same tag (one the
+ * profiler samples when sample is set), the contents, then the old block
+ * freed, which takes it out of the profile if it was sampled. The old
+ * block's free is reported (hooked) before it is freed. */
+RA__COLD static void *realloc_by_copy(void *ptr, ra_tag_t tag, size_t size,
+                                      int flags, bool sample, bool hooked)
+{
+    size_t old_size = ra_malloc_usable_size(ptr);
+    void *p = sample ? alloc_sampled_or_plain(tag, size, flags)
+                     : alloc_plain(tag, size, flags);
 
     if (p == NULL)
         return NULL;
-    old_size = ra_malloc_usable_size(ptr);
     memcpy(p, ptr, old_size < size ? old_size : size);
+    if (hooked)
+        ra__hooks_on_free_of(tag, ptr, old_size);
     free_plain(ptr, 0, 0);
+    if (hooked)
+        ra__hooks_on_alloc(p);
     return p;
 }
 
-static void *realloc_plain(void *ptr, size_t size)
+/* Tagged flags: the block's alignment and zeroing, never a caller's arena
+ * or thread cache (the block stays in its tag). */
+#define BLOCK_FLAGS(flags) ((flags) & (RA__LG_ALIGN_BITS | MALLOCX_ZERO))
+
+/* size is at least 1. */
+static void *realloc_plain(void *ptr, size_t size, int flags)
 {
     ra_tag_t tag;
-    bool sampled;
+    bool sample;
+
+    if (size > PTRDIFF_MAX)
+        return fail_enomem();
+    tag = ra__tag_of_addr(ptr);
+    if (RA__LIKELY(tag == RA_TAG_NONE))
+        return realloc_untagged(ptr, size, flags);
+    flags = BLOCK_FLAGS(flags);
+    /* A sampled block, or one the profiler picks, moves by hand: the
+     * profile forgets the old address before it can be reused. */
+    sample = RA__UNLIKELY(ra__instrumented_any()) && prof_samples(tag, size);
+    if (RA__UNLIKELY(sample) || RA__UNLIKELY(page_is_sampled(ptr)))
+        return realloc_by_copy(ptr, tag, size, flags, sample, false);
+    return realloc_tagged(ptr, tag, size, flags);
+}
+
+/* Hooks are installed: the old block's free must be reported before the
+ * block can be reused, so a block that moves is moved by hand. In place
+ * (xallocx) it is never reusable. */
+RA__COLD static void *realloc_tagged_hooked(void *ptr, ra_tag_t tag,
+                                            size_t size, int flags)
+{
+    size_t old_size = ra_malloc_usable_size(ptr);
+    bool sample = prof_samples(tag, size);
+
+    size_t align = (size_t)1 << (flags & RA__LG_ALIGN_BITS);
+
+    if (!sample && !page_is_sampled(ptr) &&
+        ((uintptr_t)ptr & (align - 1)) == 0 &&
+        ra__je_xallocx(ptr, size, 0, flags) >= size) {
+        count_free_and_alloc(ra__thread_slot(tag), tag);
+        ra__hooks_on_free_of(tag, ptr, old_size);
+        ra__hooks_on_alloc(ptr);
+        return ptr;
+    }
+    return realloc_by_copy(ptr, tag, size, flags, sample, true);
+}
+
+/* The same for an untagged block, which only jemalloc's malloc family
+ * touches (a tool that replaces it, as valgrind does, owns the block): it
+ * stays where it is when jemalloc would keep it (the same size class). */
+RA__COLD static void *realloc_untagged_hooked(void *ptr, size_t size,
+                                              int flags)
+{
+    size_t old_size = ra__je_usable_size(ptr);
     void *p;
 
+    if (flags == 0 && ra__je_nallocx(size, 0) == old_size) {
+        ra__hooks_on_free_of(RA_TAG_NONE, ptr, old_size);
+        ra__hooks_on_alloc(ptr);
+        return ptr;
+    }
+    p = alloc_untagged(size, flags);
+    if (p == NULL)
+        return NULL;
+    memcpy(p, ptr, old_size < size ? old_size : size);
+    ra__hooks_on_free_of(RA_TAG_NONE, ptr, old_size);
+    if ((flags & RA__CACHE_ARENA_BITS) != 0)
+        ra__je_dallocx(ptr, flags & RA__CACHE_ARENA_BITS);
+    else
+        ra__je_free(ptr);
+    ra__hooks_on_alloc(p);
+    return p;
+}
+
+RA__COLD static void *realloc_hooked(void *ptr, size_t size, int flags)
+{
+    ra_tag_t tag;
+
+    if (size > PTRDIFF_MAX)
+        return fail_enomem();
+    tag = ra__tag_of_addr(ptr);
+    if (tag == RA_TAG_NONE)
+        return realloc_untagged_hooked(ptr, size, flags);
+    return realloc_tagged_hooked(ptr, tag, size, BLOCK_FLAGS(flags));
+}
+
+static inline void *realloc_as(void *ptr, size_t size, int flags)
+{
+    if (RA__UNLIKELY(ra__hooks_any()))
+        return realloc_hooked(ptr, size, flags);
+    return realloc_plain(ptr, size, flags);
+}
+
+void *ra_realloc(void *ptr, size_t size)
+{
     if (ptr == NULL)
         return ra_malloc(size);
     if (size == 0) {
         ra_free(ptr);
         return NULL;
     }
-    if (size > PTRDIFF_MAX)
-        return fail_enomem();
-    tag = ra__tag_of_addr(ptr);
-    if (RA__LIKELY(tag == RA_TAG_NONE))
-        return UNTAGGED(realloc)(ptr, size);
-    if (RA__UNLIKELY(ra__instrumented_any()) && prof_samples(tag, size)) {
-        p = realloc_sampled(ptr, tag, size);
-        if (p != NULL)
-            return p;
+    return realloc_as(ptr, size, 0);
+}
+
+void *ra__realloc_as(void *ptr, size_t size, int flags)
+{
+    return realloc_as(ptr, at_least_one(size), flags);
+}
+
+/* Resizing in place changes the usable size, not the block: a size that
+ * changed is counted and reported as a realloc that stayed put, and takes
+ * a sampled block out of the profile, as a realloc does. */
+size_t ra__resize_in_place(void *ptr, size_t size, size_t extra, int flags)
+{
+    ra_tag_t tag = ra__tag_of_addr(ptr);
+    size_t old_size = ra_malloc_usable_size(ptr);
+    size_t new_size = ra__je_xallocx(ptr, size, extra, BLOCK_FLAGS(flags));
+
+    if (new_size == old_size)
+        return new_size;
+    if (tag != RA_TAG_NONE) {
+        if (page_is_sampled(ptr))
+            ra__prof_on_free(ptr);
+        count_free_and_alloc(ra__thread_slot(tag), tag);
     }
-    /* A sampled block that is reallocated leaves the profile. */
-    sampled = page_is_sampled(ptr);
-    p = realloc_tagged(ptr, tag, size);
-    if (p != NULL && sampled)
-        ra__prof_on_free(ptr);
-    return p;
-}
-
-/* Hooks see a realloc as the free of the old block and the allocation of
- * the new one, once it has succeeded; realloc(NULL, n) and realloc(p, 0)
- * are reported by ra_malloc and ra_free. */
-RA__COLD static void *realloc_hooked(void *ptr, size_t size)
-{
-    ra_tag_t old_tag;
-    size_t old_size;
-    void *p;
-
-    if (ptr == NULL || size == 0)
-        return realloc_plain(ptr, size);
-    old_tag = ra__tag_of_addr(ptr);
-    old_size = ra_malloc_usable_size(ptr);
-    p = realloc_plain(ptr, size);
-    if (p != NULL)
-        ra__hooks_on_realloc(old_tag, ptr, old_size, p);
-    return p;
-}
-
-void *ra_realloc(void *ptr, size_t size)
-{
-    if (RA__UNLIKELY(ra__hooks_any()))
-        return realloc_hooked(ptr, size);
-    return realloc_plain(ptr, size);
+    if (ra__hooks_any()) {
+        ra__hooks_on_free_of(tag, ptr, old_size);
+        ra__hooks_on_alloc(ptr);
+    }
+    return new_size;
 }

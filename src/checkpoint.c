@@ -1,5 +1,5 @@
 /* Checkpoints: ra_checkpoint() and the ring of the last 1024, and
- * ra_checkpoint_report(). */
+ * ra_checkpoint_report(), which writes a copy of the ring. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -19,13 +19,13 @@ static uint64_t last_time_ns;   /* time of the newest checkpoint */
 static bool peak_was_reset = true;
 static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void ra__checkpoint_lock(void)
+static void lock_ring(void)
 {
     if (pthread_mutex_lock(&ring_lock) != 0)
         abort();
 }
 
-void ra__checkpoint_unlock(void)
+static void unlock_ring(void)
 {
     if (pthread_mutex_unlock(&ring_lock) != 0)
         abort();
@@ -33,20 +33,16 @@ void ra__checkpoint_unlock(void)
 
 void ra__checkpoint_prefork(void)
 {
-    ra__checkpoint_lock();
+    lock_ring();
 }
 
 void ra__checkpoint_postfork(void)
 {
-    ra__checkpoint_unlock();
+    unlock_ring();
 }
 
-uint64_t ra__checkpoint_recorded(void)
-{
-    return recorded;
-}
-
-const struct ra__checkpoint *ra__checkpoint_kept(size_t i)
+/* With the ring locked: the i-th kept checkpoint, oldest first. */
+static const struct ra__checkpoint *kept_checkpoint(size_t i)
 {
     uint64_t first = recorded > RA__CHECKPOINTS_KEPT
                          ? recorded - RA__CHECKPOINTS_KEPT
@@ -64,10 +60,7 @@ static bool reserve_tags(struct ra__checkpoint *slot, unsigned ntags)
 
     if (ntags <= slot->capacity)
         return false;
-    /* Untagged whatever the caller has pushed; ra_realloc keeps it so. */
-    p = slot->tag_allocated == NULL
-            ? ra_malloc_tag(RA_TAG_NONE, ntags * sizeof *p)
-            : ra_realloc(slot->tag_allocated, ntags * sizeof *p);
+    p = ra__meta_realloc(slot->tag_allocated, ntags * sizeof *p);
     if (p == NULL)
         return true;
     slot->tag_allocated = p;
@@ -94,7 +87,7 @@ static void copy_label(char *dst, const char *label)
 }
 
 /* Takes the checkpoint, ring locked. Returns 0 or -1 with errno ENOMEM. */
-static int record(const char *label)
+static int record(const char *label, bool reset_peak)
 {
     struct ra__checkpoint *slot = &ring[recorded % RA__CHECKPOINTS_KEPT];
     unsigned ntags = ra__tag_published();
@@ -121,7 +114,7 @@ static int record(const char *label)
     if (slot->peak_rss < slot->rss)
         slot->peak_rss = slot->rss;
     slot->peak_since_start = !peak_was_reset;
-    peak_was_reset = !ra__proc_reset_peak_rss();
+    peak_was_reset = reset_peak && !ra__proc_reset_peak_rss();
 
     slot->seq = recorded + 1;
     slot->time_ns = now;
@@ -134,38 +127,90 @@ static int record(const char *label)
     return 0;
 }
 
-int ra_checkpoint(const char *label)
+int ra__checkpoint_take(const char *label, bool reset_peak)
 {
-    ra_tag_t saved;
+    ra_tag_t saved = ra__quiet_begin();
     int rc;
 
+    lock_ring();
+    rc = record(label, reset_peak);
+    unlock_ring();
+    ra__quiet_end(saved);
+    return rc;
+}
+
+int ra_checkpoint(const char *label)
+{
     if (!ra__init()) {
         errno = ENOTSUP;
         return -1;
     }
-    saved = ra__tag_suspend();
-    ra__checkpoint_lock();
-    rc = record(label);
-    ra__checkpoint_unlock();
-    ra__tag_resume(saved);
-    return rc;
+    return ra__checkpoint_take(label, true);
+}
+
+bool ra__checkpoint_copy(struct ra__checkpoint_set *set)
+{
+    size_t figures = 0;
+    size_t *pool;
+
+    memset(set, 0, sizeof *set);
+    lock_ring();
+    set->recorded = recorded;
+    set->kept = recorded < RA__CHECKPOINTS_KEPT ? (size_t)recorded
+                                                : RA__CHECKPOINTS_KEPT;
+    for (size_t i = 0; i < set->kept; i++) {
+        unsigned n = kept_checkpoint(i)->ntags;
+        figures += n;
+        if (n > set->ntags)
+            set->ntags = n;
+    }
+    set->items = ra__meta_alloc(set->kept * sizeof *set->items);
+    pool = ra__meta_alloc((figures + set->ntags + 1) * sizeof *pool);
+    if (set->items == NULL || pool == NULL) {
+        unlock_ring();
+        ra__meta_free(set->items);
+        ra__meta_free(pool);
+        set->items = NULL;
+        return true;
+    }
+    set->tag_max = pool;
+    pool += set->ntags + 1;
+    for (size_t i = 0; i < set->kept; i++) {
+        const struct ra__checkpoint *cp = kept_checkpoint(i);
+        set->items[i] = *cp;
+        set->items[i].tag_allocated = pool;
+        if (cp->ntags > 0)
+            memcpy(pool, cp->tag_allocated, cp->ntags * sizeof *pool);
+        pool += cp->ntags;
+    }
+    unlock_ring();
+    return false;
+}
+
+void ra__checkpoint_set_free(struct ra__checkpoint_set *set)
+{
+    ra__meta_free(set->items);
+    ra__meta_free(set->tag_max);
 }
 
 int ra_checkpoint_report(FILE *out, ra_format_t fmt)
 {
-    struct ra__out o = {out, false};
+    struct ra__out o = RA__OUT_INIT(out, true);
+    struct ra__checkpoint_set set;
     ra_tag_t saved;
     int rc;
 
     if (ra__out_check_args(out, fmt) != 0)
         return -1;
-    /* The ring stays locked while it is written: a concurrent checkpoint
-     * waits rather than change a row between the table's two passes. */
-    saved = ra__tag_suspend();
-    ra__checkpoint_lock();
-    ra__checkpoint_write(&o, fmt);
-    ra__checkpoint_unlock();
+    saved = ra__quiet_begin();
+    if (ra__checkpoint_copy(&set)) {
+        ra__quiet_end(saved);
+        errno = ENOMEM;
+        return -1;
+    }
+    ra__checkpoint_write(&o, fmt, &set);
     rc = ra__out_finish(&o);
-    ra__tag_resume(saved);
+    ra__checkpoint_set_free(&set);
+    ra__quiet_end(saved);
     return rc;
 }

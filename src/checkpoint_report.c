@@ -1,5 +1,6 @@
 /* The checkpoint report: the phase table (text), the JSON document and the
- * Prometheus exposition of every kept checkpoint. Runs with the ring locked. */
+ * Prometheus exposition of every kept checkpoint, written from a copy of the
+ * ring (no lock held while the caller's FILE runs). */
 #include <inttypes.h>
 #include <stddef.h>
 #include <string.h>
@@ -14,38 +15,21 @@ static const char *const tail_headers[] = {"tagged", "allocated", "active",
                                            "resident", "mapped", "rss"};
 
 struct phase_table {
-    size_t kept;
+    const struct ra__checkpoint_set *set;
     unsigned shown[SHOWN_TAGS_MAX]; /* tag ids, ascending */
     unsigned nshown;
     bool other;       /* a column for the tags not shown */
     bool star;        /* a kept peak counts since the process's start */
 };
 
-/* Scratch for choosing the shown tags; the ring lock serializes its users. */
-static size_t tag_max[RA__MAX_TAGS_LIMIT + 1];
-
-static size_t kept_count(void)
-{
-    uint64_t n = ra__checkpoint_recorded();
-
-    return n < RA__CHECKPOINTS_KEPT ? (size_t)n : RA__CHECKPOINTS_KEPT;
-}
-
-static unsigned tags_seen(size_t kept)
-{
-    unsigned n = 0;
-
-    for (size_t i = 0; i < kept; i++)
-        if (ra__checkpoint_kept(i)->ntags > n)
-            n = ra__checkpoint_kept(i)->ntags;
-    return n;
-}
 
 /* Picks the tag columns: every tag when they fit, else the SHOWN_TAGS_MAX
  * with the largest allocated over the kept checkpoints (ties: the older
  * tag), in id order. */
 static void choose_tags(struct phase_table *pt, unsigned ntags)
 {
+    size_t *tag_max = pt->set->tag_max;
+
     pt->nshown = 0;
     pt->other = ntags > SHOWN_TAGS_MAX;
     if (!pt->other) {
@@ -54,8 +38,8 @@ static void choose_tags(struct phase_table *pt, unsigned ntags)
         return;
     }
     memset(tag_max, 0, sizeof tag_max[0] * (ntags + 1));
-    for (size_t i = 0; i < pt->kept; i++) {
-        const struct ra__checkpoint *cp = ra__checkpoint_kept(i);
+    for (size_t i = 0; i < pt->set->kept; i++) {
+        const struct ra__checkpoint *cp = &pt->set->items[i];
         for (unsigned t = 1; t <= cp->ntags; t++)
             if (cp->tag_allocated[t - 1] > tag_max[t])
                 tag_max[t] = cp->tag_allocated[t - 1];
@@ -158,22 +142,22 @@ static void fill_phase_row(void *ctx, size_t r, struct ra__table_row *row)
     if (r == 0)
         fill_header(pt, row);
     else
-        fill_checkpoint(pt, ra__checkpoint_kept(r - 1), row);
+        fill_checkpoint(pt, &pt->set->items[r - 1], row);
 }
 
-static void write_text(struct ra__out *o)
+static void write_text(struct ra__out *o, const struct ra__checkpoint_set *set)
 {
-    struct phase_table pt = {.kept = kept_count()};
-    uint64_t dropped = ra__checkpoint_recorded() - pt.kept;
+    struct phase_table pt = {.set = set};
+    uint64_t dropped = set->recorded - set->kept;
     struct ra__table table;
 
-    choose_tags(&pt, tags_seen(pt.kept));
-    for (size_t i = 0; i < pt.kept; i++)
-        pt.star |= ra__checkpoint_kept(i)->peak_since_start;
+    choose_tags(&pt, set->ntags);
+    for (size_t i = 0; i < set->kept; i++)
+        pt.star |= set->items[i].peak_since_start;
     table = (struct ra__table){
         .ncols = table_columns(&pt),
         .left = 1u << (table_columns(&pt) - 1),
-        .nrows = pt.kept + 1,
+        .nrows = set->kept + 1,
         .fill = fill_phase_row,
         .ctx = &pt,
     };
@@ -220,10 +204,10 @@ static void write_json_checkpoint(struct ra__out *o,
     ra__out_str(o, "]}");
 }
 
-static void write_json(struct ra__out *o)
+static void write_json(struct ra__out *o, const struct ra__checkpoint_set *set)
 {
-    size_t kept = kept_count();
-    uint64_t recorded = ra__checkpoint_recorded();
+    size_t kept = set->kept;
+    uint64_t recorded = set->recorded;
     unsigned ntags = ra__tag_published();
 
     ra__out_fmt(o, "{\n  \"schema\": \"regionalloc-checkpoints-1\",\n"
@@ -241,7 +225,7 @@ static void write_json(struct ra__out *o)
                              : "],\n  \"checkpoints\": [");
     for (size_t i = 0; i < kept; i++) {
         ra__out_str(o, i > 0 ? ",\n" : "\n");
-        write_json_checkpoint(o, ra__checkpoint_kept(i));
+        write_json_checkpoint(o, &set->items[i]);
     }
     ra__out_str(o, kept > 0 ? "\n  ]\n}\n" : "]\n}\n");
 }
@@ -299,10 +283,11 @@ static size_t field(const struct ra__checkpoint *cp, size_t offset)
     return v;
 }
 
-static void write_prometheus(struct ra__out *o)
+static void write_prometheus(struct ra__out *o,
+                             const struct ra__checkpoint_set *set)
 {
-    size_t kept = kept_count();
-    uint64_t recorded = ra__checkpoint_recorded();
+    size_t kept = set->kept;
+    uint64_t recorded = set->recorded;
 
     ra__out_prom_family(o, "regionalloc_checkpoints_recorded_total",
                         "counter", "Checkpoints taken since the start.");
@@ -316,14 +301,14 @@ static void write_prometheus(struct ra__out *o)
     ra__out_prom_family(o, "regionalloc_checkpoint_elapsed_seconds", "gauge",
                         "Time from the library's load to the checkpoint.");
     for (size_t i = 0; i < kept; i++) {
-        const struct ra__checkpoint *cp = ra__checkpoint_kept(i);
+        const struct ra__checkpoint *cp = &set->items[i];
         prom_open(o, "regionalloc_checkpoint_elapsed_seconds", cp);
         prom_seconds(o, cp->time_ns);
     }
     ra__out_prom_family(o, "regionalloc_checkpoint_phase_seconds", "gauge",
                         "Time from the previous checkpoint (or the load).");
     for (size_t i = 0; i < kept; i++) {
-        const struct ra__checkpoint *cp = ra__checkpoint_kept(i);
+        const struct ra__checkpoint *cp = &set->items[i];
         prom_open(o, "regionalloc_checkpoint_phase_seconds", cp);
         prom_seconds(o, cp->phase_ns);
     }
@@ -332,7 +317,7 @@ static void write_prometheus(struct ra__out *o)
                         "gauge", "Bytes in the tag's live blocks at the "
                                  "checkpoint.");
     for (size_t i = 0; i < kept; i++) {
-        const struct ra__checkpoint *cp = ra__checkpoint_kept(i);
+        const struct ra__checkpoint *cp = &set->items[i];
         for (ra_tag_t t = 1; t <= cp->ntags; t++) {
             char tag[RA__ESCAPED_MAX];
             ra__escape(tag, sizeof tag, ra_tag_name(t),
@@ -349,7 +334,7 @@ static void write_prometheus(struct ra__out *o)
         ra__out_prom_family(o, byte_families[f].name, "gauge",
                             byte_families[f].help);
         for (size_t i = 0; i < kept; i++) {
-            const struct ra__checkpoint *cp = ra__checkpoint_kept(i);
+            const struct ra__checkpoint *cp = &set->items[i];
             prom_open(o, byte_families[f].name, cp);
             ra__out_fmt(o, "} %zu\n", field(cp, byte_families[f].offset));
         }
@@ -360,24 +345,25 @@ static void write_prometheus(struct ra__out *o)
                         "phase (since=\"phase\") or since its start "
                         "(since=\"start\": the peak could not be reset).");
     for (size_t i = 0; i < kept; i++) {
-        const struct ra__checkpoint *cp = ra__checkpoint_kept(i);
+        const struct ra__checkpoint *cp = &set->items[i];
         prom_open(o, "regionalloc_checkpoint_peak_rss_bytes", cp);
         ra__out_fmt(o, ",since=\"%s\"} %zu\n",
                     cp->peak_since_start ? "start" : "phase", cp->peak_rss);
     }
 }
 
-void ra__checkpoint_write(struct ra__out *o, ra_format_t fmt)
+void ra__checkpoint_write(struct ra__out *o, ra_format_t fmt,
+                          const struct ra__checkpoint_set *set)
 {
     switch (fmt) {
     case RA_FORMAT_JSON:
-        write_json(o);
+        write_json(o, set);
         break;
     case RA_FORMAT_PROMETHEUS:
-        write_prometheus(o);
+        write_prometheus(o, set);
         break;
     default:
-        write_text(o);
+        write_text(o, set);
         break;
     }
 }

@@ -188,7 +188,6 @@ static void read_prof(void)
 
 static void read_config(void)
 {
-    config.pid = getpid();
     read_enabled();
     read_max_tags();
     read_region_size();

@@ -19,6 +19,7 @@ static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Set while this thread runs callbacks: what a callback allocates or frees
  * is not reported (it is still allocated and tagged normally). */
 static RA__TLS bool tls_in_hook;
+RA__TLS unsigned ra__hooks_muted;
 /* The slot whose callback this thread is running, or -1. */
 static RA__TLS int tls_slot = -1;
 
@@ -128,26 +129,25 @@ static void dispatch(bool alloc, ra_tag_t tag, void *ptr, size_t size)
     tls_in_hook = false;
 }
 
+static bool reporting(const void *ptr)
+{
+    return ptr != NULL && !tls_in_hook && ra__hooks_muted == 0;
+}
+
 void ra__hooks_on_alloc(void *ptr)
 {
-    if (ptr == NULL || tls_in_hook)
-        return;
-    dispatch(true, ra__tag_of_addr(ptr), ptr, ra_malloc_usable_size(ptr));
+    if (reporting(ptr))
+        dispatch(true, ra__tag_of_addr(ptr), ptr, ra_malloc_usable_size(ptr));
 }
 
 void ra__hooks_on_free(void *ptr)
 {
-    if (ptr == NULL || tls_in_hook)
-        return;
-    dispatch(false, ra__tag_of_addr(ptr), ptr, ra_malloc_usable_size(ptr));
+    if (reporting(ptr))
+        dispatch(false, ra__tag_of_addr(ptr), ptr, ra_malloc_usable_size(ptr));
 }
 
-void ra__hooks_on_realloc(ra_tag_t old_tag, void *old_ptr, size_t old_size,
-                          void *new_ptr)
+void ra__hooks_on_free_of(ra_tag_t tag, void *ptr, size_t size)
 {
-    if (tls_in_hook)
-        return;
-    dispatch(false, old_tag, old_ptr, old_size);
-    dispatch(true, ra__tag_of_addr(new_ptr), new_ptr,
-             ra_malloc_usable_size(new_ptr));
+    if (reporting(ptr))
+        dispatch(false, tag, ptr, size);
 }

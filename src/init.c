@@ -1,4 +1,6 @@
-/* One-time library start: configuration, reservation, fork handlers. */
+/* The process's start and end (the library's one constructor and
+ * destructor), and its first use: configuration, reservation, fork
+ * handlers. */
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -49,11 +51,23 @@ static void init_library(void)
     if (pthread_atfork(prefork, postfork_parent, postfork_child) != 0)
         abort();
     ra__thread_init();
-    if (tagging)
-        ra__override_check();
     atomic_store_explicit(&ra__tagging, tagging, memory_order_release);
     if (tagging && config->prof_interval != 0)
         ra__prof_begin(config->prof_interval);
+}
+
+/* The library's load: before main() (or at dlopen). Reads no
+ * configuration: that waits for the first use. */
+__attribute__((constructor)) static void process_start(void)
+{
+    ra__clock_start();
+    ra__report_at_load();
+    ra__override_check();
+}
+
+__attribute__((destructor)) static void process_end(void)
+{
+    ra__report_at_exit();
 }
 
 bool ra__init(void)

@@ -44,7 +44,6 @@ struct ra__config {
     char checkpoints_path[4096]; /* REGIONALLOC_CHECKPOINTS: as stats_path */
     size_t prof_interval; /* REGIONALLOC_PROF: 0 (off) or the mean interval */
     char prof_dump_path[4096]; /* REGIONALLOC_PROF_DUMP: "" or a path */
-    pid_t pid;           /* the process that read the environment */
 };
 /* Reads the environment on the first call (thread-safe, allocation-free,
  * secure_getenv) and returns the parsed values; bad values are reported on
@@ -53,7 +52,10 @@ const struct ra__config *ra__config(void);
 /* Writes msg and a newline to stderr without allocating. */
 void ra__warn(const char *msg);
 
-/* -- init.c: one-time library start --------------------------------------- */
+/* -- init.c: the process's start and end, and the library's first use ----- */
+/* At load, init.c's constructor calls, in this order, ra__clock_start,
+ * ra__report_at_load and ra__override_check; at exit its destructor calls
+ * ra__report_at_exit. */
 /* Reads the configuration, makes the reservation and registers the fork and
  * thread-exit handlers, once. Returns whether tagging is on (false: pass-
  * through mode). Safe to call from any thread, at any time, often. */
@@ -125,6 +127,8 @@ static inline unsigned ra__tag_published(void)
 {
     return __atomic_load_n(&ra__tags_published, __ATOMIC_ACQUIRE);
 }
+/* The tag whose arena is arena, or RA_TAG_NONE. Not fast: a scan. */
+ra_tag_t ra__tag_of_arena(unsigned arena);
 /* Fork handlers for the registry lock. */
 void ra__tag_prefork(void);
 void ra__tag_postfork(void);
@@ -134,10 +138,9 @@ static inline bool ra__tag_valid(ra_tag_t tag)
     return tag != RA_TAG_NONE && tag <= ra__tag_published();
 }
 
-/* Makes the calling thread's allocations untagged until ra__tag_resume():
- * the library's own memory (reports, checkpoints, a FILE's buffer) must not
- * count for a tag the user happens to have pushed. Returns what to resume.
- * The stack itself is untouched: a push/pop in between still pairs up. */
+/* Makes the calling thread's allocations untagged until ra__tag_resume().
+ * Returns what to resume. The stack itself is untouched: a push/pop in
+ * between still pairs up. */
 static inline ra_tag_t ra__tag_suspend(void)
 {
     ra_tag_t top = ra__tag_stack.top;
@@ -153,9 +156,6 @@ static inline void ra__tag_resume(ra_tag_t saved)
 
 /* -- thread.c: per-thread, per-tag state ---------------------------------- */
 #define RA__NO_TCACHE UINT32_MAX
-/* MALLOCX_ARENA shifts a signed int, which overflows for arena indices from
- * 2047 up; the same bits, computed unsigned. */
-#define RA__ARENA_FLAGS(a) ((int)(((unsigned)(a) + 1u) << 20))
 #define RA__MAX_BINS 64          /* jemalloc 5.3 has 36 small bins */
 #define RA__SIZE_BIN_ENTRIES 4097 /* small sizes / 8, up to 32 KiB */
 #define RA__FC_SLOTS 64          /* blocks per bin of a front cache */
@@ -168,7 +168,7 @@ struct ra__fc_bin {
 };
 
 /* What one thread uses to reach one tag's arena. Tagged blocks must never
- * meet the automatic thread cache, which mixes arenas (DESIGN.md section 7):
+ * meet the automatic thread cache, which mixes arenas (doc/design.md):
  * each (thread, tag) pair has a front cache of small blocks that are
  * certainly the tag's, behind it an explicit jemalloc tcache of its own (or
  * none when jemalloc has no tcache id left), then the tag's arena. */
@@ -248,6 +248,21 @@ static inline void ra__count_one(_Atomic uint64_t *counter)
 void *ra__alloc_aligned(size_t align, size_t size);
 /* Frees a block of size bytes allocated with alignment align (C23). */
 void ra__free_aligned_sized(void *ptr, size_t align, size_t size);
+/* Allocates size bytes under tag (RA_TAG_NONE: untagged) with jemalloc's
+ * flags: MALLOCX_ZERO and an alignment; for an untagged block also a
+ * caller's arena or thread cache, honoured as jemalloc would. Reported to
+ * hooks. NULL with errno ENOMEM. */
+void *ra__alloc_as(ra_tag_t tag, size_t size, int flags);
+/* Frees ptr (not NULL) as sdallocx(ptr, size, flags) does: size 0 when not
+ * known; a tagged block stays in its tag whatever flags name, an untagged
+ * one goes to the thread cache or arena they name. Reported to hooks. */
+void ra__free_as(void *ptr, size_t size, int flags);
+/* Resizes ptr in place as xallocx does: returns its usable size, new or
+ * unchanged. Reported to hooks (and counted) when the size changed. */
+size_t ra__resize_in_place(void *ptr, size_t size, size_t extra, int flags);
+/* Reallocates ptr (not NULL) as rallocx does (size 0 is 1): the block keeps
+ * its tag; flags as for ra__alloc_as. NULL with errno ENOMEM, ptr intact. */
+void *ra__realloc_as(void *ptr, size_t size, int flags);
 
 /* RA__INSTRUMENT_PROF while the profiler samples, plus RA__INSTRUMENT_HOOK
  * per hook installed: the allocation paths test it once, and take the
@@ -281,18 +296,50 @@ static inline bool ra__hooks_any(void)
     return atomic_load_explicit(&ra__hooks_installed,
                                 memory_order_relaxed) != 0;
 }
-/* Report to the installed hooks, unless the calling thread is already
- * inside one. ptr may be NULL (nothing reported). on_free is called before
- * the block is freed; on_realloc after the new block exists, with what the
- * old block was. */
+/* Non-zero while the calling thread does the library's own work (see
+ * ra__quiet_begin): nothing is reported then. */
+extern RA__TLS unsigned ra__hooks_muted;
+/* Report to the installed hooks, unless the calling thread is inside one
+ * or muted. ptr may be NULL (nothing reported). on_free is called before
+ * the block can be reused. */
 void ra__hooks_on_alloc(void *ptr);
 void ra__hooks_on_free(void *ptr);
-void ra__hooks_on_realloc(ra_tag_t old_tag, void *old_ptr, size_t old_size,
-                          void *new_ptr);
+/* Reports a free of ptr, of tag and usable size, known to the caller. */
+void ra__hooks_on_free_of(ra_tag_t tag, void *ptr, size_t size);
 /* Fork handlers for the install lock; in the child, the callbacks that other
  * threads were running are over. */
 void ra__hooks_prefork(void);
 void ra__hooks_postfork(bool child);
+
+/* -- the library's own work ------------------------------------------------- */
+/* Between ra__quiet_begin() and ra__quiet_end(), whatever the calling thread
+ * allocates, through any path (the C library's mallocs on its behalf
+ * included: a FILE of its own, qsort's buffer), is the library's: untagged,
+ * never sampled, never reported to hooks. Sections nest. User code called
+ * inside one (a caller's FILE, see ra__out_write) runs outside it. */
+static inline ra_tag_t ra__quiet_begin(void)
+{
+    ra__hooks_muted++;
+    return ra__tag_suspend();
+}
+
+static inline void ra__quiet_end(ra_tag_t saved)
+{
+    ra__tag_resume(saved);
+    ra__hooks_muted--;
+}
+
+/* -- meta.c: the library's own memory --------------------------------------- */
+/* The one allocator of the library's own memory (thread state, tables,
+ * copies, snapshots): jemalloc's, untagged and uncached, never reported to
+ * hooks nor sampled, whatever the calling thread has pushed; it takes no
+ * lock of the library, so it may be called under one. NULL on failure;
+ * ra__meta_realloc leaves the block as it was then, and allocates when ptr
+ * is NULL. ra__meta_free(NULL) does nothing. */
+void *ra__meta_alloc(size_t size);
+void *ra__meta_calloc(size_t n, size_t size);
+void *ra__meta_realloc(void *ptr, size_t size);
+void ra__meta_free(void *ptr);
 
 /* -- prof.c: the sampled allocation-site profile ------------------------------ */
 #define RA__PROF_MAX_FRAMES 64
@@ -314,8 +361,7 @@ struct ra__prof_stack {
 
 /* Calls visit for every stack of tag (RA_TAG_ALL: every tag) while holding
  * the profile's lock, so the figures are consistent; visit may allocate
- * (nothing it allocates is sampled or tagged) but must not call the
- * profiler's public functions. Returns the mean sampling interval in bytes,
+ * with ra__meta_alloc, and must call nothing else of the library's. Returns the mean sampling interval in bytes,
  * or 0 when the profiler was never started (nothing visited). */
 size_t ra__prof_visit(ra_tag_t tag,
                       void (*visit)(const struct ra__prof_stack *stack,
@@ -336,7 +382,9 @@ bool ra__prof_tick_slow(size_t size) __attribute__((noinline, cold));
  * a subtract, a compare and a store. */
 static inline bool ra__prof_countdown_holds(size_t size)
 {
-    int64_t left = ra__prof_countdown - (int64_t)size;
+    /* Unsigned: a size of 2^63 or more wraps instead of overflowing (such
+     * an allocation fails anyway, whatever the countdown says). */
+    int64_t left = (int64_t)((uint64_t)ra__prof_countdown - (uint64_t)size);
 
     if (RA__UNLIKELY(left <= 0))
         return false;
@@ -357,7 +405,11 @@ void ra__prof_prefork(void);
 void ra__prof_postfork(void);
 
 /* -- prof_dump.c: the profile's output formats ------------------------------- */
-/* (ra_prof_dump is public.) */
+/* ra_prof_dump without its checks (fmt and tag valid), as the library's own
+ * work: 0 or an errno value (ENOTSUP, ENOMEM, EIO). */
+struct ra__out;
+int ra__prof_dump_write(struct ra__out *o, ra_prof_format_t fmt,
+                        ra_tag_t tag);
 /* A distinct frame address of a dump, named once with dladdr: the code at
  * return address addr (looked up at addr - 1, so that a call that ends a
  * function is not taken for the next function). function and module are
@@ -397,8 +449,8 @@ struct ra__out; /* format.c */
 /* Writes d as a gzip-compressed profile.proto to o: one Sample per stack
  * labelled with its tag, a Location per frame, the executable mappings of
  * /proc/self/maps. Returns true on failure (errno ENOMEM: nothing, or a cut
- * stream, written); write errors are recorded in o. May allocate: the
- * caller's tag must be suspended. */
+ * stream, written); write errors are recorded in o. Runs in a quiet
+ * section. */
 bool ra__prof_pprof_write(struct ra__out *o, const struct ra__prof_dump *d);
 
 /* -- stats.c: mallctl reads, purge ----------------------------------------- */
@@ -423,8 +475,9 @@ uint64_t ra__stats_purges(ra_tag_t tag);
 bool ra__stats_purge_arena(unsigned arena);
 
 /* -- override.c: the malloc-family symbols -------------------------------- */
-/* Warns once on stderr when "malloc" resolves to another library than this
- * one (link order), since plain malloc is then untagged. */
+/* At load (init.c): warns on stderr, one line, when "malloc" is bound to
+ * another object than this library (linked or loaded after jemalloc or the
+ * C library), since plain malloc is then untagged. */
 #ifdef RA_OVERRIDE
 void ra__override_check(void);
 #else
@@ -432,8 +485,11 @@ static inline void ra__override_check(void) {}
 #endif
 
 /* -- procstat.c: what the kernel says about the process ------------------ */
-/* Nanoseconds of CLOCK_MONOTONIC since the library was loaded (time zero of
- * every report). Never allocates. */
+/* At load (init.c): time zero of every report, unless an earlier call of
+ * ra__clock_ns (from another library's constructor) set it. */
+void ra__clock_start(void);
+/* Nanoseconds of CLOCK_MONOTONIC since the library was loaded. Never
+ * allocates. */
 uint64_t ra__clock_ns(void);
 /* The process's resident bytes (/proc/self/statm); 0 when unreadable. Never
  * allocates (no stdio). */
@@ -468,21 +524,31 @@ size_t ra__text_width(const char *s);
 
 /* -- format.c: checked output, human units, aligned tables --------------- */
 /* A report's output: every write is checked and the first failure kept, so
- * a report says EIO once at the end instead of testing every call. */
+ * a report says EIO once at the end instead of testing every call. A
+ * report runs as the library's own work (ra__quiet_begin); a caller's FILE
+ * is user code, which ra__out_write alone calls, outside that section. */
+#define RA__OUT_FMT_MAX 1024
 struct ra__out {
     FILE *file;
     bool failed;
+    bool callers; /* the FILE is the caller's: its writes are user code */
+    char scratch[RA__OUT_FMT_MAX];
 };
+/* A report to the caller's FILE (callers) or to one of the library's. */
+#define RA__OUT_INIT(f, of_caller) {(f), false, (of_caller), {0}}
+/* Writes len bytes of buf to o's FILE. */
+void ra__out_write(struct ra__out *o, const void *buf, size_t len);
 void ra__out_str(struct ra__out *o, const char *s);
-/* Records a failure when written (a printf result) is negative. */
-void ra__out_check(struct ra__out *o, int written);
-/* fprintf to o, checked. The format is always a literal of the library:
- * user data goes through ra__out_str() or the escaping writers, never into
- * a format. A macro, not a variadic function: the compiler checks the
- * format against the arguments, and clang-analyzer 14 reports false va_list
- * errors when it analyzes several files in one run. */
+/* Writes what snprintf() put in o->scratch: written is its result. */
+void ra__out_scratch(struct ra__out *o, int written);
+/* Formatted output to o. The format is always a literal of the library and
+ * its result shorter than RA__OUT_FMT_MAX: user data goes through
+ * ra__out_str() or the escaping writers, never into a format. A macro, not
+ * a variadic function: the compiler checks the format against the
+ * arguments, and clang-analyzer 14 reports false va_list errors when it
+ * analyzes several files in one run. */
 #define ra__out_fmt(o, ...)                                                 \
-    ra__out_check((o), fprintf((o)->file, __VA_ARGS__))
+    ra__out_scratch((o), snprintf((o)->scratch, RA__OUT_FMT_MAX, __VA_ARGS__))
 void ra__out_u64(struct ra__out *o, uint64_t v);
 /* Writes "s" as a JSON string (quotes included), escaped. */
 void ra__out_json_string(struct ra__out *o, const char *s);
@@ -537,24 +603,44 @@ struct ra__checkpoint {
     size_t *tag_allocated; /* [id - 1], untagged memory */
     char label[RA_TAG_NAME_MAX + 1];
 };
-/* Locks the ring for reading (or writing); abort()s if the lock fails. */
-void ra__checkpoint_lock(void);
-void ra__checkpoint_unlock(void);
-/* With the ring locked: checkpoints ever taken, and the i-th kept one,
- * oldest first (i < min(recorded, RA__CHECKPOINTS_KEPT)). */
-uint64_t ra__checkpoint_recorded(void);
-const struct ra__checkpoint *ra__checkpoint_kept(size_t i);
+/* A copy of the kept checkpoints, taken with the ring locked, which a
+ * report writes without any lock held. */
+struct ra__checkpoint_set {
+    uint64_t recorded;              /* checkpoints ever taken */
+    size_t kept;                    /* min(recorded, RA__CHECKPOINTS_KEPT) */
+    unsigned ntags;                 /* the most tags any of them saw */
+    struct ra__checkpoint *items;   /* oldest first; arrays copied too */
+    size_t *tag_max;                /* scratch for ntags + 1 figures */
+};
+/* Takes a checkpoint under label, as ra_checkpoint() without its checks;
+ * reset_peak: reset the kernel's peak RSS afterwards (not at exit, where a
+ * parent's wait4 reads it). The library's own work, run quiet. Returns 0
+ * or -1 with errno ENOMEM. */
+int ra__checkpoint_take(const char *label, bool reset_peak);
+/* Copies the ring into *set (the library's own memory). Returns true on
+ * failure (ENOMEM). */
+bool ra__checkpoint_copy(struct ra__checkpoint_set *set);
+void ra__checkpoint_set_free(struct ra__checkpoint_set *set);
 /* Fork handlers for the ring's lock. */
 void ra__checkpoint_prefork(void);
 void ra__checkpoint_postfork(void);
 
 /* -- checkpoint_report.c: the phase table and its documents --------------- */
-/* Writes every kept checkpoint in fmt (a valid format, tagging on). */
-void ra__checkpoint_write(struct ra__out *o, ra_format_t fmt);
+/* Writes the checkpoints of set in fmt (a valid format, tagging on). */
+void ra__checkpoint_write(struct ra__out *o, ra_format_t fmt,
+                          const struct ra__checkpoint_set *set);
 
 /* -- report.c: ra_report, and the reports printed at exit ------------------ */
 /* Writes every tag's usage now in fmt (valid) to o: one statistics refresh.
  * Returns 0, or -1 with errno ENOMEM (nothing written). Tagging on. */
 int ra__report_write(struct ra__out *o, ra_format_t fmt);
+/* At load (init.c): notes the process that loaded the library and keeps a
+ * copy of stderr for the exit reports. Never allocates. */
+void ra__report_at_load(void);
+/* At exit (init.c): writes the reports REGIONALLOC_STATS,
+ * REGIONALLOC_CHECKPOINTS and REGIONALLOC_PROF_DUMP ask for, in the
+ * process that loaded the library, and in a forked child those whose path
+ * holds %p. */
+void ra__report_at_exit(void);
 
 #endif /* RA_INTERNAL_H */

@@ -2,7 +2,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -112,12 +114,25 @@ extern void *ra__own_malloc(size_t size)
     __attribute__((alias("malloc"), visibility("hidden"), malloc, nothrow,
                    leaf, alloc_size(1)));
 
+/* At load, so that a program that never calls the library hears of it
+ * too; not in pass-through mode, where nothing is tagged anyway. */
 void ra__override_check(void)
 {
+    const char *enabled = secure_getenv("REGIONALLOC");
     void *bound = dlsym(RTLD_DEFAULT, "malloc");
+    Dl_info info;
+    char msg[768];
 
-    if (bound != NULL && bound != (void *)ra__own_malloc)
-        ra__warn("regionalloc: malloc is bound to another library (was "
-                 "-ljemalloc linked before -lregionalloc?); plain malloc, "
-                 "free and operator new are not tagged in this process");
+    if ((enabled != NULL && strcmp(enabled, "0") == 0) || bound == NULL ||
+        bound == (void *)ra__own_malloc)
+        return;
+    snprintf(msg, sizeof msg,
+             "regionalloc: malloc is bound to %.400s, not to libregionalloc, "
+             "which was linked or loaded after it (link -lregionalloc first, "
+             "or preload it); plain malloc, free and operator new are not "
+             "tagged in this process",
+             dladdr(bound, &info) != 0 && info.dli_fname != NULL
+                 ? info.dli_fname
+                 : "another library");
+    ra__warn(msg);
 }

@@ -22,8 +22,7 @@ static uint64_t monotonic_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Time zero: the library's load, before main() (or at dlopen). */
-__attribute__((constructor)) static void record_load_time(void)
+void ra__clock_start(void)
 {
     uint64_t zero = 0;
 

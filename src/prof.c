@@ -11,8 +11,6 @@
 #include <sys/auxv.h>
 #include <time.h>
 
-#include <jemalloc/jemalloc.h>
-
 #include "internal.h"
 
 /* One live sampled block. */
@@ -24,8 +22,7 @@ struct sample {
 };
 
 /* Open-addressing tables (linear probing), sizes powers of two, kept at most
- * half full. Their memory is jemalloc's, untagged and uncached: the
- * profiler's own, never routed through the library (so never sampled). */
+ * half full, in the library's own memory (never sampled). */
 struct stack_table {
     struct ra__prof_stack **slots;
     size_t cap, count;
@@ -105,12 +102,17 @@ static int64_t next_countdown(void)
 {
     size_t interval = atomic_load_explicit(&mean_interval,
                                            memory_order_relaxed);
-    double u;
+    double u, bytes;
 
     if (interval <= 1)
         return 0;
     u = (double)((next_random() >> 11) + 1) * 0x1.0p-53; /* (0, 1] */
-    return (int64_t)(-log(u) * (double)interval) + 1;
+    bytes = -log(u) * (double)interval;
+    /* An interval near SIZE_MAX draws past what the countdown holds (a
+     * conversion that would be undefined): no sample, practically. */
+    if (bytes >= 0x1.0p62)
+        return INT64_C(1) << 62;
+    return (int64_t)bytes + 1;
 }
 
 bool ra__prof_tick_slow(size_t size)
@@ -143,17 +145,13 @@ static uint64_t hash_ptr(const void *p)
     return h ^ (h >> 31);
 }
 
-static void *table_alloc(size_t bytes)
-{
-    return mallocx(bytes, MALLOCX_ZERO | MALLOCX_TCACHE_NONE);
-}
 
 /* Doubles the stack table. Returns true on failure (table unchanged). */
 static bool grow_stacks(void)
 {
     size_t cap = stacks.cap == 0 ? 256 : stacks.cap * 2;
     struct ra__prof_stack **slots =
-        table_alloc(cap * sizeof(struct ra__prof_stack *));
+        ra__meta_calloc(cap, sizeof(struct ra__prof_stack *));
 
     if (slots == NULL)
         return true;
@@ -167,8 +165,7 @@ static bool grow_stacks(void)
             j = (j + 1) & (cap - 1);
         slots[j] = st;
     }
-    if (stacks.slots != NULL)
-        dallocx(stacks.slots, MALLOCX_TCACHE_NONE);
+    ra__meta_free(stacks.slots);
     stacks.slots = slots;
     stacks.cap = cap;
     return false;
@@ -191,7 +188,7 @@ static struct ra__prof_stack *find_stack(ra_tag_t tag, void *const *frames,
             memcmp(st->frames, frames, n * sizeof frames[0]) == 0)
             return st;
     }
-    stacks.slots[j] = table_alloc(sizeof *stacks.slots[j]);
+    stacks.slots[j] = ra__meta_calloc(1, sizeof *stacks.slots[j]);
     if (stacks.slots[j] == NULL)
         return NULL;
     stacks.slots[j]->tag = tag;
@@ -204,7 +201,7 @@ static struct ra__prof_stack *find_stack(ra_tag_t tag, void *const *frames,
 static bool grow_samples(void)
 {
     size_t cap = samples.cap == 0 ? 1024 : samples.cap * 2;
-    struct sample *slots = table_alloc(cap * sizeof *slots);
+    struct sample *slots = ra__meta_calloc(cap, sizeof *slots);
 
     if (slots == NULL)
         return true;
@@ -217,8 +214,7 @@ static bool grow_samples(void)
             j = (j + 1) & (cap - 1);
         slots[j] = samples.slots[i];
     }
-    if (samples.slots != NULL)
-        dallocx(samples.slots, MALLOCX_TCACHE_NONE);
+    ra__meta_free(samples.slots);
     samples.slots = slots;
     samples.cap = cap;
     return false;
@@ -293,8 +289,8 @@ void ra__prof_record(ra_tag_t tag, void *ptr, size_t size)
 
     tls_in_prof = true;
     /* The unwinder may allocate (its first call loads libgcc_s): that is
-     * neither sampled nor charged to the caller's tag. */
-    saved = ra__tag_suspend();
+     * the library's work, not the caller's. */
+    saved = ra__quiet_begin();
     n = capture_stack(frames);
     if (interval > 1)
         s.weight = 1.0 / -expm1(-(double)size / (double)interval);
@@ -312,7 +308,7 @@ void ra__prof_record(ra_tag_t tag, void *ptr, size_t size)
         st->alloc_bytes += s.weight * (double)size;
     }
     unlock_prof();
-    ra__tag_resume(saved);
+    ra__quiet_end(saved);
     tls_in_prof = false;
 }
 
@@ -337,7 +333,6 @@ size_t ra__prof_visit(ra_tag_t tag,
                       void *ctx)
 {
     size_t interval;
-    ra_tag_t saved = ra__tag_suspend();
 
     lock_prof();
     tls_in_prof = true;
@@ -349,7 +344,6 @@ size_t ra__prof_visit(ra_tag_t tag,
     }
     tls_in_prof = false;
     unlock_prof();
-    ra__tag_resume(saved);
     return interval;
 }
 
@@ -377,6 +371,7 @@ void ra__prof_begin(size_t mean_interval_bytes)
 {
     Dl_info info;
     void *warm[4];
+    ra_tag_t saved;
 
     if (!own_base_known) {
         Dl_info program;
@@ -392,9 +387,12 @@ void ra__prof_begin(size_t mean_interval_bytes)
      * when their current countdown runs out. */
     tls_countdown_drawn = false;
     ra__prof_countdown = 0;
-    /* Load the unwinder now, outside any allocation. */
+    /* Load the unwinder now, outside any allocation; what loading it
+     * allocates is the library's work. */
     tls_in_prof = true;
+    saved = ra__quiet_begin();
     backtrace(warm, 4);
+    ra__quiet_end(saved);
     tls_in_prof = false;
     lock_prof();
     atomic_store(&mean_interval, mean_interval_bytes);

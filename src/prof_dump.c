@@ -34,9 +34,8 @@ static void collect_stack(const struct ra__prof_stack *stack, void *ctx)
         return;
     if (d->nstacks == c->cap) {
         size_t cap = c->cap == 0 ? 64 : c->cap * 2;
-        /* Untagged: the caller's tag is suspended. */
         struct ra__prof_stack *grown =
-            ra_realloc(d->stacks, cap * sizeof *grown);
+            ra__meta_realloc(d->stacks, cap * sizeof *grown);
         if (grown == NULL) {
             c->failed = true;
             return;
@@ -101,7 +100,7 @@ static size_t pool_add(struct name_pool *pool, const char *s)
         char *grown;
         while (cap < pool->len + n)
             cap *= 2;
-        grown = ra_realloc(pool->data, cap);
+        grown = ra__meta_realloc(pool->data, cap);
         if (grown == NULL)
             return SIZE_MAX;
         pool->data = grown;
@@ -165,7 +164,7 @@ static bool name_frames(struct ra__prof_dump *d)
 
     for (size_t i = 0; i < d->nstacks; i++)
         total += d->stacks[i].nframes;
-    addrs = ra_malloc_tag(RA_TAG_NONE, (total + 1) * sizeof *addrs);
+    addrs = ra__meta_alloc((total + 1) * sizeof *addrs);
     if (addrs == NULL)
         return true;
     for (size_t i = 0; i < d->nstacks; i++)
@@ -178,8 +177,8 @@ static bool name_frames(struct ra__prof_dump *d)
         if (n == 0 || addrs[i] != addrs[n - 1])
             addrs[n++] = addrs[i];
 
-    d->frames = ra_malloc_tag(RA_TAG_NONE, (n + 1) * sizeof *d->frames);
-    at = ra_malloc_tag(RA_TAG_NONE, (n + 1) * sizeof *at);
+    d->frames = ra__meta_alloc((n + 1) * sizeof *d->frames);
+    at = ra__meta_alloc((n + 1) * sizeof *at);
     if (d->frames == NULL || at == NULL) {
         failed = true;
         goto out;
@@ -201,9 +200,9 @@ static bool name_frames(struct ra__prof_dump *d)
             at[i].module == SIZE_MAX ? NULL : d->names + at[i].module;
     }
 out:
-    ra_free(pool.data);
-    ra_free(at);
-    ra_free(addrs);
+    ra__meta_free(pool.data);
+    ra__meta_free(at);
+    ra__meta_free(addrs);
     return failed;
 }
 
@@ -408,8 +407,7 @@ static void write_stems(struct tree *t, unsigned levels)
 {
     size_t n = (size_t)levels * STEM_WIDTH;
 
-    if (n > 0 && fwrite(t->stems, 1, n, t->o->file) != n)
-        t->o->failed = true;
+    ra__out_write(t->o, t->stems, n);
 }
 
 static const char *node_name(struct tree *t, const struct node *n)
@@ -475,27 +473,27 @@ static void write_node(struct tree *t, size_t index, unsigned depth,
 static bool write_tree(struct ra__out *o, const struct ra__prof_dump *d,
                        ra_tag_t tag)
 {
-    struct tree *t = ra_malloc_tag(RA_TAG_NONE, sizeof *t);
+    struct tree *t = ra__meta_alloc(sizeof *t);
     struct stack_ref *live =
-        ra_malloc_tag(RA_TAG_NONE, (d->nstacks + 1) * sizeof *live);
+        ra__meta_alloc((d->nstacks + 1) * sizeof *live);
     size_t nlive = 0, total = 1;
     struct child_key *keys;
     bool first = true;
 
     for (size_t i = 0; i < d->nstacks; i++)
         total += d->stacks[i].nframes;
-    keys = ra_malloc_tag(RA_TAG_NONE, total * sizeof *keys);
+    keys = ra__meta_alloc(total * sizeof *keys);
     if (t != NULL) {
         t->o = o;
         t->d = d;
-        t->nodes = ra_malloc_tag(RA_TAG_NONE, total * sizeof *t->nodes);
+        t->nodes = ra__meta_alloc(total * sizeof *t->nodes);
     }
     if (t == NULL || live == NULL || keys == NULL || t->nodes == NULL) {
         if (t != NULL)
-            ra_free(t->nodes);
-        ra_free(t);
-        ra_free(live);
-        ra_free(keys);
+            ra__meta_free(t->nodes);
+        ra__meta_free(t);
+        ra__meta_free(live);
+        ra__meta_free(keys);
         return true;
     }
     for (size_t i = 0; i < d->nstacks; i++)
@@ -521,10 +519,10 @@ static bool write_tree(struct ra__out *o, const struct ra__prof_dump *d,
         first = false;
         lo = hi;
     }
-    ra_free(t->nodes);
-    ra_free(t);
-    ra_free(live);
-    ra_free(keys);
+    ra__meta_free(t->nodes);
+    ra__meta_free(t);
+    ra__meta_free(live);
+    ra__meta_free(keys);
     return false;
 }
 
@@ -547,8 +545,7 @@ static void copy_maps(struct ra__out *o)
     if (maps == NULL)
         return;
     while ((n = fread(buf, 1, sizeof buf, maps)) > 0)
-        if (fwrite(buf, 1, n, o->file) != n)
-            o->failed = true;
+        ra__out_write(o, buf, n);
     fclose(maps);
 }
 
@@ -611,9 +608,9 @@ static void write_heap_v2(struct ra__out *o, const struct ra__prof_dump *d)
 
 static void free_dump(struct ra__prof_dump *d)
 {
-    ra_free(d->stacks);
-    ra_free(d->frames);
-    ra_free(d->names);
+    ra__meta_free(d->stacks);
+    ra__meta_free(d->frames);
+    ra__meta_free(d->names);
 }
 
 /* Writes d in fmt. Returns 0 or an errno value (ENOMEM). */
@@ -634,22 +631,14 @@ static int write_dump(struct ra__out *o, const struct ra__prof_dump *d,
     }
 }
 
-int ra_prof_dump(FILE *out, ra_prof_format_t fmt, ra_tag_t tag)
+int ra__prof_dump_write(struct ra__out *o, ra_prof_format_t fmt,
+                        ra_tag_t tag)
 {
-    struct ra__out o = {out, false};
     struct ra__prof_dump d = {0, 0, NULL, 0, NULL, NULL};
     struct collect c = {&d, 0, false};
-    ra_tag_t saved;
+    ra_tag_t saved = ra__quiet_begin();
     int err;
 
-    if (out == NULL || (unsigned)fmt > (unsigned)RA_PROF_HEAP_V2 ||
-        (tag != RA_TAG_ALL && !ra__tag_valid(tag))) {
-        errno = EINVAL;
-        return -1;
-    }
-    /* The copy, the names, the FILE's buffer: none of it is the caller's
-     * tag (nor sampled: the profiler samples tagged blocks only). */
-    saved = ra__tag_suspend();
     d.interval = ra__prof_visit(tag, collect_stack, &c);
     if (d.interval == 0) {
         err = ENOTSUP;
@@ -658,12 +647,26 @@ int ra_prof_dump(FILE *out, ra_prof_format_t fmt, ra_tag_t tag)
     } else {
         if (d.nstacks > 1)
             qsort(d.stacks, d.nstacks, sizeof *d.stacks, compare_stacks);
-        err = write_dump(&o, &d, fmt, tag);
-        if (ra__out_finish(&o) != 0 && err == 0)
+        err = write_dump(o, &d, fmt, tag);
+        if (ra__out_finish(o) != 0 && err == 0)
             err = EIO;
     }
     free_dump(&d);
-    ra__tag_resume(saved);
+    ra__quiet_end(saved);
+    return err;
+}
+
+int ra_prof_dump(FILE *out, ra_prof_format_t fmt, ra_tag_t tag)
+{
+    struct ra__out o = RA__OUT_INIT(out, true);
+    int err;
+
+    if (out == NULL || (unsigned)fmt > (unsigned)RA_PROF_HEAP_V2 ||
+        (tag != RA_TAG_ALL && !ra__tag_valid(tag))) {
+        errno = EINVAL;
+        return -1;
+    }
+    err = ra__prof_dump_write(&o, fmt, tag);
     if (err != 0) {
         errno = err;
         return -1;

@@ -67,8 +67,7 @@ static void pb_raw(struct pb *b, const void *p, size_t n)
         uint8_t *grown;
         while (cap - b->len < n)
             cap *= 2;
-        /* Untagged: the caller's tag is suspended. */
-        grown = ra_realloc(b->data, cap);
+        grown = ra__meta_realloc(b->data, cap);
         if (grown == NULL) {
             b->failed = true;
             return;
@@ -150,17 +149,17 @@ static uint64_t hash_bytes(const char *s, size_t n)
 static bool strings_grow(struct strings *st)
 {
     size_t cap = st->cap == 0 ? 256 : st->cap * 2, nslots = cap * 2;
-    size_t *at = ra_realloc(st->at, cap * sizeof *at);
+    size_t *at = ra__meta_realloc(st->at, cap * sizeof *at);
     size_t *len, *slots;
 
     if (at == NULL)
         return true;
     st->at = at;
-    len = ra_realloc(st->len, cap * sizeof *len);
+    len = ra__meta_realloc(st->len, cap * sizeof *len);
     if (len == NULL)
         return true;
     st->len = len;
-    slots = ra_calloc(nslots, sizeof *slots);
+    slots = ra__meta_calloc(nslots, sizeof *slots);
     if (slots == NULL)
         return true;
     for (size_t i = 0; i < st->count; i++) {
@@ -171,7 +170,7 @@ static bool strings_grow(struct strings *st)
             j = (j + 1) & (nslots - 1);
         slots[j] = i + 1;
     }
-    ra_free(st->slots);
+    ra__meta_free(st->slots);
     st->slots = slots;
     st->nslots = nslots;
     st->cap = cap;
@@ -265,7 +264,7 @@ static bool read_mappings(struct mappings *m, struct strings *st)
         if (m->count == m->cap) {
             size_t cap = m->cap == 0 ? 64 : m->cap * 2;
             struct mapping *grown =
-                ra_realloc(m->items, cap * sizeof *grown);
+                ra__meta_realloc(m->items, cap * sizeof *grown);
             if (grown == NULL) {
                 fclose(maps);
                 return true;
@@ -343,7 +342,7 @@ static bool encode_functions(struct encoder *e)
                                 : intern(&e->st, d->frames[i].function);
     if (e->st.enc.failed)
         return true;
-    id_of_string = ra_calloc(e->st.count, sizeof *id_of_string);
+    id_of_string = ra__meta_calloc(e->st.count, sizeof *id_of_string);
     if (id_of_string == NULL)
         return true;
     for (size_t i = 0; i < d->nframes; i++) {
@@ -360,7 +359,7 @@ static bool encode_functions(struct encoder *e)
         }
         e->function_of[i] = id_of_string[name];
     }
-    ra_free(id_of_string);
+    ra__meta_free(id_of_string);
     return false;
 }
 
@@ -483,8 +482,7 @@ static bool deflate_out(z_stream *zs, struct ra__out *o, int flush)
         if (deflate(zs, flush) == Z_STREAM_ERROR)
             return true;
         have = sizeof buf - zs->avail_out;
-        if (have > 0 && fwrite(buf, 1, have, o->file) != have)
-            o->failed = true;
+        ra__out_write(o, buf, have);
     } while (zs->avail_out == 0);
     return false;
 }
@@ -532,7 +530,7 @@ bool ra__prof_pprof_write(struct ra__out *o, const struct ra__prof_dump *d)
     memset(&e, 0, sizeof e);
     e.d = d;
     e.function_of =
-        ra_malloc_tag(RA_TAG_NONE, (d->nframes + 1) * sizeof *e.function_of);
+        ra__meta_alloc((d->nframes + 1) * sizeof *e.function_of);
     if (e.function_of == NULL)
         goto out;
     /* string_table[0] must be "". */
@@ -550,14 +548,14 @@ bool ra__prof_pprof_write(struct ra__out *o, const struct ra__prof_dump *d)
     parts[1] = &e.st.enc;
     failed = gzip_write(o, parts, 2);
 out:
-    ra_free(e.function_of);
-    ra_free(e.maps.items);
-    ra_free(e.out.data);
-    ra_free(e.msg.data);
-    ra_free(e.sub.data);
-    ra_free(e.st.enc.data);
-    ra_free(e.st.at);
-    ra_free(e.st.len);
-    ra_free(e.st.slots);
+    ra__meta_free(e.function_of);
+    ra__meta_free(e.maps.items);
+    ra__meta_free(e.out.data);
+    ra__meta_free(e.msg.data);
+    ra__meta_free(e.sub.data);
+    ra__meta_free(e.st.enc.data);
+    ra__meta_free(e.st.at);
+    ra__meta_free(e.st.len);
+    ra__meta_free(e.st.slots);
     return failed;
 }

@@ -7,7 +7,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <jemalloc/jemalloc.h>
+#include "ra_jemalloc.h"
 
 #include "internal.h"
 
@@ -29,6 +29,9 @@ struct region {
     /* Next never-used address. Everything below it was handed to jemalloc,
      * which keeps it (opt.retain) and reuses it; we never take it back. */
     _Atomic uintptr_t next;
+    /* [start, writable_end) is readable and writable; it only grows, and
+     * is always at least next. */
+    _Atomic uintptr_t writable_end;
     /* Bytes jemalloc holds committed, and their high-water mark: the hooks
      * see every commit and decommit, so no cost lands on malloc. */
     _Atomic size_t committed;
@@ -52,9 +55,31 @@ static bool region_contains(const struct region *r, const void *addr,
     return a >= r->start && a <= r->end && size <= r->end - a;
 }
 
+/* Makes the region writable up to end, as far as it is not yet. Returns
+ * true when the kernel refuses (RLIMIT_DATA, overcommit_memory=2,
+ * max_map_count): then nothing was carved, and nothing is lost. */
+static bool make_writable(struct region *r, uintptr_t end)
+{
+    uintptr_t done = atomic_load_explicit(&r->writable_end,
+                                          memory_order_relaxed);
+
+    while (end > done) {
+        if (mprotect((void *)done, end - done, PROT_READ | PROT_WRITE) != 0)
+            return true;
+        /* Another thread may have gone further meanwhile: then done is
+         * its end, and the loop ends or covers the rest. */
+        if (atomic_compare_exchange_weak_explicit(
+                &r->writable_end, &done, end, memory_order_relaxed,
+                memory_order_relaxed))
+            break;
+    }
+    return false;
+}
+
 /* Takes [addr, addr + size) from the never-used part of the region: exactly
  * new_addr when given (only possible when it is the next free address), else
- * the first aligned address. Returns 0 when it does not fit. */
+ * the first aligned address. The space is made writable before it is taken.
+ * Returns 0 when it does not fit or cannot be made writable. */
 static uintptr_t carve_extent(struct region *r, uintptr_t new_addr,
                               size_t size, size_t alignment)
 {
@@ -71,7 +96,8 @@ static uintptr_t carve_extent(struct region *r, uintptr_t new_addr,
             if (addr < cur)
                 return 0;
         }
-        if (addr > r->end || size > r->end - addr)
+        if (addr > r->end || size > r->end - addr ||
+            make_writable(r, addr + size))
             return 0;
     } while (!atomic_compare_exchange_weak_explicit(
         &r->next, &cur, addr + size, memory_order_relaxed,
@@ -109,14 +135,10 @@ static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
     addr = carve_extent(r, (uintptr_t)new_addr, size, alignment);
     if (addr == 0)
         return NULL;
-    /* Fresh PROT_NONE pages become writable for good (see extent_commit)
-     * and, never touched before, read as zero. Whether jemalloc counts them
-     * committed is its choice: growth asks for uncommitted space and
-     * commits what it uses, and only that counts towards peak_mapped. The
-     * space stays carved if mprotect fails (no memory for page tables);
-     * jemalloc sees the failure and we lose only address space. */
-    if (mprotect((void *)addr, size, PROT_READ | PROT_WRITE) != 0)
-        return NULL;
+    /* Fresh pages are writable for good (see extent_commit) and, never
+     * touched before, read as zero. Whether jemalloc counts them committed
+     * is its choice: growth asks for uncommitted space and commits what it
+     * uses, and only that counts towards peak_mapped. */
     if (*commit)
         add_committed(r, size);
     *zero = true;
@@ -240,6 +262,28 @@ static void print_size(char *buf, size_t len, size_t bytes)
     snprintf(buf, len, "%zu%c", bytes, units[u]);
 }
 
+/* A boolean option of jemalloc's; false when it has no such option. */
+static bool jemalloc_option(const char *name)
+{
+    bool on = false;
+    size_t len = sizeof on;
+
+    return mallctl(name, &on, &len, NULL, 0) == 0 && on;
+}
+
+/* MALLOC_CONF options that tag arenas cannot follow, one line each. */
+static void warn_about_jemalloc_options(void)
+{
+    if (!jemalloc_option("opt.retain"))
+        ra__warn("regionalloc: MALLOC_CONF retain:false does not apply to "
+                 "tags: a tag keeps its freed address space reserved (its "
+                 "pages still go back to the OS)");
+    if (jemalloc_option("opt.hpa"))
+        ra__warn("regionalloc: MALLOC_CONF hpa:true does not apply to "
+                 "tags: jemalloc's huge page allocator serves only arenas "
+                 "without extent hooks (untagged memory uses it)");
+}
+
 bool ra__region_reserve(unsigned max_tags, size_t region_size)
 {
     size_t wanted = region_size;
@@ -271,6 +315,7 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
         ra__warn(msg);
     }
 
+    warn_about_jemalloc_options();
     ra__layout.base = (uintptr_t)base;
     ra__layout.shift = (unsigned)__builtin_ctzll(region_size);
     map_page_table((size_t)max_tags << (ra__layout.shift - RA__PAGE_SHIFT));
@@ -290,6 +335,7 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
         r->start = ra__layout.base + ((uintptr_t)i << ra__layout.shift);
         r->end = r->start + region_size;
         atomic_init(&r->next, r->start);
+        atomic_init(&r->writable_end, r->start);
     }
     return false;
 }
@@ -311,9 +357,12 @@ int ra__region_create_arena(unsigned idx)
         errno = rc == EAGAIN ? ENOSPC : rc;
         return -1;
     }
-    snprintf(name, sizeof name, "arena.%u.retain_grow_limit", arena);
-    rc = mallctl(name, NULL, NULL, &grow_limit, sizeof grow_limit);
-    ra__assert(rc == 0);
+    /* Without opt.retain jemalloc asks for each extent as needed, never a
+     * series, and refuses the setting. */
+    if (jemalloc_option("opt.retain")) {
+        snprintf(name, sizeof name, "arena.%u.retain_grow_limit", arena);
+        mallctl(name, NULL, NULL, &grow_limit, sizeof grow_limit);
+    }
     /* Regions are handed out in order, under the registry lock: publishing
      * the count makes addresses of region idx resolve to its tag. */
     __atomic_store_n(&ra__layout.count, idx + 1, __ATOMIC_RELEASE);

@@ -51,8 +51,7 @@ static bool take_snapshot(struct snapshot *snap)
 {
     snap->ntags = ra__tag_published();
     /* Allocated before the refresh, so that the figures include it. */
-    snap->rows = ra_malloc_tag(RA_TAG_NONE,
-                               (snap->ntags + 1) * sizeof *snap->rows);
+    snap->rows = ra__meta_alloc((snap->ntags + 1) * sizeof *snap->rows);
     if (snap->rows == NULL)
         return true;
     snap->time_ns = ra__clock_ns();
@@ -340,24 +339,23 @@ int ra__report_write(struct ra__out *o, ra_format_t fmt)
         write_text(o, &snap);
         break;
     }
-    ra_free(snap.rows);
+    ra__meta_free(snap.rows);
     return 0;
 }
 
 int ra_report(FILE *out, ra_format_t fmt)
 {
-    struct ra__out o = {out, false};
+    struct ra__out o = RA__OUT_INIT(out, true);
     ra_tag_t saved;
     int rc;
 
     if (ra__out_check_args(out, fmt) != 0)
         return -1;
-    /* The FILE's buffer, our snapshot: none of it is the caller's tag. */
-    saved = ra__tag_suspend();
+    saved = ra__quiet_begin();
     rc = ra__report_write(&o, fmt);
     if (rc == 0)
         rc = ra__out_finish(&o);
-    ra__tag_resume(saved);
+    ra__quiet_end(saved);
     return rc;
 }
 
@@ -365,9 +363,11 @@ int ra_report(FILE *out, ra_format_t fmt)
 
 /* A private copy of fd 2 for the reports, taken when the library is loaded:
  * programs such as GNU coreutils close stderr in an atexit handler, which
- * runs before library destructors. Only the variables are peeked at here;
- * the configuration is still read at first use. */
+ * runs before library destructors. */
 static int report_fd = -1;
+/* The process that loaded the library: it started the program, or exec'd.
+ * A child it forks inherits the value, and so knows it is a child. */
+static pid_t loaded_by;
 
 static bool wants_stderr(const char *var)
 {
@@ -376,11 +376,60 @@ static bool wants_stderr(const char *var)
     return v != NULL && strcmp(v, "stderr") == 0;
 }
 
-__attribute__((constructor)) static void keep_stderr(void)
+void ra__report_at_load(void)
 {
+    loaded_by = getpid();
+    /* Only the variables are peeked at here; the configuration is still
+     * read at first use. */
     if (wants_stderr("REGIONALLOC_STATS") ||
         wants_stderr("REGIONALLOC_CHECKPOINTS"))
         report_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+}
+
+/* Whether path (a report's "stderr" or file path) holds a %p. */
+static bool names_pid(const char *path)
+{
+    for (const char *p = path; *p != '\0'; p++) {
+        if (p[0] == '%' && p[1] == 'p')
+            return true;
+        if (p[0] == '%' && p[1] == '%')
+            p++;
+    }
+    return false;
+}
+
+/* The process that loaded the library writes every report it is asked
+ * for; a forked child only those whose path holds its pid, so that its
+ * report never replaces or repeats the parent's. */
+static bool reports_here(const char *path)
+{
+    return path[0] != '\0' &&
+           (loaded_by == 0 || getpid() == loaded_by || names_pid(path));
+}
+
+/* Writes path into out (len bytes) with %p replaced by this process's pid
+ * and %% by %; any other % stays. Returns true when it does not fit. */
+static bool expand_path(char *out, size_t len, const char *path)
+{
+    size_t n = 0;
+
+    for (const char *p = path; *p != '\0'; p++) {
+        int w = 1;
+        if (p[0] == '%' && p[1] == 'p') {
+            w = snprintf(out + n, len - n, "%ld", (long)getpid());
+            p++;
+        } else if (p[0] == '%' && p[1] == '%') {
+            out[n] = '%';
+            p++;
+        } else {
+            out[n] = *p;
+        }
+        if (w < 0 || (size_t)w >= len - n)
+            return true;
+        n += (size_t)w;
+    }
+    out[n] = '\0';
+    return false;
 }
 
 /* The exit reports' streams: at most one on the kept stderr and one file
@@ -388,48 +437,50 @@ __attribute__((constructor)) static void keep_stderr(void)
 struct exit_streams {
     FILE *err;
     FILE *file;
-    const char *file_path;
+    char file_path[4096];
 };
 
-/* Returns the stream for path ("stderr" or a file), opening it once, or
- * NULL after one line on stderr naming var. */
+/* Returns the stream for path ("stderr" or a file, %p expanded), opening
+ * it once, or NULL after one line on stderr naming var. */
 static FILE *exit_stream(struct exit_streams *st, const char *var,
                          const char *path)
 {
-    char msg[512];
+    char expanded[4096], msg[512];
 
     if (strcmp(path, "stderr") == 0) {
         if (st->err == NULL && report_fd >= 0)
             st->err = fdopen(report_fd, "w");
         return st->err != NULL ? st->err : stderr;
     }
-    if (st->file != NULL && strcmp(st->file_path, path) == 0)
+    if (expand_path(expanded, sizeof expanded, path)) {
+        snprintf(msg, sizeof msg, "regionalloc: %s: path too long: %.400s",
+                 var, path);
+        ra__warn(msg);
+        return NULL;
+    }
+    if (st->file != NULL && strcmp(st->file_path, expanded) == 0)
         return st->file;
     if (st->file != NULL)
         fclose(st->file);
-    st->file = fopen(path, "we");
-    st->file_path = path;
+    st->file = fopen(expanded, "we");
+    memcpy(st->file_path, expanded, sizeof expanded);
     if (st->file != NULL)
         return st->file;
     snprintf(msg, sizeof msg, "regionalloc: %s: cannot open %.400s: %s", var,
-             path, strerror(errno));
+             expanded, strerror(errno));
     ra__warn(msg);
     return NULL;
 }
 
 /* What an exit report says in pass-through mode, in each format. */
-static void write_pass_through(FILE *out, ra_format_t fmt, const char *what,
-                               const char *schema)
+static void write_pass_through(struct ra__out *o, ra_format_t fmt,
+                               const char *what, const char *schema)
 {
-    struct ra__out o = {out, false};
-
     if (fmt == RA_FORMAT_JSON)
-        ra__out_fmt(&o, "{\"schema\": \"%s\", \"enabled\": false}\n",
-                    schema);
+        ra__out_fmt(o, "{\"schema\": \"%s\", \"enabled\": false}\n", schema);
     else
-        ra__out_fmt(&o, "%sregionalloc: pass-through mode, no %s\n",
+        ra__out_fmt(o, "%sregionalloc: pass-through mode, no %s\n",
                     fmt == RA_FORMAT_PROMETHEUS ? "# " : "", what);
-    ra__out_finish(&o);
 }
 
 /* REGIONALLOC_PROF_DUMP's format, from the file name's suffix. */
@@ -453,55 +504,85 @@ static ra_prof_format_t prof_format_of(const char *path)
     return RA_PROF_TREE;
 }
 
-__attribute__((destructor)) static void report_at_exit(void)
+static void write_stats_at_exit(FILE *out, ra_format_t fmt, bool tagging)
+{
+    struct ra__out o = RA__OUT_INIT(out, false);
+
+    if (!tagging)
+        write_pass_through(&o, fmt, "per-tag statistics",
+                           "regionalloc-report-1");
+    else if (ra__report_write(&o, fmt) != 0)
+        return;
+    ra__out_finish(&o);
+}
+
+static void write_checkpoints_at_exit(FILE *out, ra_format_t fmt,
+                                      bool tagging)
+{
+    struct ra__out o = RA__OUT_INIT(out, false);
+    struct ra__checkpoint_set set;
+
+    if (!tagging) {
+        write_pass_through(&o, fmt, "checkpoints",
+                           "regionalloc-checkpoints-1");
+    } else {
+        if (ra__checkpoint_copy(&set))
+            return;
+        ra__checkpoint_write(&o, fmt, &set);
+        ra__checkpoint_set_free(&set);
+    }
+    ra__out_finish(&o);
+}
+
+/* The whole of it is the library's own work: its streams and their
+ * buffers belong to no tag and are not reported to hooks. */
+void ra__report_at_exit(void)
 {
     const struct ra__config *config = ra__config();
-    struct exit_streams st = {NULL, NULL, NULL};
+    struct exit_streams st = {NULL, NULL, {0}};
     ra_format_t fmt = config->stats_format;
+    bool stats = reports_here(config->stats_path);
+    bool checkpoints = reports_here(config->checkpoints_path);
+    bool prof = reports_here(config->prof_dump_path);
     bool tagging;
+    ra_tag_t saved;
     FILE *out;
 
-    /* Only the process that read the configuration reports: a child forked
-     * after that must not overwrite its parent's file when it exits. */
-    if ((config->stats_path[0] == '\0' &&
-         config->checkpoints_path[0] == '\0' &&
-         config->prof_dump_path[0] == '\0') ||
-        getpid() != config->pid)
+    if (!stats && !checkpoints && !prof)
         return;
+    saved = ra__quiet_begin();
     tagging = ra__init();
     /* The exiting thread's caches would otherwise count as allocated. */
     ra_thread_flush();
-    /* A last row for the state at exit, taken before the reports allocate
+    /* A last row for the state at exit, taken before the reports open
      * their streams: a program that takes no checkpoint of its own
-     * (LD_PRELOAD) still gets one, with its peak RSS. */
-    if (config->checkpoints_path[0] != '\0' && tagging)
-        ra_checkpoint("exit");
-    if (config->stats_path[0] != '\0') {
+     * (LD_PRELOAD) still gets one, with its peak RSS, which it leaves
+     * alone for the parent's wait4. */
+    if (checkpoints && tagging)
+        ra__checkpoint_take("exit", false);
+    if (stats) {
         out = exit_stream(&st, "REGIONALLOC_STATS", config->stats_path);
-        if (out != NULL && tagging)
-            ra_report(out, fmt);
-        else if (out != NULL)
-            write_pass_through(out, fmt, "per-tag statistics",
-                               "regionalloc-report-1");
+        if (out != NULL)
+            write_stats_at_exit(out, fmt, tagging);
     }
-    if (config->checkpoints_path[0] != '\0') {
+    if (checkpoints) {
         out = exit_stream(&st, "REGIONALLOC_CHECKPOINTS",
                           config->checkpoints_path);
-        if (out != NULL && tagging)
-            ra_checkpoint_report(out, fmt);
-        else if (out != NULL)
-            write_pass_through(out, fmt, "checkpoints",
-                               "regionalloc-checkpoints-1");
+        if (out != NULL)
+            write_checkpoints_at_exit(out, fmt, tagging);
     }
-    if (config->prof_dump_path[0] != '\0' && tagging) {
+    if (prof && tagging) {
         out = exit_stream(&st, "REGIONALLOC_PROF_DUMP",
                           config->prof_dump_path);
-        if (out != NULL)
-            ra_prof_dump(out, prof_format_of(config->prof_dump_path),
-                         RA_TAG_ALL);
+        if (out != NULL) {
+            struct ra__out o = RA__OUT_INIT(out, false);
+            ra__prof_dump_write(&o, prof_format_of(config->prof_dump_path),
+                                RA_TAG_ALL);
+        }
     }
     if (st.err != NULL)
         fclose(st.err);
     if (st.file != NULL)
         fclose(st.file);
+    ra__quiet_end(saved);
 }

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <jemalloc/jemalloc.h>
+#include "ra_jemalloc.h"
 
 #include "internal.h"
 

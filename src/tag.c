@@ -114,6 +114,19 @@ out:
     return tag;
 }
 
+ra_tag_t ra__tag_of_arena(unsigned arena)
+{
+    unsigned count = ra__tag_published();
+
+    /* In pass-through mode tags have no arena (the table holds 0s). */
+    if (!atomic_load_explicit(&ra__tagging, memory_order_relaxed))
+        return RA_TAG_NONE;
+    for (ra_tag_t t = 1; t <= count; t++)
+        if (ra__tag_arena[t] == arena)
+            return t;
+    return RA_TAG_NONE;
+}
+
 const char *ra_tag_name(ra_tag_t tag)
 {
     if (tag == RA_TAG_NONE)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jemalloc/jemalloc.h>
+#include "ra_jemalloc.h"
 
 #include "internal.h"
 
@@ -23,6 +23,9 @@ uint8_t ra__size_bin[RA__SIZE_BIN_ENTRIES];
 size_t ra__bin_size[RA__MAX_BINS];
 unsigned ra__bin_cap[RA__MAX_BINS];
 static unsigned nbins;
+/* false under MALLOC_CONF=tcache:false: then no (thread, tag) pair caches
+ * either, neither in a front cache nor in a tcache of its own. */
+static bool caches_on = true;
 
 static pthread_key_t exit_key;
 static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -80,7 +83,7 @@ static void release_oldest(struct ra__tag_slot *s, unsigned bin, unsigned n)
     struct ra__fc_bin *b = &s->bins[bin];
 
     for (unsigned i = 0; i < n; i++)
-        sdallocx(b->items[i], ra__bin_size[bin], s->free_flags);
+        ra__je_sdallocx(b->items[i], ra__bin_size[bin], s->free_flags);
     b->count -= n;
     memmove(b->items, b->items + n, b->count * sizeof b->items[0]);
 }
@@ -106,7 +109,7 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     struct ra__fc_bin *b = &s->bins[bin];
     size_t size = ra__bin_size[bin];
     unsigned want = ra__bin_cap[bin] / 2;
-    void *first = mallocx(size, s->alloc_flags);
+    void *first = ra__je_mallocx(size, s->alloc_flags);
 
     if (first == NULL || ra__tag_of_addr(first) != tag) {
         /* Failure, or jemalloc's thread-exit redirection to arena 0
@@ -115,11 +118,11 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     }
     ra__page_bin_set(first, bin);
     while (b->count < want) {
-        void *p = mallocx(size, s->alloc_flags);
+        void *p = ra__je_mallocx(size, s->alloc_flags);
         if (p == NULL)
             break;
         if (ra__tag_of_addr(p) != tag) {
-            dallocx(p, 0);
+            ra__je_dallocx(p, 0);
             break;
         }
         ra__page_bin_set(p, bin);
@@ -144,8 +147,7 @@ static void release_thread_state(void *arg)
         if (s->tcache != RA__NO_TCACHE)
             mallctl("tcache.destroy", NULL, NULL, &s->tcache,
                     sizeof s->tcache);
-        if (s->bins != NULL)
-            dallocx(s->bins, MALLOCX_TCACHE_NONE);
+        ra__meta_free(s->bins);
     }
     lock_threads();
     for (unsigned t = 1; t < ts->nslots; t++) {
@@ -162,7 +164,7 @@ static void release_thread_state(void *arg)
     ts->prev->next = ts->next;
     ts->next->prev = ts->prev;
     unlock_threads();
-    dallocx(ts, MALLOCX_TCACHE_NONE);
+    ra__meta_free(ts);
 }
 
 /* Reads jemalloc's small size classes into the tables the fast path uses:
@@ -206,9 +208,14 @@ static void read_size_classes(void)
 
 void ra__thread_init(void)
 {
+    size_t len = sizeof caches_on;
+
     if (pthread_key_create(&exit_key, release_thread_state) != 0)
         abort();
-    read_size_classes();
+    if (mallctl("opt.tcache", &caches_on, &len, NULL, 0) != 0)
+        caches_on = true;
+    if (caches_on)
+        read_size_classes();
 }
 
 static struct ra__thread_state *create_thread_state(void)
@@ -218,13 +225,12 @@ static struct ra__thread_state *create_thread_state(void)
                   nslots * sizeof(struct ra__tag_slot);
     struct ra__thread_state *ts;
 
-    /* Untagged and uncached: the state is the library's, not the tag's. */
-    ts = mallocx(size, MALLOCX_ZERO | MALLOCX_TCACHE_NONE);
+    ts = ra__meta_calloc(1, size);
     if (ts == NULL)
         return NULL;
     ts->nslots = nslots;
     if (pthread_setspecific(exit_key, ts) != 0) {
-        dallocx(ts, MALLOCX_TCACHE_NONE);
+        ra__meta_free(ts);
         return NULL;
     }
     lock_threads();
@@ -243,18 +249,18 @@ static void setup_slot(struct ra__tag_slot *s, ra_tag_t tag)
     unsigned tcache;
     size_t len = sizeof tcache;
 
-    if (mallctl("tcache.create", &tcache, &len, NULL, 0) == 0) {
+    if (caches_on && mallctl("tcache.create", &tcache, &len, NULL, 0) == 0) {
         s->tcache = tcache;
         s->free_flags = MALLOCX_TCACHE(tcache);
     } else {
-        /* Out of tcache ids (4093 per process): correct, only slower. */
+        /* MALLOC_CONF=tcache:false, or out of tcache ids (4093 per
+         * process): correct, only slower. */
         s->tcache = RA__NO_TCACHE;
         s->free_flags = MALLOCX_TCACHE_NONE;
     }
     /* The front cache needs the page table to sort frees by size class. */
     if (nbins != 0 && ra__page_bin != NULL)
-        s->bins = mallocx(nbins * sizeof s->bins[0],
-                          MALLOCX_ZERO | MALLOCX_TCACHE_NONE);
+        s->bins = ra__meta_calloc(nbins, sizeof s->bins[0]);
     if (s->bins != NULL)
         for (unsigned bin = 0; bin < nbins; bin++)
             s->bins[bin].cap = ra__bin_cap[bin];

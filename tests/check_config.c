@@ -2,6 +2,7 @@
  * once at first use; bad values cost one line on stderr and the default. */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -563,6 +564,144 @@ START_TEST(test_config_stats_in_pass_through_mode)
 }
 END_TEST
 
+
+/* -- MALLOC_CONF ------------------------------------------------------------ */
+
+struct workout_arg {
+    ra_tag_t tag;
+    int failed;
+};
+
+/* Allocates, reallocates and frees blocks of every kind under the tag, then
+ * flushes its caches. */
+static void *workout_thread(void *p)
+{
+    struct workout_arg *arg = p;
+    void *blocks[300];
+
+    if (ra_tag_push(arg->tag) != 0) {
+        arg->failed = 1;
+        return NULL;
+    }
+    for (unsigned round = 0; round < 3; round++) {
+        for (unsigned i = 0; i < 300; i++) {
+            size_t size = i % 50 == 0 ? (i + 1) * 16384 : (i % 7) * 100 + 1;
+            blocks[i] = i % 3 ? ra_malloc(size) : ra_calloc(1, size);
+            if (blocks[i] == NULL || ra_tag_of(blocks[i]) != arg->tag)
+                arg->failed = 1;
+            if (blocks[i] != NULL)
+                memset(blocks[i], 0x5a, size);
+        }
+        for (unsigned i = 0; i < 300; i += 2) {
+            void *q = ra_realloc(blocks[i], i * 37 + 5);
+            if (q == NULL || ra_tag_of(q) != arg->tag)
+                arg->failed = 1;
+            else
+                blocks[i] = q;
+        }
+        for (unsigned i = 0; i < 300; i++)
+            ra_free(blocks[i]);
+    }
+    ra_tag_pop(arg->tag);
+    ra_thread_flush();
+    return NULL;
+}
+
+/* The library under whatever MALLOC_CONF the test set: tags, threads,
+ * exact stats, purge, reports, checkpoints and the profiler all work. */
+static int child_malloc_conf_workout(void)
+{
+    struct workout_arg args[2];
+    pthread_t threads[2];
+    ra_tag_stats_t st;
+    FILE *devnull = fopen("/dev/null", "w");
+
+    TU_REQUIRE(devnull != NULL);
+    TU_REQUIRE(ra_enabled() == 1);
+    TU_REQUIRE(ra_prof_start(64 << 10) == 0);
+    for (unsigned i = 0; i < 2; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "conf-%u", i);
+        args[i].tag = ra_tag_create(name);
+        args[i].failed = 0;
+        TU_REQUIRE(args[i].tag != RA_TAG_NONE);
+        TU_REQUIRE(pthread_create(&threads[i], NULL, workout_thread,
+                                  &args[i]) == 0);
+    }
+    for (unsigned i = 0; i < 2; i++) {
+        TU_REQUIRE(pthread_join(threads[i], NULL) == 0);
+        TU_REQUIRE(args[i].failed == 0);
+        TU_REQUIRE(ra_tag_stats(args[i].tag, &st) == 0);
+        /* 900 allocations and 450 reallocations, each a free and an
+         * allocation. */
+        TU_REQUIRE(st.nmalloc == 1350 && st.ndalloc == 1350);
+        TU_REQUIRE(st.allocated == 0);
+        TU_REQUIRE(ra_tag_purge(args[i].tag) == 0);
+        TU_REQUIRE(ra_tag_stats(args[i].tag, &st) == 0);
+        TU_REQUIRE(st.dirty == 0);
+    }
+    TU_REQUIRE(ra_checkpoint("workout") == 0);
+    TU_REQUIRE(ra_report(devnull, RA_FORMAT_JSON) == 0);
+    TU_REQUIRE(ra_checkpoint_report(devnull, RA_FORMAT_PROMETHEUS) == 0);
+    TU_REQUIRE(ra_prof_dump(devnull, RA_PROF_PPROF, RA_TAG_ALL) == 0);
+    TU_REQUIRE(ra_purge_all() == 0);
+    TU_REQUIRE(fclose(devnull) == 0);
+    return 0;
+}
+
+struct malloc_conf_case {
+    const char *conf;
+    const char *warning; /* what the one line says, or NULL: no line */
+};
+
+/* jemalloc's options that change how arenas work. The library honours
+ * each, or says on one line what it cannot. */
+static const struct malloc_conf_case malloc_confs[] = {
+    {"retain:false", "retain:false"},
+    {"tcache:false", NULL},
+    {"narenas:1", NULL},
+    {"percpu_arena:percpu", NULL},
+    {"percpu_arena:phycpu", NULL},
+    {"background_thread:true", NULL},
+    {"dirty_decay_ms:0", NULL},
+    {"muzzy_decay_ms:0", NULL},
+    {"dirty_decay_ms:0,muzzy_decay_ms:0", NULL},
+    {"dirty_decay_ms:-1,muzzy_decay_ms:-1", NULL},
+    {"hpa:true", "hpa:true"},
+    {"zero:true", NULL},
+    {"junk:true", NULL},
+    {"oversize_threshold:0", NULL},
+    {"oversize_threshold:4096", NULL},
+    {"tcache_max:0", NULL},
+    {"metadata_thp:always", NULL},
+    {"prof:true", NULL},
+    {"abort_conf:true,retain:false,background_thread:true", "retain:false"},
+};
+
+START_TEST(test_config_every_malloc_conf_keeps_the_library_working)
+{
+    const struct malloc_conf_case *c = &malloc_confs[_i];
+    char setting[128];
+    const char *env[] = {setting, NULL};
+    int status;
+
+    snprintf(setting, sizeof setting, "MALLOC_CONF=%s", c->conf);
+    status = tu_exec_self(env, "malloc_conf_workout", err, sizeof err);
+    ck_assert_msg(status == 0, "%s: exit %d; stderr: %s", c->conf, status,
+                  err);
+    if (c->warning == NULL) {
+        ck_assert_msg(err[0] == '\0', "%s: unexpected stderr: %s", c->conf,
+                      err);
+        return;
+    }
+    ck_assert_msg(tu_count_lines(err) == 1, "%s: want one line, got: %s",
+                  c->conf, err);
+    ck_assert_msg(strncmp(err, "regionalloc: ", 13) == 0 &&
+                      strstr(err, c->warning) != NULL,
+                  "%s: line: %s", c->conf, err);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -599,6 +738,13 @@ static Suite *config_suite(void)
                    test_config_no_address_space_falls_back_to_pass_through);
     suite_add_tcase(s, tc);
 
+    tc = tcase_create("MALLOC_CONF");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc,
+                        test_config_every_malloc_conf_keeps_the_library_working,
+                        0, sizeof malloc_confs / sizeof malloc_confs[0]);
+    suite_add_tcase(s, tc);
+
     tc = tcase_create("stats at exit");
     tcase_add_test(tc, test_config_stats_file_written_at_exit);
     tcase_add_test(tc, test_config_stats_to_stderr);
@@ -613,6 +759,7 @@ int main(int argc, char **argv)
 {
     static const struct tu_child children[] = {
         {"stats_report", child_stats_report},
+        {"malloc_conf_workout", child_malloc_conf_workout},
         {NULL, NULL},
     };
 

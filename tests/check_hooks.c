@@ -6,6 +6,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "regionalloc.h"
@@ -372,6 +374,416 @@ START_TEST(test_hooks_removed_hook_is_never_called_again)
 }
 END_TEST
 
+
+/* -- "the library's own work" ------------------------------------------------
+ * A callback may call the library (and take its own locks): the library never
+ * runs a callback, nor a caller's FILE, while it holds a lock of its own, and
+ * its own memory is not reported. A broken rule shows as a deadlock, which
+ * the test case's timeout turns into a failure. */
+
+/* A FILE whose output is thrown away, buffered in the caller's memory, so
+ * that writing to it allocates nothing. */
+static FILE *quiet_file(void)
+{
+    static char buf[1 << 16];
+    FILE *f = fopen("/dev/null", "w");
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(setvbuf(f, buf, _IOFBF, sizeof buf), 0);
+    return f;
+}
+
+/* A profile with one live sampled block of tag, which the caller frees. */
+static void *profile_one_block(ra_tag_t tag)
+{
+    void *p;
+
+    ck_assert_int_eq(ra_prof_start(1), 0);
+    tu_tag_push(tag);
+    p = ra_malloc(100);
+    tu_tag_pop(tag);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+/* Each of the library's functions that take a lock and allocate or write. */
+enum reporter { CHECKPOINT, CHECKPOINT_REPORT, REPORT, PROF_DUMP, NREPORTERS };
+
+static int call_reporter(enum reporter which, FILE *f)
+{
+    switch (which) {
+    case CHECKPOINT:
+        return ra_checkpoint("reporter");
+    case CHECKPOINT_REPORT:
+        return ra_checkpoint_report(f, RA_FORMAT_JSON);
+    case REPORT:
+        return ra_report(f, RA_FORMAT_TEXT);
+    default:
+        return ra_prof_dump(f, RA_PROF_TREE, RA_TAG_ALL);
+    }
+}
+
+/* The callback of the reentrant hook: the first event it sees calls every
+ * reporter, and remembers how many failed. */
+struct reentrant {
+    FILE *file;
+    bool armed;
+    int calls, failures;
+};
+
+static void reenter(void *ctx, ra_tag_t tag, void *ptr, size_t size)
+{
+    struct reentrant *r = ctx;
+
+    (void)tag; (void)ptr; (void)size;
+    if (!r->armed)
+        return;
+    r->armed = false;
+    r->calls++;
+    for (int i = 0; i < NREPORTERS; i++)
+        r->failures += call_reporter((enum reporter)i, r->file) != 0;
+}
+
+/* Each reporter, called with a hook installed whose callback calls every
+ * reporter in turn: had the first one run the callback under its lock (its
+ * own memory reported, or a FILE written under it), the callback's call of
+ * the same function would wait for that lock forever. */
+START_TEST(test_hooks_callbacks_never_run_under_a_library_lock)
+{
+    static struct reentrant r;
+    ra_hooks_t hooks = {reenter, reenter, &r};
+    ra_tag_t tag = tu_tag_create("reentrant");
+    void *sampled = profile_one_block(tag);
+    int id;
+
+    r.file = quiet_file();
+    id = ra_hooks_install(&hooks);
+    ck_assert_int_ge(id, 0);
+    for (int i = 0; i < NREPORTERS; i++) {
+        int rc, calls;
+        r.armed = true;
+        rc = call_reporter((enum reporter)i, r.file);
+        calls = r.calls;
+        r.armed = false;
+        ck_assert_int_eq(rc, 0);
+        /* Nothing the reporter did itself was a callback's business. */
+        ck_assert_int_eq(calls, 0);
+    }
+    /* And a callback may call them all. */
+    r.armed = true;
+    ra_free(ra_malloc(10));
+    ck_assert_int_eq(r.calls, 1);
+    ck_assert_int_eq(r.failures, 0);
+    ck_assert_int_eq(ra_hooks_remove(id), 0);
+    ra_free(sampled);
+    fclose(r.file);
+}
+END_TEST
+
+/* The scenario of a deadlock seen in the field: a callback that frees a
+ * sampled block while a dump is taken. */
+static void *held_sampled_block;
+static bool free_held_armed;
+
+static void free_held_sampled_block(void *ctx, ra_tag_t tag, void *ptr,
+                                    size_t size)
+{
+    void *p = held_sampled_block;
+
+    (void)ctx; (void)tag; (void)ptr; (void)size;
+    if (!free_held_armed)
+        return;
+    free_held_armed = false;
+    held_sampled_block = NULL;
+    if (p != NULL)
+        ra_free(p);
+}
+
+START_TEST(test_hooks_callback_freeing_a_sampled_block_during_a_dump)
+{
+    ra_hooks_t hooks = {free_held_sampled_block, NULL, NULL};
+    ra_tag_t tag = tu_tag_create("sampled");
+    void *blocks[64];
+    FILE *f = quiet_file();
+    int id;
+
+    ck_assert_int_eq(ra_prof_start(1), 0);
+    /* Enough stacks that the dump's copy grows more than once. */
+    tu_tag_push(tag);
+    for (int i = 0; i < 64; i++)
+        blocks[i] = i % 2 ? ra_malloc(100) : ra_calloc(1, 200);
+    held_sampled_block = ra_malloc(300);
+    tu_tag_pop(tag);
+    id = ra_hooks_install(&hooks);
+    ck_assert_int_ge(id, 0);
+    free_held_armed = true;
+    ck_assert_int_eq(ra_prof_dump(f, RA_PROF_FOLDED, RA_TAG_ALL), 0);
+    ck_assert_int_eq(ra_hooks_remove(id), 0);
+    ra_free(held_sampled_block);
+    for (int i = 0; i < 64; i++)
+        ra_free(blocks[i]);
+    fclose(f);
+}
+END_TEST
+
+/* A FILE is user code too: one whose write function takes a checkpoint. */
+static ssize_t write_and_checkpoint(void *cookie, const char *buf, size_t n)
+{
+    int *failures = cookie;
+
+    (void)buf;
+    *failures += ra_checkpoint("from a FILE") != 0;
+    return (ssize_t)n;
+}
+
+START_TEST(test_hooks_checkpoint_report_writes_outside_its_lock)
+{
+    static int failures;
+    cookie_io_functions_t io = {NULL, write_and_checkpoint, NULL, NULL};
+    FILE *f;
+
+    tu_tag_create("cookie");
+    ck_assert_int_eq(ra_checkpoint("before"), 0);
+    f = fopencookie(&failures, "w", io);
+    ck_assert_ptr_nonnull(f);
+    /* Unbuffered: every piece of the report is a call of the function. */
+    ck_assert_int_eq(setvbuf(f, NULL, _IONBF, 0), 0);
+    ck_assert_int_eq(ra_checkpoint_report(f, RA_FORMAT_TEXT), 0);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(failures, 0);
+}
+END_TEST
+
+/* Reports, checkpoints and dumps allocate only the library's own memory,
+ * which hooks never see; the caller's FILE allocates nothing here. */
+START_TEST(test_hooks_library_memory_is_not_reported)
+{
+    static struct recorder r;
+    ra_tag_t tag = tu_tag_create("own-memory");
+    void *sampled = profile_one_block(tag);
+    FILE *f = quiet_file();
+    int id = install_recorder(&r);
+
+    r.on = true;
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < NREPORTERS; i++)
+            if (call_reporter((enum reporter)i, f) != 0)
+                r.n += 1000;
+    for (int fmt = RA_PROF_TREE; fmt <= RA_PROF_HEAP_V2; fmt++)
+        if (ra_prof_dump(f, (ra_prof_format_t)fmt, tag) != 0)
+            r.n += 1000;
+    r.on = false;
+    ck_assert_int_eq(ra_hooks_remove(id), 0);
+    ck_assert_uint_eq(r.n, 0);
+    ra_free(sampled);
+    fclose(f);
+}
+END_TEST
+
+/* -- "realloc" -----------------------------------------------------------------
+ * on_free of a realloc's old block runs before anything can reuse it: a
+ * callback that allocates blocks of the old one's size never gets its
+ * address. */
+
+struct reuse_probe {
+    bool on;
+    unsigned frees;
+    unsigned reused; /* on_free saw its block handed out again */
+};
+
+static void probe_reuse(void *ctx, ra_tag_t tag, void *ptr, size_t size)
+{
+    struct reuse_probe *probe = ctx;
+    void *got[256];
+    unsigned n = 0;
+
+    if (!probe->on)
+        return;
+    probe->frees++;
+    /* Deep enough to empty the front cache and reach the tcache behind. */
+    while (n < 256) {
+        got[n] = ra_malloc_tag(tag, size);
+        if (got[n] == NULL)
+            break;
+        if (got[n++] == ptr)
+            probe->reused++;
+    }
+    while (n > 0)
+        ra_free(got[--n]);
+}
+
+static void check_realloc_frees_after_on_free(ra_tag_t tag, bool profiled)
+{
+    static struct reuse_probe probe;
+    ra_hooks_t hooks = {NULL, probe_reuse, &probe};
+    int id;
+
+    memset(&probe, 0, sizeof probe);
+    if (profiled)
+        ck_assert_int_eq(ra_prof_start(1), 0);
+    id = ra_hooks_install(&hooks);
+    ck_assert_int_ge(id, 0);
+    for (size_t size = 16; size <= 4096; size *= 2) {
+        void *p = ra_malloc_tag(tag, size), *q;
+        ck_assert_ptr_nonnull(p);
+        tu_fill_pattern(p, size, 3);
+        probe.on = true;
+        /* Into another size class: the block moves. */
+        q = ra_realloc(p, size * 3);
+        probe.on = false;
+        ck_assert_ptr_nonnull(q);
+        ck_assert_uint_eq(tu_check_pattern(q, size, 3), size);
+        ck_assert_uint_eq(ra_tag_of(q), tag);
+        ra_free(q);
+    }
+    ck_assert_int_eq(ra_hooks_remove(id), 0);
+    ck_assert_uint_eq(probe.frees, 9);
+    ck_assert_uint_eq(probe.reused, 0);
+}
+
+START_TEST(test_hooks_realloc_on_free_runs_before_the_block_is_reusable)
+{
+    check_realloc_frees_after_on_free(tu_tag_create("moved"), false);
+}
+END_TEST
+
+START_TEST(test_hooks_untagged_realloc_on_free_runs_before_reuse)
+{
+    check_realloc_frees_after_on_free(RA_TAG_NONE, false);
+}
+END_TEST
+
+START_TEST(test_hooks_profiled_realloc_on_free_runs_before_reuse)
+{
+    check_realloc_frees_after_on_free(tu_tag_create("sampled-moves"), true);
+}
+END_TEST
+
+/* A realloc that stays in place is still the free of the old size and the
+ * allocation of the new one. */
+START_TEST(test_hooks_realloc_in_place_is_free_then_alloc)
+{
+    static struct recorder r;
+    ra_tag_t tag = tu_tag_create("in-place");
+    void *p = ra_malloc_tag(tag, 1 << 20), *q;
+    size_t old_size = ra_malloc_usable_size(p);
+    int id = install_recorder(&r);
+
+    r.on = true;
+    q = ra_realloc(p, (1 << 20) - 4096);
+    r.on = false;
+    ck_assert_ptr_eq(q, p);
+    ck_assert_uint_eq(r.n, 2);
+    assert_event(&r, 0, false, tag, p, old_size);
+    assert_event(&r, 1, true, tag, q, ra_malloc_usable_size(q));
+    ck_assert_int_eq(ra_hooks_remove(id), 0);
+    ra_free(q);
+}
+END_TEST
+
+/* Two threads, one reallocating, one allocating, and a hook that keeps the
+ * set of live addresses: an allocation is never reported at an address the
+ * hook still holds live. */
+enum { LIVE_SLOTS = 1 << 16, LIVE_ROUNDS = 200000 };
+
+struct live_set {
+    pthread_mutex_t lock;
+    void *slots[LIVE_SLOTS];
+    unsigned long alloc_of_live;
+    atomic_bool stop;
+};
+
+static size_t live_slot(struct live_set *set, const void *p)
+{
+    size_t i = ((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 48;
+
+    while (set->slots[i] != NULL && set->slots[i] != p)
+        i = (i + 1) & (LIVE_SLOTS - 1);
+    return i;
+}
+
+static void live_alloc(void *ctx, ra_tag_t tag, void *ptr, size_t size)
+{
+    struct live_set *set = ctx;
+    size_t i;
+
+    (void)tag; (void)size;
+    pthread_mutex_lock(&set->lock);
+    i = live_slot(set, ptr);
+    if (set->slots[i] == ptr)
+        set->alloc_of_live++;
+    set->slots[i] = ptr;
+    pthread_mutex_unlock(&set->lock);
+}
+
+static void live_free(void *ctx, ra_tag_t tag, void *ptr, size_t size)
+{
+    struct live_set *set = ctx;
+    size_t i, j;
+
+    (void)tag; (void)size;
+    pthread_mutex_lock(&set->lock);
+    i = live_slot(set, ptr);
+    /* Removal from linear probing: re-insert the rest of the cluster. */
+    if (set->slots[i] == ptr) {
+        set->slots[i] = NULL;
+        for (j = (i + 1) & (LIVE_SLOTS - 1); set->slots[j] != NULL;
+             j = (j + 1) & (LIVE_SLOTS - 1)) {
+            void *moved = set->slots[j];
+            set->slots[j] = NULL;
+            set->slots[live_slot(set, moved)] = moved;
+        }
+    }
+    pthread_mutex_unlock(&set->lock);
+}
+
+static void *realloc_worker(void *arg)
+{
+    struct live_set *set = arg;
+    void *p = ra_malloc(24);
+
+    for (unsigned i = 0; i < LIVE_ROUNDS && p != NULL; i++)
+        p = ra_realloc(p, i % 2 ? 24 : 3000);
+    ra_free(p);
+    atomic_store(&set->stop, true);
+    return NULL;
+}
+
+static void *churn_worker(void *arg)
+{
+    struct live_set *set = arg;
+    void *held[64] = {NULL};
+
+    for (unsigned i = 0; !atomic_load(&set->stop); i++) {
+        ra_free(held[i % 64]);
+        held[i % 64] = ra_malloc(i % 3 ? 24 : 3000);
+    }
+    for (unsigned i = 0; i < 64; i++)
+        ra_free(held[i]);
+    return NULL;
+}
+
+/* A concurrency check of the hooked realloc paths rather than a proof of
+ * the order (the tests above are that): on this machine the window a late
+ * on_free leaves was never hit by it, before or after. */
+START_TEST(test_hooks_live_set_stays_consistent_across_threads)
+{
+    static struct live_set set = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    ra_hooks_t hooks = {live_alloc, live_free, &set};
+    pthread_t threads[2];
+    int id = ra_hooks_install(&hooks);
+
+    ck_assert_int_ge(id, 0);
+    ck_assert_int_eq(pthread_create(&threads[0], NULL, realloc_worker, &set),
+                     0);
+    ck_assert_int_eq(pthread_create(&threads[1], NULL, churn_worker, &set), 0);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+    ck_assert_int_eq(ra_hooks_remove(id), 0);
+    ck_assert_uint_eq(set.alloc_of_live, 0);
+}
+END_TEST
+
 static Suite *hooks_suite(void)
 {
     Suite *s = suite_create("hooks");
@@ -393,6 +805,23 @@ static Suite *hooks_suite(void)
     tc = tcase_create("removal");
     tcase_add_test(tc, test_hooks_callback_may_remove_its_own_hook);
     tcase_add_test(tc, test_hooks_removed_hook_is_never_called_again);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("the library's own work");
+    tcase_add_test(tc, test_hooks_callbacks_never_run_under_a_library_lock);
+    tcase_add_test(tc, test_hooks_callback_freeing_a_sampled_block_during_a_dump);
+    tcase_add_test(tc, test_hooks_checkpoint_report_writes_outside_its_lock);
+    tcase_add_test(tc, test_hooks_library_memory_is_not_reported);
+    tcase_set_timeout(tc, 20);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("realloc");
+    tcase_add_test(tc, test_hooks_realloc_on_free_runs_before_the_block_is_reusable);
+    tcase_add_test(tc, test_hooks_untagged_realloc_on_free_runs_before_reuse);
+    tcase_add_test(tc, test_hooks_profiled_realloc_on_free_runs_before_reuse);
+    tcase_add_test(tc, test_hooks_realloc_in_place_is_free_then_alloc);
+    tcase_add_test(tc, test_hooks_live_set_stays_consistent_across_threads);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

@@ -810,6 +810,105 @@ START_TEST(test_override_free_from_other_thread_keeps_accounting)
 }
 END_TEST
 
+
+/* -- errno on failure --------------------------------------------------------
+ * Every entry point fails as glibc's does (tst-malloc-too-large,
+ * tst-malloc-thread-fail): NULL and errno ENOMEM; posix_memalign returns
+ * ENOMEM and sets errno too. Sizes: past jemalloc's largest size class,
+ * around PTRDIFF_MAX, and SIZE_MAX; tagged and untagged. */
+
+static const size_t too_large[] = {
+    ((size_t)7 << 60) + 1,       /* past jemalloc's largest class */
+    (size_t)PTRDIFF_MAX - 4096,  /* room for alignment, still too large */
+    (size_t)PTRDIFF_MAX,
+    (size_t)PTRDIFF_MAX + 1,
+    SIZE_MAX - 4096,
+    SIZE_MAX,
+};
+
+/* Calls entry point which with size; returns what it returned (for
+ * posix_memalign, the block or NULL, with its result in *rc). */
+enum entry { E_MALLOC, E_CALLOC, E_CALLOC_N, E_REALLOC, E_REALLOCARRAY,
+             E_ALIGNED_ALLOC, E_MEMALIGN, E_VALLOC, E_PVALLOC,
+             E_POSIX_MEMALIGN, E_RA_MALLOC, E_RA_CALLOC, E_RA_REALLOC,
+             E_RA_ALIGNED_ALLOC, E_RA_POSIX_MEMALIGN, E_RA_MALLOC_TAG,
+             NENTRIES };
+
+static const char *const entry_names[NENTRIES] = {
+    "malloc", "calloc(1, n)", "calloc(n, 1)", "realloc", "reallocarray",
+    "aligned_alloc", "memalign", "valloc", "pvalloc", "posix_memalign",
+    "ra_malloc", "ra_calloc", "ra_realloc", "ra_aligned_alloc",
+    "ra_posix_memalign", "ra_malloc_tag"};
+
+static void *call_entry(enum entry which, void *block, size_t size,
+                        ra_tag_t tag, int *rc)
+{
+    void *out = NULL;
+
+    *rc = 0;
+    switch (which) {
+    case E_MALLOC: return f_malloc(size);
+    case E_CALLOC: return f_calloc(1, size);
+    case E_CALLOC_N: return f_calloc(size, 1);
+    case E_REALLOC: return f_realloc(block, size);
+    case E_REALLOCARRAY: return f_reallocarray(block, 1, size);
+    case E_ALIGNED_ALLOC: return f_aligned_alloc(64, size);
+    case E_MEMALIGN: return f_memalign(64, size);
+    case E_VALLOC: return f_valloc(size);
+    case E_PVALLOC: return f_pvalloc(size);
+    case E_POSIX_MEMALIGN:
+        *rc = f_posix_memalign(&out, 64, size);
+        return out;
+    case E_RA_MALLOC: return ra_malloc(size);
+    case E_RA_CALLOC: return ra_calloc(size, 1);
+    case E_RA_REALLOC: return ra_realloc(block, size);
+    case E_RA_ALIGNED_ALLOC: return ra_aligned_alloc(4096, size);
+    case E_RA_POSIX_MEMALIGN:
+        *rc = ra_posix_memalign(&out, 128, size);
+        return out;
+    default: return ra_malloc_tag(tag, size);
+    }
+}
+
+static void check_errno_of_entry(enum entry which, ra_tag_t tag)
+{
+    for (unsigned i = 0; i < sizeof too_large / sizeof too_large[0]; i++) {
+        void *block = ra_malloc_tag(tag, 100), *p;
+        int rc, saved;
+
+        ck_assert_ptr_nonnull(block);
+        tu_fill_pattern(block, 100, i);
+        if (tag != RA_TAG_NONE)
+            ck_assert_int_eq(ra_tag_push(tag), 0);
+        errno = 0;
+        p = call_entry(which, block, too_large[i], tag, &rc);
+        saved = errno;
+        if (tag != RA_TAG_NONE)
+            ck_assert_int_eq(ra_tag_pop(tag), 0);
+        ck_assert_msg(p == NULL && saved == ENOMEM,
+                      "%s(%#zx), tag %u: %p, errno %d", entry_names[which],
+                      too_large[i], tag, p, saved);
+        if (which == E_POSIX_MEMALIGN || which == E_RA_POSIX_MEMALIGN)
+            ck_assert_int_eq(rc, ENOMEM);
+        /* A failed realloc leaves the block as it was. */
+        assert_filled(block, 100, i);
+        ck_assert_uint_eq(ra_tag_of(block), tag);
+        ra_free(block);
+    }
+}
+
+START_TEST(test_override_every_entry_point_sets_errno_untagged)
+{
+    check_errno_of_entry((enum entry)_i, RA_TAG_NONE);
+}
+END_TEST
+
+START_TEST(test_override_every_entry_point_sets_errno_tagged)
+{
+    check_errno_of_entry((enum entry)_i, tu_tag_create("too-large"));
+}
+END_TEST
+
 static Suite *override_suite(void)
 {
     Suite *s = suite_create("override");
@@ -861,6 +960,13 @@ static Suite *override_suite(void)
 
     tc = tcase_create("threads");
     tcase_add_test(tc, test_override_free_from_other_thread_keeps_accounting);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("errno on failure");
+    tcase_add_loop_test(tc, test_override_every_entry_point_sets_errno_untagged,
+                        0, NENTRIES);
+    tcase_add_loop_test(tc, test_override_every_entry_point_sets_errno_tagged,
+                        0, NENTRIES);
     suite_add_tcase(s, tc);
 
     return s;

@@ -453,6 +453,50 @@ START_TEST(test_prof_dump_rejects_bad_arguments)
 }
 END_TEST
 
+
+/* Requests of 2^63 bytes and more while the profiler counts down, at
+ * intervals up to SIZE_MAX: they fail with ENOMEM, as without the profiler
+ * (the countdown's arithmetic must not overflow, which the UBSan build
+ * checks). */
+START_TEST(test_prof_huge_request_fails_with_enomem)
+{
+    static const size_t sizes[] = {(size_t)1 << 63, ((size_t)1 << 63) + 4096,
+                                   SIZE_MAX - 4096, SIZE_MAX};
+    static const size_t intervals[] = {1, 1 << 10, 1 << 20, SIZE_MAX};
+    ra_tag_t tag = tu_tag_create("prof-huge");
+    void *block;
+
+    for (unsigned n = 0; n < sizeof intervals / sizeof intervals[0]; n++) {
+        ck_assert_int_eq(ra_prof_start(intervals[n]), 0);
+        ck_assert_int_eq(ra_tag_push(tag), 0);
+        block = ra_malloc(100);
+        for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            void *p;
+            int e[4];
+            errno = 0;
+            p = ra_malloc(sizes[i]);
+            e[0] = p == NULL ? errno : -1;
+            errno = 0;
+            p = ra_aligned_alloc(64, sizes[i]);
+            e[1] = p == NULL ? errno : -1;
+            errno = 0;
+            p = ra_calloc(1, sizes[i]);
+            e[2] = p == NULL ? errno : -1;
+            errno = 0;
+            p = ra_realloc(block, sizes[i]);
+            e[3] = p == NULL ? errno : -1;
+            ck_assert_int_eq(ra_tag_pop(tag), 0);
+            for (int k = 0; k < 4; k++)
+                ck_assert_msg(e[k] == ENOMEM, "call %d of %#zx: %d", k,
+                              sizes[i], e[k]);
+            ck_assert_int_eq(ra_tag_push(tag), 0);
+        }
+        ck_assert_int_eq(ra_tag_pop(tag), 0);
+        ra_free(block);
+    }
+}
+END_TEST
+
 static int child_prof_in_pass_through(void)
 {
     FILE *f = fopen("/dev/null", "w");
@@ -1182,6 +1226,7 @@ static Suite *prof_suite(void)
     TCase *tc;
 
     tc = tcase_create("errors");
+    tcase_add_test(tc, test_prof_huge_request_fails_with_enomem);
     tcase_add_test(tc, test_prof_start_rejects_interval_0);
     tcase_add_test(tc, test_prof_stop_when_not_started_fails);
     tcase_add_test(tc, test_prof_dump_before_start_is_not_supported);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "regionalloc.h"
 #include "testutil.h"
@@ -471,6 +472,118 @@ START_TEST(test_region_block_bigger_than_region_is_enomem)
 }
 END_TEST
 
+
+/* A request that can never fit (larger than the whole region) fails at
+ * once: it does not empty the thread's caches nor purge the tag, which a
+ * request that merely finds the region full does before it gives up. */
+START_TEST(test_region_hopeless_request_fails_without_flushing_or_purging)
+{
+    static const size_t sizes[] = {16 * MIB + 1, 32 * MIB, (size_t)1 << 40,
+                                   (size_t)1 << 62};
+    ra_tag_t tag;
+    ra_tag_stats_t before, after;
+    void *blocks[200], *p;
+
+    set_16m_regions();
+    tag = tu_tag_create("hopeless");
+    /* Blocks in this thread's caches (allocated for jemalloc), and a freed
+     * large block's dirty pages in the arena. */
+    for (unsigned i = 0; i < 200; i++)
+        blocks[i] = ra_malloc_tag(tag, 64);
+    for (unsigned i = 0; i < 200; i++)
+        ra_free(blocks[i]);
+    p = ra_malloc_tag(tag, 2 * MIB);
+    ck_assert_ptr_nonnull(p);
+    memset(p, 1, 2 * MIB);
+    ra_free(p);
+    before = tu_tag_stats(tag);
+    ck_assert_uint_gt(before.allocated, 0);
+    ck_assert_uint_gt(before.dirty, 0);
+    for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        /* No assertion while the tag is pushed: a passing one allocates. */
+        int e[4];
+        void *q = ra_malloc_tag(tag, 64), *r[4];
+        tu_tag_push(tag);
+        errno = 0;
+        r[0] = ra_malloc(sizes[i]);
+        e[0] = errno;
+        errno = 0;
+        r[1] = ra_calloc(1, sizes[i]);
+        e[1] = errno;
+        errno = 0;
+        r[2] = ra_aligned_alloc(4096, sizes[i]);
+        e[2] = errno;
+        errno = 0;
+        r[3] = ra_realloc(q, sizes[i]);
+        e[3] = errno;
+        tu_tag_pop(tag);
+        ra_free(q);
+        for (unsigned k = 0; k < 4; k++) {
+            ck_assert_ptr_null(r[k]);
+            ck_assert_int_eq(e[k], ENOMEM);
+        }
+    }
+    after = tu_tag_stats(tag);
+    ck_assert_uint_eq(after.allocated, before.allocated);
+    ck_assert_uint_eq(after.dirty, before.dirty);
+}
+END_TEST
+
+/* The VmData figure of /proc/self/status, in bytes. */
+static size_t data_vm_bytes(void)
+{
+    char line[256];
+    size_t kib = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "VmData: %zu kB", &kib) == 1)
+            break;
+    fclose(f);
+    ck_assert_uint_gt(kib, 0);
+    return kib << 10;
+}
+
+/* The kernel refuses to commit (RLIMIT_DATA counts writable private
+ * memory, as overcommit_memory=2 or max_map_count would refuse it): a burst
+ * of refused requests, each bigger than a quarter of the region, must not
+ * use up the region's address space, so that the tag allocates again once
+ * the pressure is gone. */
+START_TEST(test_region_refused_commit_loses_no_address_space)
+{
+    struct rlimit old, squeezed;
+    ra_tag_t tag;
+    void *first, *big;
+    unsigned refused = 0;
+
+    ck_assert_int_eq(setenv("REGIONALLOC_REGION_SIZE", "1G", 1), 0);
+    tag = tu_tag_create("squeezed");
+    first = ra_malloc_tag(tag, 100);
+    ck_assert_ptr_nonnull(first);
+    ck_assert_int_eq(getrlimit(RLIMIT_DATA, &old), 0);
+    squeezed = old;
+    squeezed.rlim_cur = data_vm_bytes() + 16 * MIB;
+    ck_assert_int_eq(setrlimit(RLIMIT_DATA, &squeezed), 0);
+    for (unsigned i = 0; i < 64; i++) {
+        void *p = ra_malloc_tag(tag, 300 * MIB);
+        if (p == NULL && errno == ENOMEM)
+            refused++;
+        ra_free(p);
+    }
+    ck_assert_int_eq(setrlimit(RLIMIT_DATA, &old), 0);
+    ck_assert_uint_eq(refused, 64);
+    errno = 0;
+    big = ra_malloc_tag(tag, 600 * MIB);
+    ck_assert_msg(big != NULL, "the tag no longer allocates: errno %d",
+                  errno);
+    ck_assert_uint_eq(ra_tag_of(big), tag);
+    memset(big, 1, MIB);
+    ra_free(big);
+    ra_free(first);
+}
+END_TEST
+
 /* -- committed memory ----------------------------------------------------- */
 
 START_TEST(test_region_committed_memory_stays_in_region)
@@ -707,6 +820,9 @@ static Suite *region_suite(void)
     tcase_add_test(tc, test_region_full_region_recovers_after_free);
     tcase_add_test(tc, test_region_full_region_of_small_blocks_recovers);
     tcase_add_test(tc, test_region_block_bigger_than_region_is_enomem);
+    tcase_add_test(tc,
+                   test_region_hopeless_request_fails_without_flushing_or_purging);
+    tcase_add_test(tc, test_region_refused_commit_loses_no_address_space);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("committed memory");

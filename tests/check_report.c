@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <jemalloc/jemalloc.h>
@@ -593,6 +594,259 @@ START_TEST(test_report_at_exit_bad_format_warns_and_writes_text)
 }
 END_TEST
 
+
+/* An unmodified program that forks before it makes any call of the
+ * library (malloc aside): the child outlives the parent (it waits for the
+ * parent's end of a pipe to close), then exits through exit(). The parent
+ * creates tag "parent", allocates under it and exits. */
+static int child_fork_before_first_use(void)
+{
+    int fds[2];
+    pid_t pid;
+    void *p;
+    ra_tag_t tag;
+
+    TU_REQUIRE(pipe(fds) == 0);
+    pid = fork();
+    TU_REQUIRE(pid >= 0);
+    if (pid == 0) {
+        char c;
+        close(fds[1]);
+        while (read(fds[0], &c, 1) > 0)
+            ;
+        free(malloc(100));
+        exit(0);
+    }
+    close(fds[0]);
+    tag = ra_tag_create("parent");
+    TU_REQUIRE(tag != RA_TAG_NONE);
+    TU_REQUIRE(ra_tag_push(tag) == 0);
+    p = ra_malloc(1000);
+    TU_REQUIRE(p != NULL);
+    TU_REQUIRE(ra_tag_pop(tag) == 0);
+    exit(0);
+}
+
+/* Leaves through exit(0) with tag "held" still pushed, holding ten blocks
+ * of 128 bytes (a size class: usable 128). */
+static int child_exit_with_the_tag_pushed(void)
+{
+    ra_tag_t tag = ra_tag_create("held");
+
+    TU_REQUIRE(tag != RA_TAG_NONE);
+    TU_REQUIRE(ra_tag_push(tag) == 0);
+    for (int i = 0; i < 10; i++)
+        TU_REQUIRE(ra_malloc(128) != NULL);
+    exit(0);
+}
+
+#define PEAK_BYTES (64 * MIB)
+
+/* Touches PEAK_BYTES, gives them back to the OS, and exits. (ra_malloc:
+ * the compiler may drop a malloc, memset and free of plain malloc.) */
+static int child_peak_then_exit(void)
+{
+    char *p = ra_malloc(PEAK_BYTES);
+
+    TU_REQUIRE(p != NULL);
+    memset(p, 1, PEAK_BYTES);
+    TU_REQUIRE(ra_malloc_usable_size(p) >= PEAK_BYTES && p[PEAK_BYTES / 2]);
+    ra_free(p);
+    TU_REQUIRE(ra_purge_all() == 0);
+    exit(0);
+}
+
+/* A fresh temporary directory (removed by remove_dir). */
+static void make_dir(char *path, size_t len)
+{
+    const char *dir = getenv("TMPDIR");
+
+    snprintf(path, len, "%s/check_report.XXXXXX",
+             dir != NULL && dir[0] != '\0' ? dir : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(path));
+}
+
+static void remove_dir(const char *path)
+{
+    char cmd[4200];
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static char *read_file(const char *path)
+{
+    size_t len = 0;
+    char *buf = NULL;
+    FILE *f = fopen(path, "r");
+
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    if (getdelim(&buf, &len, '\0', f) < 0) {
+        free(buf);
+        buf = strdup("");
+    }
+    fclose(f);
+    return buf;
+}
+
+static unsigned count_of(const char *s, const char *what)
+{
+    unsigned n = 0;
+
+    for (const char *p = strstr(s, what); p != NULL;
+         p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+/* -- "processes" ------------------------------------------------------------------
+ * The exit reports come from the process that started the program (or
+ * exec'd); a forked child reports only when the path has %p, so that its
+ * report lands in a file of its own. */
+
+START_TEST(test_report_forked_child_does_not_report_to_stderr)
+{
+    static const char *const env[] = {
+        "REGIONALLOC_STATS=stderr", "REGIONALLOC_CHECKPOINTS=stderr",
+        "REGIONALLOC_STATS_FORMAT=json", NULL};
+    int status = tu_exec_self(env, "fork_before_first_use", err, sizeof err);
+
+    ck_assert_msg(status == 0, "exit %d; stderr: %s", status, err);
+    ck_assert_uint_eq(count_of(err, "\"schema\": \"regionalloc-report-1\""),
+                      1);
+    ck_assert_uint_eq(
+        count_of(err, "\"schema\": \"regionalloc-checkpoints-1\""), 1);
+    ck_assert_msg(strstr(err, "\"name\": \"parent\"") != NULL, "%s", err);
+}
+END_TEST
+
+START_TEST(test_report_forked_child_does_not_overwrite_the_files)
+{
+    char dir[4096], stats[4200], checkpoints[4200], prof[4200];
+    char env_stats[4300], env_checkpoints[4300], env_prof[4300];
+    const char *env[] = {env_stats, env_checkpoints, env_prof,
+                         "REGIONALLOC_PROF=1",
+                         "REGIONALLOC_STATS_FORMAT=json", NULL};
+    char *out;
+    int status;
+
+    make_dir(dir, sizeof dir);
+    snprintf(stats, sizeof stats, "%s/stats.json", dir);
+    snprintf(checkpoints, sizeof checkpoints, "%s/checkpoints.json", dir);
+    snprintf(prof, sizeof prof, "%s/profile.folded", dir);
+    snprintf(env_stats, sizeof env_stats, "REGIONALLOC_STATS=%s", stats);
+    snprintf(env_checkpoints, sizeof env_checkpoints,
+             "REGIONALLOC_CHECKPOINTS=%s", checkpoints);
+    snprintf(env_prof, sizeof env_prof, "REGIONALLOC_PROF_DUMP=%s", prof);
+    status = tu_exec_self(env, "fork_before_first_use", err, sizeof err);
+    ck_assert_msg(status == 0, "exit %d; stderr: %s", status, err);
+    out = read_file(stats);
+    ck_assert_msg(strstr(out, "\"name\": \"parent\"") != NULL, "%s", out);
+    free(out);
+    out = read_file(checkpoints);
+    ck_assert_msg(strstr(out, "\"parent\"") != NULL, "%s", out);
+    free(out);
+    out = read_file(prof);
+    ck_assert_msg(strstr(out, "tag:parent;") != NULL, "%s", out);
+    free(out);
+    remove_dir(dir);
+}
+END_TEST
+
+/* The pid of the nth file (in name order) called "<prefix><pid>" in dir,
+ * or 0 when there is none. */
+static unsigned long pid_of_file(const char *dir, const char *prefix,
+                                 unsigned nth)
+{
+    char cmd[4400], line[256];
+    unsigned long pid = 0;
+    FILE *ls;
+
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -F '%s' | sort", dir, prefix);
+    ls = popen(cmd, "r");
+    ck_assert_ptr_nonnull(ls);
+    for (unsigned i = 0; fgets(line, sizeof line, ls) != NULL; i++)
+        if (i == nth)
+            pid = strtoul(line + strlen(prefix), NULL, 10);
+    pclose(ls);
+    return pid;
+}
+
+START_TEST(test_report_pid_in_the_path_gives_each_process_its_file)
+{
+    char dir[4096], env_stats[4300], env_checkpoints[4300], path[4400];
+    const char *env[] = {env_stats, env_checkpoints,
+                         "REGIONALLOC_STATS_FORMAT=json", NULL};
+    unsigned with_parent = 0;
+    int status;
+
+    make_dir(dir, sizeof dir);
+    snprintf(env_stats, sizeof env_stats, "REGIONALLOC_STATS=%s/stats.%%p",
+             dir);
+    snprintf(env_checkpoints, sizeof env_checkpoints,
+             "REGIONALLOC_CHECKPOINTS=%s/cp.%%%%.%%p", dir);
+    status = tu_exec_self(env, "fork_before_first_use", err, sizeof err);
+    ck_assert_msg(status == 0, "exit %d; stderr: %s", status, err);
+    for (unsigned i = 0; i < 2; i++) {
+        unsigned long pid = pid_of_file(dir, "stats.", i);
+        char *out;
+        ck_assert_msg(pid != 0, "stats file %u missing", i);
+        snprintf(path, sizeof path, "%s/stats.%lu", dir, pid);
+        out = read_file(path);
+        ck_assert_uint_eq(
+            count_of(out, "\"schema\": \"regionalloc-report-1\""), 1);
+        with_parent += strstr(out, "\"name\": \"parent\"") != NULL;
+        free(out);
+        pid = pid_of_file(dir, "cp.%.", i);
+        ck_assert_msg(pid != 0, "checkpoint file %u missing", i);
+    }
+    ck_assert_uint_eq(pid_of_file(dir, "stats.", 2), 0);
+    /* The child forked before the parent created its tag. */
+    ck_assert_uint_eq(with_parent, 1);
+    remove_dir(dir);
+}
+END_TEST
+
+/* -- "exit report's own memory" ---------------------------------------------- */
+
+START_TEST(test_report_exit_stream_is_not_charged_to_the_pushed_tag)
+{
+    char dir[4096], path[4200], setting[4300];
+    const char *env[] = {setting, "REGIONALLOC_STATS_FORMAT=json", NULL};
+    char *out;
+    int status;
+
+    make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/stats.json", dir);
+    snprintf(setting, sizeof setting, "REGIONALLOC_STATS=%s", path);
+    status = tu_exec_self(env, "exit_with_the_tag_pushed", err, sizeof err);
+    ck_assert_msg(status == 0, "exit %d; stderr: %s", status, err);
+    out = read_file(path);
+    ck_assert_uint_eq(
+        number_after(out, "\"name\": \"held\", \"allocated\": "), 1280);
+    ck_assert_uint_eq(number_after(out, "\"nmalloc\": "), 10);
+    free(out);
+    remove_dir(dir);
+}
+END_TEST
+
+/* The last ("exit") checkpoint does not reset the kernel's peak RSS, which
+ * the parent's wait4 (time -v) reads. */
+START_TEST(test_report_exit_checkpoint_keeps_the_peak_rss)
+{
+    static const char *const env[] = {"REGIONALLOC_CHECKPOINTS=/dev/null",
+                                      NULL};
+    struct rusage usage;
+    int status = tu_exec_self(env, "peak_then_exit", err, sizeof err);
+
+    ck_assert_msg(status == 0, "exit %d; stderr: %s", status, err);
+    ck_assert_int_eq(getrusage(RUSAGE_CHILDREN, &usage), 0);
+    ck_assert_msg((size_t)usage.ru_maxrss * KIB >= PEAK_BYTES,
+                  "peak RSS %ld KiB, below the %zu MiB touched",
+                  usage.ru_maxrss, PEAK_BYTES / MIB);
+}
+END_TEST
+
 static Suite *report_suite(void)
 {
     Suite *s = suite_create("report");
@@ -638,6 +892,15 @@ static Suite *report_suite(void)
     tcase_add_test(tc, test_report_at_exit_in_json_to_stderr);
     tcase_add_test(tc, test_report_at_exit_in_pass_through_mode_per_format);
     tcase_add_test(tc, test_report_at_exit_bad_format_warns_and_writes_text);
+    tcase_add_test(tc, test_report_exit_stream_is_not_charged_to_the_pushed_tag);
+    tcase_add_test(tc, test_report_exit_checkpoint_keeps_the_peak_rss);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("processes");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_report_forked_child_does_not_report_to_stderr);
+    tcase_add_test(tc, test_report_forked_child_does_not_overwrite_the_files);
+    tcase_add_test(tc, test_report_pid_in_the_path_gives_each_process_its_file);
     suite_add_tcase(s, tc);
 
     return s;
@@ -647,6 +910,9 @@ int main(int argc, char **argv)
 {
     static const struct tu_child children[] = {
         {"exit_with_a_block", child_exit_with_a_block},
+        {"fork_before_first_use", child_fork_before_first_use},
+        {"exit_with_the_tag_pushed", child_exit_with_the_tag_pushed},
+        {"peak_then_exit", child_peak_then_exit},
         {NULL, NULL},
     };
 

@@ -101,7 +101,7 @@ for order in "${orders[@]}"; do
     rc=$?
     if [ "${expect[$((n - 1))]}" = warned ]; then
         if [ "$rc" = 1 ] &&
-            printf '%s\n' "$out" | grep -q "malloc is bound to another library"; then
+            printf '%s\n' "$out" | grep -q "malloc is bound to .*libjemalloc"; then
             echo "PASS: [$order] untagged, and the library warned on stderr"
         else
             echo "FAIL: [$order] exit $rc: expected untagged allocations and" \
@@ -119,4 +119,31 @@ for order in "${orders[@]}"; do
         failed=1
     fi
 done
+
+# Loaded after the C library: a preloaded library that depends on
+# libregionalloc puts it behind libc in the search order, so malloc is
+# glibc's. The library must say so once, at load, naming what malloc is
+# bound to, even in a program that never calls it.
+printf 'int regionalloc_dependent;\n' >"$tmp/dep.c"
+# shellcheck disable=SC2086
+if ! ${CC:-cc} ${CFLAGS:-} -shared -fPIC -o "$tmp/libdep.so" "$tmp/dep.c" \
+    ${LDFLAGS:-} -Wl,--no-as-needed -L"$libdir" -Wl,-rpath,"$libdir" \
+    -lregionalloc; then
+    echo "FAIL: cannot build a library that depends on libregionalloc"
+    failed=1
+else
+    out=$(env -u REGIONALLOC -u REGIONALLOC_STATS -u REGIONALLOC_CHECKPOINTS \
+        LD_PRELOAD="$tmp/libdep.so" /bin/true 2>&1)
+    rc=$?
+    lines=$(printf '%s\n' "$out" | grep -c "malloc is bound to")
+    if [ "$rc" = 0 ] && [ "$lines" = 1 ] &&
+        printf '%s\n' "$out" | grep "malloc is bound to" | grep -q "libc"; then
+        echo "PASS: [loaded after libc] the library warned once: $out"
+    else
+        echo "FAIL: [loaded after libc] exit $rc, expected one line naming" \
+            "libc as the owner of malloc:"
+        printf '%s\n' "$out" | sed 's/^/    /'
+        failed=1
+    fi
+fi
 exit "$failed"

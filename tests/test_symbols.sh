@@ -23,10 +23,11 @@ ra_malloc_tag ra_tag_stats ra_tag_purge ra_purge_all ra_thread_flush
 ra_enabled ra__tag_scope_begin ra__tag_scope_end
 ra_report ra_checkpoint ra_checkpoint_report ra_tag_rss"
 
-# DESIGN.md section 3: the replaced allocator.
+# DESIGN.md section 3: the replaced allocator, and jemalloc's non-standard
+# functions that programs call on blocks from malloc.
 malloc_family="malloc calloc realloc free aligned_alloc posix_memalign
 memalign valloc pvalloc malloc_usable_size reallocarray free_sized
-free_aligned_sized"
+free_aligned_sized mallocx rallocx xallocx sallocx dallocx sdallocx nallocx"
 
 # Every operator new/delete of C++17 (LP64 manglings: size_t is m).
 cxx_operators="_Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t

@@ -1,0 +1,331 @@
+/* jemalloc's own functions, found in jemalloc's library: the library exports
+ * malloc, free, mallocx and the rest under the same names, so a call by name
+ * would reach its own definitions. */
+#include <elf.h>
+#include <link.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RA__JEMALLOC_NAMES_ALLOWED
+#include "ra_jemalloc.h"
+
+#include "internal.h"
+
+/* Until the lookup has run, each pointer is a function that runs it and
+ * calls on: the first calls can come from other libraries' constructors,
+ * before this library's own. The lookup allocates nothing and takes no lock
+ * of ours, so it may run inside malloc, on any thread, any number of
+ * times: every run stores the same values. */
+static void look_up_jemalloc(void);
+
+static void *first_malloc(size_t size)
+{
+    look_up_jemalloc();
+    return ra__je_malloc(size);
+}
+
+static void first_free(void *ptr)
+{
+    look_up_jemalloc();
+    ra__je_free(ptr);
+}
+
+static void *first_calloc(size_t n, size_t size)
+{
+    look_up_jemalloc();
+    return ra__je_calloc(n, size);
+}
+
+static void *first_realloc(void *ptr, size_t size)
+{
+    look_up_jemalloc();
+    return ra__je_realloc(ptr, size);
+}
+
+static void *first_aligned_alloc(size_t align, size_t size)
+{
+    look_up_jemalloc();
+    return ra__je_aligned_alloc(align, size);
+}
+
+static size_t first_usable_size(void *ptr)
+{
+    look_up_jemalloc();
+    return ra__je_usable_size(ptr);
+}
+
+static void *first_mallocx(size_t size, int flags)
+{
+    look_up_jemalloc();
+    return ra__je_mallocx(size, flags);
+}
+
+static void *first_rallocx(void *ptr, size_t size, int flags)
+{
+    look_up_jemalloc();
+    return ra__je_rallocx(ptr, size, flags);
+}
+
+static size_t first_xallocx(void *ptr, size_t size, size_t extra, int flags)
+{
+    look_up_jemalloc();
+    return ra__je_xallocx(ptr, size, extra, flags);
+}
+
+static size_t first_sallocx(const void *ptr, int flags)
+{
+    look_up_jemalloc();
+    return ra__je_sallocx(ptr, flags);
+}
+
+static void first_dallocx(void *ptr, int flags)
+{
+    look_up_jemalloc();
+    ra__je_dallocx(ptr, flags);
+}
+
+static void first_sdallocx(void *ptr, size_t size, int flags)
+{
+    look_up_jemalloc();
+    ra__je_sdallocx(ptr, size, flags);
+}
+
+static size_t first_nallocx(size_t size, int flags)
+{
+    look_up_jemalloc();
+    return ra__je_nallocx(size, flags);
+}
+
+struct ra__jemalloc ra__je = {
+    first_malloc,  first_free,    first_calloc,  first_realloc,
+    first_aligned_alloc, first_usable_size, first_mallocx, first_rallocx,
+    first_xallocx, first_sallocx, first_dallocx, first_sdallocx,
+    first_nallocx,
+};
+
+/* The dynamic symbol table of a loaded object. */
+struct dynamic_symbols {
+    uintptr_t base;
+    const Elf64_Sym *symtab;
+    const char *strtab;
+    const uint32_t *gnu_hash;
+    const Elf64_Word *sysv_hash;
+    bool found;
+};
+
+/* glibc relocates the addresses of the dynamic section in place where it
+ * is writable; elsewhere they are offsets from the object's base. */
+static uintptr_t dynamic_address(const struct dynamic_symbols *d,
+                                 Elf64_Addr value)
+{
+    return value < d->base ? d->base + value : value;
+}
+
+static void read_dynamic(struct dynamic_symbols *d, const Elf64_Dyn *dyn)
+{
+    for (; dyn->d_tag != DT_NULL; dyn++) {
+        uintptr_t addr = dynamic_address(d, dyn->d_un.d_ptr);
+        switch (dyn->d_tag) {
+        case DT_SYMTAB: d->symtab = (const Elf64_Sym *)addr; break;
+        case DT_STRTAB: d->strtab = (const char *)addr; break;
+        case DT_GNU_HASH: d->gnu_hash = (const uint32_t *)addr; break;
+        case DT_HASH: d->sysv_hash = (const Elf64_Word *)addr; break;
+        default: break;
+        }
+    }
+}
+
+static void *find_function(const struct dynamic_symbols *d,
+                           const char *name);
+
+/* dl_iterate_phdr callback: stops at the first object, in load order, that
+ * defines mallctl, a name the library never defines: jemalloc's. */
+static int find_jemalloc_object(struct dl_phdr_info *info, size_t size,
+                                void *ctx)
+{
+    struct dynamic_symbols *d = ctx;
+
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const Elf64_Phdr *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_DYNAMIC)
+            continue;
+        *d = (struct dynamic_symbols){.base = info->dlpi_addr};
+        read_dynamic(d, (const Elf64_Dyn *)(info->dlpi_addr + ph->p_vaddr));
+        d->found = d->symtab != NULL && d->strtab != NULL &&
+                   (d->gnu_hash != NULL || d->sysv_hash != NULL) &&
+                   find_function(d, "mallctl") != NULL;
+        return d->found;
+    }
+    return 0;
+}
+
+static bool is_definition_of(const struct dynamic_symbols *d, uint32_t index,
+                             const char *name)
+{
+    const Elf64_Sym *sym = &d->symtab[index];
+
+    return sym->st_shndx != SHN_UNDEF && sym->st_value != 0 &&
+           ELF64_ST_TYPE(sym->st_info) == STT_FUNC &&
+           strcmp(d->strtab + sym->st_name, name) == 0;
+}
+
+/* The GNU hash table's lookup (the layout of binutils' and glibc's
+ * dl-lookup.c): buckets of symbol indices, then a chain of hashes whose
+ * low bit ends a bucket's run. */
+static uint32_t gnu_lookup(const struct dynamic_symbols *d, const char *name)
+{
+    const uint32_t *h = d->gnu_hash;
+    uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2];
+    const uint32_t *buckets =
+        h + 4 + bloom_size * (sizeof(Elf64_Addr) / sizeof(uint32_t));
+    const uint32_t *chain = buckets + nbuckets;
+    uint32_t hash = 5381, index;
+
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        hash = hash * 33 + *c;
+    if (nbuckets == 0)
+        return 0;
+    index = buckets[hash % nbuckets];
+    if (index < symoffset)
+        return 0;
+    for (;; index++) {
+        uint32_t chained = chain[index - symoffset];
+        if ((chained | 1) == (hash | 1) && is_definition_of(d, index, name))
+            return index;
+        if (chained & 1)
+            return 0;
+    }
+}
+
+static uint32_t sysv_lookup(const struct dynamic_symbols *d, const char *name)
+{
+    const Elf64_Word *h = d->sysv_hash;
+    Elf64_Word nbuckets = h[0], hash = 0;
+    const Elf64_Word *buckets = h + 2, *chain = buckets + nbuckets;
+
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+        Elf64_Word high;
+        hash = (hash << 4) + *c;
+        high = hash & 0xf0000000u;
+        hash ^= high >> 24;
+        hash &= ~high;
+    }
+    if (nbuckets == 0)
+        return 0;
+    for (Elf64_Word i = buckets[hash % nbuckets]; i != 0; i = chain[i])
+        if (is_definition_of(d, i, name))
+            return i;
+    return 0;
+}
+
+/* The address of jemalloc's definition of name, or NULL. */
+static void *find_function(const struct dynamic_symbols *d, const char *name)
+{
+    uint32_t index = d->gnu_hash != NULL ? gnu_lookup(d, name)
+                                         : sysv_lookup(d, name);
+
+    return index == 0 ? NULL : (void *)(d->base + d->symtab[index].st_value);
+}
+
+#define STORE(member, value)                                                \
+    atomic_store_explicit(&ra__je.member, value, memory_order_relaxed)
+
+#ifndef RA_OVERRIDE
+/* Without the override, jemalloc's non-standard names are jemalloc's: a
+ * jemalloc linked into the program, whose symbols are not in a dynamic
+ * table, is still reached. Untagged blocks then go through the same API. */
+static void *fallback_malloc(size_t size)
+{
+    return mallocx(size == 0 ? 1 : size, 0);
+}
+
+static void fallback_free(void *ptr)
+{
+    if (ptr != NULL)
+        dallocx(ptr, 0);
+}
+
+static void *fallback_calloc(size_t n, size_t size)
+{
+    size_t total;
+
+    if (__builtin_mul_overflow(n, size, &total))
+        return NULL;
+    return mallocx(total == 0 ? 1 : total, MALLOCX_ZERO);
+}
+
+static void *fallback_aligned_alloc(size_t align, size_t size)
+{
+    return mallocx(size == 0 ? 1 : size, MALLOCX_ALIGN(align));
+}
+
+static void *fallback_realloc(void *ptr, size_t size)
+{
+    return rallocx(ptr, size, 0);
+}
+
+static size_t fallback_usable_size(void *ptr)
+{
+    return sallocx(ptr, 0);
+}
+
+static void use_fallbacks(void)
+{
+    STORE(malloc_fn, fallback_malloc);
+    STORE(free_fn, fallback_free);
+    STORE(calloc_fn, fallback_calloc);
+    STORE(realloc_fn, fallback_realloc);
+    STORE(aligned_alloc_fn, fallback_aligned_alloc);
+    STORE(usable_size_fn, fallback_usable_size);
+    STORE(mallocx_fn, mallocx);
+    STORE(rallocx_fn, rallocx);
+    STORE(xallocx_fn, xallocx);
+    STORE(sallocx_fn, sallocx);
+    STORE(dallocx_fn, dallocx);
+    STORE(sdallocx_fn, sdallocx);
+    STORE(nallocx_fn, nallocx);
+}
+#else
+/* With the override, nothing else reaches jemalloc: say why and stop. */
+static void use_fallbacks(void)
+{
+    ra__warn("regionalloc: cannot find jemalloc's own functions in its "
+             "shared library (is jemalloc linked statically?); aborting");
+    abort();
+}
+#endif
+
+static void look_up_jemalloc(void)
+{
+    struct dynamic_symbols d = {.found = false};
+    void *f[13];
+    static const char *const names[13] = {
+        "malloc",  "free",    "calloc",  "realloc", "aligned_alloc",
+        "malloc_usable_size", "mallocx", "rallocx", "xallocx", "sallocx",
+        "dallocx", "sdallocx", "nallocx"};
+
+    dl_iterate_phdr(find_jemalloc_object, &d);
+    for (int i = 0; i < 13; i++) {
+        f[i] = d.found ? find_function(&d, names[i]) : NULL;
+        if (f[i] == NULL) {
+            use_fallbacks();
+            return;
+        }
+    }
+    STORE(malloc_fn, (void *(*)(size_t))f[0]);
+    STORE(free_fn, (void (*)(void *))f[1]);
+    STORE(calloc_fn, (void *(*)(size_t, size_t))f[2]);
+    STORE(realloc_fn, (void *(*)(void *, size_t))f[3]);
+    STORE(aligned_alloc_fn, (void *(*)(size_t, size_t))f[4]);
+    STORE(usable_size_fn, (size_t(*)(void *))f[5]);
+    STORE(mallocx_fn, (void *(*)(size_t, int))f[6]);
+    STORE(rallocx_fn, (void *(*)(void *, size_t, int))f[7]);
+    STORE(xallocx_fn, (size_t(*)(void *, size_t, size_t, int))f[8]);
+    STORE(sallocx_fn, (size_t(*)(const void *, int))f[9]);
+    STORE(dallocx_fn, (void (*)(void *, int))f[10]);
+    STORE(sdallocx_fn, (void (*)(void *, size_t, int))f[11]);
+    STORE(nallocx_fn, (size_t(*)(size_t, int))f[12]);
+}
