@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 top=$(pwd)
 
 . scripts/deps.sh
-ra_install_deps
+ra_install_build_deps
 
 if [ -f config.status ] || [ -f Makefile ]; then
     echo "demo.sh: the source tree was configured in place; run 'make distclean'" >&2

@@ -2,20 +2,19 @@
 # Installs the Debian packages needed to build and test libregionalloc, only
 # when one of them is missing (so it is a no-op on a prepared machine).
 #
-# Source it and call ra_install_deps, or run it directly.
+# Source it and call ra_install_build_deps (the demo) or ra_install_deps
+# (the tests too), or run it directly (the latter).
 # Honours RA_SKIP_DEPS=1 (never touch apt; just warn about what is missing).
 
-# Packages whose presence is checked; dpkg names. python3 parses the JSON
-# reports in make check (tests/test_indexer.sh, tests/test_formats.sh);
-# prometheus brings promtool, which test_formats.sh needs to validate the
-# Prometheus reports (without it the test fails in CI, skips elsewhere);
-# zlib1g-dev: the profiler's pprof output is gzip-compressed.
-RA_DEPS_CHECK=(gcc g++ make autoconf automake libtool pkg-config
-               libjemalloc-dev zlib1g-dev check cppcheck python3 prometheus)
-# What is installed when any of them is missing.
-RA_DEPS_INSTALL=(build-essential autoconf automake libtool pkg-config
-                 libjemalloc-dev zlib1g-dev check cppcheck python3 git
-                 prometheus)
+# What building the library and running the demo need (scripts/demo.sh),
+# as dpkg names (gcc, g++ and make come as build-essential). zlib1g-dev:
+# the profiler's pprof output is gzip-compressed.
+RA_BUILD_CHECK=(gcc g++ make autoconf automake libtool pkg-config
+                libjemalloc-dev zlib1g-dev)
+# What the test command adds (scripts/test.sh, CI): Check for the suites,
+# cppcheck for make lint, python3 to parse the JSON reports, prometheus for
+# promtool (tests/test_formats.sh), git for make distcheck's tree.
+RA_TEST_CHECK=(check cppcheck python3 prometheus git)
 
 # Prints those of the given packages that are not installed, one a line.
 ra_missing_of() {
@@ -27,10 +26,6 @@ ra_missing_of() {
             *) printf '%s\n' "$pkg" ;;
         esac
     done
-}
-
-ra_missing_deps() {
-    ra_missing_of "${RA_DEPS_CHECK[@]}"
 }
 
 # Installs the given packages with apt-get, through sudo when not root;
@@ -56,18 +51,45 @@ ra_apt_install() {
         apt-get install -y --no-install-recommends "$@"
 }
 
-ra_install_deps() {
-    local missing
+# Installs the given missing packages (checked with ra_missing_of) as one
+# apt-get call; $1 says what they are for.
+ra_install_missing() {
+    local what=$1 missing
+    shift
     if ! command -v dpkg-query >/dev/null 2>&1; then
         echo "deps: not a Debian system (no dpkg-query); install by hand:" \
-             "${RA_DEPS_INSTALL[*]}" >&2
+             "$*" >&2
         return 0
     fi
-    missing=$(ra_missing_deps)
+    missing=$(ra_missing_of "$@")
     [ -z "$missing" ] && return 0
     # shellcheck disable=SC2086  # one package a word, on one line
-    echo "deps: missing Debian packages:" $missing >&2
-    ra_apt_install "the build and test packages" "${RA_DEPS_INSTALL[@]}"
+    echo "deps: missing Debian packages for $what:" $missing >&2
+    # shellcheck disable=SC2086
+    ra_apt_install "$what" $(ra_install_names $missing)
+}
+
+# The packages to install for the missing ones given: the build tools come
+# as build-essential.
+ra_install_names() {
+    local pkg
+    for pkg in "$@"; do
+        case $pkg in
+            gcc | g++ | make) echo build-essential ;;
+            *) echo "$pkg" ;;
+        esac
+    done | sort -u
+}
+
+# The demo: what building the library and running it needs.
+ra_install_build_deps() {
+    ra_install_missing "the build" "${RA_BUILD_CHECK[@]}"
+}
+
+# The test command: the build and the tests.
+ra_install_deps() {
+    ra_install_missing "the build and the tests" "${RA_BUILD_CHECK[@]}" \
+        "${RA_TEST_CHECK[@]}"
 }
 
 # Optional, for bench/ only (`make bench`): the mimalloc contender and the

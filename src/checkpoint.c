@@ -19,26 +19,14 @@ static uint64_t last_time_ns;   /* time of the newest checkpoint */
 static bool peak_was_reset = true;
 static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void lock_ring(void)
-{
-    if (pthread_mutex_lock(&ring_lock) != 0)
-        abort();
-}
-
-static void unlock_ring(void)
-{
-    if (pthread_mutex_unlock(&ring_lock) != 0)
-        abort();
-}
-
 void ra__checkpoint_prefork(void)
 {
-    lock_ring();
+    ra__lock(&ring_lock);
 }
 
 void ra__checkpoint_postfork(void)
 {
-    unlock_ring();
+    ra__unlock(&ring_lock);
 }
 
 /* With the ring locked: the i-th kept checkpoint, oldest first. */
@@ -132,9 +120,9 @@ int ra__checkpoint_take(const char *label, bool reset_peak)
     ra_tag_t saved = ra__quiet_begin();
     int rc;
 
-    lock_ring();
+    ra__lock(&ring_lock);
     rc = record(label, reset_peak);
-    unlock_ring();
+    ra__unlock(&ring_lock);
     ra__quiet_end(saved);
     return rc;
 }
@@ -154,7 +142,7 @@ bool ra__checkpoint_copy(struct ra__checkpoint_set *set)
     size_t *pool;
 
     memset(set, 0, sizeof *set);
-    lock_ring();
+    ra__lock(&ring_lock);
     set->recorded = recorded;
     set->kept = recorded < RA__CHECKPOINTS_KEPT ? (size_t)recorded
                                                 : RA__CHECKPOINTS_KEPT;
@@ -167,7 +155,7 @@ bool ra__checkpoint_copy(struct ra__checkpoint_set *set)
     set->items = ra__meta_alloc(set->kept * sizeof *set->items);
     pool = ra__meta_alloc((figures + set->ntags + 1) * sizeof *pool);
     if (set->items == NULL || pool == NULL) {
-        unlock_ring();
+        ra__unlock(&ring_lock);
         ra__meta_free(set->items);
         ra__meta_free(pool);
         set->items = NULL;
@@ -183,7 +171,7 @@ bool ra__checkpoint_copy(struct ra__checkpoint_set *set)
             memcpy(pool, cp->tag_allocated, cp->ntags * sizeof *pool);
         pool += cp->ntags;
     }
-    unlock_ring();
+    ra__unlock(&ring_lock);
     return false;
 }
 

@@ -23,21 +23,9 @@ RA__TLS unsigned ra__hooks_muted;
 /* The slot whose callback this thread is running, or -1. */
 static RA__TLS int tls_slot = -1;
 
-static void lock_install(void)
-{
-    if (pthread_mutex_lock(&install_lock) != 0)
-        abort();
-}
-
-static void unlock_install(void)
-{
-    if (pthread_mutex_unlock(&install_lock) != 0)
-        abort();
-}
-
 void ra__hooks_prefork(void)
 {
-    lock_install();
+    ra__lock(&install_lock);
 }
 
 void ra__hooks_postfork(bool child)
@@ -45,7 +33,7 @@ void ra__hooks_postfork(bool child)
     if (child)
         for (int i = 0; i < RA__HOOKS_MAX; i++)
             atomic_store(&slots[i].inflight, tls_slot == i ? 1u : 0u);
-    unlock_install();
+    ra__unlock(&install_lock);
 }
 
 int ra_hooks_install(const ra_hooks_t *hooks)
@@ -58,7 +46,7 @@ int ra_hooks_install(const ra_hooks_t *hooks)
     }
     /* First use of the library: registers the fork handlers for our lock. */
     ra__init();
-    lock_install();
+    ra__lock(&install_lock);
     for (int i = 0; i < RA__HOOKS_MAX; i++) {
         struct hook_slot *s = &slots[i];
         if (atomic_load(&s->active) || atomic_load(&s->inflight) != 0)
@@ -70,7 +58,7 @@ int ra_hooks_install(const ra_hooks_t *hooks)
         id = i;
         break;
     }
-    unlock_install();
+    ra__unlock(&install_lock);
     if (id < 0)
         errno = ENOSPC;
     return id;
@@ -86,16 +74,16 @@ int ra_hooks_remove(int id)
         return -1;
     }
     s = &slots[id];
-    lock_install();
+    ra__lock(&install_lock);
     if (!atomic_load(&s->active)) {
-        unlock_install();
+        ra__unlock(&install_lock);
         errno = EINVAL;
         return -1;
     }
     atomic_store(&s->active, false);
     atomic_fetch_sub(&ra__hooks_installed, 1);
     ra__instrument_sub(RA__INSTRUMENT_HOOK);
-    unlock_install();
+    ra__unlock(&install_lock);
     /* A dispatcher counts itself in, then checks active (both sequentially
      * consistent): once inflight drains, nobody can call the hook again.
      * A hook that removes itself waits only for the other threads. */

@@ -2,11 +2,13 @@
 #ifndef RA_INTERNAL_H
 #define RA_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #include "regionalloc.h"
@@ -32,6 +34,21 @@
 #endif
 void ra__assert_fail(const char *cond, const char *file, int line)
     __attribute__((noreturn, cold));
+
+/* The library's locks are plain mutexes, never taken twice by one thread
+ * and never held across user code: a failure to take or release one is a
+ * broken invariant, and aborts. */
+static inline void ra__lock(pthread_mutex_t *m)
+{
+    if (pthread_mutex_lock(m) != 0)
+        abort();
+}
+
+static inline void ra__unlock(pthread_mutex_t *m)
+{
+    if (pthread_mutex_unlock(m) != 0)
+        abort();
+}
 
 /* -- config.c: environment, read once ------------------------------------- */
 struct ra__config {

@@ -9,28 +9,26 @@
 
 #include "internal.h"
 
-#define RA__PUBLIC __attribute__((visibility("default")))
-
 /* C23 names that glibc 2.36 does not declare yet. */
-RA__PUBLIC void free_sized(void *ptr, size_t size);
-RA__PUBLIC void free_aligned_sized(void *ptr, size_t align, size_t size);
+RA_EXPORT void free_sized(void *ptr, size_t size);
+RA_EXPORT void free_aligned_sized(void *ptr, size_t align, size_t size);
 
-RA__PUBLIC void *malloc(size_t size)
+RA_EXPORT void *malloc(size_t size)
 {
     return ra_malloc(size);
 }
 
-RA__PUBLIC void *calloc(size_t n, size_t size)
+RA_EXPORT void *calloc(size_t n, size_t size)
 {
     return ra_calloc(n, size);
 }
 
-RA__PUBLIC void *realloc(void *ptr, size_t size)
+RA_EXPORT void *realloc(void *ptr, size_t size)
 {
     return ra_realloc(ptr, size);
 }
 
-RA__PUBLIC void *reallocarray(void *ptr, size_t n, size_t size)
+RA_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
 {
     size_t total;
 
@@ -41,17 +39,17 @@ RA__PUBLIC void *reallocarray(void *ptr, size_t n, size_t size)
     return ra_realloc(ptr, total);
 }
 
-RA__PUBLIC void free(void *ptr)
+RA_EXPORT void free(void *ptr)
 {
     ra_free(ptr);
 }
 
-RA__PUBLIC void free_sized(void *ptr, size_t size)
+RA_EXPORT void free_sized(void *ptr, size_t size)
 {
     ra_free_sized(ptr, size);
 }
 
-RA__PUBLIC void free_aligned_sized(void *ptr, size_t align, size_t size)
+RA_EXPORT void free_aligned_sized(void *ptr, size_t align, size_t size)
 {
     if (align == 0 || (align & (align - 1)) != 0) {
         /* Not a valid aligned_alloc alignment: free without the hint. */
@@ -61,19 +59,19 @@ RA__PUBLIC void free_aligned_sized(void *ptr, size_t align, size_t size)
     ra__free_aligned_sized(ptr, align, size);
 }
 
-RA__PUBLIC void *aligned_alloc(size_t align, size_t size)
+RA_EXPORT void *aligned_alloc(size_t align, size_t size)
 {
     return ra_aligned_alloc(align, size);
 }
 
-RA__PUBLIC int posix_memalign(void **out, size_t align, size_t size)
+RA_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
     return ra_posix_memalign(out, align, size);
 }
 
 /* glibc's memalign rounds a non-power-of-two alignment up to the next power
  * of two and rejects one above SIZE_MAX / 2 + 1 with EINVAL. */
-RA__PUBLIC void *memalign(size_t align, size_t size)
+RA_EXPORT void *memalign(size_t align, size_t size)
 {
     size_t pow2 = 1;
 
@@ -86,12 +84,12 @@ RA__PUBLIC void *memalign(size_t align, size_t size)
     return ra__alloc_aligned(pow2, size);
 }
 
-RA__PUBLIC void *valloc(size_t size)
+RA_EXPORT void *valloc(size_t size)
 {
     return ra__alloc_aligned((size_t)sysconf(_SC_PAGESIZE), size);
 }
 
-RA__PUBLIC void *pvalloc(size_t size)
+RA_EXPORT void *pvalloc(size_t size)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t rounded;
@@ -104,7 +102,7 @@ RA__PUBLIC void *pvalloc(size_t size)
     return ra__alloc_aligned(page, rounded == 0 ? page : rounded);
 }
 
-RA__PUBLIC size_t malloc_usable_size(void *ptr)
+RA_EXPORT size_t malloc_usable_size(void *ptr)
 {
     return ra_malloc_usable_size(ptr);
 }

@@ -6,8 +6,6 @@
 
 #include "regionalloc.h"
 
-#define RA_CXX_PUBLIC __attribute__((visibility("default")))
-
 namespace {
 
 // The standard's loop: call the new-handler until it succeeds or there is
@@ -37,104 +35,104 @@ void *allocate_or_null(std::size_t size, std::size_t align) noexcept
 
 } // namespace
 
-RA_CXX_PUBLIC void *operator new(std::size_t size)
+RA_EXPORT void *operator new(std::size_t size)
 {
     return allocate_or_throw(size, 0);
 }
 
-RA_CXX_PUBLIC void *operator new[](std::size_t size)
+RA_EXPORT void *operator new[](std::size_t size)
 {
     return allocate_or_throw(size, 0);
 }
 
-RA_CXX_PUBLIC void *operator new(std::size_t size,
+RA_EXPORT void *operator new(std::size_t size,
                                  const std::nothrow_t &) noexcept
 {
     return allocate_or_null(size, 0);
 }
 
-RA_CXX_PUBLIC void *operator new[](std::size_t size,
+RA_EXPORT void *operator new[](std::size_t size,
                                    const std::nothrow_t &) noexcept
 {
     return allocate_or_null(size, 0);
 }
 
-RA_CXX_PUBLIC void *operator new(std::size_t size, std::align_val_t align)
+RA_EXPORT void *operator new(std::size_t size, std::align_val_t align)
 {
     return allocate_or_throw(size, static_cast<std::size_t>(align));
 }
 
-RA_CXX_PUBLIC void *operator new[](std::size_t size, std::align_val_t align)
+RA_EXPORT void *operator new[](std::size_t size, std::align_val_t align)
 {
     return allocate_or_throw(size, static_cast<std::size_t>(align));
 }
 
-RA_CXX_PUBLIC void *operator new(std::size_t size, std::align_val_t align,
+RA_EXPORT void *operator new(std::size_t size, std::align_val_t align,
                                  const std::nothrow_t &) noexcept
 {
     return allocate_or_null(size, static_cast<std::size_t>(align));
 }
 
-RA_CXX_PUBLIC void *operator new[](std::size_t size, std::align_val_t align,
+RA_EXPORT void *operator new[](std::size_t size, std::align_val_t align,
                                    const std::nothrow_t &) noexcept
 {
     return allocate_or_null(size, static_cast<std::size_t>(align));
 }
 
-RA_CXX_PUBLIC void operator delete(void *p) noexcept { ra_free(p); }
-RA_CXX_PUBLIC void operator delete[](void *p) noexcept { ra_free(p); }
+RA_EXPORT void operator delete(void *p) noexcept { ra_free(p); }
+RA_EXPORT void operator delete[](void *p) noexcept { ra_free(p); }
 
-RA_CXX_PUBLIC void operator delete(void *p, const std::nothrow_t &) noexcept
+RA_EXPORT void operator delete(void *p, const std::nothrow_t &) noexcept
 {
     ra_free(p);
 }
 
-RA_CXX_PUBLIC void operator delete[](void *p, const std::nothrow_t &) noexcept
+RA_EXPORT void operator delete[](void *p, const std::nothrow_t &) noexcept
 {
     ra_free(p);
 }
 
-RA_CXX_PUBLIC void operator delete(void *p, std::size_t size) noexcept
+RA_EXPORT void operator delete(void *p, std::size_t size) noexcept
 {
     ra_free_sized(p, size);
 }
 
-RA_CXX_PUBLIC void operator delete[](void *p, std::size_t size) noexcept
+RA_EXPORT void operator delete[](void *p, std::size_t size) noexcept
 {
     ra_free_sized(p, size);
 }
 
 // Aligned blocks are freed without the size hint: the hint would need the
 // alignment too, and ra_free finds both from the block itself.
-RA_CXX_PUBLIC void operator delete(void *p, std::align_val_t) noexcept
+RA_EXPORT void operator delete(void *p, std::align_val_t) noexcept
 {
     ra_free(p);
 }
 
-RA_CXX_PUBLIC void operator delete[](void *p, std::align_val_t) noexcept
+RA_EXPORT void operator delete[](void *p, std::align_val_t) noexcept
 {
     ra_free(p);
 }
 
-RA_CXX_PUBLIC void operator delete(void *p, std::align_val_t,
+RA_EXPORT void operator delete(void *p, std::align_val_t,
                                    const std::nothrow_t &) noexcept
 {
     ra_free(p);
 }
 
-RA_CXX_PUBLIC void operator delete[](void *p, std::align_val_t,
+RA_EXPORT void operator delete[](void *p, std::align_val_t,
                                      const std::nothrow_t &) noexcept
 {
     ra_free(p);
 }
 
-RA_CXX_PUBLIC void operator delete(void *p, std::size_t,
+RA_EXPORT void operator delete(void *p, std::size_t,
                                    std::align_val_t) noexcept
 {
     ra_free(p);
 }
 
-RA_CXX_PUBLIC void operator delete[](void *p, std::size_t,
+RA_EXPORT void operator delete[](void *p, std::size_t,
                                      std::align_val_t) noexcept
 {
     ra_free(p);

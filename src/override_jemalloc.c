@@ -13,7 +13,7 @@
 /* Without an arena or a thread cache, the current tag. A caller's own
  * arena or thread cache is jemalloc's to honour, untagged; a tag's arena
  * named by a caller who looked it up means that tag. */
-void *mallocx(size_t size, int flags)
+RA_EXPORT void *mallocx(size_t size, int flags)
 {
     ra_tag_t tag = ra__tag_stack.top;
 
@@ -25,37 +25,37 @@ void *mallocx(size_t size, int flags)
     return ra__alloc_as(tag, size, flags);
 }
 
-void *rallocx(void *ptr, size_t size, int flags)
+RA_EXPORT void *rallocx(void *ptr, size_t size, int flags)
 {
     if (ptr == NULL)
         return mallocx(size, flags);
     return ra__realloc_as(ptr, size, flags);
 }
 
-size_t xallocx(void *ptr, size_t size, size_t extra, int flags)
+RA_EXPORT size_t xallocx(void *ptr, size_t size, size_t extra, int flags)
 {
     return ra__resize_in_place(ptr, size, extra, flags);
 }
 
-size_t sallocx(const void *ptr, int flags)
+RA_EXPORT size_t sallocx(const void *ptr, int flags)
 {
     (void)flags;
     return ra_malloc_usable_size(ptr);
 }
 
-void dallocx(void *ptr, int flags)
+RA_EXPORT void dallocx(void *ptr, int flags)
 {
     if (ptr != NULL)
         ra__free_as(ptr, 0, flags);
 }
 
-void sdallocx(void *ptr, size_t size, int flags)
+RA_EXPORT void sdallocx(void *ptr, size_t size, int flags)
 {
     if (ptr != NULL)
         ra__free_as(ptr, size, flags);
 }
 
-size_t nallocx(size_t size, int flags)
+RA_EXPORT size_t nallocx(size_t size, int flags)
 {
     return ra__je_nallocx(size, flags);
 }

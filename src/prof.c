@@ -55,26 +55,14 @@ static RA__TLS uint64_t tls_rng;
  * the profiler's and is not sampled. */
 static RA__TLS bool tls_in_prof;
 
-static void lock_prof(void)
-{
-    if (pthread_mutex_lock(&prof_lock) != 0)
-        abort();
-}
-
-static void unlock_prof(void)
-{
-    if (pthread_mutex_unlock(&prof_lock) != 0)
-        abort();
-}
-
 void ra__prof_prefork(void)
 {
-    lock_prof();
+    ra__lock(&prof_lock);
 }
 
 void ra__prof_postfork(void)
 {
-    unlock_prof();
+    ra__unlock(&prof_lock);
 }
 
 /* xorshift64*: a thread's own generator, seeded from its address and the
@@ -294,7 +282,7 @@ void ra__prof_record(ra_tag_t tag, void *ptr, size_t size)
     n = capture_stack(frames);
     if (interval > 1)
         s.weight = 1.0 / -expm1(-(double)size / (double)interval);
-    lock_prof();
+    ra__lock(&prof_lock);
     s.stack = find_stack(tag, frames, n);
     if (s.stack != NULL && !add_sample(&s)) {
         struct ra__prof_stack *st = s.stack;
@@ -307,7 +295,7 @@ void ra__prof_record(ra_tag_t tag, void *ptr, size_t size)
         st->alloc_objects += s.weight;
         st->alloc_bytes += s.weight * (double)size;
     }
-    unlock_prof();
+    ra__unlock(&prof_lock);
     ra__quiet_end(saved);
     tls_in_prof = false;
 }
@@ -316,7 +304,7 @@ void ra__prof_on_free(const void *ptr)
 {
     struct sample s;
 
-    lock_prof();
+    ra__lock(&prof_lock);
     if (take_sample(ptr, &s)) {
         struct ra__prof_stack *st = s.stack;
         st->live_samples--;
@@ -324,7 +312,7 @@ void ra__prof_on_free(const void *ptr)
         st->live_objects -= s.weight;
         st->live_bytes -= s.weight * (double)s.size;
     }
-    unlock_prof();
+    ra__unlock(&prof_lock);
 }
 
 size_t ra__prof_visit(ra_tag_t tag,
@@ -334,7 +322,7 @@ size_t ra__prof_visit(ra_tag_t tag,
 {
     size_t interval;
 
-    lock_prof();
+    ra__lock(&prof_lock);
     tls_in_prof = true;
     interval = atomic_load_explicit(&mean_interval, memory_order_relaxed);
     for (size_t i = 0; interval != 0 && i < stacks.cap; i++) {
@@ -343,7 +331,7 @@ size_t ra__prof_visit(ra_tag_t tag,
             visit(st, ctx);
     }
     tls_in_prof = false;
-    unlock_prof();
+    ra__unlock(&prof_lock);
     return interval;
 }
 
@@ -394,11 +382,11 @@ void ra__prof_begin(size_t mean_interval_bytes)
     backtrace(warm, 4);
     ra__quiet_end(saved);
     tls_in_prof = false;
-    lock_prof();
+    ra__lock(&prof_lock);
     atomic_store(&mean_interval, mean_interval_bytes);
     if (!atomic_exchange(&ra__prof_sampling, true))
         ra__instrument_add(RA__INSTRUMENT_PROF);
-    unlock_prof();
+    ra__unlock(&prof_lock);
 }
 
 int ra_prof_start(size_t mean_interval_bytes)
@@ -419,12 +407,12 @@ int ra_prof_stop(void)
 {
     int rc = 0;
 
-    lock_prof();
+    ra__lock(&prof_lock);
     if (atomic_exchange(&ra__prof_sampling, false))
         ra__instrument_sub(RA__INSTRUMENT_PROF);
     else
         rc = -1;
-    unlock_prof();
+    ra__unlock(&prof_lock);
     if (rc != 0)
         errno = EINVAL;
     return rc;

@@ -16,26 +16,14 @@ static char tag_names[RA__MAX_TAGS_LIMIT + 1][RA_TAG_NAME_MAX + 1];
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 
 
-static void lock_registry(void)
-{
-    if (pthread_mutex_lock(&registry_lock) != 0)
-        abort();
-}
-
-static void unlock_registry(void)
-{
-    if (pthread_mutex_unlock(&registry_lock) != 0)
-        abort();
-}
-
 void ra__tag_prefork(void)
 {
-    lock_registry();
+    ra__lock(&registry_lock);
 }
 
 void ra__tag_postfork(void)
 {
-    unlock_registry();
+    ra__unlock(&registry_lock);
 }
 
 /* Returns the length of name, or 0 when it is not a valid tag name. */
@@ -87,7 +75,7 @@ ra_tag_t ra_tag_create(const char *name)
         return tag;
 
     tagging = ra__init();
-    lock_registry();
+    ra__lock(&registry_lock);
     count = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
     tag = find_tag(name, count);
     if (tag != RA_TAG_NONE)
@@ -110,7 +98,7 @@ ra_tag_t ra_tag_create(const char *name)
         ra__region_name(count, name);
     __atomic_store_n(&ra__tags_published, tag, __ATOMIC_RELEASE);
 out:
-    unlock_registry();
+    ra__unlock(&registry_lock);
     return tag;
 }
 

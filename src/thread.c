@@ -35,33 +35,21 @@ static struct ra__thread_state all_threads = {
 static _Atomic uint64_t orphan_nmalloc[RA__MAX_TAGS_LIMIT + 1];
 static _Atomic uint64_t orphan_ndalloc[RA__MAX_TAGS_LIMIT + 1];
 
-static void lock_threads(void)
-{
-    if (pthread_mutex_lock(&threads_lock) != 0)
-        abort();
-}
-
-static void unlock_threads(void)
-{
-    if (pthread_mutex_unlock(&threads_lock) != 0)
-        abort();
-}
-
 void ra__thread_prefork(void)
 {
-    lock_threads();
+    ra__lock(&threads_lock);
 }
 
 void ra__thread_postfork_parent(void)
 {
-    unlock_threads();
+    ra__unlock(&threads_lock);
 }
 
 void ra__thread_postfork_child(void)
 {
     /* The child has only the forking thread; the other threads' states stay
      * listed (their counts still belong to the totals) but are never freed. */
-    unlock_threads();
+    ra__unlock(&threads_lock);
 }
 
 void ra__count_orphan(ra_tag_t tag, bool alloc)
@@ -149,7 +137,7 @@ static void release_thread_state(void *arg)
                     sizeof s->tcache);
         ra__meta_free(s->bins);
     }
-    lock_threads();
+    ra__lock(&threads_lock);
     for (unsigned t = 1; t < ts->nslots; t++) {
         struct ra__tag_slot *s = &ts->slots[t];
         if (s->alloc_flags == 0)
@@ -163,7 +151,7 @@ static void release_thread_state(void *arg)
     }
     ts->prev->next = ts->next;
     ts->next->prev = ts->prev;
-    unlock_threads();
+    ra__unlock(&threads_lock);
     ra__meta_free(ts);
 }
 
@@ -233,12 +221,12 @@ static struct ra__thread_state *create_thread_state(void)
         ra__meta_free(ts);
         return NULL;
     }
-    lock_threads();
+    ra__lock(&threads_lock);
     ts->next = all_threads.next;
     ts->prev = &all_threads;
     all_threads.next->prev = ts;
     all_threads.next = ts;
-    unlock_threads();
+    ra__unlock(&threads_lock);
     ra__thread = ts;
     return ts;
 }
@@ -310,7 +298,7 @@ void ra__thread_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc)
 {
     uint64_t m, d;
 
-    lock_threads();
+    ra__lock(&threads_lock);
     m = atomic_load_explicit(&orphan_nmalloc[tag], memory_order_relaxed);
     d = atomic_load_explicit(&orphan_ndalloc[tag], memory_order_relaxed);
     for (struct ra__thread_state *ts = all_threads.next; ts != &all_threads;
@@ -320,7 +308,7 @@ void ra__thread_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc)
         d += atomic_load_explicit(&ts->slots[tag].ndalloc,
                                   memory_order_relaxed);
     }
-    unlock_threads();
+    ra__unlock(&threads_lock);
     *nmalloc = m;
     *ndalloc = d;
 }
