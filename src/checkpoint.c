@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "output.h"
 
 /* The ring is static so that a checkpoint's own memory is bounded and mostly
  * untouched until used; only the per-tag arrays are allocated (untagged), and

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "internal.h"
+#include "output.h"
 
 /* Past this many tags the table shows the largest ones and "other". */
 #define SHOWN_TAGS_MAX 8u
@@ -70,32 +70,21 @@ static unsigned table_columns(const struct phase_table *pt)
            (unsigned)(sizeof tail_headers / sizeof tail_headers[0]) + 2;
 }
 
-static void put_cell(char *cell, const char *text)
-{
-    snprintf(cell, RA__CELL_MAX, "%s", text);
-}
-
 static void fill_header(const struct phase_table *pt,
                         struct ra__table_row *row)
 {
     unsigned c = 0;
 
-    put_cell(row->cell[c++], "phase");
-    put_cell(row->cell[c++], "elapsed");
+    ra__cell_text(row->cell[c++], "phase");
+    ra__cell_text(row->cell[c++], "elapsed");
     for (unsigned k = 0; k < pt->nshown; k++)
-        ra__escape(row->cell[c++], RA__CELL_MAX, ra_tag_name(pt->shown[k]),
-                   RA__ESCAPE_TEXT);
+        ra__cell_name(row->cell[c++], ra_tag_name(pt->shown[k]));
     if (pt->other)
-        put_cell(row->cell[c++], "other");
+        ra__cell_text(row->cell[c++], "other");
     for (size_t k = 0; k < sizeof tail_headers / sizeof tail_headers[0]; k++)
-        put_cell(row->cell[c++], tail_headers[k]);
-    put_cell(row->cell[c++], pt->star ? "peak_rss*" : "peak_rss");
-    put_cell(row->cell[c], "checkpoint");
-}
-
-static void fill_bytes(char *cell, size_t bytes)
-{
-    ra__human_bytes(cell, RA__CELL_MAX, bytes);
+        ra__cell_text(row->cell[c++], tail_headers[k]);
+    ra__cell_text(row->cell[c++], pt->star ? "peak_rss*" : "peak_rss");
+    ra__cell_text(row->cell[c], "checkpoint");
 }
 
 static void fill_checkpoint(const struct phase_table *pt,
@@ -105,34 +94,34 @@ static void fill_checkpoint(const struct phase_table *pt,
     unsigned c = 0, others = cp->ntags;
     size_t rest = cp->tagged;
 
-    ra__human_ns(row->cell[c++], RA__CELL_MAX, cp->phase_ns);
-    ra__human_ns(row->cell[c++], RA__CELL_MAX, cp->time_ns);
+    ra__cell_ns(row->cell[c++], cp->phase_ns);
+    ra__cell_ns(row->cell[c++], cp->time_ns);
     for (unsigned k = 0; k < pt->nshown; k++, c++) {
         unsigned t = pt->shown[k];
         /* "-": the tag did not exist yet. */
         if (t > cp->ntags) {
-            put_cell(row->cell[c], "-");
+            ra__cell_text(row->cell[c], "-");
             continue;
         }
-        fill_bytes(row->cell[c], cp->tag_allocated[t - 1]);
+        ra__cell_bytes(row->cell[c], cp->tag_allocated[t - 1]);
         rest -= cp->tag_allocated[t - 1];
         others--;
     }
     if (pt->other) {
         if (others == 0)
-            put_cell(row->cell[c], "-");
+            ra__cell_text(row->cell[c], "-");
         else
-            fill_bytes(row->cell[c], rest);
+            ra__cell_bytes(row->cell[c], rest);
         c++;
     }
-    fill_bytes(row->cell[c++], cp->tagged);
-    fill_bytes(row->cell[c++], cp->global.allocated);
-    fill_bytes(row->cell[c++], cp->global.active);
-    fill_bytes(row->cell[c++], cp->global.resident);
-    fill_bytes(row->cell[c++], cp->global.mapped);
-    fill_bytes(row->cell[c++], cp->rss);
-    fill_bytes(row->cell[c++], cp->peak_rss);
-    ra__escape(row->cell[c], RA__CELL_MAX, cp->label, RA__ESCAPE_TEXT);
+    ra__cell_bytes(row->cell[c++], cp->tagged);
+    ra__cell_bytes(row->cell[c++], cp->global.allocated);
+    ra__cell_bytes(row->cell[c++], cp->global.active);
+    ra__cell_bytes(row->cell[c++], cp->global.resident);
+    ra__cell_bytes(row->cell[c++], cp->global.mapped);
+    ra__cell_bytes(row->cell[c++], cp->rss);
+    ra__cell_bytes(row->cell[c++], cp->peak_rss);
+    ra__cell_name(row->cell[c], cp->label);
 }
 
 static void fill_phase_row(void *ctx, size_t r, struct ra__table_row *row)
@@ -174,81 +163,72 @@ static void write_text(struct ra__out *o, const struct ra__checkpoint_set *set)
 
 /* -- JSON ------------------------------------------------------------------ */
 
-static void json_u64(struct ra__out *o, const char *key, uint64_t v)
-{
-    ra__out_fmt(o, "\"%s\": %" PRIu64 ", ", key, v);
-}
-
-static void write_json_checkpoint(struct ra__out *o,
+static void write_json_checkpoint(struct ra__emitter *e,
                                   const struct ra__checkpoint *cp)
 {
-    ra__out_fmt(o, "    {\"seq\": %" PRIu64 ", \"label\": ", cp->seq);
-    ra__out_json_string(o, cp->label);
-    ra__out_str(o, ", ");
-    json_u64(o, "time_ns", cp->time_ns);
-    json_u64(o, "phase_ns", cp->phase_ns);
-    json_u64(o, "tagged_allocated", cp->tagged);
-    json_u64(o, "allocated", cp->global.allocated);
-    json_u64(o, "active", cp->global.active);
-    json_u64(o, "resident", cp->global.resident);
-    json_u64(o, "mapped", cp->global.mapped);
-    json_u64(o, "rss", cp->rss);
-    json_u64(o, "peak_rss", cp->peak_rss);
-    ra__out_fmt(o, "\"peak_rss_since\": \"%s\", \"tag_allocated\": [",
-                cp->peak_since_start ? "start" : "phase");
-    for (unsigned t = 1; t <= cp->ntags; t++) {
-        if (t > 1)
-            ra__out_str(o, ", ");
-        ra__out_u64(o, cp->tag_allocated[t - 1]);
-    }
-    ra__out_str(o, "]}");
+    ra__json_object_begin(e, NULL, true);
+    ra__json_u64(e, "seq", cp->seq);
+    ra__json_str(e, "label", cp->label);
+    ra__json_u64(e, "time_ns", cp->time_ns);
+    ra__json_u64(e, "phase_ns", cp->phase_ns);
+    ra__json_u64(e, "tagged_allocated", cp->tagged);
+    ra__json_u64(e, "allocated", cp->global.allocated);
+    ra__json_u64(e, "active", cp->global.active);
+    ra__json_u64(e, "resident", cp->global.resident);
+    ra__json_u64(e, "mapped", cp->global.mapped);
+    ra__json_u64(e, "rss", cp->rss);
+    ra__json_u64(e, "peak_rss", cp->peak_rss);
+    ra__json_str(e, "peak_rss_since", cp->peak_since_start ? "start"
+                                                             : "phase");
+    ra__json_array_begin(e, "tag_allocated", true);
+    for (unsigned t = 1; t <= cp->ntags; t++)
+        ra__json_u64(e, NULL, cp->tag_allocated[t - 1]);
+    ra__json_array_end(e);
+    ra__json_object_end(e);
 }
 
-static void write_json(struct ra__out *o, const struct ra__checkpoint_set *set)
+static void write_json(struct ra__emitter *e,
+                       const struct ra__checkpoint_set *set)
 {
-    size_t kept = set->kept;
-    uint64_t recorded = set->recorded;
     unsigned ntags = ra__tag_published();
 
-    ra__out_fmt(o, "{\n  \"schema\": \"regionalloc-checkpoints-1\",\n"
-                "  \"enabled\": true,\n  \"capacity\": %u,\n"
-                "  \"recorded\": %" PRIu64 ",\n  \"dropped\": %" PRIu64
-                ",\n  \"tags\": [",
-                RA__CHECKPOINTS_KEPT, recorded, recorded - kept);
+    ra__json_object_begin(e, NULL, false);
+    ra__json_str(e, "schema", "regionalloc-checkpoints-1");
+    ra__json_bool(e, "enabled", true);
+    ra__json_u64(e, "capacity", RA__CHECKPOINTS_KEPT);
+    ra__json_u64(e, "recorded", set->recorded);
+    ra__json_u64(e, "dropped", set->recorded - set->kept);
+    ra__json_array_begin(e, "tags", false);
     for (ra_tag_t t = 1; t <= ntags; t++) {
-        ra__out_fmt(o, "%s\n    {\"id\": %u, \"name\": ", t > 1 ? "," : "",
-                    t);
-        ra__out_json_string(o, ra_tag_name(t));
-        ra__out_str(o, "}");
+        ra__json_object_begin(e, NULL, true);
+        ra__json_u64(e, "id", t);
+        ra__json_str(e, "name", ra_tag_name(t));
+        ra__json_object_end(e);
     }
-    ra__out_str(o, ntags > 0 ? "\n  ],\n  \"checkpoints\": ["
-                             : "],\n  \"checkpoints\": [");
-    for (size_t i = 0; i < kept; i++) {
-        ra__out_str(o, i > 0 ? ",\n" : "\n");
-        write_json_checkpoint(o, &set->items[i]);
-    }
-    ra__out_str(o, kept > 0 ? "\n  ]\n}\n" : "]\n}\n");
+    ra__json_array_end(e);
+    ra__json_array_begin(e, "checkpoints", false);
+    for (size_t i = 0; i < set->kept; i++)
+        write_json_checkpoint(e, &set->items[i]);
+    ra__json_array_end(e);
+    ra__json_object_end(e);
 }
 
 /* -- Prometheus ------------------------------------------------------------ */
 
-/* Writes name{seq="…",checkpoint="…": the start of a sample, to which the
- * caller adds any further label and "} value". */
-static void prom_open(struct ra__out *o, const char *name,
-                      const struct ra__checkpoint *cp)
-{
-    char label[RA__ESCAPED_MAX];
+/* A checkpoint's labels: seq="<n>", checkpoint="<label>", and room for one
+ * more. */
+struct checkpoint_labels {
+    char seq[24];
+    struct ra__prom_label labels[3];
+};
 
-    ra__escape(label, sizeof label, cp->label, RA__ESCAPE_PROMETHEUS);
-    ra__out_fmt(o, "%s{seq=\"%" PRIu64 "\",checkpoint=\"", name, cp->seq);
-    ra__out_str(o, label);
-    ra__out_str(o, "\"");
-}
-
-static void prom_seconds(struct ra__out *o, uint64_t ns)
+static const struct ra__prom_label *labels_of(struct checkpoint_labels *l,
+                                              const struct ra__checkpoint *cp)
 {
-    ra__out_fmt(o, "} %" PRIu64 ".%09" PRIu64 "\n", ns / 1000000000u,
-                ns % 1000000000u);
+    snprintf(l->seq, sizeof l->seq, "%" PRIu64, cp->seq);
+    l->labels[0] = (struct ra__prom_label){"seq", l->seq};
+    l->labels[1] = (struct ra__prom_label){"checkpoint", cp->label};
+    return l->labels;
 }
 
 static const struct {
@@ -283,84 +263,81 @@ static size_t field(const struct ra__checkpoint *cp, size_t offset)
     return v;
 }
 
-static void write_prometheus(struct ra__out *o,
+static void write_prometheus(struct ra__emitter *e,
                              const struct ra__checkpoint_set *set)
 {
-    size_t kept = set->kept;
-    uint64_t recorded = set->recorded;
+    struct checkpoint_labels l;
 
-    ra__out_prom_family(o, "regionalloc_checkpoints_recorded_total",
-                        "counter", "Checkpoints taken since the start.");
-    ra__out_fmt(o, "regionalloc_checkpoints_recorded_total %" PRIu64 "\n",
-                recorded);
-    ra__out_prom_family(o, "regionalloc_checkpoints_dropped_total", "counter",
-                        "Oldest checkpoints dropped from the ring of 1024.");
-    ra__out_fmt(o, "regionalloc_checkpoints_dropped_total %" PRIu64 "\n",
-                recorded - kept);
+    ra__prom_family(e, "regionalloc_checkpoints_recorded_total", "counter",
+                    "Checkpoints taken since the start.");
+    ra__prom_sample(e, "regionalloc_checkpoints_recorded_total", NULL, 0,
+                    set->recorded);
+    ra__prom_family(e, "regionalloc_checkpoints_dropped_total", "counter",
+                    "Oldest checkpoints dropped from the ring of 1024.");
+    ra__prom_sample(e, "regionalloc_checkpoints_dropped_total", NULL, 0,
+                    set->recorded - set->kept);
 
-    ra__out_prom_family(o, "regionalloc_checkpoint_elapsed_seconds", "gauge",
-                        "Time from the library's load to the checkpoint.");
-    for (size_t i = 0; i < kept; i++) {
-        const struct ra__checkpoint *cp = &set->items[i];
-        prom_open(o, "regionalloc_checkpoint_elapsed_seconds", cp);
-        prom_seconds(o, cp->time_ns);
-    }
-    ra__out_prom_family(o, "regionalloc_checkpoint_phase_seconds", "gauge",
-                        "Time from the previous checkpoint (or the load).");
-    for (size_t i = 0; i < kept; i++) {
-        const struct ra__checkpoint *cp = &set->items[i];
-        prom_open(o, "regionalloc_checkpoint_phase_seconds", cp);
-        prom_seconds(o, cp->phase_ns);
-    }
+    ra__prom_family(e, "regionalloc_checkpoint_elapsed_seconds", "gauge",
+                    "Time from the library's load to the checkpoint.");
+    for (size_t i = 0; i < set->kept; i++)
+        ra__prom_sample_seconds(e, "regionalloc_checkpoint_elapsed_seconds",
+                                labels_of(&l, &set->items[i]), 2,
+                                set->items[i].time_ns);
+    ra__prom_family(e, "regionalloc_checkpoint_phase_seconds", "gauge",
+                    "Time from the previous checkpoint (or the load).");
+    for (size_t i = 0; i < set->kept; i++)
+        ra__prom_sample_seconds(e, "regionalloc_checkpoint_phase_seconds",
+                                labels_of(&l, &set->items[i]), 2,
+                                set->items[i].phase_ns);
 
-    ra__out_prom_family(o, "regionalloc_checkpoint_tag_allocated_bytes",
-                        "gauge", "Bytes in the tag's live blocks at the "
-                                 "checkpoint.");
-    for (size_t i = 0; i < kept; i++) {
+    ra__prom_family(e, "regionalloc_checkpoint_tag_allocated_bytes", "gauge",
+                    "Bytes in the tag's live blocks at the checkpoint.");
+    for (size_t i = 0; i < set->kept; i++) {
         const struct ra__checkpoint *cp = &set->items[i];
         for (ra_tag_t t = 1; t <= cp->ntags; t++) {
-            char tag[RA__ESCAPED_MAX];
-            ra__escape(tag, sizeof tag, ra_tag_name(t),
-                       RA__ESCAPE_PROMETHEUS);
-            prom_open(o, "regionalloc_checkpoint_tag_allocated_bytes", cp);
-            ra__out_str(o, ",tag=\"");
-            ra__out_str(o, tag);
-            ra__out_fmt(o, "\"} %zu\n", cp->tag_allocated[t - 1]);
+            labels_of(&l, cp);
+            l.labels[2] = (struct ra__prom_label){"tag", ra_tag_name(t)};
+            ra__prom_sample(e, "regionalloc_checkpoint_tag_allocated_bytes",
+                            l.labels, 3, cp->tag_allocated[t - 1]);
         }
     }
 
     for (size_t f = 0; f < sizeof byte_families / sizeof byte_families[0];
          f++) {
-        ra__out_prom_family(o, byte_families[f].name, "gauge",
-                            byte_families[f].help);
-        for (size_t i = 0; i < kept; i++) {
-            const struct ra__checkpoint *cp = &set->items[i];
-            prom_open(o, byte_families[f].name, cp);
-            ra__out_fmt(o, "} %zu\n", field(cp, byte_families[f].offset));
-        }
+        ra__prom_family(e, byte_families[f].name, "gauge",
+                        byte_families[f].help);
+        for (size_t i = 0; i < set->kept; i++)
+            ra__prom_sample(e, byte_families[f].name,
+                            labels_of(&l, &set->items[i]), 2,
+                            field(&set->items[i], byte_families[f].offset));
     }
 
-    ra__out_prom_family(o, "regionalloc_checkpoint_peak_rss_bytes", "gauge",
-                        "Peak resident bytes of the process within the "
-                        "phase (since=\"phase\") or since its start "
-                        "(since=\"start\": the peak could not be reset).");
-    for (size_t i = 0; i < kept; i++) {
+    ra__prom_family(e, "regionalloc_checkpoint_peak_rss_bytes", "gauge",
+                    "Peak resident bytes of the process within the phase "
+                    "(since=\"phase\") or since its start (since=\"start\": "
+                    "the peak could not be reset).");
+    for (size_t i = 0; i < set->kept; i++) {
         const struct ra__checkpoint *cp = &set->items[i];
-        prom_open(o, "regionalloc_checkpoint_peak_rss_bytes", cp);
-        ra__out_fmt(o, ",since=\"%s\"} %zu\n",
-                    cp->peak_since_start ? "start" : "phase", cp->peak_rss);
+        labels_of(&l, cp);
+        l.labels[2] = (struct ra__prom_label){
+            "since", cp->peak_since_start ? "start" : "phase"};
+        ra__prom_sample(e, "regionalloc_checkpoint_peak_rss_bytes", l.labels,
+                        3, cp->peak_rss);
     }
 }
 
 void ra__checkpoint_write(struct ra__out *o, ra_format_t fmt,
                           const struct ra__checkpoint_set *set)
 {
+    struct ra__emitter e;
+
+    ra__emit_init(&e, o);
     switch (fmt) {
     case RA_FORMAT_JSON:
-        write_json(o, set);
+        write_json(&e, set);
         break;
     case RA_FORMAT_PROMETHEUS:
-        write_prometheus(o, set);
+        write_prometheus(&e, set);
         break;
     default:
         write_text(o, set);

@@ -4,7 +4,7 @@
  * printf format. */
 #include <string.h>
 
-#include "internal.h"
+#include "output.h"
 
 static bool is_continuation(unsigned char c)
 {

@@ -4,7 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "internal.h"
+#include "output.h"
 
 /* The caller's FILE runs outside the library's quiet section: what it
  * allocates (its buffer) is the caller's, and freed by the caller's
@@ -62,10 +62,9 @@ void ra__out_json_string(struct ra__out *o, const char *s)
     ra__out_str(o, "\"");
 }
 
-void ra__out_prom_family(struct ra__out *o, const char *name,
-                         const char *type, const char *help)
+uint64_t ra__round_count(double x)
 {
-    ra__out_fmt(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    return x < 0.5 ? 0 : (uint64_t)(x + 0.5);
 }
 
 static bool format_valid(ra_format_t fmt)

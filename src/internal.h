@@ -1,4 +1,7 @@
-/* Declarations shared between the library's files, grouped by owning file. */
+/* The core's declarations (the allocation paths and what they stand on),
+ * shared between the library's files and grouped by owning file, with the
+ * hot paths' inlines. The reports, checkpoints and profile formats have
+ * theirs in output.h. */
 #ifndef RA_INTERNAL_H
 #define RA_INTERNAL_H
 
@@ -421,55 +424,6 @@ void ra__prof_begin(size_t mean_interval_bytes);
 void ra__prof_prefork(void);
 void ra__prof_postfork(void);
 
-/* -- prof_dump.c: the profile's output formats ------------------------------- */
-/* ra_prof_dump without its checks (fmt and tag valid), as the library's own
- * work: 0 or an errno value (ENOTSUP, ENOMEM, EIO). */
-struct ra__out;
-int ra__prof_dump_write(struct ra__out *o, ra_prof_format_t fmt,
-                        ra_tag_t tag);
-/* A distinct frame address of a dump, named once with dladdr: the code at
- * return address addr (looked up at addr - 1, so that a call that ends a
- * function is not taken for the next function). function and module are
- * NULL where dladdr knows no name; they are the dump's copies. */
-struct ra__prof_frame {
-    uintptr_t addr;
-    const char *function; /* the symbol (mangled, for C++) */
-    const char *module;   /* the object's path (dli_fname) */
-    uintptr_t offset;     /* addr - the symbol, or - the object's base */
-};
-
-/* What a dump writes: the stacks copied out of the profile, and their
- * frames. */
-struct ra__prof_dump {
-    size_t interval;  /* the mean sampling interval, in bytes */
-    size_t nstacks;
-    struct ra__prof_stack *stacks; /* by tag, then live bytes, largest first */
-    size_t nframes;
-    struct ra__prof_frame *frames; /* every distinct address, ascending */
-    char *names;                   /* where the frames' names point */
-};
-
-/* The entry of addr, one of the addresses of d's stacks (never NULL). */
-const struct ra__prof_frame *ra__prof_dump_frame(const struct ra__prof_dump *d,
-                                                 const void *addr);
-/* Room for a frame's name and its NUL; longer names are cut. */
-#define RA__PROF_NAME_MAX 1024
-/* Writes the name of f into buf (len > 0): "function+0xoff",
- * "module+0xoff" (the base name of the object) or "0x<addr>". Control
- * bytes become '_', and so do ';' and spaces when folded is true (the
- * separators of folded stacks). Returns buf. Never allocates. */
-const char *ra__prof_frame_name(char *buf, size_t len,
-                                const struct ra__prof_frame *f, bool folded);
-
-/* -- prof_pprof.c: the pprof output -------------------------------------------- */
-struct ra__out; /* format.c */
-/* Writes d as a gzip-compressed profile.proto to o: one Sample per stack
- * labelled with its tag, a Location per frame, the executable mappings of
- * /proc/self/maps. Returns true on failure (errno ENOMEM: nothing, or a cut
- * stream, written); write errors are recorded in o. Runs in a quiet
- * section. */
-bool ra__prof_pprof_write(struct ra__out *o, const struct ra__prof_dump *d);
-
 /* -- stats.c: mallctl reads, purge ----------------------------------------- */
 /* Refreshes jemalloc's statistics (the "epoch"); not cheap (#2077): once per
  * report, then read as many figures as needed. */
@@ -519,145 +473,23 @@ size_t ra__proc_peak_rss(void);
  * (Linux >= 4.0). Returns true on failure (not permitted, old kernel, no
  * /proc). Never allocates. */
 bool ra__proc_reset_peak_rss(void);
+/* Calls line() with each line of /proc/self/maps, NUL-terminated, without
+ * its newline (a line longer than 8 KiB is skipped) until it returns true.
+ * Returns true when the file cannot be read. Never allocates (no stdio). */
+bool ra__proc_maps(bool (*line)(char *text, size_t len, void *ctx),
+                   void *ctx);
 
-/* -- escape.c: tag names and labels made safe for each output format ----- */
-enum ra__escape_style {
-    RA__ESCAPE_TEXT,      /* C-style: \\ \n \t \r \xNN; valid UTF-8 kept */
-    RA__ESCAPE_JSON,      /* string body: \" \\ \n \t \r \u00NN */
-    RA__ESCAPE_PROMETHEUS /* label value: \\ \" \n, other bytes as the
-                             text \xNN (written \\xNN) */
-};
-/* Room for any escaped name or label (at most RA_TAG_NAME_MAX bytes): JSON's
- * \u00NN is the longest, 6 bytes per input byte, and the NUL. */
-#define RA__ESCAPED_MAX (6 * RA_TAG_NAME_MAX + 1)
-/* Writes s escaped in style to buf (len > 0 bytes, always NUL-terminated;
- * cut before an escape that would not fit). Returns the length written.
- * Never allocates. */
-size_t ra__escape(char *buf, size_t len, const char *s,
-                  enum ra__escape_style style);
-/* Columns that escaped text takes on a terminal: one per character (UTF-8
- * continuation bytes take none; wide characters are counted as one). */
-size_t ra__text_width(const char *s);
-
-/* -- format.c: checked output, human units, aligned tables --------------- */
-/* A report's output: every write is checked and the first failure kept, so
- * a report says EIO once at the end instead of testing every call. A
- * report runs as the library's own work (ra__quiet_begin); a caller's FILE
- * is user code, which ra__out_write alone calls, outside that section. */
-#define RA__OUT_FMT_MAX 1024
-struct ra__out {
-    FILE *file;
-    bool failed;
-    bool callers; /* the FILE is the caller's: its writes are user code */
-    char scratch[RA__OUT_FMT_MAX];
-};
-/* A report to the caller's FILE (callers) or to one of the library's. */
-#define RA__OUT_INIT(f, of_caller) {(f), false, (of_caller), {0}}
-/* Writes len bytes of buf to o's FILE. */
-void ra__out_write(struct ra__out *o, const void *buf, size_t len);
-void ra__out_str(struct ra__out *o, const char *s);
-/* Writes what snprintf() put in o->scratch: written is its result. */
-void ra__out_scratch(struct ra__out *o, int written);
-/* Formatted output to o. The format is always a literal of the library and
- * its result shorter than RA__OUT_FMT_MAX: user data goes through
- * ra__out_str() or the escaping writers, never into a format. A macro, not
- * a variadic function: the compiler checks the format against the
- * arguments, and clang-analyzer 14 reports false va_list errors when it
- * analyzes several files in one run. */
-#define ra__out_fmt(o, ...)                                                 \
-    ra__out_scratch((o), snprintf((o)->scratch, RA__OUT_FMT_MAX, __VA_ARGS__))
-void ra__out_u64(struct ra__out *o, uint64_t v);
-/* Writes "s" as a JSON string (quotes included), escaped. */
-void ra__out_json_string(struct ra__out *o, const char *s);
-/* Writes the HELP and TYPE lines of a Prometheus metric family. */
-void ra__out_prom_family(struct ra__out *o, const char *name,
-                         const char *type, const char *help);
-/* The checks every public report function makes first: 0, or -1 with errno
- * EINVAL (NULL out, unknown format) or ENOTSUP (pass-through mode). */
-int ra__out_check_args(FILE *out, ra_format_t fmt);
-/* Flushes; returns 0, or -1 with errno EIO when any write failed. */
-int ra__out_finish(struct ra__out *o);
-
-/* Room for a human-readable size or duration and its NUL. */
-#define RA__HUMAN_MAX 32
-/* "0 B" .. "1023 B", then "1.0 KiB", "60.8 MiB", "2.5 GiB" (GiB at most). */
-const char *ra__human_bytes(char *buf, size_t len, uint64_t bytes);
-/* "0.25 ms", "150 ms", "1.21 s", "42.0 s", "3600 s". */
-const char *ra__human_ns(char *buf, size_t len, uint64_t ns);
-
-/* An aligned text table, written in two passes over the rows (measure, then
- * print) so that no cell is stored: fill() must give the same row twice. */
-#define RA__TABLE_COLS_MAX 24
-#define RA__CELL_MAX RA__ESCAPED_MAX
-struct ra__table_row {
-    bool rule; /* a line of dashes instead of cells */
-    char cell[RA__TABLE_COLS_MAX][RA__CELL_MAX];
-};
-struct ra__table {
-    unsigned ncols;    /* at most RA__TABLE_COLS_MAX */
-    uint32_t left;     /* bit i set: column i is left-aligned */
-    size_t nrows;      /* the header row included */
-    void (*fill)(void *ctx, size_t row, struct ra__table_row *out);
-    void *ctx;
-};
-/* Writes the table: columns two spaces apart, each as wide as its widest
- * cell; no trailing blanks. Needs about 9 KiB of stack; never allocates. */
-void ra__table_write(struct ra__out *o, const struct ra__table *t);
-
-/* -- checkpoint.c: the ring of checkpoints -------------------------------- */
-#define RA__CHECKPOINTS_KEPT 1024u
-struct ra__checkpoint {
-    uint64_t seq;       /* 1, 2, ... over the process's life */
-    uint64_t time_ns;   /* since the library was loaded */
-    uint64_t phase_ns;  /* since the previous checkpoint (or the load) */
-    size_t tagged;      /* sum of tag_allocated */
-    struct ra__global_stats global; /* jemalloc's stats.* */
-    size_t rss, peak_rss;
-    bool peak_since_start; /* the peak could not be reset after the
-                              previous checkpoint */
-    unsigned ntags;     /* tags that existed: ids 1..ntags */
-    unsigned capacity;  /* entries allocated in tag_allocated */
-    size_t *tag_allocated; /* [id - 1], untagged memory */
-    char label[RA_TAG_NAME_MAX + 1];
-};
-/* A copy of the kept checkpoints, taken with the ring locked, which a
- * report writes without any lock held. */
-struct ra__checkpoint_set {
-    uint64_t recorded;              /* checkpoints ever taken */
-    size_t kept;                    /* min(recorded, RA__CHECKPOINTS_KEPT) */
-    unsigned ntags;                 /* the most tags any of them saw */
-    struct ra__checkpoint *items;   /* oldest first; arrays copied too */
-    size_t *tag_max;                /* scratch for ntags + 1 figures */
-};
-/* Takes a checkpoint under label, as ra_checkpoint() without its checks;
- * reset_peak: reset the kernel's peak RSS afterwards (not at exit, where a
- * parent's wait4 reads it). The library's own work, run quiet. Returns 0
- * or -1 with errno ENOMEM. */
-int ra__checkpoint_take(const char *label, bool reset_peak);
-/* Copies the ring into *set (the library's own memory). Returns true on
- * failure (ENOMEM). */
-bool ra__checkpoint_copy(struct ra__checkpoint_set *set);
-void ra__checkpoint_set_free(struct ra__checkpoint_set *set);
-/* Fork handlers for the ring's lock. */
-void ra__checkpoint_prefork(void);
-void ra__checkpoint_postfork(void);
-
-/* -- checkpoint_report.c: the phase table and its documents --------------- */
-/* Writes the checkpoints of set in fmt (a valid format, tagging on). */
-void ra__checkpoint_write(struct ra__out *o, ra_format_t fmt,
-                          const struct ra__checkpoint_set *set);
-
-/* -- report.c: ra_report, and the reports printed at exit ------------------ */
-/* Writes every tag's usage now in fmt (valid) to o: one statistics refresh.
- * Returns 0, or -1 with errno ENOMEM (nothing written). Tagging on. */
-int ra__report_write(struct ra__out *o, ra_format_t fmt);
-/* At load (init.c): notes the process that loaded the library and keeps a
+/* -- what init.c calls of the output side (output.h) ----------------------- */
+/* report.c, at load: notes the process that loaded the library and keeps a
  * copy of stderr for the exit reports. Never allocates. */
 void ra__report_at_load(void);
-/* At exit (init.c): writes the reports REGIONALLOC_STATS,
- * REGIONALLOC_CHECKPOINTS and REGIONALLOC_PROF_DUMP ask for, in the
- * process that loaded the library, and in a forked child those whose path
- * holds %p. */
+/* report.c, at exit: writes the reports REGIONALLOC_STATS,
+ * REGIONALLOC_CHECKPOINTS and REGIONALLOC_PROF_DUMP ask for, in the process
+ * that loaded the library, and in a forked child those whose path holds
+ * %p. */
 void ra__report_at_exit(void);
+/* checkpoint.c: fork handlers for the ring's lock. */
+void ra__checkpoint_prefork(void);
+void ra__checkpoint_postfork(void);
 
 #endif /* RA_INTERNAL_H */

@@ -1,5 +1,6 @@
 /* What the kernel says about the process: time since the library was
- * loaded, resident set size, its peak, and resetting that peak. Plain
+ * loaded, resident set size, its peak, resetting that peak, and its
+ * mappings. Plain
  * open/read/write, no stdio: a checkpoint must not allocate under the tag
  * the caller has pushed, and these run in the middle of one. */
 #include <errno.h>
@@ -106,4 +107,49 @@ bool ra__proc_reset_peak_rss(void)
     failed = write(fd, "5", 1) != 1;
     close(fd);
     return failed;
+}
+
+bool ra__proc_maps(bool (*line)(char *text, size_t len, void *ctx),
+                   void *ctx)
+{
+    /* A line of the file: the mapping's fields and a path of up to
+     * PATH_MAX bytes. */
+    char buf[8192];
+    size_t have = 0;
+    bool cutting = false; /* inside a line too long for buf: dropped */
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return true;
+    for (;;) {
+        ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
+        char *start = buf, *nl;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+        while ((nl = memchr(start, '\n', have - (size_t)(start - buf))) !=
+               NULL) {
+            *nl = '\0';
+            if (!cutting && line(start, (size_t)(nl - start), ctx)) {
+                close(fd);
+                return false;
+            }
+            cutting = false;
+            start = nl + 1;
+        }
+        have -= (size_t)(start - buf);
+        memmove(buf, start, have);
+        if (have == sizeof buf - 1) {
+            cutting = true;
+            have = 0;
+        }
+    }
+    close(fd);
+    if (have > 0 && !cutting) {
+        buf[have] = '\0';
+        line(buf, have, ctx);
+    }
+    return false;
 }

@@ -7,13 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "output.h"
 
-/* The profile's estimates as the formats print them. */
-static uint64_t round_count(double x)
-{
-    return x < 0.5 ? 0 : (uint64_t)(x + 0.5);
-}
 
 /* -- the copy ------------------------------------------------------------------ */
 
@@ -275,7 +270,7 @@ static void write_folded(struct ra__out *o, const struct ra__prof_dump *d)
 
     for (size_t i = 0; i < d->nstacks; i++) {
         const struct ra__prof_stack *s = &d->stacks[i];
-        uint64_t bytes = round_count(s->live_bytes);
+        uint64_t bytes = ra__round_count(s->live_bytes);
 
         if (s->live_samples == 0 || bytes == 0)
             continue;
@@ -426,8 +421,8 @@ static bool collapses(const struct tree *t, const struct node *n)
     if (n->first_child == 0 || t->nodes[n->first_child].next_sibling != 0)
         return false;
     c = &t->nodes[n->first_child];
-    return round_count(c->bytes) == round_count(n->bytes) &&
-           round_count(c->objects) == round_count(n->objects);
+    return ra__round_count(c->bytes) == ra__round_count(n->bytes) &&
+           ra__round_count(c->objects) == ra__round_count(n->objects);
 }
 
 /* Writes node index, at depth (0: the root) and the last of its siblings
@@ -447,8 +442,8 @@ static void write_node(struct tree *t, size_t index, unsigned depth,
         memcpy(t->stems + (size_t)(depth - 1) * STEM_WIDTH,
                last ? "     " : " |   ", STEM_WIDTH);
     }
-    ra__out_fmt(t->o, " (%" PRIu64 ", #%" PRIu64 ")\n", round_count(n->bytes),
-                round_count(n->objects));
+    ra__out_fmt(t->o, " (%" PRIu64 ", #%" PRIu64 ")\n", ra__round_count(n->bytes),
+                ra__round_count(n->objects));
     while (depth > 0 && collapses(t, n)) {
         n = &t->nodes[n->first_child];
         write_stems(t, depth);
@@ -536,17 +531,14 @@ static void write_counts(struct ra__out *o, uint64_t live, uint64_t live_bytes,
                 live, live_bytes, alloc, alloc_bytes);
 }
 
-static void copy_maps(struct ra__out *o)
+/* ra__proc_maps callback: the line, as it is, and its newline. */
+static bool copy_map_line(char *line, size_t len, void *ctx)
 {
-    FILE *maps = fopen("/proc/self/maps", "re");
-    char buf[4096];
-    size_t n;
+    struct ra__out *o = ctx;
 
-    if (maps == NULL)
-        return;
-    while ((n = fread(buf, 1, sizeof buf, maps)) > 0)
-        ra__out_write(o, buf, n);
-    fclose(maps);
+    ra__out_write(o, line, len);
+    ra__out_str(o, "\n");
+    return false;
 }
 
 /* jemalloc's heap profile (src/prof_data.c, prof_dump_header and
@@ -601,7 +593,7 @@ static void write_heap_v2(struct ra__out *o, const struct ra__prof_dump *d)
                      s->alloc_samples, s->alloc_sampled_bytes);
     }
     ra__out_str(o, "\nMAPPED_LIBRARIES:\n");
-    copy_maps(o);
+    ra__proc_maps(copy_map_line, o);
 }
 
 /* -- ra_prof_dump ------------------------------------------------------------------ */

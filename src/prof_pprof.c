@@ -11,7 +11,7 @@
 #define ZLIB_CONST
 #include <zlib.h>
 
-#include "internal.h"
+#include "output.h"
 
 /* Field numbers of profile.proto, per message. */
 enum {
@@ -226,57 +226,62 @@ struct mappings {
     size_t count, cap;
 };
 
+/* What reading /proc/self/maps fills in. */
+struct mapping_reader {
+    struct mappings *m;
+    struct strings *st;
+    const char *exe;
+    bool failed; /* out of memory */
+};
+
+/* ra__proc_maps callback: keeps the executable mappings backed by a file
+ * (and [vdso]). */
+static bool add_mapping(char *line, size_t len, void *ctx)
+{
+    struct mapping_reader *r = ctx;
+    struct mappings *m = r->m;
+    uintptr_t start, limit, offset;
+    char perms[5];
+    int path_at = -1;
+    const char *path;
+
+    (void)len;
+    if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s %" SCNxPTR " %*s %*s %n",
+               &start, &limit, perms, &offset, &path_at) < 4 ||
+        path_at < 0 || perms[2] != 'x')
+        return false;
+    path = line + path_at;
+    if (*path == '\0')
+        return false;
+    if (m->count == m->cap) {
+        size_t cap = m->cap == 0 ? 64 : m->cap * 2;
+        struct mapping *grown = ra__meta_realloc(m->items, cap * sizeof *grown);
+        if (grown == NULL) {
+            r->failed = true;
+            return true;
+        }
+        m->items = grown;
+        m->cap = cap;
+    }
+    m->items[m->count++] = (struct mapping){
+        .start = start, .limit = limit, .offset = offset,
+        .filename = intern(r->st, path), .main = strcmp(path, r->exe) == 0};
+    return false;
+}
+
 /* Reads the executable mappings backed by a file (and [vdso]). Returns
  * true when out of memory; an unreadable /proc leaves no mappings. */
 static bool read_mappings(struct mappings *m, struct strings *st)
 {
-    char exe[PATH_MAX], line[PATH_MAX + 256];
+    char exe[PATH_MAX];
     ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    FILE *maps = fopen("/proc/self/maps", "re");
+    struct mapping_reader r = {m, st, exe, false};
     uint64_t next_id = 1;
 
     exe[exe_len > 0 ? exe_len : 0] = '\0';
-    if (maps == NULL)
-        return false;
-    while (fgets(line, sizeof line, maps) != NULL) {
-        uintptr_t start, limit, offset;
-        char perms[5];
-        int path_at = -1;
-        size_t n = strlen(line);
-        const char *path;
-
-        if (n > 0 && line[n - 1] == '\n') {
-            line[--n] = '\0';
-        } else if (!feof(maps)) {
-            /* Longer than any path: skip the rest of it. */
-            int c;
-            while ((c = getc(maps)) != EOF && c != '\n')
-                ;
-            continue;
-        }
-        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s %" SCNxPTR " %*s %*s %n",
-                   &start, &limit, perms, &offset, &path_at) < 4 ||
-            path_at < 0 || perms[2] != 'x')
-            continue;
-        path = line + path_at;
-        if (*path == '\0')
-            continue;
-        if (m->count == m->cap) {
-            size_t cap = m->cap == 0 ? 64 : m->cap * 2;
-            struct mapping *grown =
-                ra__meta_realloc(m->items, cap * sizeof *grown);
-            if (grown == NULL) {
-                fclose(maps);
-                return true;
-            }
-            m->items = grown;
-            m->cap = cap;
-        }
-        m->items[m->count++] = (struct mapping){
-            .start = start, .limit = limit, .offset = offset,
-            .filename = intern(st, path), .main = strcmp(path, exe) == 0};
-    }
-    fclose(maps);
+    ra__proc_maps(add_mapping, &r);
+    if (r.failed)
+        return true;
     /* "mapping[0] will be the main binary" (profile.proto). */
     for (size_t i = 0; i < m->count; i++)
         if (m->items[i].main)
@@ -315,10 +320,6 @@ struct encoder {
     uint64_t *function_of; /* per frame of d: its Function's id, 0 = none */
 };
 
-static uint64_t round_count(double x)
-{
-    return x < 0.5 ? 0 : (uint64_t)(x + 0.5);
-}
 
 static void encode_value_type(struct encoder *e, unsigned field,
                               const char *type, const char *unit)
@@ -422,8 +423,8 @@ static void encode_samples(struct encoder *e)
     for (size_t i = 0; i < d->nstacks; i++) {
         const struct ra__prof_stack *s = &d->stacks[i];
         const uint64_t values[] = {
-            round_count(s->alloc_objects), round_count(s->alloc_bytes),
-            round_count(s->live_objects), round_count(s->live_bytes)};
+            ra__round_count(s->alloc_objects), ra__round_count(s->alloc_bytes),
+            ra__round_count(s->live_objects), ra__round_count(s->live_bytes)};
 
         if (s->tag != named) {
             char name[RA__ESCAPED_MAX];

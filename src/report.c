@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "output.h"
 
 /* One row of the report: a tag's figures, or the untagged arenas'. */
 struct usage {
@@ -70,41 +70,26 @@ static const char *const text_headers[] = {
     "mapped", "peak_mapped", "dirty",  "nmalloc",  "ndalloc"};
 #define TEXT_COLS (sizeof text_headers / sizeof text_headers[0])
 
-static void put_cell(char *cell, const char *text)
-{
-    snprintf(cell, RA__CELL_MAX, "%s", text);
-}
-
-static void put_bytes(char *cell, uint64_t bytes)
-{
-    ra__human_bytes(cell, RA__CELL_MAX, bytes);
-}
-
-static void put_count(char *cell, uint64_t n)
-{
-    snprintf(cell, RA__CELL_MAX, "%" PRIu64, n);
-}
-
 /* name (already escaped), then u's figures; tagged rows have an RSS from
  * the kernel and a peak. */
 static void fill_usage(struct ra__table_row *row, const struct usage *u,
                        bool tagged)
 {
-    put_bytes(row->cell[1], u->allocated);
-    put_bytes(row->cell[2], u->active);
-    put_bytes(row->cell[3], u->resident);
+    ra__cell_bytes(row->cell[1], u->allocated);
+    ra__cell_bytes(row->cell[2], u->active);
+    ra__cell_bytes(row->cell[3], u->resident);
     if (tagged)
-        put_bytes(row->cell[4], u->rss);
+        ra__cell_bytes(row->cell[4], u->rss);
     else
-        put_cell(row->cell[4], "-");
-    put_bytes(row->cell[5], u->mapped);
+        ra__cell_text(row->cell[4], "-");
+    ra__cell_bytes(row->cell[5], u->mapped);
     if (tagged)
-        put_bytes(row->cell[6], u->peak_mapped);
+        ra__cell_bytes(row->cell[6], u->peak_mapped);
     else
-        put_cell(row->cell[6], "-");
-    put_bytes(row->cell[7], u->dirty);
-    put_count(row->cell[8], u->nmalloc);
-    put_count(row->cell[9], u->ndalloc);
+        ra__cell_text(row->cell[6], "-");
+    ra__cell_bytes(row->cell[7], u->dirty);
+    ra__cell_count(row->cell[8], u->nmalloc);
+    ra__cell_count(row->cell[9], u->ndalloc);
 }
 
 /* The total row: jemalloc's own totals for the process (allocated and
@@ -116,16 +101,16 @@ static void fill_total(struct ra__table_row *row, const struct snapshot *snap)
 
     for (ra_tag_t t = 0; t <= snap->ntags; t++)
         dirty += snap->rows[t].dirty;
-    put_cell(row->cell[0], "total");
-    put_bytes(row->cell[1], snap->global.allocated);
-    put_bytes(row->cell[2], snap->global.active);
-    put_bytes(row->cell[3], snap->global.resident);
-    put_bytes(row->cell[4], snap->process_rss);
-    put_bytes(row->cell[5], snap->global.mapped);
-    put_cell(row->cell[6], "-");
-    put_bytes(row->cell[7], dirty);
-    put_cell(row->cell[8], "-");
-    put_cell(row->cell[9], "-");
+    ra__cell_text(row->cell[0], "total");
+    ra__cell_bytes(row->cell[1], snap->global.allocated);
+    ra__cell_bytes(row->cell[2], snap->global.active);
+    ra__cell_bytes(row->cell[3], snap->global.resident);
+    ra__cell_bytes(row->cell[4], snap->process_rss);
+    ra__cell_bytes(row->cell[5], snap->global.mapped);
+    ra__cell_text(row->cell[6], "-");
+    ra__cell_bytes(row->cell[7], dirty);
+    ra__cell_text(row->cell[8], "-");
+    ra__cell_text(row->cell[9], "-");
 }
 
 /* Rows: the header, one per tag, a rule, untagged, total. The rule keeps a
@@ -136,15 +121,14 @@ static void fill_text_row(void *ctx, size_t r, struct ra__table_row *row)
 
     if (r == 0) {
         for (size_t c = 0; c < TEXT_COLS; c++)
-            put_cell(row->cell[c], text_headers[c]);
+            ra__cell_text(row->cell[c], text_headers[c]);
     } else if (r <= snap->ntags) {
-        ra__escape(row->cell[0], RA__CELL_MAX, ra_tag_name((ra_tag_t)r),
-                   RA__ESCAPE_TEXT);
+        ra__cell_name(row->cell[0], ra_tag_name((ra_tag_t)r));
         fill_usage(row, &snap->rows[r], true);
     } else if (r == snap->ntags + 1) {
         row->rule = true;
     } else if (r == snap->ntags + 2) {
-        put_cell(row->cell[0], "untagged");
+        ra__cell_text(row->cell[0], "untagged");
         fill_usage(row, &snap->rows[0], false);
     } else {
         fill_total(row, snap);
@@ -197,43 +181,43 @@ static const struct {
 };
 #define NJSON_FIELDS (sizeof json_fields / sizeof json_fields[0])
 
-static void write_json_usage(struct ra__out *o, const struct usage *u,
-                             bool tagged)
+static void write_json_usage(struct ra__emitter *e, const char *key,
+                             const struct usage *u, bool tagged)
 {
-    bool first = true;
-
-    for (size_t f = 0; f < NJSON_FIELDS; f++) {
-        if (!tagged && !json_fields[f].untagged)
-            continue;
-        ra__out_fmt(o, "%s\"%s\": %" PRIu64, first ? "" : ", ",
-                    json_fields[f].key,
-                    usage_field(u, json_fields[f].offset));
-        first = false;
-    }
+    if (key != NULL)
+        ra__json_object_begin(e, key, true);
+    for (size_t f = 0; f < NJSON_FIELDS; f++)
+        if (tagged || json_fields[f].untagged)
+            ra__json_u64(e, json_fields[f].key,
+                         usage_field(u, json_fields[f].offset));
+    if (key != NULL)
+        ra__json_object_end(e);
 }
 
-static void write_json(struct ra__out *o, struct snapshot *snap)
+static void write_json(struct ra__emitter *e, struct snapshot *snap)
 {
-    ra__out_fmt(o, "{\n  \"schema\": \"regionalloc-report-1\",\n"
-                "  \"enabled\": true,\n  \"time_ns\": %" PRIu64 ",\n"
-                "  \"tags\": [", snap->time_ns);
+    ra__json_object_begin(e, NULL, false);
+    ra__json_str(e, "schema", "regionalloc-report-1");
+    ra__json_bool(e, "enabled", true);
+    ra__json_u64(e, "time_ns", snap->time_ns);
+    ra__json_array_begin(e, "tags", false);
     for (ra_tag_t t = 1; t <= snap->ntags; t++) {
-        ra__out_fmt(o, "%s\n    {\"id\": %u, \"name\": ", t > 1 ? "," : "",
-                    t);
-        ra__out_json_string(o, ra_tag_name(t));
-        ra__out_str(o, ", ");
-        write_json_usage(o, &snap->rows[t], true);
-        ra__out_str(o, "}");
+        ra__json_object_begin(e, NULL, true);
+        ra__json_u64(e, "id", t);
+        ra__json_str(e, "name", ra_tag_name(t));
+        write_json_usage(e, NULL, &snap->rows[t], true);
+        ra__json_object_end(e);
     }
-    ra__out_str(o, snap->ntags > 0 ? "\n  ],\n" : "],\n");
-    ra__out_str(o, "  \"untagged\": {");
-    write_json_usage(o, &snap->rows[0], false);
-    ra__out_fmt(o, "},\n  \"process\": {\"allocated\": %zu, \"active\": %zu, "
-                "\"resident\": %zu, \"mapped\": %zu, \"rss\": %" PRIu64
-                "}\n}\n",
-                snap->global.allocated, snap->global.active,
-                snap->global.resident, snap->global.mapped,
-                snap->process_rss);
+    ra__json_array_end(e);
+    write_json_usage(e, "untagged", &snap->rows[0], false);
+    ra__json_object_begin(e, "process", true);
+    ra__json_u64(e, "allocated", snap->global.allocated);
+    ra__json_u64(e, "active", snap->global.active);
+    ra__json_u64(e, "resident", snap->global.resident);
+    ra__json_u64(e, "mapped", snap->global.mapped);
+    ra__json_u64(e, "rss", snap->process_rss);
+    ra__json_object_end(e);
+    ra__json_object_end(e);
 }
 
 /* Metric families. The untagged arenas get their own families rather than
@@ -271,7 +255,7 @@ static const struct {
      USAGE_FIELD(purges)},
 };
 
-static void write_prometheus(struct ra__out *o, struct snapshot *snap)
+static void write_prometheus(struct ra__emitter *e, struct snapshot *snap)
 {
     const size_t nfamilies = sizeof prom_families / sizeof prom_families[0];
     const struct {
@@ -293,47 +277,45 @@ static void write_prometheus(struct ra__out *o, struct snapshot *snap)
     };
 
     for (size_t f = 0; f < nfamilies; f++) {
-        ra__out_prom_family(o, prom_families[f].tag_name,
-                            prom_families[f].type, prom_families[f].help);
+        ra__prom_family(e, prom_families[f].tag_name, prom_families[f].type,
+                        prom_families[f].help);
         for (ra_tag_t t = 1; t <= snap->ntags; t++) {
-            char tag[RA__ESCAPED_MAX];
-            ra__escape(tag, sizeof tag, ra_tag_name(t),
-                       RA__ESCAPE_PROMETHEUS);
-            ra__out_fmt(o, "%s{tag=\"", prom_families[f].tag_name);
-            ra__out_str(o, tag);
-            ra__out_fmt(o, "\"} %" PRIu64 "\n",
-                        usage_field(&snap->rows[t], prom_families[f].offset));
+            struct ra__prom_label tag = {"tag", ra_tag_name(t)};
+            ra__prom_sample(e, prom_families[f].tag_name, &tag, 1,
+                            usage_field(&snap->rows[t],
+                                        prom_families[f].offset));
         }
     }
     for (size_t f = 0; f < nfamilies; f++) {
         if (prom_families[f].untagged_name == NULL)
             continue;
-        ra__out_prom_family(o, prom_families[f].untagged_name,
-                            prom_families[f].type, prom_families[f].help);
-        ra__out_fmt(o, "%s %" PRIu64 "\n", prom_families[f].untagged_name,
-                    usage_field(&snap->rows[0], prom_families[f].offset));
+        ra__prom_family(e, prom_families[f].untagged_name,
+                        prom_families[f].type, prom_families[f].help);
+        ra__prom_sample(e, prom_families[f].untagged_name, NULL, 0,
+                        usage_field(&snap->rows[0], prom_families[f].offset));
     }
     for (size_t p = 0; p < sizeof process / sizeof process[0]; p++) {
-        ra__out_prom_family(o, process[p].name, "gauge", process[p].help);
-        ra__out_fmt(o, "%s %" PRIu64 "\n", process[p].name,
-                    process[p].value);
+        ra__prom_family(e, process[p].name, "gauge", process[p].help);
+        ra__prom_sample(e, process[p].name, NULL, 0, process[p].value);
     }
 }
 
 int ra__report_write(struct ra__out *o, ra_format_t fmt)
 {
+    struct ra__emitter e;
     struct snapshot snap;
 
     if (take_snapshot(&snap)) {
         errno = ENOMEM;
         return -1;
     }
+    ra__emit_init(&e, o);
     switch (fmt) {
     case RA_FORMAT_JSON:
-        write_json(o, &snap);
+        write_json(&e, &snap);
         break;
     case RA_FORMAT_PROMETHEUS:
-        write_prometheus(o, &snap);
+        write_prometheus(&e, &snap);
         break;
     default:
         write_text(o, &snap);
@@ -476,11 +458,18 @@ static FILE *exit_stream(struct exit_streams *st, const char *var,
 static void write_pass_through(struct ra__out *o, ra_format_t fmt,
                                const char *what, const char *schema)
 {
-    if (fmt == RA_FORMAT_JSON)
-        ra__out_fmt(o, "{\"schema\": \"%s\", \"enabled\": false}\n", schema);
-    else
+    struct ra__emitter e;
+
+    if (fmt == RA_FORMAT_JSON) {
+        ra__emit_init(&e, o);
+        ra__json_object_begin(&e, NULL, true);
+        ra__json_str(&e, "schema", schema);
+        ra__json_bool(&e, "enabled", false);
+        ra__json_object_end(&e);
+    } else {
         ra__out_fmt(o, "%sregionalloc: pass-through mode, no %s\n",
                     fmt == RA_FORMAT_PROMETHEUS ? "# " : "", what);
+    }
 }
 
 /* REGIONALLOC_PROF_DUMP's format, from the file name's suffix. */

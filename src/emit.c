@@ -1,0 +1,183 @@
+/* One writer for the documents the reports emit: JSON (nesting, commas,
+ * indentation, escaping), Prometheus's text exposition (families, samples,
+ * labels) and the cells of text tables. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "output.h"
+
+void ra__emit_init(struct ra__emitter *e, struct ra__out *o)
+{
+    e->out = o;
+    e->depth = 0;
+}
+
+/* Two spaces per level of depth. */
+static void indent(struct ra__emitter *e, unsigned depth)
+{
+    static const char spaces[] = "                                ";
+    size_t n = 2 * (size_t)depth;
+
+    ra__out_write(e->out, spaces, n < sizeof spaces - 1 ? n
+                                                        : sizeof spaces - 1);
+}
+
+/* Before an item of the innermost container: its separator, and for a
+ * block container a new line and the indentation. */
+static void json_item(struct ra__emitter *e)
+{
+    struct ra__json_level *level;
+
+    if (e->depth == 0)
+        return;
+    level = &e->level[e->depth - 1];
+    if (level->inline_items) {
+        if (level->items > 0)
+            ra__out_str(e->out, ", ");
+    } else {
+        ra__out_str(e->out, level->items > 0 ? ",\n" : "\n");
+        indent(e, e->depth);
+    }
+    level->items++;
+}
+
+static void json_key(struct ra__emitter *e, const char *key)
+{
+    json_item(e);
+    if (key != NULL) {
+        ra__out_json_string(e->out, key);
+        ra__out_str(e->out, ": ");
+    }
+}
+
+static void json_open(struct ra__emitter *e, const char *key, bool inline_items,
+                      const char *bracket)
+{
+    json_key(e, key);
+    ra__out_str(e->out, bracket);
+    ra__assert(e->depth < RA__JSON_DEPTH_MAX);
+    e->level[e->depth++] = (struct ra__json_level){inline_items, 0};
+}
+
+static void json_close(struct ra__emitter *e, const char *bracket)
+{
+    struct ra__json_level level;
+
+    ra__assert(e->depth > 0);
+    level = e->level[--e->depth];
+    if (!level.inline_items && level.items > 0) {
+        ra__out_str(e->out, "\n");
+        indent(e, e->depth);
+    }
+    ra__out_str(e->out, bracket);
+    if (e->depth == 0)
+        ra__out_str(e->out, "\n");
+}
+
+void ra__json_object_begin(struct ra__emitter *e, const char *key,
+                           bool inline_items)
+{
+    json_open(e, key, inline_items, "{");
+}
+
+void ra__json_object_end(struct ra__emitter *e)
+{
+    json_close(e, "}");
+}
+
+void ra__json_array_begin(struct ra__emitter *e, const char *key,
+                          bool inline_items)
+{
+    json_open(e, key, inline_items, "[");
+}
+
+void ra__json_array_end(struct ra__emitter *e)
+{
+    json_close(e, "]");
+}
+
+void ra__json_u64(struct ra__emitter *e, const char *key, uint64_t v)
+{
+    json_key(e, key);
+    ra__out_u64(e->out, v);
+}
+
+void ra__json_bool(struct ra__emitter *e, const char *key, bool v)
+{
+    json_key(e, key);
+    ra__out_str(e->out, v ? "true" : "false");
+}
+
+void ra__json_str(struct ra__emitter *e, const char *key, const char *s)
+{
+    json_key(e, key);
+    ra__out_json_string(e->out, s);
+}
+
+void ra__prom_family(struct ra__emitter *e, const char *name,
+                     const char *type, const char *help)
+{
+    ra__out_fmt(e->out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
+                type);
+}
+
+/* name{label="value",...}, values escaped. */
+static void prom_series(struct ra__emitter *e, const char *name,
+                        const struct ra__prom_label *labels, unsigned n)
+{
+    ra__out_str(e->out, name);
+    for (unsigned i = 0; i < n; i++) {
+        char value[RA__ESCAPED_MAX];
+        ra__escape(value, sizeof value, labels[i].value,
+                   RA__ESCAPE_PROMETHEUS);
+        ra__out_str(e->out, i == 0 ? "{" : ",");
+        ra__out_str(e->out, labels[i].name);
+        ra__out_str(e->out, "=\"");
+        ra__out_str(e->out, value);
+        ra__out_str(e->out, "\"");
+    }
+    if (n > 0)
+        ra__out_str(e->out, "}");
+}
+
+void ra__prom_sample(struct ra__emitter *e, const char *name,
+                     const struct ra__prom_label *labels, unsigned n,
+                     uint64_t v)
+{
+    prom_series(e, name, labels, n);
+    ra__out_fmt(e->out, " %" PRIu64 "\n", v);
+}
+
+void ra__prom_sample_seconds(struct ra__emitter *e, const char *name,
+                             const struct ra__prom_label *labels, unsigned n,
+                             uint64_t ns)
+{
+    prom_series(e, name, labels, n);
+    ra__out_fmt(e->out, " %" PRIu64 ".%09" PRIu64 "\n", ns / 1000000000u,
+                ns % 1000000000u);
+}
+
+void ra__cell_text(char *cell, const char *s)
+{
+    snprintf(cell, RA__CELL_MAX, "%s", s);
+}
+
+void ra__cell_name(char *cell, const char *name)
+{
+    ra__escape(cell, RA__CELL_MAX, name, RA__ESCAPE_TEXT);
+}
+
+void ra__cell_bytes(char *cell, uint64_t bytes)
+{
+    ra__human_bytes(cell, RA__CELL_MAX, bytes);
+}
+
+void ra__cell_count(char *cell, uint64_t n)
+{
+    snprintf(cell, RA__CELL_MAX, "%" PRIu64, n);
+}
+
+void ra__cell_ns(char *cell, uint64_t ns)
+{
+    ra__human_ns(cell, RA__CELL_MAX, ns);
+}

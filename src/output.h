@@ -1,0 +1,236 @@
+/* The output side's declarations: checked output, escaping, tables, the
+ * checkpoint ring, the profile's dump, grouped by owning file. The core
+ * (internal.h) never needs them. */
+#ifndef RA_OUTPUT_H
+#define RA_OUTPUT_H
+
+#include "internal.h"
+
+/* -- escape.c: tag names and labels made safe for each output format ----- */
+enum ra__escape_style {
+    RA__ESCAPE_TEXT,      /* C-style: \\ \n \t \r \xNN; valid UTF-8 kept */
+    RA__ESCAPE_JSON,      /* string body: \" \\ \n \t \r \u00NN */
+    RA__ESCAPE_PROMETHEUS /* label value: \\ \" \n, other bytes as the
+                             text \xNN (written \\xNN) */
+};
+/* Room for any escaped name or label (at most RA_TAG_NAME_MAX bytes): JSON's
+ * \u00NN is the longest, 6 bytes per input byte, and the NUL. */
+#define RA__ESCAPED_MAX (6 * RA_TAG_NAME_MAX + 1)
+/* Writes s escaped in style to buf (len > 0 bytes, always NUL-terminated;
+ * cut before an escape that would not fit). Returns the length written.
+ * Never allocates. */
+size_t ra__escape(char *buf, size_t len, const char *s,
+                  enum ra__escape_style style);
+/* Columns that escaped text takes on a terminal: one per character (UTF-8
+ * continuation bytes take none; wide characters are counted as one). */
+size_t ra__text_width(const char *s);
+
+/* -- format.c: checked output, human units, aligned tables --------------- */
+/* A report's output: every write is checked and the first failure kept, so
+ * a report says EIO once at the end instead of testing every call. A
+ * report runs as the library's own work (ra__quiet_begin); a caller's FILE
+ * is user code, which ra__out_write alone calls, outside that section. */
+#define RA__OUT_FMT_MAX 1024
+struct ra__out {
+    FILE *file;
+    bool failed;
+    bool callers; /* the FILE is the caller's: its writes are user code */
+    char scratch[RA__OUT_FMT_MAX];
+};
+/* A report to the caller's FILE (callers) or to one of the library's. */
+#define RA__OUT_INIT(f, of_caller) {(f), false, (of_caller), {0}}
+/* Writes len bytes of buf to o's FILE. */
+void ra__out_write(struct ra__out *o, const void *buf, size_t len);
+void ra__out_str(struct ra__out *o, const char *s);
+/* Writes what snprintf() put in o->scratch: written is its result. */
+void ra__out_scratch(struct ra__out *o, int written);
+/* Formatted output to o. The format is always a literal of the library and
+ * its result shorter than RA__OUT_FMT_MAX: user data goes through
+ * ra__out_str() or the escaping writers, never into a format. A macro, not
+ * a variadic function: the compiler checks the format against the
+ * arguments, and clang-analyzer 14 reports false va_list errors when it
+ * analyzes several files in one run. */
+#define ra__out_fmt(o, ...)                                                 \
+    ra__out_scratch((o), snprintf((o)->scratch, RA__OUT_FMT_MAX, __VA_ARGS__))
+void ra__out_u64(struct ra__out *o, uint64_t v);
+/* Writes "s" as a JSON string (quotes included), escaped. */
+void ra__out_json_string(struct ra__out *o, const char *s);
+/* The checks every public report function makes first: 0, or -1 with errno
+ * EINVAL (NULL out, unknown format) or ENOTSUP (pass-through mode). */
+int ra__out_check_args(FILE *out, ra_format_t fmt);
+/* Flushes; returns 0, or -1 with errno EIO when any write failed. */
+int ra__out_finish(struct ra__out *o);
+
+/* Room for a human-readable size or duration and its NUL. */
+#define RA__HUMAN_MAX 32
+/* "0 B" .. "1023 B", then "1.0 KiB", "60.8 MiB", "2.5 GiB" (GiB at most). */
+const char *ra__human_bytes(char *buf, size_t len, uint64_t bytes);
+/* "0.25 ms", "150 ms", "1.21 s", "42.0 s", "3600 s". */
+const char *ra__human_ns(char *buf, size_t len, uint64_t ns);
+/* An estimate (the profile's) as a whole count: rounded to the nearest,
+ * negative noise to 0. */
+uint64_t ra__round_count(double x);
+
+/* An aligned text table, written in two passes over the rows (measure, then
+ * print) so that no cell is stored: fill() must give the same row twice. */
+#define RA__TABLE_COLS_MAX 24
+#define RA__CELL_MAX RA__ESCAPED_MAX
+struct ra__table_row {
+    bool rule; /* a line of dashes instead of cells */
+    char cell[RA__TABLE_COLS_MAX][RA__CELL_MAX];
+};
+struct ra__table {
+    unsigned ncols;    /* at most RA__TABLE_COLS_MAX */
+    uint32_t left;     /* bit i set: column i is left-aligned */
+    size_t nrows;      /* the header row included */
+    void (*fill)(void *ctx, size_t row, struct ra__table_row *out);
+    void *ctx;
+};
+/* Writes the table: columns two spaces apart, each as wide as its widest
+ * cell; no trailing blanks. Needs about 9 KiB of stack; never allocates. */
+void ra__table_write(struct ra__out *o, const struct ra__table *t);
+
+/* -- emit.c: the documents' writer ----------------------------------------- */
+/* JSON: containers nest up to RA__JSON_DEPTH_MAX deep; a block container
+ * puts each item on a line of its own, indented two spaces a level, an
+ * inline one writes them on one line, ", " apart. A key is NULL for an item
+ * of an array and for the outermost container, which ends with a new line.
+ * Strings are escaped. */
+#define RA__JSON_DEPTH_MAX 8
+struct ra__json_level {
+    bool inline_items;
+    unsigned items;
+};
+struct ra__emitter {
+    struct ra__out *out;
+    unsigned depth;
+    struct ra__json_level level[RA__JSON_DEPTH_MAX];
+};
+void ra__emit_init(struct ra__emitter *e, struct ra__out *o);
+void ra__json_object_begin(struct ra__emitter *e, const char *key,
+                           bool inline_items);
+void ra__json_object_end(struct ra__emitter *e);
+void ra__json_array_begin(struct ra__emitter *e, const char *key,
+                          bool inline_items);
+void ra__json_array_end(struct ra__emitter *e);
+void ra__json_u64(struct ra__emitter *e, const char *key, uint64_t v);
+void ra__json_bool(struct ra__emitter *e, const char *key, bool v);
+void ra__json_str(struct ra__emitter *e, const char *key, const char *s);
+
+/* Prometheus's text exposition: a family's HELP and TYPE lines, then its
+ * samples, name{label="value",...} value, the values escaped. */
+struct ra__prom_label {
+    const char *name;
+    const char *value;
+};
+void ra__prom_family(struct ra__emitter *e, const char *name,
+                     const char *type, const char *help);
+void ra__prom_sample(struct ra__emitter *e, const char *name,
+                     const struct ra__prom_label *labels, unsigned n,
+                     uint64_t v);
+/* The same, the value written as seconds from nanoseconds. */
+void ra__prom_sample_seconds(struct ra__emitter *e, const char *name,
+                             const struct ra__prom_label *labels, unsigned n,
+                             uint64_t ns);
+
+/* Cells of a text table (RA__CELL_MAX bytes): text as it is, a name
+ * escaped for a terminal, bytes and durations in human units, a count. */
+void ra__cell_text(char *cell, const char *s);
+void ra__cell_name(char *cell, const char *name);
+void ra__cell_bytes(char *cell, uint64_t bytes);
+void ra__cell_count(char *cell, uint64_t n);
+void ra__cell_ns(char *cell, uint64_t ns);
+
+/* -- prof_dump.c: the profile's output formats ------------------------------- */
+/* ra_prof_dump without its checks (fmt and tag valid), as the library's own
+ * work: 0 or an errno value (ENOTSUP, ENOMEM, EIO). */
+int ra__prof_dump_write(struct ra__out *o, ra_prof_format_t fmt,
+                        ra_tag_t tag);
+/* A distinct frame address of a dump, named once with dladdr: the code at
+ * return address addr (looked up at addr - 1, so that a call that ends a
+ * function is not taken for the next function). function and module are
+ * NULL where dladdr knows no name; they are the dump's copies. */
+struct ra__prof_frame {
+    uintptr_t addr;
+    const char *function; /* the symbol (mangled, for C++) */
+    const char *module;   /* the object's path (dli_fname) */
+    uintptr_t offset;     /* addr - the symbol, or - the object's base */
+};
+
+/* What a dump writes: the stacks copied out of the profile, and their
+ * frames. */
+struct ra__prof_dump {
+    size_t interval;  /* the mean sampling interval, in bytes */
+    size_t nstacks;
+    struct ra__prof_stack *stacks; /* by tag, then live bytes, largest first */
+    size_t nframes;
+    struct ra__prof_frame *frames; /* every distinct address, ascending */
+    char *names;                   /* where the frames' names point */
+};
+
+/* The entry of addr, one of the addresses of d's stacks (never NULL). */
+const struct ra__prof_frame *ra__prof_dump_frame(const struct ra__prof_dump *d,
+                                                 const void *addr);
+/* Room for a frame's name and its NUL; longer names are cut. */
+#define RA__PROF_NAME_MAX 1024
+/* Writes the name of f into buf (len > 0): "function+0xoff",
+ * "module+0xoff" (the base name of the object) or "0x<addr>". Control
+ * bytes become '_', and so do ';' and spaces when folded is true (the
+ * separators of folded stacks). Returns buf. Never allocates. */
+const char *ra__prof_frame_name(char *buf, size_t len,
+                                const struct ra__prof_frame *f, bool folded);
+
+/* -- prof_pprof.c: the pprof output -------------------------------------------- */
+/* Writes d as a gzip-compressed profile.proto to o: one Sample per stack
+ * labelled with its tag, a Location per frame, the executable mappings of
+ * /proc/self/maps. Returns true on failure (errno ENOMEM: nothing, or a cut
+ * stream, written); write errors are recorded in o. Runs in a quiet
+ * section. */
+bool ra__prof_pprof_write(struct ra__out *o, const struct ra__prof_dump *d);
+
+/* -- checkpoint.c: the ring of checkpoints -------------------------------- */
+#define RA__CHECKPOINTS_KEPT 1024u
+struct ra__checkpoint {
+    uint64_t seq;       /* 1, 2, ... over the process's life */
+    uint64_t time_ns;   /* since the library was loaded */
+    uint64_t phase_ns;  /* since the previous checkpoint (or the load) */
+    size_t tagged;      /* sum of tag_allocated */
+    struct ra__global_stats global; /* jemalloc's stats.* */
+    size_t rss, peak_rss;
+    bool peak_since_start; /* the peak could not be reset after the
+                              previous checkpoint */
+    unsigned ntags;     /* tags that existed: ids 1..ntags */
+    unsigned capacity;  /* entries allocated in tag_allocated */
+    size_t *tag_allocated; /* [id - 1], untagged memory */
+    char label[RA_TAG_NAME_MAX + 1];
+};
+/* A copy of the kept checkpoints, taken with the ring locked, which a
+ * report writes without any lock held. */
+struct ra__checkpoint_set {
+    uint64_t recorded;              /* checkpoints ever taken */
+    size_t kept;                    /* min(recorded, RA__CHECKPOINTS_KEPT) */
+    unsigned ntags;                 /* the most tags any of them saw */
+    struct ra__checkpoint *items;   /* oldest first; arrays copied too */
+    size_t *tag_max;                /* scratch for ntags + 1 figures */
+};
+/* Takes a checkpoint under label, as ra_checkpoint() without its checks;
+ * reset_peak: reset the kernel's peak RSS afterwards (not at exit, where a
+ * parent's wait4 reads it). The library's own work, run quiet. Returns 0
+ * or -1 with errno ENOMEM. */
+int ra__checkpoint_take(const char *label, bool reset_peak);
+/* Copies the ring into *set (the library's own memory). Returns true on
+ * failure (ENOMEM). */
+bool ra__checkpoint_copy(struct ra__checkpoint_set *set);
+void ra__checkpoint_set_free(struct ra__checkpoint_set *set);
+
+/* -- checkpoint_report.c: the phase table and its documents --------------- */
+/* Writes the checkpoints of set in fmt (a valid format, tagging on). */
+void ra__checkpoint_write(struct ra__out *o, ra_format_t fmt,
+                          const struct ra__checkpoint_set *set);
+
+/* -- report.c: ra_report, and the reports printed at exit ------------------ */
+/* Writes every tag's usage now in fmt (valid) to o: one statistics refresh.
+ * Returns 0, or -1 with errno ENOMEM (nothing written). Tagging on. */
+int ra__report_write(struct ra__out *o, ra_format_t fmt);
+
+#endif /* RA_OUTPUT_H */
