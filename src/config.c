@@ -42,9 +42,7 @@ static void warn_default(const char *var, const char *value,
     ra__warn(buf);
 }
 
-/* Parses "<digits>[K|M|G|T][i][B]" (case-insensitive suffix). Returns true on
- * failure (syntax or overflow). */
-static bool parse_size(const char *s, size_t *out)
+bool ra__parse_size(const char *s, size_t *out)
 {
     const char *p = s;
     size_t value = 0;
@@ -98,7 +96,7 @@ static void read_max_tags(void)
     config.max_tags = DEFAULT_MAX_TAGS;
     if (v == NULL)
         return;
-    if (parse_size(v, &n) || n < 1 || n > RA__MAX_TAGS_LIMIT) {
+    if (ra__parse_size(v, &n) || n < 1 || n > RA__MAX_TAGS_LIMIT) {
         char why[64];
         snprintf(why, sizeof why, "expected a number from 1 to %u",
                  RA__MAX_TAGS_LIMIT);
@@ -116,7 +114,7 @@ static void read_region_size(void)
     config.region_size = DEFAULT_REGION_SIZE;
     if (v == NULL)
         return;
-    if (parse_size(v, &n) || n < RA__REGION_SIZE_MIN || (n & (n - 1)) != 0 ||
+    if (ra__parse_size(v, &n) || n < RA__REGION_SIZE_MIN || (n & (n - 1)) != 0 ||
         n > ((size_t)1 << 46)) {
         warn_default("REGIONALLOC_REGION_SIZE", v,
                      "expected a power of two from 4M to 64T, K/M/G/T "
@@ -177,7 +175,7 @@ static void read_prof(void)
     config.prof_interval = 0;
     if (v == NULL || v[0] == '\0')
         return;
-    if (parse_size(v, &n) || n == 0) {
+    if (ra__parse_size(v, &n) || n == 0) {
         warn_default("REGIONALLOC_PROF", v,
                      "expected a mean sampling interval in bytes, K/M/G "
                      "suffixes accepted", "(no profiling)");

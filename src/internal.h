@@ -71,6 +71,9 @@ struct ra__config {
 const struct ra__config *ra__config(void);
 /* Writes msg and a newline to stderr without allocating. */
 void ra__warn(const char *msg);
+/* Parses "<digits>[K|M|G|T][i][B]" (suffix case-insensitive, binary
+ * multiples) into *out. Returns true on failure (syntax or overflow). */
+bool ra__parse_size(const char *s, size_t *out);
 
 /* -- init.c: the process's start and end, and the library's first use ----- */
 /* At load, init.c's constructor calls, in this order, ra__clock_start,
@@ -89,6 +92,27 @@ extern atomic_bool ra__tagging;
  * count is the number of regions that have an arena (0 before the
  * reservation and in pass-through mode), so ra_tag_of() is RA_TAG_NONE for
  * every address outside a created tag's region. */
+/* Where a region hands out address space, never taking it back: jemalloc
+ * keeps what it was given (opt.retain, or extents it may not unmap) and
+ * reuses it. */
+struct ra__carving {
+    uintptr_t start, end;
+    /* The next never-used address. */
+    _Atomic uintptr_t next;
+    /* [start, writable_end) is readable and writable; it only grows, and
+     * is always at least next. */
+    _Atomic uintptr_t writable_end;
+};
+/* Prepares c for [start, start + size), a PROT_NONE reservation. */
+void ra__carving_init(struct ra__carving *c, uintptr_t start, size_t size);
+/* Takes [addr, addr + size) from the never-used part: exactly new_addr when
+ * it is not 0 (possible only when it is the next address), else the first
+ * address aligned to alignment (a power of two). The space is made
+ * writable first (mprotect). Returns addr, or 0 when it does not fit or the
+ * kernel refuses to make it writable; then nothing is taken. Thread-safe,
+ * lock-free. */
+uintptr_t ra__carve_extent(struct ra__carving *c, uintptr_t new_addr,
+                           size_t size, size_t alignment);
 /* Reserves max_tags regions of region_size bytes (retrying with smaller
  * regions when the address space is short). Returns true on failure, after
  * printing one line on stderr. Called once, from ra__init. */

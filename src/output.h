@@ -180,6 +180,30 @@ const struct ra__prof_frame *ra__prof_dump_frame(const struct ra__prof_dump *d,
 const char *ra__prof_frame_name(char *buf, size_t len,
                                 const struct ra__prof_frame *f, bool folded);
 
+/* -- protobuf.c: protocol buffers' wire format ------------------------------ */
+/* A growable buffer of encoded fields, zeroed to start. failed: a write did
+ * not fit (out of memory); later writes are dropped. */
+struct ra__pb {
+    uint8_t *data;
+    size_t len, cap;
+    bool failed;
+};
+/* Appends n raw bytes. */
+void ra__pb_raw(struct ra__pb *b, const void *p, size_t n);
+/* Appends v as a base-128 varint, low group first. */
+void ra__pb_varint(struct ra__pb *b, uint64_t v);
+/* A varint field (uint64, int64 of a non-negative value, bool); 0, the
+ * default, is left out as proto3 does. */
+void ra__pb_uint(struct ra__pb *b, unsigned field, uint64_t v);
+/* A length-delimited field: bytes, a string, a message, a packed repeated
+ * field. */
+void ra__pb_bytes(struct ra__pb *b, unsigned field, const void *p, size_t n);
+/* Appends msg as field of b and empties msg for the next one; a failure of
+ * msg is b's. */
+void ra__pb_message(struct ra__pb *b, unsigned field, struct ra__pb *msg);
+/* Frees the buffer and zeroes it. */
+void ra__pb_free(struct ra__pb *b);
+
 /* -- prof_pprof.c: the pprof output -------------------------------------------- */
 /* Writes d as a gzip-compressed profile.proto to o: one Sample per stack
  * labelled with its tag, a Location per frame, the executable mappings of

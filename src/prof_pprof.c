@@ -46,90 +46,12 @@ enum {
 enum { LINE_FUNCTION_ID = 1 };
 enum { FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3 };
 
-enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
-
-/* -- encoding ------------------------------------------------------------------- */
-
-/* A growable buffer of encoded fields. failed: a write did not fit (out of
- * memory); later writes are dropped. */
-struct pb {
-    uint8_t *data;
-    size_t len, cap;
-    bool failed;
-};
-
-static void pb_raw(struct pb *b, const void *p, size_t n)
-{
-    if (b->failed)
-        return;
-    if (n > b->cap - b->len) {
-        size_t cap = b->cap == 0 ? 4096 : b->cap;
-        uint8_t *grown;
-        while (cap - b->len < n)
-            cap *= 2;
-        grown = ra__meta_realloc(b->data, cap);
-        if (grown == NULL) {
-            b->failed = true;
-            return;
-        }
-        b->data = grown;
-        b->cap = cap;
-    }
-    if (n > 0)
-        memcpy(b->data + b->len, p, n);
-    b->len += n;
-}
-
-static void pb_varint(struct pb *b, uint64_t v)
-{
-    uint8_t buf[10];
-    size_t n = 0;
-
-    do {
-        buf[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v != 0);
-    pb_raw(b, buf, n);
-}
-
-static void pb_key(struct pb *b, unsigned field, unsigned wire)
-{
-    pb_varint(b, (uint64_t)field << 3 | wire);
-}
-
-/* A varint field (uint64, int64 of a non-negative value, bool); 0, the
- * default, is left out as proto3 does. */
-static void pb_uint(struct pb *b, unsigned field, uint64_t v)
-{
-    if (v == 0)
-        return;
-    pb_key(b, field, WIRE_VARINT);
-    pb_varint(b, v);
-}
-
-static void pb_bytes(struct pb *b, unsigned field, const void *p, size_t n)
-{
-    pb_key(b, field, WIRE_LEN);
-    pb_varint(b, n);
-    pb_raw(b, p, n);
-}
-
-/* Appends msg (a message, or a packed repeated field) as field of b, and
- * empties msg for the next one. */
-static void pb_message(struct pb *b, unsigned field, struct pb *msg)
-{
-    if (msg->failed)
-        b->failed = true;
-    pb_bytes(b, field, msg->data, msg->len);
-    msg->len = 0;
-}
-
 /* -- the string table ----------------------------------------------------------- */
 
 /* Profile.string_table, encoded as it grows, and an index of its strings
  * (open addressing, at most half full) so that each is written once. */
 struct strings {
-    struct pb enc;
+    struct ra__pb enc;
     size_t *at;      /* [i]: offset of string i's bytes in enc.data */
     size_t *len;     /* [i]: its length */
     size_t count, cap;
@@ -196,7 +118,7 @@ static uint64_t intern_bytes(struct strings *st, const char *s, size_t n)
             memcmp(st->enc.data + st->at[i], s, n) == 0)
             return i;
     }
-    pb_bytes(&st->enc, PROFILE_STRING_TABLE, s, n);
+    ra__pb_bytes(&st->enc, PROFILE_STRING_TABLE, s, n);
     if (st->enc.failed)
         return 0;
     st->at[st->count] = st->enc.len - n;
@@ -313,8 +235,8 @@ static struct mapping *find_mapping(const struct mappings *m, uintptr_t pc)
 
 struct encoder {
     const struct ra__prof_dump *d;
-    struct pb out;       /* Profile's fields but the string table */
-    struct pb msg, sub;  /* scratch: a message, a message inside it */
+    struct ra__pb out;       /* Profile's fields but the string table */
+    struct ra__pb msg, sub;  /* scratch: a message, a message inside it */
     struct strings st;
     struct mappings maps;
     uint64_t *function_of; /* per frame of d: its Function's id, 0 = none */
@@ -324,9 +246,9 @@ struct encoder {
 static void encode_value_type(struct encoder *e, unsigned field,
                               const char *type, const char *unit)
 {
-    pb_uint(&e->msg, VALUE_TYPE_TYPE, intern(&e->st, type));
-    pb_uint(&e->msg, VALUE_TYPE_UNIT, intern(&e->st, unit));
-    pb_message(&e->out, field, &e->msg);
+    ra__pb_uint(&e->msg, VALUE_TYPE_TYPE, intern(&e->st, type));
+    ra__pb_uint(&e->msg, VALUE_TYPE_UNIT, intern(&e->st, unit));
+    ra__pb_message(&e->out, field, &e->msg);
 }
 
 /* One Function per distinct symbol name, and the Function of each frame.
@@ -352,11 +274,11 @@ static bool encode_functions(struct encoder *e)
             continue;
         if (id_of_string[name] == 0) {
             id_of_string[name] = next_id++;
-            pb_uint(&e->msg, FUNCTION_ID, id_of_string[name]);
+            ra__pb_uint(&e->msg, FUNCTION_ID, id_of_string[name]);
             /* pprof demangles system_name where name equals it. */
-            pb_uint(&e->msg, FUNCTION_NAME, name);
-            pb_uint(&e->msg, FUNCTION_SYSTEM_NAME, name);
-            pb_message(&e->out, PROFILE_FUNCTION, &e->msg);
+            ra__pb_uint(&e->msg, FUNCTION_NAME, name);
+            ra__pb_uint(&e->msg, FUNCTION_SYSTEM_NAME, name);
+            ra__pb_message(&e->out, PROFILE_FUNCTION, &e->msg);
         }
         e->function_of[i] = id_of_string[name];
     }
@@ -379,14 +301,14 @@ static void encode_locations(struct encoder *e)
             m->nlocations++;
             m->nnamed += e->function_of[i] != 0;
         }
-        pb_uint(&e->msg, LOCATION_ID, i + 1);
-        pb_uint(&e->msg, LOCATION_MAPPING_ID, m != NULL ? m->id : 0);
-        pb_uint(&e->msg, LOCATION_ADDRESS, pc);
+        ra__pb_uint(&e->msg, LOCATION_ID, i + 1);
+        ra__pb_uint(&e->msg, LOCATION_MAPPING_ID, m != NULL ? m->id : 0);
+        ra__pb_uint(&e->msg, LOCATION_ADDRESS, pc);
         if (e->function_of[i] != 0) {
-            pb_uint(&e->sub, LINE_FUNCTION_ID, e->function_of[i]);
-            pb_message(&e->msg, LOCATION_LINE, &e->sub);
+            ra__pb_uint(&e->sub, LINE_FUNCTION_ID, e->function_of[i]);
+            ra__pb_message(&e->msg, LOCATION_LINE, &e->sub);
         }
-        pb_message(&e->out, PROFILE_LOCATION, &e->msg);
+        ra__pb_message(&e->out, PROFILE_LOCATION, &e->msg);
     }
 }
 
@@ -400,14 +322,14 @@ static void encode_mappings(struct encoder *e)
             const struct mapping *m = &e->maps.items[i];
             if (m->main != (pass == 0))
                 continue;
-            pb_uint(&e->msg, MAPPING_ID, m->id);
-            pb_uint(&e->msg, MAPPING_MEMORY_START, m->start);
-            pb_uint(&e->msg, MAPPING_MEMORY_LIMIT, m->limit);
-            pb_uint(&e->msg, MAPPING_FILE_OFFSET, m->offset);
-            pb_uint(&e->msg, MAPPING_FILENAME, m->filename);
-            pb_uint(&e->msg, MAPPING_HAS_FUNCTIONS,
+            ra__pb_uint(&e->msg, MAPPING_ID, m->id);
+            ra__pb_uint(&e->msg, MAPPING_MEMORY_START, m->start);
+            ra__pb_uint(&e->msg, MAPPING_MEMORY_LIMIT, m->limit);
+            ra__pb_uint(&e->msg, MAPPING_FILE_OFFSET, m->offset);
+            ra__pb_uint(&e->msg, MAPPING_FILENAME, m->filename);
+            ra__pb_uint(&e->msg, MAPPING_HAS_FUNCTIONS,
                     m->nlocations > 0 && m->nnamed == m->nlocations);
-            pb_message(&e->out, PROFILE_MAPPING, &e->msg);
+            ra__pb_message(&e->out, PROFILE_MAPPING, &e->msg);
         }
     }
 }
@@ -434,18 +356,18 @@ static void encode_samples(struct encoder *e)
             named = s->tag;
         }
         for (unsigned j = 0; j < s->nframes; j++)
-            pb_varint(&e->sub,
+            ra__pb_varint(&e->sub,
                       (uint64_t)(ra__prof_dump_frame(d, s->frames[j]) -
                                  d->frames) +
                           1);
-        pb_message(&e->msg, SAMPLE_LOCATION_ID, &e->sub);
+        ra__pb_message(&e->msg, SAMPLE_LOCATION_ID, &e->sub);
         for (size_t v = 0; v < sizeof values / sizeof values[0]; v++)
-            pb_varint(&e->sub, values[v]);
-        pb_message(&e->msg, SAMPLE_VALUE, &e->sub);
-        pb_uint(&e->sub, LABEL_KEY, tag_key);
-        pb_uint(&e->sub, LABEL_STR, tag_value);
-        pb_message(&e->msg, SAMPLE_LABEL, &e->sub);
-        pb_message(&e->out, PROFILE_SAMPLE, &e->msg);
+            ra__pb_varint(&e->sub, values[v]);
+        ra__pb_message(&e->msg, SAMPLE_VALUE, &e->sub);
+        ra__pb_uint(&e->sub, LABEL_KEY, tag_key);
+        ra__pb_uint(&e->sub, LABEL_STR, tag_value);
+        ra__pb_message(&e->msg, SAMPLE_LABEL, &e->sub);
+        ra__pb_message(&e->out, PROFILE_SAMPLE, &e->msg);
     }
 }
 
@@ -459,11 +381,11 @@ static void encode_header(struct encoder *e)
     encode_value_type(e, PROFILE_SAMPLE_TYPE, "inuse_objects", "count");
     encode_value_type(e, PROFILE_SAMPLE_TYPE, "inuse_space", "bytes");
     encode_value_type(e, PROFILE_PERIOD_TYPE, "space", "bytes");
-    pb_uint(&e->out, PROFILE_PERIOD, e->d->interval);
-    pb_uint(&e->out, PROFILE_DEFAULT_SAMPLE_TYPE,
+    ra__pb_uint(&e->out, PROFILE_PERIOD, e->d->interval);
+    ra__pb_uint(&e->out, PROFILE_DEFAULT_SAMPLE_TYPE,
             intern(&e->st, "inuse_space"));
     if (clock_gettime(CLOCK_REALTIME, &now) == 0 && now.tv_sec > 0)
-        pb_uint(&e->out, PROFILE_TIME_NANOS,
+        ra__pb_uint(&e->out, PROFILE_TIME_NANOS,
                 (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
 }
 
@@ -491,7 +413,7 @@ static bool deflate_out(z_stream *zs, struct ra__out *o, int flush)
 /* Writes the concatenation of parts as one gzip member (deflateInit2's
  * windowBits 15 + 16: a gzip header and trailer around the deflate
  * stream). Returns true on a zlib error (out of memory). */
-static bool gzip_write(struct ra__out *o, const struct pb *const *parts,
+static bool gzip_write(struct ra__out *o, const struct ra__pb *const *parts,
                        size_t nparts)
 {
     z_stream zs;
@@ -525,7 +447,7 @@ static bool gzip_write(struct ra__out *o, const struct pb *const *parts,
 bool ra__prof_pprof_write(struct ra__out *o, const struct ra__prof_dump *d)
 {
     struct encoder e;
-    const struct pb *parts[2];
+    const struct ra__pb *parts[2];
     bool failed = true;
 
     memset(&e, 0, sizeof e);
@@ -551,10 +473,10 @@ bool ra__prof_pprof_write(struct ra__out *o, const struct ra__prof_dump *d)
 out:
     ra__meta_free(e.function_of);
     ra__meta_free(e.maps.items);
-    ra__meta_free(e.out.data);
-    ra__meta_free(e.msg.data);
-    ra__meta_free(e.sub.data);
-    ra__meta_free(e.st.enc.data);
+    ra__pb_free(&e.out);
+    ra__pb_free(&e.msg);
+    ra__pb_free(&e.sub);
+    ra__pb_free(&e.st.enc);
     ra__meta_free(e.st.at);
     ra__meta_free(e.st.len);
     ra__meta_free(e.st.slots);

@@ -24,14 +24,7 @@
  * the table is static and regions are never torn down. */
 struct region {
     extent_hooks_t hooks;
-    uintptr_t start;
-    uintptr_t end;
-    /* Next never-used address. Everything below it was handed to jemalloc,
-     * which keeps it (opt.retain) and reuses it; we never take it back. */
-    _Atomic uintptr_t next;
-    /* [start, writable_end) is readable and writable; it only grows, and
-     * is always at least next. */
-    _Atomic uintptr_t writable_end;
+    struct ra__carving carving;
     /* Bytes jemalloc holds committed, and their high-water mark: the hooks
      * see every commit and decommit, so no cost lands on malloc. */
     _Atomic size_t committed;
@@ -52,13 +45,14 @@ static bool region_contains(const struct region *r, const void *addr,
                             size_t size)
 {
     uintptr_t a = (uintptr_t)addr;
-    return a >= r->start && a <= r->end && size <= r->end - a;
+    return a >= r->carving.start && a <= r->carving.end &&
+           size <= r->carving.end - a;
 }
 
 /* Makes the region writable up to end, as far as it is not yet. Returns
  * true when the kernel refuses (RLIMIT_DATA, overcommit_memory=2,
  * max_map_count): then nothing was carved, and nothing is lost. */
-static bool make_writable(struct region *r, uintptr_t end)
+static bool make_writable(struct ra__carving *r, uintptr_t end)
 {
     uintptr_t done = atomic_load_explicit(&r->writable_end,
                                           memory_order_relaxed);
@@ -76,12 +70,16 @@ static bool make_writable(struct region *r, uintptr_t end)
     return false;
 }
 
-/* Takes [addr, addr + size) from the never-used part of the region: exactly
- * new_addr when given (only possible when it is the next free address), else
- * the first aligned address. The space is made writable before it is taken.
- * Returns 0 when it does not fit or cannot be made writable. */
-static uintptr_t carve_extent(struct region *r, uintptr_t new_addr,
-                              size_t size, size_t alignment)
+void ra__carving_init(struct ra__carving *c, uintptr_t start, size_t size)
+{
+    c->start = start;
+    c->end = start + size;
+    atomic_init(&c->next, start);
+    atomic_init(&c->writable_end, start);
+}
+
+uintptr_t ra__carve_extent(struct ra__carving *r, uintptr_t new_addr,
+                           size_t size, size_t alignment)
 {
     uintptr_t cur = atomic_load_explicit(&r->next, memory_order_relaxed);
     uintptr_t addr;
@@ -132,7 +130,8 @@ static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
     uintptr_t addr;
     (void)arena_ind;
 
-    addr = carve_extent(r, (uintptr_t)new_addr, size, alignment);
+    addr = ra__carve_extent(&r->carving, (uintptr_t)new_addr, size,
+                            alignment);
     if (addr == 0)
         return NULL;
     /* Fresh pages are writable for good (see extent_commit) and, never
@@ -332,10 +331,9 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
             .split = extent_split,
             .merge = extent_merge,
         };
-        r->start = ra__layout.base + ((uintptr_t)i << ra__layout.shift);
-        r->end = r->start + region_size;
-        atomic_init(&r->next, r->start);
-        atomic_init(&r->writable_end, r->start);
+        ra__carving_init(&r->carving,
+                         ra__layout.base + ((uintptr_t)i << ra__layout.shift),
+                         region_size);
     }
     return false;
 }
@@ -392,8 +390,8 @@ void ra__region_name(unsigned idx, const char *tag_name)
         if (c < 0x20 || c > 0x7e || strchr("\\`$[]", c) != NULL)
             name[i] = '_';
     }
-    prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, r->start, r->end - r->start,
-          (unsigned long)name);
+    prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, r->carving.start,
+          r->carving.end - r->carving.start, (unsigned long)name);
 }
 
 int ra_tag_rss(ra_tag_t tag, size_t *bytes)
@@ -415,8 +413,8 @@ int ra_tag_rss(ra_tag_t tag, size_t *bytes)
         return -1;
     }
     r = &regions[tag - 1];
-    end = atomic_load_explicit(&r->next, memory_order_relaxed);
-    for (addr = r->start; addr < end;) {
+    end = atomic_load_explicit(&r->carving.next, memory_order_relaxed);
+    for (addr = r->carving.start; addr < end;) {
         size_t pages = (end - addr + page - 1) / page;
         if (pages > sizeof vec)
             pages = sizeof vec;
