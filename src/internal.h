@@ -384,6 +384,9 @@ void *ra__meta_alloc(size_t size);
 void *ra__meta_calloc(size_t n, size_t size);
 void *ra__meta_realloc(void *ptr, size_t size);
 void ra__meta_free(void *ptr);
+/* Bytes in the library's live blocks of its own (usable sizes): what the
+ * reports show as "library", part of the untagged figures. */
+size_t ra__meta_held(void);
 
 /* -- prof.c: the sampled allocation-site profile ------------------------------ */
 #define RA__PROF_MAX_FRAMES 64

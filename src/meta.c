@@ -9,36 +9,44 @@
  * own choice, never a tag's. */
 #define META_FLAGS MALLOCX_TCACHE_NONE
 
+/* Bytes in the library's live blocks (usable sizes), for the reports. */
+static _Atomic size_t held;
+
 #ifdef RA_TSAN
 /* A ThreadSanitizer build (--enable-tsan, which implies --disable-override):
  * jemalloc is not instrumented, so memory it hands from one thread to
  * another looks like a race. The library's own memory comes from the
  * sanitizer's malloc instead, which it understands. */
+#include <malloc.h>
 #include <stdlib.h>
 
-void *ra__meta_alloc(size_t size)
-{
-    return malloc(size == 0 ? 1 : size);
-}
-
-void *ra__meta_calloc(size_t n, size_t size)
-{
-    return calloc(n == 0 ? 1 : n, size == 0 ? 1 : size);
-}
-
-void *ra__meta_realloc(void *ptr, size_t size)
-{
-    return realloc(ptr, size == 0 ? 1 : size);
-}
-
-void ra__meta_free(void *ptr)
-{
-    free(ptr);
-}
+#define BLOCK_SIZE(p) malloc_usable_size(p)
+#define ALLOC(size, zero) ((zero) ? calloc(1, size) : malloc(size))
+#define REALLOC(p, size) realloc(p, size)
+#define FREE(p) free(p)
 #else
+#define BLOCK_SIZE(p) ra__je_sallocx(p, 0)
+#define ALLOC(size, zero)                                                   \
+    ra__je_mallocx(size, META_FLAGS | ((zero) ? MALLOCX_ZERO : 0))
+#define REALLOC(p, size) ra__je_rallocx(p, size, META_FLAGS)
+#define FREE(p) ra__je_dallocx(p, META_FLAGS)
+#endif
+
+static void *counted(void *p)
+{
+    if (p != NULL)
+        atomic_fetch_add_explicit(&held, BLOCK_SIZE(p), memory_order_relaxed);
+    return p;
+}
+
+static void uncount(void *p)
+{
+    atomic_fetch_sub_explicit(&held, BLOCK_SIZE(p), memory_order_relaxed);
+}
+
 void *ra__meta_alloc(size_t size)
 {
-    return ra__je_mallocx(size == 0 ? 1 : size, META_FLAGS);
+    return counted(ALLOC(size == 0 ? 1 : size, false));
 }
 
 void *ra__meta_calloc(size_t n, size_t size)
@@ -47,19 +55,34 @@ void *ra__meta_calloc(size_t n, size_t size)
 
     if (__builtin_mul_overflow(n, size, &total))
         return NULL;
-    return ra__je_mallocx(total == 0 ? 1 : total, META_FLAGS | MALLOCX_ZERO);
+    return counted(ALLOC(total == 0 ? 1 : total, true));
 }
 
 void *ra__meta_realloc(void *ptr, size_t size)
 {
+    size_t old;
+    void *p;
+
     if (ptr == NULL)
         return ra__meta_alloc(size);
-    return ra__je_rallocx(ptr, size == 0 ? 1 : size, META_FLAGS);
+    old = BLOCK_SIZE(ptr);
+    p = REALLOC(ptr, size == 0 ? 1 : size);
+    if (p != NULL) {
+        atomic_fetch_sub_explicit(&held, old, memory_order_relaxed);
+        counted(p);
+    }
+    return p;
 }
 
 void ra__meta_free(void *ptr)
 {
-    if (ptr != NULL)
-        ra__je_dallocx(ptr, META_FLAGS);
+    if (ptr != NULL) {
+        uncount(ptr);
+        FREE(ptr);
+    }
 }
-#endif
+
+size_t ra__meta_held(void)
+{
+    return atomic_load_explicit(&held, memory_order_relaxed);
+}

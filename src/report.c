@@ -24,6 +24,7 @@ struct snapshot {
     struct usage *rows; /* [0]: untagged; [t]: tag t */
     struct ra__global_stats global;
     uint64_t process_rss, time_ns;
+    uint64_t library; /* the library's own memory, part of untagged */
 };
 
 static void read_usage(ra_tag_t tag, struct usage *u)
@@ -60,6 +61,7 @@ static bool take_snapshot(struct snapshot *snap)
         read_usage(t, &snap->rows[t]);
     ra__stats_global(&snap->global);
     snap->process_rss = ra__proc_rss();
+    snap->library = ra__meta_held();
     return false;
 }
 
@@ -113,8 +115,19 @@ static void fill_total(struct ra__table_row *row, const struct snapshot *snap)
     ra__cell_text(row->cell[9], "-");
 }
 
-/* Rows: the header, one per tag, a rule, untagged, total. The rule keeps a
- * tag named "untagged" or "total" apart from the summary rows. */
+/* The library's own memory: allocated only (its pages are the untagged
+ * arenas'). */
+static void fill_library(struct ra__table_row *row, const struct snapshot *snap)
+{
+    ra__cell_text(row->cell[0], "library");
+    ra__cell_bytes(row->cell[1], snap->library);
+    for (size_t c = 2; c < TEXT_COLS; c++)
+        ra__cell_text(row->cell[c], "-");
+}
+
+/* Rows: the header, one per tag, a rule, untagged, the library's part of
+ * it, total. The rule keeps a tag named "untagged", "library" or "total"
+ * apart from the summary rows. */
 static void fill_text_row(void *ctx, size_t r, struct ra__table_row *row)
 {
     const struct snapshot *snap = ctx;
@@ -130,6 +143,8 @@ static void fill_text_row(void *ctx, size_t r, struct ra__table_row *row)
     } else if (r == snap->ntags + 2) {
         ra__cell_text(row->cell[0], "untagged");
         fill_usage(row, &snap->rows[0], false);
+    } else if (r == snap->ntags + 3) {
+        fill_library(row, snap);
     } else {
         fill_total(row, snap);
     }
@@ -140,7 +155,7 @@ static void write_text(struct ra__out *o, struct snapshot *snap)
     struct ra__table table = {
         .ncols = TEXT_COLS,
         .left = 1u,
-        .nrows = snap->ntags + 4,
+        .nrows = snap->ntags + 5,
         .fill = fill_text_row,
         .ctx = snap,
     };
@@ -210,6 +225,9 @@ static void write_json(struct ra__emitter *e, struct snapshot *snap)
     }
     ra__json_array_end(e);
     write_json_usage(e, "untagged", &snap->rows[0], false);
+    ra__json_object_begin(e, "library", true);
+    ra__json_u64(e, "allocated", snap->library);
+    ra__json_object_end(e);
     ra__json_object_begin(e, "process", true);
     ra__json_u64(e, "allocated", snap->global.allocated);
     ra__json_u64(e, "active", snap->global.active);
@@ -274,6 +292,10 @@ static void write_prometheus(struct ra__emitter *e, struct snapshot *snap)
         {"regionalloc_process_rss_bytes",
          "Resident bytes of the process (/proc/self/statm).",
          snap->process_rss},
+        {"regionalloc_library_allocated_bytes",
+         "Bytes the library holds for itself (thread state, tables, "
+         "reports), part of the untagged figures.",
+         snap->library},
     };
 
     for (size_t f = 0; f < nfamilies; f++) {

@@ -4,6 +4,7 @@
  * real parsers (Python's json, promtool). */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,12 +74,12 @@ START_TEST(test_report_text_has_a_row_per_tag_then_untagged_and_total)
     const char *line;
     unsigned n = 0;
     static const char *const starts[] = {"tag ", "parse ", "index ", "-----",
-                                         "untagged ", "total "};
+                                         "untagged ", "library ", "total "};
 
     tu_tag_create("parse");
     tu_tag_create("index");
     text = report(RA_FORMAT_TEXT);
-    ck_assert_uint_eq(tu_count_lines(text), 6);
+    ck_assert_uint_eq(tu_count_lines(text), 7);
     for (line = text; *line != '\0'; line = strchr(line, '\n') + 1, n++)
         ck_assert_msg(strncmp(line, starts[n], strlen(starts[n])) == 0,
                       "line %u does not start with \"%s\":\n%s", n,
@@ -221,9 +222,10 @@ START_TEST(test_report_prometheus_families_are_whole_with_help_and_type)
             nsamples++;
         }
     }
-    /* 10 tag families x 2 tags, 8 untagged, 5 process-wide. */
-    ck_assert_uint_eq(nseen, 10 + 8 + 5);
-    ck_assert_uint_eq(nsamples, 10 * 2 + 8 + 5);
+    /* 10 tag families x 2 tags, 8 untagged, 6 process-wide (the library's
+     * own memory among them). */
+    ck_assert_uint_eq(nseen, 10 + 8 + 6);
+    ck_assert_uint_eq(nsamples, 10 * 2 + 8 + 6);
     free(prom);
 }
 END_TEST
@@ -293,6 +295,47 @@ END_TEST
 
 /* The report's own memory (its snapshot, the stream's buffer) is not
  * charged to the tag the caller has pushed. */
+/* "library" is what the library holds for itself: a thread that uses a
+ * tag adds its state (one slot per tag possible, and the front cache of the
+ * tag), which its exit gives back. */
+static uint64_t library_allocated(void)
+{
+    char *json = report(RA_FORMAT_JSON);
+    uint64_t v = number_after(json, "\"library\": {\"allocated\": ");
+
+    free(json);
+    return v;
+}
+
+static void *use_a_tag(void *arg)
+{
+    ra_tag_t tag = *(ra_tag_t *)arg;
+    uint64_t *during = (uint64_t *)arg + 1;
+
+    ra_free(ra_malloc_tag(tag, 16));
+    *during = library_allocated();
+    return NULL;
+}
+
+START_TEST(test_report_library_memory_follows_thread_state)
+{
+    static uint64_t args[2];
+    ra_tag_t tag = tu_tag_create("library");
+    uint64_t before, after;
+    pthread_t thread;
+
+    memcpy(&args[0], &tag, sizeof tag);
+    before = library_allocated();
+    ck_assert_int_eq(pthread_create(&thread, NULL, use_a_tag, args), 0);
+    ck_assert_int_eq(pthread_join(thread, NULL), 0);
+    after = library_allocated();
+    /* The thread's state: at least a slot per possible tag (256 of 40
+     * bytes and more) and its front cache bins. */
+    ck_assert_uint_ge(args[1], before + 256 * 40);
+    ck_assert_uint_eq(after, before);
+}
+END_TEST
+
 START_TEST(test_report_own_memory_is_untagged)
 {
     ra_tag_t t = tu_tag_create("pushed");
@@ -868,6 +911,7 @@ static Suite *report_suite(void)
     tcase_add_test(tc, test_report_counts_purges_per_tag);
     tcase_add_test(tc, test_report_refreshes_statistics_once);
     tcase_add_test(tc, test_report_own_memory_is_untagged);
+    tcase_add_test(tc, test_report_library_memory_follows_thread_state);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("escaping");

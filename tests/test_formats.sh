@@ -159,7 +159,8 @@ CP_KEYS = {"seq", "label", "time_ns", "phase_ns", "tagged_allocated", "allocated
 def check_report_json(path, tags):
     d = load_json(path)
     check(d["schema"] == "regionalloc-report-1" and d["enabled"] is True, path + ": header")
-    check(set(d) == {"schema", "enabled", "time_ns", "tags", "untagged", "process"},
+    check(set(d) == {"schema", "enabled", "time_ns", "tags", "untagged", "library",
+                     "process"},
           path + ": top-level keys %s" % sorted(d))
     check(len(d["tags"]) == len(tags), path + ": %d tags" % len(d["tags"]))
     for t in d["tags"]:
@@ -171,6 +172,9 @@ def check_report_json(path, tags):
         check(all(isinstance(t[k], int) and t[k] >= 0 for k in TAG_KEYS - {"name"}),
               path + ": non-integer figure in %r" % t)
     check(set(d["untagged"]) == UNTAGGED_KEYS, path + ": untagged keys")
+    check(set(d["library"]) == {"allocated"} and
+          0 < d["library"]["allocated"] <= d["untagged"]["allocated"],
+          path + ": library %r, within untagged" % d["library"])
     check(set(d["process"]) == {"allocated", "active", "resident", "mapped", "rss"},
           path + ": process keys")
     check(d["process"]["allocated"] >= sum(a for _, a in tags.values()),
@@ -250,7 +254,8 @@ for run in ("plain", "json", "prom"):
     check_checkpoints_json(d + "checkpoints.json", tags, cps)
     check_report_prom(d + "report.prom", tags)
     check_checkpoints_prom(d + "checkpoints.prom", tags, cps)
-    check_text(d + "report.txt", len(tags) + 4)
+    # header, tags, rule, untagged, library, total
+    check_text(d + "report.txt", len(tags) + 5)
     check_text(d + "checkpoints.txt", len(cps) + 1)
     empty = load_json(d + "checkpoints-empty.json")
     check(empty["recorded"] == 0 and empty["checkpoints"] == [] and empty["tags"] == [],
