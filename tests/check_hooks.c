@@ -136,7 +136,16 @@ START_TEST(test_hooks_sixteen_at_once)
         ck_assert_uint_eq(r[i].n, 2);
         ck_assert_int_eq(ra_hooks_remove(ids[i]), 0);
     }
-    ck_assert_int_ge(ra_hooks_install(&hooks), 0);
+    /* A removed hook's slot serves the next one, which is called. */
+    ids[0] = ra_hooks_install(&hooks);
+    ck_assert_int_ge(ids[0], 0);
+    r[16].on = true;
+    p = ra_malloc(10);
+    ra_free(p);
+    r[16].on = false;
+    ck_assert_uint_eq(r[16].n, 2);
+    for (int i = 0; i < 16; i++)
+        ck_assert_uint_eq(r[i].n, 2);
 }
 END_TEST
 

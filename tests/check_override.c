@@ -228,12 +228,27 @@ START_TEST(test_override_realloc_null_allocates_under_current_tag)
 }
 END_TEST
 
+/* The block a hook saw freed while on. */
+static struct {
+    bool on;
+    void *seen;
+} untagged_frees;
+
+static void see_free(void *ctx, ra_tag_t tag, void *ptr, size_t size)
+{
+    (void)ctx; (void)size;
+    if (untagged_frees.on && tag == RA_TAG_NONE && untagged_frees.seen == NULL)
+        untagged_frees.seen = ptr;
+}
+
 START_TEST(test_override_realloc_zero_frees)
 {
     ra_tag_t t = tu_tag_create("realloc-zero");
+    ra_hooks_t hooks = {NULL, see_free, NULL};
     ra_tag_stats_t before, after;
     size_t usable;
-    void *p;
+    void *p, *q;
+    int id;
 
     p = ra_malloc_tag(t, 1000);
     ck_assert_ptr_nonnull(p);
@@ -246,10 +261,18 @@ START_TEST(test_override_realloc_zero_frees)
     after = tu_tag_stats(t);
     ck_assert_uint_eq(after.ndalloc, before.ndalloc + 1);
     ck_assert_uint_eq(after.allocated, before.allocated - usable);
-    /* Untagged too: no crash, NULL back. */
+    /* Untagged too: the block is freed (a hook sees its free) and NULL
+     * comes back. */
     p = f_malloc(50);
     ck_assert_ptr_nonnull(p);
-    ck_assert_ptr_null(f_realloc(p, 0));
+    id = ra_hooks_install(&hooks);
+    ck_assert_int_ge(id, 0);
+    untagged_frees.on = true;
+    q = f_realloc(p, 0);
+    untagged_frees.on = false;
+    ck_assert_int_eq(ra_hooks_remove(id), 0);
+    ck_assert_ptr_null(q);
+    ck_assert_ptr_eq(untagged_frees.seen, p);
 }
 END_TEST
 

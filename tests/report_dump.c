@@ -9,7 +9,7 @@
  * On stdout it prints what the documents must say, one fact per line, for
  * the script to compare with what a real parser reads from them:
  *
- *   tag <id> <name as hex bytes> <allocated>
+ *   tag <id> <name as hex bytes> <allocated> <blocks allocated, none freed>
  *   checkpoint <seq> <label as hex bytes> <allocated of tag 1> ... of tag n
  *
  * Exit status 0, or 1 after a message on stderr. */
@@ -41,6 +41,7 @@ static const char *const labels[] = {
 #define NLABELS (sizeof labels / sizeof labels[0])
 
 static size_t allocated[NTAGS];
+static unsigned nblocks[NTAGS];
 static void *blocks[NTAGS][8];
 
 static void print_hex(const char *s)
@@ -87,6 +88,7 @@ static void allocate_phase(ra_tag_t *tags, unsigned phase)
         memset(p, 0x11, 1000 * (phase + 1) + i);
         blocks[i][phase] = p;
         allocated[i] += ra_malloc_usable_size(p);
+        nblocks[i]++;
     }
 }
 
@@ -134,7 +136,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < NTAGS; i++) {
         printf("tag %zu ", i + 1);
         print_hex(names[i]);
-        printf(" %zu\n", allocated[i]);
+        printf(" %zu %u\n", allocated[i], nblocks[i]);
     }
     failed |= dump(argv[1], "report.txt", ra_report, RA_FORMAT_TEXT);
     failed |= dump(argv[1], "report.json", ra_report, RA_FORMAT_JSON);

@@ -95,12 +95,17 @@ def unhex(h):
     return b"" if h == "-" else bytes.fromhex(h)
 
 
+# Blocks each tag holds (none freed, no purge asked), from the facts.
+blocks = {}
+
+
 def read_facts(path):
     tags, cps = {}, []
     for line in open(path, encoding="ascii"):
         w = line.split()
         if w[0] == "tag":
             tags[int(w[1])] = (unhex(w[2]), int(w[3]))
+            blocks[int(w[1])] = int(w[4])
         elif w[0] == "checkpoint":
             cps.append((int(w[1]), unhex(w[2]), [int(x) for x in w[3:]]))
     return tags, cps
@@ -171,7 +176,27 @@ def check_report_json(path, tags):
               path + ": %r allocated %d, want %d" % (t["name"], t["allocated"], allocated))
         check(all(isinstance(t[k], int) and t[k] >= 0 for k in TAG_KEYS - {"name"}),
               path + ": non-integer figure in %r" % t)
+        check(t["nmalloc"] == blocks[t["id"]] and t["ndalloc"] == 0 and t["purges"] == 0,
+              path + ": %r counts %d/%d/%d, want %d/0/0" %
+              (t["name"], t["nmalloc"], t["ndalloc"], t["purges"], blocks[t["id"]]))
+        check(t["allocated"] <= t["active"] and t["active"] + t["dirty"] <= t["mapped"] <=
+              t["peak_mapped"] <= t["reserved"] and t["retained"] <= t["reserved"],
+              path + ": %r figures out of order: %r" % (t["name"], t))
+        # Every block was written whole: its pages are resident.
+        check(t["rss"] >= t["allocated"], path + ": %r rss below allocated" % t["name"])
+        check(t["reserved"] == d["tags"][0]["reserved"] and
+              t["reserved"] & (t["reserved"] - 1) == 0 and t["reserved"] >= 4 << 20,
+              path + ": %r reserved %d" % (t["name"], t["reserved"]))
+        check(t["muzzy"] == 0, path + ": a tag has no lazy purge, muzzy %d" % t["muzzy"])
     check(set(d["untagged"]) == UNTAGGED_KEYS, path + ": untagged keys")
+    u = d["untagged"]
+    check(u["allocated"] <= u["active"] <= u["mapped"] and u["ndalloc"] <= u["nmalloc"] and
+          u["purges"] == 0, path + ": untagged figures %r" % u)
+    # jemalloc's totals are the sums over its arenas: the tags' and the
+    # untagged ones, read at the same refresh.
+    for k in ("allocated", "active"):
+        check(d["process"][k] == sum(t[k] for t in d["tags"]) + u[k],
+              path + ": process %s %d is not the tags' and untagged sum" % (k, d["process"][k]))
     check(set(d["library"]) == {"allocated"} and
           0 < d["library"]["allocated"] <= d["untagged"]["allocated"],
           path + ": library %r, within untagged" % d["library"])

@@ -20,15 +20,6 @@ export LC_ALL=C PYTHONHASHSEED=0
 
 ran=0
 
-# have PROGRAM: whether PROGRAM is installed; says SKIP when not.
-have() {
-    if command -v "$1" >/dev/null 2>&1; then
-        return 0
-    fi
-    echo "SKIP: $1 not installed"
-    return 1
-}
-
 # compare NAME COMMAND...: runs COMMAND twice, plain and preloaded, and
 # compares what the two runs printed and returned.
 compare() {
@@ -73,13 +64,13 @@ awk 'BEGIN {
     }
 }' >"$tmp/lines.txt" || { echo "FAIL: cannot generate input"; exit 1; }
 
-if have sort; then
+if need sort coreutils; then
     compare "sort" sort "$tmp/lines.txt"
     compare "sort -t, -k2,2n -u" sort -t, -k2,2n -u "$tmp/lines.txt"
     compare "sort of a missing file" sort "$tmp/no-such-file"
 fi
 
-if have python3; then
+if need python3 python3; then
     compare "python3 dict/list work" python3 -c '
 import hashlib, sys
 words = {}
@@ -96,20 +87,24 @@ with open(sys.argv[1]) as f:
 ' "$tmp/lines.txt"
 fi
 
-if have git; then
+if need git git; then
     compare "git --version" git --version
     compare "git hash-object" git hash-object "$tmp/lines.txt"
 fi
 
-if have sh && have awk && have seq; then
-    compare "sh -c pipeline" sh -c \
-        'seq 1 100000 | awk "{ s += \$1 * \$1 } END { print s }" | tr 0-9 a-j;
-         cut -d, -f1 "$1" | sort | uniq -c | sort -rn | head -n 20' \
-        sh "$tmp/lines.txt"
+# Pipelines run with pipefail, so that a stage that fails under the
+# library fails the run; no stage stops reading early (head would make
+# sort's exit status depend on timing).
+if need awk gawk && need seq coreutils; then
+    compare "bash pipeline" bash -o pipefail -c \
+        'seq 1 100000 | awk "{ s += \$1 * \$1 } END { print s }" | tr 0-9 a-j &&
+         cut -d, -f1 "$1" | sort | uniq -c | sort -rn | sed -n 1,20p' \
+        bash "$tmp/lines.txt"
 fi
 
-if have ls && have wc && [ -d /usr/include ]; then
-    compare "ls -la /usr/include | wc -l" sh -c 'ls -la /usr/include | wc -l'
+if [ -d /usr/include ]; then
+    compare "ls -la /usr/include | wc -l" bash -o pipefail -c \
+        'ls -la /usr/include | wc -l'
 fi
 
 # report_check NAME EXPECTED_STDOUT_FILE COMMAND...: runs COMMAND preloaded
@@ -136,17 +131,15 @@ report_check() {
 }
 
 # bash leaves through exit(), so destructors run (dash calls _exit).
-if have bash; then
-    echo hello >"$tmp/hello.txt"
-    report_check "REGIONALLOC_STATS=stderr (bash)" "$tmp/hello.txt" \
-        bash -c 'echo hello'
-fi
+echo hello >"$tmp/hello.txt"
+report_check "REGIONALLOC_STATS=stderr (bash)" "$tmp/hello.txt" \
+    bash -c 'echo hello'
 
 # GNU coreutils close stdout and stderr in an atexit handler (gnulib's
 # close_stdout), which runs before shared-library destructors: a report
 # written to fd 2 from a destructor is lost unless the library kept its own
 # descriptor for it.
-if have sort; then
+if need sort coreutils; then
     sort "$tmp/lines.txt" >"$tmp/sorted.txt"
     report_check "REGIONALLOC_STATS=stderr (sort, closes stderr at exit)" \
         "$tmp/sorted.txt" sort "$tmp/lines.txt"
@@ -154,7 +147,7 @@ fi
 
 # A preloaded program takes no checkpoint of its own: the table still has
 # the row the library adds at exit, with the whole run's peak RSS.
-if have sort; then
+if need sort coreutils; then
     ran=$((ran + 1))
     REGIONALLOC_CHECKPOINTS=stderr LD_PRELOAD=$lib sort "$tmp/lines.txt" \
         >"$tmp/cp.out" 2>"$tmp/cp.err"
@@ -173,13 +166,5 @@ if have sort; then
     fi
 fi
 
-if [ "$ran" = 0 ]; then
-    echo "SKIP: none of the programs is installed"
-    exit 77
-fi
-if [ "$failures" != 0 ]; then
-    echo "$failures of $ran checks failed"
-    exit 1
-fi
-echo "all $ran checks passed"
-exit 0
+echo "$ran checks run"
+finish
