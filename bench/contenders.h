@@ -176,7 +176,7 @@ static inline void bench_open_contenders(void)
 #define NAME_MIMALLOC "mimalloc heap API"
 #define NAME_TRACKER "header tracker"
 #define NAME_GLIBC "glibc malloc (own process)"
-/* ring 8-256 only: the tagged pair instrumented (issue 5). */
+/* ring 8-256 only: the tagged pair instrumented (hooks, profiler). */
 #define NAME_TAGGED_HOOK "tagged + 1 no-op hook"
 #define NAME_TAGGED_PROF "tagged, profiler at 512 KiB"
 

@@ -4,7 +4,7 @@
  * and bench/ring_glibc (plain glibc malloc, for the glibc contender and the
  * heaptrack runs: `ring_glibc --profile NAME` runs the 8-256 mix with the
  * glibc contender called NAME). The 8-256 mix also runs the tagged pair
- * instrumented (issue 5): with one no-op hook installed, and with the
+ * instrumented: with one no-op hook installed, and with the
  * sampling profiler on at a 512 KiB mean interval, each only during its own
  * rounds, so the plain tagged rounds in between run with neither. */
 #include <stdbool.h>

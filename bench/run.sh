@@ -1,6 +1,7 @@
 #!/bin/bash
-# Runs every benchmark in bench/ and prints one table, the targets of issues
-# 4 and 5 judged from the numbers it just measured, and the machine it ran on.
+# Runs every benchmark in bench/ and prints one table, the targets (of the
+# allocation paths, and of the hooks and profiler) judged from the numbers it
+# just measured, and the machine it ran on.
 #
 #   bench/run.sh [--quick] [--raw FILE] BENCH_BINARY_DIR
 #
@@ -294,7 +295,7 @@ END {
     R256 = "ring 8-256 B, 1 thread"; R4K = "ring 8-4096 B, 1 thread"
     SW = "ring 8-256 B, push/pop 1 of 4 tags per 10 ops"
     print ""
-    print "targets (issue 4), judged from the medians above:"
+    print "targets (the allocation paths), judged from the medians above:"
     ratio_target("tagged malloc+free <= 1.25x jemalloc, ring 8-256", R256, TAG, 1.25)
     ratio_target("tagged malloc+free <= 1.25x jemalloc, ring 8-4096", R4K, TAG, 1.25)
     ratio_target("untagged (override) <= 1.05x jemalloc, ring 8-256", R256, "libregionalloc untagged", 1.05)
@@ -312,14 +313,14 @@ END {
     faster_target("tagged faster than mimalloc heap API, ring 8-4096", R4K, "mimalloc heap API")
     faster_target("tagged faster than mimalloc heap API, push/pop per 10", SW, "mimalloc heap API")
 
-    # Issue 5: the tagged ring with the profiler on (its own rounds only),
+    # Hooks and profiler: the tagged ring with the profiler on (its own rounds only),
     # over the plain tagged rounds of the same processes; and the plain
     # tagged rounds, which run with no hook and the profiler off between
     # the instrumented ones, against jemalloc: the bound they met before
-    # hooks and the profiler existed (issue 4).
+    # hooks and the profiler existed (the allocation paths' targets).
     HOOK = "tagged + 1 no-op hook"; PROF = "tagged, profiler at 512 KiB"
     print ""
-    print "targets (issue 5), judged from the medians above:"
+    print "targets (hooks and profiler), judged from the medians above:"
     pair_target("profiling at 512 KiB <= 1.10x the unprofiled tagged pair", R256, PROF, TAG, 1.10)
     ratio_target("no hooks, no profiler: tagged path unchanged (<= 1.25x)", R256, TAG, 1.25)
 

@@ -51,7 +51,7 @@ static inline bool region_cannot_hold(size_t size)
 }
 
 /* A full region may still hold free space in this thread's cache or in dirty
- * pages of the arena (jemalloc #2752): give both back and try once more. */
+ * pages of the arena (doc/design.md, jemalloc facts): give both back and try once more. */
 RA__COLD static void make_room(ra_tag_t tag)
 {
     ra__thread_flush_tag(tag);
@@ -60,7 +60,7 @@ RA__COLD static void make_room(ra_tag_t tag)
 
 /* Counts a block allocated under tag, unless jemalloc put it outside the
  * region: during thread exit it serves explicit-arena requests from arena
- * 0 (#2791), and such a block is untagged. Marks its page: it did not come
+ * 0 (jemalloc's thread-exit redirection, doc/design.md), and such a block is untagged. Marks its page: it did not come
  * from a front cache, so its class is not known here. */
 static inline void count_alloc(struct ra__tag_slot *s, ra_tag_t tag, void *p)
 {
@@ -536,7 +536,7 @@ static void count_free_and_alloc(struct ra__tag_slot *s, ra_tag_t tag)
     }
 }
 
-/* The new block may have left the region during thread exit (#2791). */
+/* The new block may have left the region during thread exit (jemalloc's thread-exit redirection, doc/design.md). */
 static void count_realloc(struct ra__tag_slot *s, ra_tag_t tag, void *p)
 {
     if (s != NULL)

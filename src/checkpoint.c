@@ -88,7 +88,7 @@ static int record(const char *label, bool reset_peak)
         return -1;
     }
     now = ra__clock_ns();
-    /* One epoch refresh for the whole snapshot (#2077). */
+    /* One epoch refresh for the whole snapshot (doc/design.md, jemalloc facts). */
     ra__stats_refresh();
     for (ra_tag_t t = 1; t <= ntags; t++) {
         slot->tag_allocated[t - 1] = ra__stats_allocated(t);

@@ -257,7 +257,7 @@ struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag)
     __attribute__((noinline, cold));
 /* Fills bin of slot s (empty) from the tag's arena and returns one more block
  * for the caller: counted by nobody yet, maybe outside the region during
- * thread exit (#2791), NULL on failure. */
+ * thread exit (jemalloc's thread-exit redirection, doc/design.md), NULL on failure. */
 void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     __attribute__((noinline, cold));
 /* Gives half of a full bin back to jemalloc. */
@@ -452,7 +452,7 @@ void ra__prof_prefork(void);
 void ra__prof_postfork(void);
 
 /* -- stats.c: mallctl reads, purge ----------------------------------------- */
-/* Refreshes jemalloc's statistics (the "epoch"); not cheap (#2077): once per
+/* Refreshes jemalloc's statistics (the "epoch"); not cheap (doc/design.md, jemalloc facts): once per
  * report, then read as many figures as needed. */
 void ra__stats_refresh(void);
 /* Fills *out for tag (RA_TAG_NONE: the untagged arenas) as of the last

@@ -169,7 +169,7 @@ int ra_tag_stats(ra_tag_t tag, ra_tag_stats_t *out)
     }
     if (check_tag(tag) != 0)
         return -1;
-    /* One refresh per call: jemalloc's epoch is not cheap (#2077). */
+    /* One refresh per call: jemalloc's epoch is not cheap (doc/design.md, jemalloc facts). */
     ra__stats_refresh();
     ra__stats_read(tag, out);
     return 0;

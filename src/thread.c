@@ -101,7 +101,7 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
 
     if (first == NULL || ra__tag_of_addr(first) != tag) {
         /* Failure, or jemalloc's thread-exit redirection to arena 0
-         * (#2791): nothing to cache, the caller copes. */
+         * (jemalloc's thread-exit redirection, doc/design.md): nothing to cache, the caller copes. */
         return first;
     }
     ra__page_bin_set(first, bin);

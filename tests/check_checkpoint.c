@@ -207,7 +207,7 @@ START_TEST(test_checkpoint_rows_match_allocations_exactly)
 }
 END_TEST
 
-/* jemalloc's epoch is not cheap (#2077): one refresh per checkpoint, none
+/* jemalloc's epoch is not cheap (doc/design.md, jemalloc facts): one refresh per checkpoint, none
  * per report. */
 START_TEST(test_checkpoint_refreshes_statistics_once)
 {

@@ -1,4 +1,4 @@
-/* Suite "config": the environment variables of DESIGN.md section 4, read
+/* Suite "config": the environment variables of regionalloc(3), read
  * once at first use; bad values cost one line on stderr and the default. */
 #include <check.h>
 #include <errno.h>

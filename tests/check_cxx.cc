@@ -1,5 +1,5 @@
 // Suite "cxx": operator new/delete, every variant, and the standard
-// containers are attributed to the current tag (DESIGN.md section 3).
+// containers are attributed to the current tag (regionalloc(3), drop-in malloc).
 #include <check.h>
 
 #include <cerrno>

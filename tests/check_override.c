@@ -1,6 +1,6 @@
 /* Suite "override": the malloc family exported by the library keeps glibc's
  * documented semantics and attributes blocks to the current tag
- * (DESIGN.md section 3). Every call goes through a volatile function pointer
+ * (regionalloc(3)). Every call goes through a volatile function pointer
  * so the compiler cannot fold or drop it. */
 #include <check.h>
 #include <errno.h>

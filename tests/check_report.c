@@ -272,7 +272,7 @@ START_TEST(test_report_counts_purges_per_tag)
 }
 END_TEST
 
-/* jemalloc's epoch is not cheap (#2077): a report refreshes it once,
+/* jemalloc's epoch is not cheap (doc/design.md, jemalloc facts): a report refreshes it once,
  * whatever the number of tags and formats' passes. */
 START_TEST(test_report_refreshes_statistics_once)
 {

@@ -1,5 +1,5 @@
 /* Suite "tag": the registry of names and ids, the per-thread tag stack and
- * RA_TAG_SCOPE, against the contract of DESIGN.md section 2. */
+ * RA_TAG_SCOPE, against the contract of regionalloc.h and regionalloc(3). */
 #include <check.h>
 #include <errno.h>
 #include <limits.h>

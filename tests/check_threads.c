@@ -815,7 +815,7 @@ END_TEST
 /* A pthread destructor that runs after jemalloc and the library have
  * cleaned up the thread (its key was created later) still frees and
  * allocates under a pushed tag. jemalloc serves such late requests from
- * arena 0 (DESIGN.md section 7, jemalloc #2791), so the late blocks may
+ * arena 0 (jemalloc's thread-exit redirection, doc/design.md), so the late blocks may
  * come back untagged; whatever they are, the tag's figures must agree with
  * the blocks that are really in its region. */
 enum { LD_FIRST = 100, LD_LATE = 50 };

@@ -2,7 +2,7 @@
 # Checks the dynamic symbol table of libregionalloc.so: it exports the public
 # API (ra_*), the two helpers RA_TAG_SCOPE expands to, and, unless built with
 # --disable-override (RA_OVERRIDE=0), the malloc family and C++ operator
-# new/delete; nothing else. Every function of DESIGN.md section 2 must be
+# new/delete; nothing else. Every function of include/regionalloc.h must be
 # there. Run by make check with abs_top_builddir (and RA_OVERRIDE) set.
 set -u
 
@@ -14,7 +14,7 @@ override=${RA_OVERRIDE:-1}
 [ -e "$lib" ] || skip "$lib not found (shared library not built)"
 command -v nm >/dev/null 2>&1 || skip "nm not found"
 
-# The contract's functions (DESIGN.md section 2), RA_TAG_SCOPE's helpers,
+# The public functions (include/regionalloc.h), RA_TAG_SCOPE's helpers,
 # and the reports and checkpoints (section 5).
 api="ra_tag_create ra_tag_lookup ra_tag_name ra_tag_count ra_tag_push
 ra_tag_pop ra_tag_current ra_tag_of ra_malloc ra_calloc ra_realloc ra_free
@@ -23,7 +23,7 @@ ra_malloc_tag ra_tag_stats ra_tag_purge ra_purge_all ra_thread_flush
 ra_enabled ra__tag_scope_begin ra__tag_scope_end
 ra_report ra_checkpoint ra_checkpoint_report ra_tag_rss"
 
-# DESIGN.md section 3: the replaced allocator, and jemalloc's non-standard
+# The replaced allocator (regionalloc(3), drop-in malloc), and jemalloc's non-standard
 # functions that programs call on blocks from malloc.
 malloc_family="malloc calloc realloc free aligned_alloc posix_memalign
 memalign valloc pvalloc malloc_usable_size reallocarray free_sized
