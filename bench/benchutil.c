@@ -184,9 +184,13 @@ bool bench_open_jemalloc(void)
     *(void **)&bench_je.free = dlsym(h, "free");
     *(void **)&bench_je.realloc = dlsym(h, "realloc");
     *(void **)&bench_je.mallctl = dlsym(h, "mallctl");
+    *(void **)&bench_je.mallocx = dlsym(h, "mallocx");
+    *(void **)&bench_je.dallocx = dlsym(h, "dallocx");
     if (bench_je.malloc == NULL || bench_je.free == NULL ||
-        bench_je.realloc == NULL || bench_je.mallctl == NULL) {
-        bench_je_missing = "libjemalloc.so.2 lacks malloc/free/realloc/mallctl";
+        bench_je.realloc == NULL || bench_je.mallctl == NULL ||
+        bench_je.mallocx == NULL || bench_je.dallocx == NULL) {
+        bench_je_missing = "libjemalloc.so.2 lacks malloc/free/realloc/"
+                           "mallctl/mallocx/dallocx";
         return false;
     }
     /* The whole point: these must not be the process's (possibly

@@ -65,6 +65,8 @@ struct bench_jemalloc {
     void (*free)(void *);
     void *(*realloc)(void *, size_t);
     int (*mallctl)(const char *, void *, size_t *, void *, size_t);
+    void *(*mallocx)(size_t, int);
+    void (*dallocx)(void *, int);
 };
 extern struct bench_jemalloc bench_je;
 extern const char *bench_je_missing;

@@ -179,5 +179,6 @@ static inline void bench_open_contenders(void)
 /* ring 8-256 only: the tagged pair instrumented (hooks, profiler). */
 #define NAME_TAGGED_HOOK "tagged + 1 no-op hook"
 #define NAME_TAGGED_PROF "tagged, profiler at 512 KiB"
+#define NAME_TAGGED_BUDGET "tagged, with a budget"
 
 #endif /* BENCH_CONTENDERS_H */

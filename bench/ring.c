@@ -6,7 +6,9 @@
  * glibc contender called NAME). The 8-256 mix also runs the tagged pair
  * instrumented: with one no-op hook installed, and with the
  * sampling profiler on at a 512 KiB mean interval, each only during its own
- * rounds, so the plain tagged rounds in between run with neither. */
+ * rounds, so the plain tagged rounds in between run with neither. Both
+ * mixes also run the tagged pair with a budget on the tag (hard and soft
+ * limits it never reaches, set for that contender's rounds only). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -90,6 +92,22 @@ static double run_tagged_profiled(void *arg)
         bench_die("ra_prof_stop");
     return r;
 }
+
+/* The tagged pair while the tag has a budget it never reaches: what a
+ * limit costs the allocation paths. Set for this round only. */
+static double run_tagged_budgeted(void *arg)
+{
+    ra_tag_t tag = *(ra_tag_t *)arg;
+    ra_tag_limit_t limit = {(size_t)32 << 30, (size_t)16 << 30, NULL, NULL};
+    double r;
+
+    if (ra_tag_set_limit(tag, &limit) != 0)
+        bench_die("ra_tag_set_limit");
+    r = run_tagged(arg);
+    if (ra_tag_set_limit(tag, NULL) != 0)
+        bench_die("ra_tag_set_limit");
+    return r;
+}
 #endif
 
 /* profile_name: only the process malloc, reported under that name (the
@@ -108,6 +126,7 @@ static void bench_mix(const char *workload, size_t max, const char *profile_name
         {NAME_JEMALLOC, run_jemalloc, NULL, NULL},
         {NAME_UNTAGGED, run_process, NULL, NULL},
         {NAME_TAGGED, run_tagged, &tag, NULL},
+        {NAME_TAGGED_BUDGET, run_tagged_budgeted, &tag, NULL},
         {NAME_TAGGED_HOOK, run_tagged_hooked, &tag, NULL},
         {NAME_TAGGED_PROF, run_tagged_profiled, &tag, NULL},
         {NAME_MIMALLOC, run_mimalloc, NULL, bench_mi_missing},
@@ -123,11 +142,11 @@ static void bench_mix(const char *workload, size_t max, const char *profile_name
     } else {
         unsigned n = sizeof c / sizeof c[0];
 #ifndef BENCH_GLIBC
-        /* Without the instrumented contenders (3 and 4), the rest close
+        /* Without the instrumented contenders (4 and 5), the rest close
          * up. */
         if (!instrumented) {
-            c[3] = c[5];
             c[4] = c[6];
+            c[5] = c[7];
             n -= 2;
         }
 #else

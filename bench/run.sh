@@ -109,7 +109,7 @@ timed() {
 
 # -- timing -------------------------------------------------------------------
 for prog in ring ring_glibc threads threads_glibc realloc_growth \
-            realloc_growth_glibc tag_switch tag_ops; do
+            realloc_growth_glibc tag_switch tag_ops lifetime; do
     timed "$prog"
 done
 
@@ -317,15 +317,41 @@ END {
     # over the plain tagged rounds of the same processes; and the plain
     # tagged rounds, which run with no hook and the profiler off between
     # the instrumented ones, against jemalloc: the bound they met before
-    # hooks and the profiler existed (the allocation paths' targets).
+    # hooks and the profiler existed (the targets of the allocation paths).
     HOOK = "tagged + 1 no-op hook"; PROF = "tagged, profiler at 512 KiB"
     print ""
     print "targets (hooks and profiler), judged from the medians above:"
     pair_target("profiling at 512 KiB <= 1.10x the unprofiled tagged pair", R256, PROF, TAG, 1.10)
     ratio_target("no hooks, no profiler: tagged path unchanged (<= 1.25x)", R256, TAG, 1.25)
 
+    # Tag lifetime and budgets: reset against freeing one by one and
+    # purging, a recycled tag against a fresh one, the ring with a budget on
+    # its tag against without (each pair measured in the same processes).
+    D6 = "drop 10^6 blocks of 16-64 B"; RESET = "tagged: ra_tag_reset"
+    FREED = "tagged: free one by one + ra_tag_purge"
+    CR = "ra_tag_create alone"; CRU = "ra_tag_create + first malloc/free"
+    FRESH = "ra_tag_create, a fresh tag"; RECYCLED = "ra_tag_create, a recycled tag"
+    BUDGET = "tagged, with a budget"
+    print ""
+    print "targets (tag lifetime and budgets), judged from the medians above:"
+    pair_target("ra_tag_reset <= 0.10x free one by one + purge, 10^6 blocks", D6, RESET, FREED, 0.10)
+    pair_target("recycled ra_tag_create <= 0.05x a fresh one", CR, RECYCLED, FRESH, 0.05)
+    pair_target("a budget on the tag: <= 1.02x without, ring 8-256", R256, BUDGET, TAG, 1.02)
+    pair_target("a budget on the tag: <= 1.02x without, ring 8-4096", R4K, BUDGET, TAG, 1.02)
+
     print ""
     print "other findings:"
+    split("drop 10^5 blocks of 16-64 B|drop 10^7 blocks of 16-64 B|drop 10^6 blocks of 8-256 B", drops, "|")
+    for (i = 1; i <= 3; i++) {
+        x = pair_ratio(drops[i], RESET, FREED)
+        if (x != "")
+            printf "  %s: ra_tag_reset %.2fx free one by one + purge (%s vs %s ns/block)\n",
+                   drops[i], x, num(med[key(drops[i], RESET)]), num(med[key(drops[i], FREED)])
+    }
+    x = pair_ratio(CRU, RECYCLED, FRESH)
+    if (x != "")
+        printf "  with its first malloc/free, a recycled tag starts in %.2fx the time of a fresh one (%s vs %s us)\n",
+               x, num(med[key(CRU, RECYCLED)]), num(med[key(CRU, FRESH)])
     P = "ring 8-256 B, whole process (profiler run)"
     if (has(R256, "glibc malloc + heaptrack") && has(R256, "glibc malloc, profiler baseline"))
         printf "  heaptrack: %.1fx the time per malloc+free of the same binary without it (%s vs %s ns)\n",

@@ -7,8 +7,10 @@
  *             are interned in a hash table as they are met    tag "index"
  *   index     (file, line) postings per identifier, lists     tag "index"
  *             that grow with realloc
- *   drop      free the source bytes and the tokens
- *   purge     give the dropped tags' pages back to the OS
+ *   drop      free the source bytes and the tokens: ra_tag_reset of
+ *             both tags, or (--drop=free) one block at a time
+ *   purge     give the dropped tags' pages back to the OS (a reset has
+ *             done it already)
  *
  * --untagged does the same work with nothing pushed, so every block lands in
  * jemalloc's ordinary arenas, and purges them all; compare the rss after the
@@ -34,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <regionalloc.h>
@@ -280,13 +283,17 @@ static int visit(const char *path, const struct stat *sb, int type,
     return 0;
 }
 
-static void free_sources(void)
+/* Frees the sources one block at a time, unless reset: ra_tag_reset of
+ * "source" has freed them all (the file table too); only forget them. */
+static void free_sources(bool reset)
 {
-    for (size_t i = 0; i < walk.nfiles; i++) {
-        ra_free(walk.files[i].path);
-        ra_free(walk.files[i].data);
+    if (!reset) {
+        for (size_t i = 0; i < walk.nfiles; i++) {
+            ra_free(walk.files[i].path);
+            ra_free(walk.files[i].data);
+        }
+        ra_free(walk.files);
     }
-    ra_free(walk.files);
     walk.files = NULL;
     walk.nfiles = walk.cap = 0;
 }
@@ -738,13 +745,15 @@ static size_t index_top(const struct index *ix, const struct ident **top,
 struct options {
     const char *root;
     bool json, untagged;
+    bool drop_by_reset; /* --drop=reset (the default when tagged) */
     size_t max_bytes;
 };
 
 static void usage(FILE *out)
 {
     fprintf(out,
-"Usage: %s [--json] [--untagged] [--max-bytes N] [DIRECTORY]\n"
+"Usage: %s [--json] [--untagged] [--drop=reset|free] [--max-bytes N]\n"
+"       [DIRECTORY]\n"
 "Indexes the identifiers of every file under DIRECTORY (default %s) in\n"
 "phases, each under its own libregionalloc tag, and prints a checkpoint\n"
 "table (per-tag allocated bytes, jemalloc's totals, process RSS) after\n"
@@ -755,6 +764,11 @@ static void usage(FILE *out)
 "  --untagged     the same work with no tag pushed; the purge step then\n"
 "                 purges every arena (ra_purge_all). Compare the rss\n"
 "                 after the purge with the tagged run's.\n"
+"  --drop=reset   drop the sources and tokens with ra_tag_reset: every\n"
+"                 block of both tags at once (the default, tagged only)\n"
+"  --drop=free    drop them one block at a time with free, as a program\n"
+"                 without tags must (the default with --untagged);\n"
+"                 compare the drop times in the summary\n"
 "  --max-bytes N  read at most N bytes of files (suffix K, M or G; default\n"
 "                 256M); files that would pass it are skipped. Peak memory\n"
 "                 is about 6 times the bytes read for C sources, 35 times\n"
@@ -808,14 +822,16 @@ static bool parse_size(const char *s, size_t *out)
 
 static void parse_options(int argc, char **argv, struct options *opt)
 {
-    enum { OPT_JSON = 256, OPT_UNTAGGED, OPT_MAX_BYTES };
+    enum { OPT_JSON = 256, OPT_UNTAGGED, OPT_DROP, OPT_MAX_BYTES };
     static const struct option longopts[] = {
         {"json", no_argument, NULL, OPT_JSON},
         {"untagged", no_argument, NULL, OPT_UNTAGGED},
+        {"drop", required_argument, NULL, OPT_DROP},
         {"max-bytes", required_argument, NULL, OPT_MAX_BYTES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    const char *drop = NULL;
     int c;
 
     opt->root = DEFAULT_ROOT;
@@ -828,6 +844,12 @@ static void parse_options(int argc, char **argv, struct options *opt)
             break;
         case OPT_UNTAGGED:
             opt->untagged = true;
+            break;
+        case OPT_DROP:
+            if (strcmp(optarg, "reset") != 0 && strcmp(optarg, "free") != 0)
+                bad_usage("--drop: '%s' is neither 'reset' nor 'free'",
+                          optarg);
+            drop = optarg;
             break;
         case OPT_MAX_BYTES:
             if (!parse_size(optarg, &opt->max_bytes))
@@ -846,13 +868,36 @@ static void parse_options(int argc, char **argv, struct options *opt)
         bad_usage("one directory at most (got '%s' too)", argv[optind + 1]);
     if (optind < argc)
         opt->root = argv[optind];
+    if (opt->untagged && drop != NULL && strcmp(drop, "reset") == 0)
+        bad_usage("--drop=reset needs tags: not with --untagged");
+    opt->drop_by_reset = !opt->untagged && (drop == NULL ||
+                                            strcmp(drop, "reset") == 0);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static double ms(uint64_t ns)
+{
+    return (double)ns / 1e6;
 }
 
 /* -- main ------------------------------------------------------------------ */
 
+/* How long the drop and the purge took. */
+struct drop_times {
+    uint64_t drop_ns, purge_ns;
+};
+
 static void print_summary(FILE *out, const struct options *opt,
                           const struct token_stats *ts,
-                          const struct index *ix, size_t rss_after_purge)
+                          const struct index *ix, size_t rss_after_purge,
+                          const struct drop_times *dt)
 {
     const struct ident *top[TOP_N];
     size_t ntop = index_top(ix, top, TOP_N);
@@ -875,6 +920,15 @@ static void print_summary(FILE *out, const struct options *opt,
         fprintf(out, "%s %s %lu", i ? "," : "", top[i]->name,
                 (unsigned long)top[i]->count);
     fprintf(out, "%s\n", ntop ? "" : " none");
+    fprintf(out, "drop and purge: %.1f ms (%s: %.1f ms, then %s: %.1f ms)\n",
+            ms(dt->drop_ns + dt->purge_ns),
+            opt->drop_by_reset ? "ra_tag_reset of source and tokens"
+                               : "free one block at a time",
+            ms(dt->drop_ns),
+            !checkpoints_on ? "no purge (pass-through mode)"
+            : opt->untagged ? "ra_purge_all"
+                            : "ra_tag_purge of source and tokens",
+            ms(dt->purge_ns));
     if (rss_after_purge > 0)
         fprintf(out, "rss after drop and purge: %s (%zu bytes; %s)\n",
                 human_bytes(b, sizeof b, rss_after_purge), rss_after_purge,
@@ -889,6 +943,7 @@ int main(int argc, char **argv)
     struct token_stats ts = {0, 0};
     struct index ix = {NULL, 0, 0, NULL, 0};
     struct token **lists;
+    struct drop_times dt;
     struct stat st;
     char *root_real;
     size_t rss_after_purge;
@@ -964,9 +1019,18 @@ int main(int argc, char **argv)
     leave(tag_index);
     checkpoint("after index");
 
-    /* drop: free() needs no tag, each block goes back to its owner. */
-    free_tokens(lists, walk.nfiles);
-    free_sources();
+    /* drop. A reset frees every block of the two tags at once, the lists and
+     * the file table included, and gives their pages back; free() one at a
+     * time needs no tag either, each block goes back to its owner. */
+    dt.drop_ns = now_ns();
+    if (opt.drop_by_reset) {
+        if (ra_tag_reset(tag_tokens) != 0 || ra_tag_reset(tag_source) != 0)
+            die("ra_tag_reset");
+    } else {
+        free_tokens(lists, walk.nfiles);
+    }
+    free_sources(opt.drop_by_reset);
+    dt.drop_ns = now_ns() - dt.drop_ns;
     checkpoint("after drop");
 
     /* purge. Tagged, the dropped tags' regions hold nothing but free pages
@@ -975,19 +1039,21 @@ int main(int argc, char **argv)
      * so those pages stay partly used after the tokens are freed; purging
      * every arena (the fairest comparison: with nothing tagged there is no
      * narrower purge) still cannot return a page holding one live block. */
+    dt.purge_ns = now_ns();
     if (checkpoints_on) {
         if (opt.untagged ? ra_purge_all() != 0
                          : ra_tag_purge(tag_source) != 0 ||
                                ra_tag_purge(tag_tokens) != 0)
             die(opt.untagged ? "ra_purge_all" : "ra_tag_purge");
     }
+    dt.purge_ns = now_ns() - dt.purge_ns;
     checkpoint("after purge");
     rss_after_purge = process_rss();
 
     if (opt.json) {
         if (ra_checkpoint_report(stdout, RA_FORMAT_JSON) != 0)
             die("ra_checkpoint_report");
-        print_summary(stderr, &opt, &ts, &ix, rss_after_purge);
+        print_summary(stderr, &opt, &ts, &ix, rss_after_purge, &dt);
     } else {
         if (checkpoints_on) {
             printf("checkpoints (%s)\n",
@@ -1002,7 +1068,7 @@ int main(int argc, char **argv)
                 die("ra_report");
             putchar('\n');
         }
-        print_summary(stdout, &opt, &ts, &ix, rss_after_purge);
+        print_summary(stdout, &opt, &ts, &ix, rss_after_purge, &dt);
     }
 
     index_free(&ix);

@@ -34,12 +34,58 @@ RA_EXPORT ra_tag_t ra_tag_create(const char *name);
  * EINVAL for a bad name). Never creates. */
 RA_EXPORT ra_tag_t ra_tag_lookup(const char *name);
 
-/* "untagged" for RA_TAG_NONE, the name for a created tag, NULL with errno
- * EINVAL otherwise. The string lives until exit. */
+/* "untagged" for RA_TAG_NONE, the name for a live tag; NULL with errno
+ * ENOENT for a destroyed one, EINVAL for an id never handed out. The string
+ * is the library's: it changes if the tag is destroyed. */
 RA_EXPORT const char *ra_tag_name(ra_tag_t tag);
 
-/* Number of tags created so far; valid ids are 1..ra_tag_count(). */
+/* The highest tag id handed out so far: ids are 1..ra_tag_count(), and
+ * those of destroyed tags (not yet recycled) fail every call. */
 RA_EXPORT unsigned ra_tag_count(void);
+
+/* Frees every block of tag at once, whichever thread allocated it and
+ * whatever the threads' caches hold: when it returns, each of the tag's
+ * pointers is invalid (as after free), its allocated is 0, its nmalloc
+ * equals its ndalloc and its unused pages are back with the OS; the tag
+ * keeps its id and name. The caller promises that no thread allocates under
+ * the tag or frees one of its blocks during the call, and that no block of
+ * it is used afterwards. Hooks are not told of each block. 0, or -1 with
+ * errno EINVAL (RA_TAG_NONE, never created, destroyed) or ENOTSUP
+ * (pass-through mode). */
+RA_EXPORT int ra_tag_reset(ra_tag_t tag);
+/* ra_tag_reset, then the tag is forgotten: its name is free again
+ * (ra_tag_lookup: ENOENT), and its id, region and arena serve a later
+ * ra_tag_create (the id destroyed longest ago first), so tags may be
+ * created and destroyed without bound; REGIONALLOC_MAX_TAGS bounds those
+ * alive at once. Until its id is handed out again, every call on it fails
+ * with EINVAL (ra_tag_name: NULL, ENOENT). 0, or -1 with errno EBUSY (the
+ * tag is on the calling thread's stack; nothing done), or as ra_tag_reset. */
+RA_EXPORT int ra_tag_destroy(ra_tag_t tag);
+
+/* A tag's budget, on the memory it holds from the OS (ra_tag_stats'
+ * mapped: caches and fragmentation included), checked where memory is
+ * committed, so that allocations pay nothing for it. */
+typedef struct ra_tag_limit {
+    size_t hard; /* 0: none. mapped never exceeds it: an allocation that
+                    would need more fails (NULL, ENOMEM; new throws) after
+                    one flush and purge, and succeeds again once memory is
+                    freed */
+    size_t soft; /* 0: none. on_soft runs once each time mapped rises past
+                    it, on the thread whose allocation crossed it, after
+                    that allocation and outside every lock; again after
+                    mapped has fallen below it */
+    void (*on_soft)(void *ctx, ra_tag_t tag, size_t mapped);
+    void *ctx;
+} ra_tag_limit_t;
+/* Sets tag's budget (NULL clears it; a hard limit below what the tag holds
+ * is allowed: new commits fail until it holds less). 0, or -1 with errno
+ * EINVAL (RA_TAG_NONE, bad or destroyed tag, soft > hard when both are set)
+ * or ENOTSUP (pass-through mode). on_soft may call ra_tag_purge, the
+ * reports, allocate and free; not reset or destroy its tag. */
+RA_EXPORT int ra_tag_set_limit(ra_tag_t tag, const ra_tag_limit_t *limit);
+/* Copies tag's budget into *out: 0, or -1 with errno EINVAL (bad tag, NULL
+ * out) or ENOTSUP. */
+RA_EXPORT int ra_tag_get_limit(ra_tag_t tag, ra_tag_limit_t *out);
 
 /* Pushes tag on this thread's stack: 0, or -1 with errno EINVAL (tag never
  * created) or EOVERFLOW (stack full; stack unchanged). Never allocates.
@@ -62,6 +108,8 @@ struct ra__tag_stack {
 RA_EXPORT extern __thread struct ra__tag_stack ra__tag_stack
     __attribute__((tls_model("initial-exec")));
 RA_EXPORT extern unsigned ra__tags_published;
+/* 1 for a live tag's id, 0 for a destroyed one (not yet recycled). */
+RA_EXPORT extern unsigned char ra__tag_live[];
 
 /* The common cases inline; every error goes to the function, which sets
  * errno. */
@@ -71,6 +119,7 @@ static inline int ra__tag_push_inline(ra_tag_t tag)
     unsigned depth = s->depth;
 
     if (tag - 1u < __atomic_load_n(&ra__tags_published, __ATOMIC_ACQUIRE) &&
+        __atomic_load_n(&ra__tag_live[tag], __ATOMIC_ACQUIRE) &&
         depth < RA_TAG_STACK_MAX) {
         s->items[depth + 1] = tag;
         s->depth = depth + 1;

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Builds libregionalloc and runs the whole test suite: the Check suites and
-# shell tests, a second pass under UBSan, the threads and hooks suites under
+# shell tests, a second pass under UBSan, the suites whose threads share state
+# (threads, hooks, the threaded cases of lifetime and limit) under
 # ThreadSanitizer, a build with --disable-override, cppcheck, and make
 # distcheck. Builds out of tree in build/, build-ubsan/, build-tsan/ and
 # build-nooverride/; safe to run repeatedly.
@@ -53,15 +54,23 @@ mkdir -p build-ubsan
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
     make -C build-ubsan -j"$jobs" check || { show_failures build-ubsan; exit 1; }
 
-step "ThreadSanitizer build (build-tsan/): the threads and hooks suites"
+step "ThreadSanitizer build (build-tsan/): the suites whose threads share state"
 mkdir -p build-tsan
 (cd build-tsan && "$top/configure" --enable-tsan --disable-override \
     --enable-werror)
-make -C build-tsan -j"$jobs" tests/check_threads tests/check_hooks
-for suite in check_threads check_hooks; do
-    TSAN_OPTIONS="suppressions=$top/tests/tsan.supp halt_on_error=1 die_after_fork=0" \
-        CK_EXCLUDE_TAGS=multithreaded-fork "build-tsan/tests/$suite" || {
-        echo "test.sh: $suite failed under ThreadSanitizer" >&2
+make -C build-tsan -j"$jobs" tests/check_threads tests/check_hooks \
+    tests/check_lifetime tests/check_limit
+# suite[:case]: a whole suite, or the test case of it that runs threads.
+for run in check_threads check_hooks check_lifetime:threads \
+    check_limit:hard check_limit:soft; do
+    suite=${run%%:*}
+    case_name=
+    [ "$suite" != "$run" ] && case_name=${run#*:}
+    # An empty CK_RUN_CASE would run no case at all: set it only with one.
+    env TSAN_OPTIONS="suppressions=$top/tests/tsan.supp halt_on_error=1 die_after_fork=0" \
+        CK_EXCLUDE_TAGS=multithreaded-fork ${case_name:+CK_RUN_CASE=$case_name} \
+        "build-tsan/tests/$suite" || {
+        echo "test.sh: $run failed under ThreadSanitizer" >&2
         exit 1
     }
 done

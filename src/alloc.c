@@ -72,6 +72,20 @@ static inline void count_alloc(struct ra__tag_slot *s, ra_tag_t tag, void *p)
         ra__count_one(&s->nmalloc);
     else
         ra__count_orphan(tag, true);
+    /* jemalloc may have committed memory for it: a soft limit reached? */
+    ra__limit_check_soft();
+}
+
+/* The end of a tagged allocation that failed: counted when the tag's hard
+ * limit refused what it needed. */
+static void *fail_tagged(ra_tag_t tag)
+{
+    if (ra__limit_refused == tag) {
+        ra__limit_refused = RA_TAG_NONE;
+        ra__limit_count_failure(tag);
+    }
+    ra__limit_check_soft();
+    return fail_enomem();
 }
 
 /* The flags that reach tag's arena from this thread: the slot's, or
@@ -103,12 +117,14 @@ RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
         return fail_enomem();
     s = ra__thread_slot(tag);
     tag_flags = slot_alloc_flags(s, tag);
+    ra__limit_refused = RA_TAG_NONE;
     p = ra__je_mallocx(at_least_one(size), tag_flags | flags);
     if (p == NULL) {
         make_room(tag);
+        ra__limit_refused = RA_TAG_NONE;
         p = ra__je_mallocx(at_least_one(size), tag_flags | flags);
         if (p == NULL)
-            return fail_enomem();
+            return fail_tagged(tag);
     }
     count_alloc(s, tag, p);
     return p;
@@ -124,6 +140,7 @@ RA__COLD static void *alloc_refill(struct ra__tag_slot *s, ra_tag_t tag,
         return alloc_tagged_slow(tag, size, 0);
     if (RA__LIKELY(ra__tag_of_addr(p) == tag))
         ra__count_one(&s->nmalloc);
+    ra__limit_check_soft();
     return p;
 }
 
@@ -557,12 +574,14 @@ RA__COLD static void *realloc_tagged_slow(void *ptr, ra_tag_t tag,
         return fail_enomem();
     s = ra__thread_slot(tag);
     flags |= slot_alloc_flags(s, tag);
+    ra__limit_refused = RA_TAG_NONE;
     p = ra__je_rallocx(ptr, size, flags);
     if (p == NULL) {
         make_room(tag);
+        ra__limit_refused = RA_TAG_NONE;
         p = ra__je_rallocx(ptr, size, flags);
         if (p == NULL)
-            return fail_enomem();
+            return fail_tagged(tag);
     }
     count_realloc(s, tag, p);
     return p;
@@ -655,6 +674,7 @@ RA__COLD static void *realloc_tagged_hooked(void *ptr, ra_tag_t tag,
         ((uintptr_t)ptr & (align - 1)) == 0 &&
         ra__je_xallocx(ptr, size, 0, flags) >= size) {
         count_free_and_alloc(ra__thread_slot(tag), tag);
+        ra__limit_check_soft();
         ra__hooks_on_free_of(tag, ptr, old_size);
         ra__hooks_on_alloc(ptr);
         return ptr;
@@ -739,6 +759,7 @@ size_t ra__resize_in_place(void *ptr, size_t size, size_t extra, int flags)
         if (page_is_sampled(ptr))
             ra__prof_on_free(ptr);
         count_free_and_alloc(ra__thread_slot(tag), tag);
+        ra__limit_check_soft();
     }
     if (ra__hooks_any()) {
         ra__hooks_on_free_of(tag, ptr, old_size);

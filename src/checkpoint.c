@@ -88,6 +88,8 @@ static int record(const char *label, bool reset_peak)
         return -1;
     }
     now = ra__clock_ns();
+    /* Read before the figures: a tag created after it is not in them. */
+    slot->creations = ra__tag_creations();
     /* One epoch refresh for the whole snapshot (doc/design.md, jemalloc facts). */
     ra__stats_refresh();
     for (ra_tag_t t = 1; t <= ntags; t++) {
@@ -172,6 +174,18 @@ bool ra__checkpoint_copy(struct ra__checkpoint_set *set)
         pool += cp->ntags;
     }
     ra__unlock(&ring_lock);
+    /* After the copy: an id recycled since is seen recycled, and the
+     * figures the copy holds for it are an earlier holder's. */
+    set->nholders = ra__tag_published();
+    set->holders =
+        ra__meta_alloc((set->nholders + 1) * sizeof *set->holders);
+    if (set->holders == NULL) {
+        ra__checkpoint_set_free(set);
+        return true;
+    }
+    for (unsigned t = 1; t <= set->nholders; t++)
+        set->holders[t].live = ra__tag_identity(t, set->holders[t].name,
+                                                &set->holders[t].born);
     return false;
 }
 
@@ -179,6 +193,10 @@ void ra__checkpoint_set_free(struct ra__checkpoint_set *set)
 {
     ra__meta_free(set->items);
     ra__meta_free(set->tag_max);
+    ra__meta_free(set->holders);
+    set->items = NULL;
+    set->tag_max = NULL;
+    set->holders = NULL;
 }
 
 int ra_checkpoint_report(FILE *out, ra_format_t fmt)

@@ -23,33 +23,47 @@ struct phase_table {
 };
 
 
-/* Picks the tag columns: every tag when they fit, else the SHOWN_TAGS_MAX
- * with the largest allocated over the kept checkpoints (ties: the older
- * tag), in id order. */
-static void choose_tags(struct phase_table *pt, unsigned ntags)
+/* Whether a kept checkpoint has a figure that no tag column can show: one
+ * of a destroyed tag, or of an earlier holder of a recycled id. */
+static bool has_past_figures(const struct ra__checkpoint_set *set)
 {
-    size_t *tag_max = pt->set->tag_max;
-
-    pt->nshown = 0;
-    pt->other = ntags > SHOWN_TAGS_MAX;
-    if (!pt->other) {
-        for (unsigned t = 1; t <= ntags; t++)
-            pt->shown[pt->nshown++] = t;
-        return;
-    }
-    memset(tag_max, 0, sizeof tag_max[0] * (ntags + 1));
-    for (size_t i = 0; i < pt->set->kept; i++) {
-        const struct ra__checkpoint *cp = &pt->set->items[i];
+    for (size_t i = 0; i < set->kept; i++) {
+        const struct ra__checkpoint *cp = &set->items[i];
         for (unsigned t = 1; t <= cp->ntags; t++)
-            if (cp->tag_allocated[t - 1] > tag_max[t])
+            if (!ra__checkpoint_figure_current(set, cp, t))
+                return true;
+    }
+    return false;
+}
+
+/* Picks the tag columns, among the tags alive now: every one when they
+ * fit, else the SHOWN_TAGS_MAX with the largest allocated over the kept
+ * checkpoints (ties: the older tag), in id order. "other" gathers the
+ * rest, and the figures of tags gone. */
+static void choose_tags(struct phase_table *pt)
+{
+    const struct ra__checkpoint_set *set = pt->set;
+    size_t *tag_max = set->tag_max;
+    unsigned live = 0;
+
+    memset(tag_max, 0, sizeof tag_max[0] * (set->ntags + 1));
+    for (size_t i = 0; i < set->kept; i++) {
+        const struct ra__checkpoint *cp = &set->items[i];
+        for (unsigned t = 1; t <= cp->ntags; t++)
+            if (ra__checkpoint_figure_current(set, cp, t) &&
+                cp->tag_allocated[t - 1] > tag_max[t])
                 tag_max[t] = cp->tag_allocated[t - 1];
     }
-    while (pt->nshown < SHOWN_TAGS_MAX) {
+    for (unsigned t = 1; t <= set->ntags; t++)
+        live += set->holders[t].live;
+    pt->nshown = 0;
+    pt->other = live > SHOWN_TAGS_MAX || has_past_figures(set);
+    while (pt->nshown < SHOWN_TAGS_MAX && pt->nshown < live) {
         unsigned best = 0;
-        for (unsigned t = 1; t <= ntags; t++) {
-            bool taken = false;
-            for (unsigned k = 0; k < pt->nshown; k++)
-                taken |= pt->shown[k] == t;
+        for (unsigned t = 1; t <= set->ntags; t++) {
+            bool taken = !set->holders[t].live;
+            for (unsigned k = 0; k < pt->nshown && !taken; k++)
+                taken = pt->shown[k] == t;
             if (!taken && (best == 0 || tag_max[t] > tag_max[best]))
                 best = t;
         }
@@ -78,7 +92,7 @@ static void fill_header(const struct phase_table *pt,
     ra__cell_text(row->cell[c++], "phase");
     ra__cell_text(row->cell[c++], "elapsed");
     for (unsigned k = 0; k < pt->nshown; k++)
-        ra__cell_name(row->cell[c++], ra_tag_name(pt->shown[k]));
+        ra__cell_name(row->cell[c++], pt->set->holders[pt->shown[k]].name);
     if (pt->other)
         ra__cell_text(row->cell[c++], "other");
     for (size_t k = 0; k < sizeof tail_headers / sizeof tail_headers[0]; k++)
@@ -98,8 +112,9 @@ static void fill_checkpoint(const struct phase_table *pt,
     ra__cell_ns(row->cell[c++], cp->time_ns);
     for (unsigned k = 0; k < pt->nshown; k++, c++) {
         unsigned t = pt->shown[k];
-        /* "-": the tag did not exist yet. */
-        if (t > cp->ntags) {
+        /* "-": the tag did not exist yet (its id may have served a tag
+         * since gone, whose figure goes to "other"). */
+        if (!ra__checkpoint_figure_current(pt->set, cp, t)) {
             ra__cell_text(row->cell[c], "-");
             continue;
         }
@@ -140,7 +155,7 @@ static void write_text(struct ra__out *o, const struct ra__checkpoint_set *set)
     uint64_t dropped = set->recorded - set->kept;
     struct ra__table table;
 
-    choose_tags(&pt, set->ntags);
+    choose_tags(&pt);
     for (size_t i = 0; i < set->kept; i++)
         pt.star |= set->items[i].peak_since_start;
     table = (struct ra__table){
@@ -164,6 +179,7 @@ static void write_text(struct ra__out *o, const struct ra__checkpoint_set *set)
 /* -- JSON ------------------------------------------------------------------ */
 
 static void write_json_checkpoint(struct ra__emitter *e,
+                                  const struct ra__checkpoint_set *set,
                                   const struct ra__checkpoint *cp)
 {
     ra__json_object_begin(e, NULL, true);
@@ -181,8 +197,12 @@ static void write_json_checkpoint(struct ra__emitter *e,
     ra__json_str(e, "peak_rss_since", cp->peak_since_start ? "start"
                                                              : "phase");
     ra__json_array_begin(e, "tag_allocated", true);
+    /* null: a figure of a tag gone (destroyed, its id perhaps recycled). */
     for (unsigned t = 1; t <= cp->ntags; t++)
-        ra__json_u64(e, NULL, cp->tag_allocated[t - 1]);
+        if (ra__checkpoint_figure_current(set, cp, t))
+            ra__json_u64(e, NULL, cp->tag_allocated[t - 1]);
+        else
+            ra__json_null(e, NULL);
     ra__json_array_end(e);
     ra__json_object_end(e);
 }
@@ -190,8 +210,6 @@ static void write_json_checkpoint(struct ra__emitter *e,
 static void write_json(struct ra__emitter *e,
                        const struct ra__checkpoint_set *set)
 {
-    unsigned ntags = ra__tag_published();
-
     ra__json_object_begin(e, NULL, false);
     ra__json_str(e, "schema", "regionalloc-checkpoints-1");
     ra__json_bool(e, "enabled", true);
@@ -199,16 +217,18 @@ static void write_json(struct ra__emitter *e,
     ra__json_u64(e, "recorded", set->recorded);
     ra__json_u64(e, "dropped", set->recorded - set->kept);
     ra__json_array_begin(e, "tags", false);
-    for (ra_tag_t t = 1; t <= ntags; t++) {
+    for (ra_tag_t t = 1; t <= set->nholders; t++) {
+        if (!set->holders[t].live)
+            continue;
         ra__json_object_begin(e, NULL, true);
         ra__json_u64(e, "id", t);
-        ra__json_str(e, "name", ra_tag_name(t));
+        ra__json_str(e, "name", set->holders[t].name);
         ra__json_object_end(e);
     }
     ra__json_array_end(e);
     ra__json_array_begin(e, "checkpoints", false);
     for (size_t i = 0; i < set->kept; i++)
-        write_json_checkpoint(e, &set->items[i]);
+        write_json_checkpoint(e, set, &set->items[i]);
     ra__json_array_end(e);
     ra__json_object_end(e);
 }
@@ -295,8 +315,11 @@ static void write_prometheus(struct ra__emitter *e,
     for (size_t i = 0; i < set->kept; i++) {
         const struct ra__checkpoint *cp = &set->items[i];
         for (ra_tag_t t = 1; t <= cp->ntags; t++) {
+            if (!ra__checkpoint_figure_current(set, cp, t))
+                continue;
             labels_of(&l, cp);
-            l.labels[2] = (struct ra__prom_label){"tag", ra_tag_name(t)};
+            l.labels[2] =
+                (struct ra__prom_label){"tag", set->holders[t].name};
             ra__prom_sample(e, "regionalloc_checkpoint_tag_allocated_bytes",
                             l.labels, 3, cp->tag_allocated[t - 1]);
         }

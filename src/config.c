@@ -1,5 +1,5 @@
 /* Environment parsing: REGIONALLOC, _MAX_TAGS, _REGION_SIZE, _STATS,
- * _STATS_FORMAT, _CHECKPOINTS. */
+ * _STATS_FORMAT, _CHECKPOINTS, _PROF, _PROF_DUMP, _LIMITS. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -184,6 +184,66 @@ static void read_prof(void)
     config.prof_interval = n;
 }
 
+/* One entry of REGIONALLOC_LIMITS, "name=HARD[/SOFT]" (len bytes at e),
+ * into *out. Returns NULL, or why it is malformed. */
+static const char *parse_limit(const char *e, size_t len,
+                               struct ra__limit_entry *out)
+{
+    char buf[256], *eq, *slash;
+
+    if (len >= sizeof buf)
+        return "too long";
+    memcpy(buf, e, len);
+    buf[len] = '\0';
+    eq = strchr(buf, '=');
+    if (eq == NULL)
+        return "expected name=HARD[/SOFT]";
+    *eq = '\0';
+    if (eq == buf || (size_t)(eq - buf) > RA_TAG_NAME_MAX)
+        return "the name must be 1 to 63 bytes";
+    slash = strchr(eq + 1, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    out->soft = 0;
+    if (ra__parse_size(eq + 1, &out->hard) ||
+        (slash != NULL && ra__parse_size(slash + 1, &out->soft)))
+        return "a size is not a number with K/M/G/T";
+    if (out->hard != 0 && out->soft > out->hard)
+        return "the soft limit is above the hard one";
+    memcpy(out->name, buf, (size_t)(eq - buf) + 1);
+    return NULL;
+}
+
+static void read_limits(void)
+{
+    const char *v = secure_getenv("REGIONALLOC_LIMITS");
+    char msg[512];
+
+    config.nlimits = 0;
+    if (v == NULL)
+        return;
+    while (*v != '\0') {
+        size_t len = strcspn(v, ",");
+        const char *why = NULL;
+        if (len > 0) {
+            if (config.nlimits == RA__LIMITS_MAX)
+                why = "more than 64 entries";
+            else
+                why = parse_limit(v, len, &config.limits[config.nlimits]);
+            if (why == NULL) {
+                config.nlimits++;
+            } else {
+                snprintf(msg, sizeof msg,
+                         "regionalloc: REGIONALLOC_LIMITS: entry \"%.*s\" "
+                         "is invalid (%s); ignored",
+                         (int)(len < 100 ? len : 100), v, why);
+                ra__warn(msg);
+            }
+        }
+        v += len + (v[len] == ',');
+    }
+}
+
 static void read_config(void)
 {
     read_enabled();
@@ -198,6 +258,7 @@ static void read_config(void)
     read_output("REGIONALLOC_CHECKPOINTS", config.checkpoints_path);
     read_prof();
     read_output("REGIONALLOC_PROF_DUMP", config.prof_dump_path);
+    read_limits();
 }
 
 const struct ra__config *ra__config(void)

@@ -114,6 +114,12 @@ void ra__json_str(struct ra__emitter *e, const char *key, const char *s)
     ra__out_json_string(e->out, s);
 }
 
+void ra__json_null(struct ra__emitter *e, const char *key)
+{
+    json_key(e, key);
+    ra__out_str(e->out, "null");
+}
+
 void ra__prom_family(struct ra__emitter *e, const char *name,
                      const char *type, const char *help)
 {

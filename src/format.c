@@ -75,15 +75,7 @@ static bool format_valid(ra_format_t fmt)
 
 int ra__out_check_args(FILE *out, ra_format_t fmt)
 {
-    if (out == NULL || !format_valid(fmt)) {
-        errno = EINVAL;
-        return -1;
-    }
-    if (!ra__init()) {
-        errno = ENOTSUP;
-        return -1;
-    }
-    return 0;
+    return ra__check_call(out != NULL && format_valid(fmt));
 }
 
 int ra__out_finish(struct ra__out *o)

@@ -1,6 +1,7 @@
 /* The process's start and end (the library's one constructor and
  * destructor), and its first use: configuration, reservation, fork
  * handlers. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -14,30 +15,39 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
  * jemalloc does the same for its own. */
 static void prefork(void)
 {
-    /* Outermost first: a checkpoint holds its lock while it reads tags and
-     * allocates; nothing takes the checkpoint lock under the others. */
+    /* Outermost first, in the order the library nests them: a checkpoint
+     * holds the ring while it reads stats; a reset or destroy holds its
+     * lock while it takes the profile's, the registry's, the budgets' and
+     * the threads'; a tag's creation holds the registry while it sets a
+     * budget. */
     ra__checkpoint_prefork();
+    ra__lifetime_prefork();
     ra__hooks_prefork();
     ra__prof_prefork();
     ra__tag_prefork();
+    ra__limit_prefork();
     ra__thread_prefork();
 }
 
 static void postfork_parent(void)
 {
     ra__thread_postfork_parent();
+    ra__limit_postfork();
     ra__tag_postfork();
     ra__prof_postfork();
     ra__hooks_postfork(false);
+    ra__lifetime_postfork();
     ra__checkpoint_postfork();
 }
 
 static void postfork_child(void)
 {
     ra__thread_postfork_child();
+    ra__limit_postfork();
     ra__tag_postfork();
     ra__prof_postfork();
     ra__hooks_postfork(true);
+    ra__lifetime_postfork();
     ra__checkpoint_postfork();
 }
 
@@ -75,6 +85,19 @@ bool ra__init(void)
     if (pthread_once(&init_once, init_library) != 0)
         abort();
     return atomic_load_explicit(&ra__tagging, memory_order_acquire);
+}
+
+int ra__check_call(bool arguments_valid)
+{
+    if (!arguments_valid) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!ra__init()) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    return 0;
 }
 
 int ra_enabled(void)

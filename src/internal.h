@@ -54,6 +54,7 @@ static inline void ra__unlock(pthread_mutex_t *m)
 }
 
 /* -- config.c: environment, read once ------------------------------------- */
+#define RA__LIMITS_MAX 64 /* entries of REGIONALLOC_LIMITS */
 struct ra__config {
     bool enabled;        /* REGIONALLOC, default true */
     unsigned max_tags;   /* REGIONALLOC_MAX_TAGS, default 256 */
@@ -64,6 +65,13 @@ struct ra__config {
     char checkpoints_path[4096]; /* REGIONALLOC_CHECKPOINTS: as stats_path */
     size_t prof_interval; /* REGIONALLOC_PROF: 0 (off) or the mean interval */
     char prof_dump_path[4096]; /* REGIONALLOC_PROF_DUMP: "" or a path */
+    /* REGIONALLOC_LIMITS: budgets to set on the tags of these names when
+     * they are created (well-formed entries only). */
+    struct ra__limit_entry {
+        char name[RA_TAG_NAME_MAX + 1];
+        size_t hard, soft;
+    } limits[RA__LIMITS_MAX];
+    unsigned nlimits;
 };
 /* Reads the environment on the first call (thread-safe, allocation-free,
  * secure_getenv) and returns the parsed values; bad values are reported on
@@ -83,6 +91,9 @@ bool ra__parse_size(const char *s, size_t *out);
  * thread-exit handlers, once. Returns whether tagging is on (false: pass-
  * through mode). Safe to call from any thread, at any time, often. */
 bool ra__init(void);
+/* What a public call checks first, in this order: 0, or -1 with errno
+ * EINVAL (its arguments are not valid) or ENOTSUP (pass-through mode). */
+int ra__check_call(bool arguments_valid);
 /* The state ra__init settled on; false before ra__init has run. */
 extern atomic_bool ra__tagging;
 
@@ -122,6 +133,19 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size);
 int ra__region_create_arena(unsigned idx);
 /* High-water mark of the bytes jemalloc held committed in region idx. */
 size_t ra__region_peak_committed(unsigned idx);
+/* The bytes jemalloc holds committed in region idx now. */
+size_t ra__region_committed(unsigned idx);
+/* Region idx's budget (0: none): commits past hard are refused; the first
+ * commit that reaches soft is reported (re-armed when committed falls
+ * below soft). */
+void ra__region_set_limit(unsigned idx, size_t hard, size_t soft);
+/* A recycled region's peak starts again from what it holds. */
+void ra__region_forget_peak(unsigned idx);
+/* Set by an extent hook of the calling thread: the tag whose hard limit
+ * refused a commit, and the tag whose soft limit a commit reached (0 when
+ * none). The allocation paths read them after jemalloc returns. */
+extern RA__TLS ra_tag_t ra__limit_refused;
+extern RA__TLS ra_tag_t ra__soft_crossed;
 /* Names region idx "regionalloc:<tag_name>" in /proc/<pid>/maps where the
  * kernel supports it; silently does nothing elsewhere. */
 void ra__region_name(unsigned idx, const char *tag_name);
@@ -177,10 +201,30 @@ ra_tag_t ra__tag_of_arena(unsigned arena);
 void ra__tag_prefork(void);
 void ra__tag_postfork(void);
 
+/* A live tag: created, and not destroyed since (ra__tag_live, exported for
+ * the inline push, is 1). */
 static inline bool ra__tag_valid(ra_tag_t tag)
 {
-    return tag != RA_TAG_NONE && tag <= ra__tag_published();
+    return tag != RA_TAG_NONE && tag <= ra__tag_published() &&
+           __atomic_load_n(&ra__tag_live[tag], __ATOMIC_ACQUIRE);
 }
+/* Makes tag dead: pushes, lookups and every call on it fail from now on.
+ * Returns true when it was not live (nothing done). */
+bool ra__tag_kill(ra_tag_t tag);
+/* Queues a dead tag's id, its region and arena emptied, for reuse by
+ * ra_tag_create (oldest first). */
+void ra__tag_release_id(ra_tag_t tag);
+/* Copies tag's name into name and, when born_at is not NULL, the count of
+ * tags created when it was (see ra__tag_creations), together under the
+ * registry's lock (names change when tags are destroyed and ids
+ * recycled). Returns false for a dead tag (name "", born UINT64_MAX). */
+bool ra__tag_identity(ra_tag_t tag, char name[RA_TAG_NAME_MAX + 1],
+                      uint64_t *born_at);
+/* How many tags have been created so far, recycled ids counted again. */
+uint64_t ra__tag_creations(void);
+/* What the reports call tag: its name (copied into buf), or "(destroyed)"
+ * for an id whose tag is gone. */
+const char *ra__tag_label(ra_tag_t tag, char buf[RA_TAG_NAME_MAX + 1]);
 
 /* Makes the calling thread's allocations untagged until ra__tag_resume().
  * Returns what to resume. The stack itself is untouched: a push/pop in
@@ -267,6 +311,11 @@ void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
 void ra__count_orphan(ra_tag_t tag, bool alloc);
 /* Empties the calling thread's caches of tag, if it has any. */
 void ra__thread_flush_tag(ra_tag_t tag);
+/* Before the tag's arena is reset: every thread's front cache of the tag is
+ * forgotten and its tcache flushed (jemalloc requires it), live or blocked
+ * threads alike, and the counts say every block was freed (nmalloc ==
+ * ndalloc), or start again from 0 when forget is set (destroy). */
+void ra__thread_wipe_tag(ra_tag_t tag, bool forget);
 /* Sums the counters of tag over live and exited threads. */
 void ra__thread_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc);
 
@@ -328,6 +377,38 @@ static inline void ra__instrument_add(unsigned what)
 static inline void ra__instrument_sub(unsigned what)
 {
     atomic_fetch_sub(&ra__instrumented, what);
+}
+
+/* -- lifetime.c: ra_tag_reset and ra_tag_destroy ------------------------------ */
+/* Fork handlers for the lock that keeps resets and destroys one at a
+ * time. */
+void ra__lifetime_prefork(void);
+void ra__lifetime_postfork(void);
+
+/* -- limit.c: per-tag budgets ----------------------------------------------- */
+/* Sets the budgets REGIONALLOC_LIMITS names for a tag just created (or
+ * recycled) under name. Called with the registry locked. */
+void ra__limit_apply_config(ra_tag_t tag, const char *name);
+/* Fork handlers for the budgets' lock. */
+void ra__limit_prefork(void);
+void ra__limit_postfork(void);
+/* Clears a destroyed tag's budget and its count of refusals. */
+void ra__limit_forget(ra_tag_t tag);
+/* Counts an allocation that the tag's hard limit refused. */
+void ra__limit_count_failure(ra_tag_t tag);
+/* The tag's budget and refusals, for the reports. */
+void ra__limit_read(ra_tag_t tag, size_t *hard, size_t *soft,
+                    uint64_t *failures);
+/* Runs the soft limit's callback of the tag that ra__soft_crossed names,
+ * and clears it: outside every lock, on the thread whose commit crossed. */
+void ra__limit_fire_soft(void) __attribute__((noinline, cold));
+
+/* After an allocation that jemalloc may have committed memory for: the
+ * soft limit's callback, if the commit reached it. A thread-local load. */
+static inline void ra__limit_check_soft(void)
+{
+    if (RA__UNLIKELY(ra__soft_crossed != 0))
+        ra__limit_fire_soft();
 }
 
 /* -- hooks.c: user callbacks ------------------------------------------------ */
@@ -445,6 +526,9 @@ void ra__prof_record(ra_tag_t tag, void *ptr, size_t size);
 /* ptr, a sampled block, is being freed (or reallocated): it leaves the
  * profile's live figures. */
 void ra__prof_on_free(const void *ptr);
+/* The tag's blocks were all freed at once (a reset): its live samples
+ * leave the profile; with history (a destroy), its stacks too. */
+void ra__prof_forget(ra_tag_t tag, bool history);
 /* ra_prof_start without its checks, for ra__init (REGIONALLOC_PROF). */
 void ra__prof_begin(size_t mean_interval_bytes);
 /* Fork handlers for the profile's lock. */
@@ -471,6 +555,11 @@ size_t ra__stats_allocated(ra_tag_t tag);
 uint64_t ra__stats_purges(ra_tag_t tag);
 /* Purges the arena of tag without the public checks. Returns true on failure. */
 bool ra__stats_purge_arena(unsigned arena);
+/* Discards every allocation of the arena (arena.<i>.reset): every tcache
+ * that touched it must have been flushed. Returns true on failure. */
+bool ra__stats_reset_arena(unsigned arena);
+/* A destroyed tag's count of purges starts again from 0. */
+void ra__stats_forget(ra_tag_t tag);
 
 /* -- override.c: the malloc-family symbols -------------------------------- */
 /* At load (init.c): warns on stderr, one line, when "malloc" is bound to

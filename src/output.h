@@ -116,6 +116,7 @@ void ra__json_array_end(struct ra__emitter *e);
 void ra__json_u64(struct ra__emitter *e, const char *key, uint64_t v);
 void ra__json_bool(struct ra__emitter *e, const char *key, bool v);
 void ra__json_str(struct ra__emitter *e, const char *key, const char *s);
+void ra__json_null(struct ra__emitter *e, const char *key);
 
 /* Prometheus's text exposition: a family's HELP and TYPE lines, then its
  * samples, name{label="value",...} value, the values escaped. */
@@ -224,6 +225,7 @@ struct ra__checkpoint {
     bool peak_since_start; /* the peak could not be reset after the
                               previous checkpoint */
     unsigned ntags;     /* tags that existed: ids 1..ntags */
+    uint64_t creations; /* ra__tag_creations() before the figures */
     unsigned capacity;  /* entries allocated in tag_allocated */
     size_t *tag_allocated; /* [id - 1], untagged memory */
     char label[RA_TAG_NAME_MAX + 1];
@@ -236,7 +238,24 @@ struct ra__checkpoint_set {
     unsigned ntags;                 /* the most tags any of them saw */
     struct ra__checkpoint *items;   /* oldest first; arrays copied too */
     size_t *tag_max;                /* scratch for ntags + 1 figures */
+    /* [id], 1..nholders (at least ntags): who holds each id now, read
+     * after the copy. */
+    unsigned nholders;
+    struct ra__id_holder {
+        bool live;
+        uint64_t born; /* ra__tag_creations() when it was created */
+        char name[RA_TAG_NAME_MAX + 1];
+    } *holders;
 };
+/* Whether checkpoint cp's figure for tag t is the current holder's of id
+ * t: not a figure of a destroyed tag or of an earlier holder of the id. */
+static inline bool ra__checkpoint_figure_current(
+    const struct ra__checkpoint_set *set, const struct ra__checkpoint *cp,
+    unsigned t)
+{
+    return t <= cp->ntags && set->holders[t].live &&
+           cp->creations >= set->holders[t].born;
+}
 /* Takes a checkpoint under label, as ra_checkpoint() without its checks;
  * reset_peak: reset the kernel's peak RSS afterwards (not at exit, where a
  * parent's wait4 reads it). The library's own work, run quiet. Returns 0

@@ -134,12 +134,14 @@ static uint64_t hash_ptr(const void *p)
 }
 
 
-/* Doubles the stack table. Returns true on failure (table unchanged). */
-static bool grow_stacks(void)
+/* Moves the stack table into one of cap slots, freeing the stacks of
+ * tag dropped (RA_TAG_NONE: none; the profile only holds tagged stacks).
+ * Returns true on failure (table unchanged). */
+static bool rebuild_stacks(size_t cap, ra_tag_t dropped)
 {
-    size_t cap = stacks.cap == 0 ? 256 : stacks.cap * 2;
     struct ra__prof_stack **slots =
         ra__meta_calloc(cap, sizeof(struct ra__prof_stack *));
+    size_t kept = 0;
 
     if (slots == NULL)
         return true;
@@ -148,14 +150,20 @@ static bool grow_stacks(void)
         size_t j;
         if (st == NULL)
             continue;
+        if (st->tag == dropped) {
+            ra__meta_free(st);
+            continue;
+        }
         j = hash_stack(st->tag, st->frames, st->nframes) & (cap - 1);
         while (slots[j] != NULL)
             j = (j + 1) & (cap - 1);
         slots[j] = st;
+        kept++;
     }
     ra__meta_free(stacks.slots);
     stacks.slots = slots;
     stacks.cap = cap;
+    stacks.count = kept;
     return false;
 }
 
@@ -165,7 +173,8 @@ static struct ra__prof_stack *find_stack(ra_tag_t tag, void *const *frames,
 {
     size_t j;
 
-    if ((stacks.count + 1) * 2 > stacks.cap && grow_stacks())
+    if ((stacks.count + 1) * 2 > stacks.cap &&
+        rebuild_stacks(stacks.cap == 0 ? 256 : stacks.cap * 2, RA_TAG_NONE))
         return NULL;
     j = hash_stack(tag, frames, n) & (stacks.cap - 1);
     for (;; j = (j + 1) & (stacks.cap - 1)) {
@@ -312,6 +321,37 @@ void ra__prof_on_free(const void *ptr)
         st->live_objects -= s.weight;
         st->live_bytes -= s.weight * (double)s.size;
     }
+    ra__unlock(&prof_lock);
+}
+
+/* With the profile locked: rebuilds the sample table without the samples
+ * of tag, in place (a copy would allocate): removing one entry of a linear
+ * probing table moves the rest of its cluster, so collect, then re-add. */
+static void drop_samples_of(ra_tag_t tag)
+{
+    for (size_t i = 0; i < samples.cap; i++) {
+        struct sample *s = &samples.slots[i];
+        while (s->ptr != NULL && s->stack->tag == tag) {
+            struct sample gone;
+            take_sample(s->ptr, &gone);
+        }
+    }
+}
+
+void ra__prof_forget(ra_tag_t tag, bool history)
+{
+    ra__lock(&prof_lock);
+    drop_samples_of(tag);
+    for (size_t i = 0; i < stacks.cap; i++) {
+        struct ra__prof_stack *st = stacks.slots[i];
+        if (st == NULL || st->tag != tag)
+            continue;
+        st->live_samples = st->live_sampled_bytes = 0;
+        st->live_objects = st->live_bytes = 0.0;
+    }
+    /* Without memory for a new table the stacks stay, empty. */
+    if (history && stacks.cap != 0)
+        rebuild_stacks(stacks.cap, tag);
     ra__unlock(&prof_lock);
 }
 

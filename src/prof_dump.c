@@ -253,7 +253,9 @@ const char *ra__prof_frame_name(char *buf, size_t len,
  * without the format's separators. */
 static void folded_tag_name(char *buf, size_t len, ra_tag_t tag)
 {
-    ra__escape(buf, len, ra_tag_name(tag), RA__ESCAPE_TEXT);
+    char name[RA_TAG_NAME_MAX + 1];
+
+    ra__escape(buf, len, ra__tag_label(tag, name), RA__ESCAPE_TEXT);
     for (char *p = buf; *p != '\0'; p++)
         if (*p == ';' || *p == ' ')
             *p = '_';
@@ -497,7 +499,7 @@ static bool write_tree(struct ra__out *o, const struct ra__prof_dump *d,
     /* d->stacks are by tag: each tag's live stacks are together. A tag
      * asked for by name is written even without any. */
     for (size_t lo = 0; lo < nlive || (first && tag != RA_TAG_ALL);) {
-        char name[RA__ESCAPED_MAX];
+        char name[RA__ESCAPED_MAX], label[RA_TAG_NAME_MAX + 1];
         ra_tag_t cur = lo < nlive ? live[lo].s->tag : tag;
         size_t hi = lo;
 
@@ -506,7 +508,8 @@ static bool write_tree(struct ra__out *o, const struct ra__prof_dump *d,
         qsort(live + lo, hi - lo, sizeof *live, compare_stack_refs);
         build_tree(t, live + lo, hi - lo);
         sort_children(t, keys);
-        ra__escape(name, sizeof name, ra_tag_name(cur), RA__ESCAPE_TEXT);
+        ra__escape(name, sizeof name, ra__tag_label(cur, label),
+                   RA__ESCAPE_TEXT);
         ra__out_fmt(o, "%stag ", first ? "" : "\n");
         ra__out_str(o, name);
         ra__out_str(o, "\n");

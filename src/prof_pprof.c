@@ -349,8 +349,8 @@ static void encode_samples(struct encoder *e)
             ra__round_count(s->live_objects), ra__round_count(s->live_bytes)};
 
         if (s->tag != named) {
-            char name[RA__ESCAPED_MAX];
-            ra__escape(name, sizeof name, ra_tag_name(s->tag),
+            char name[RA__ESCAPED_MAX], label[RA_TAG_NAME_MAX + 1];
+            ra__escape(name, sizeof name, ra__tag_label(s->tag, label),
                        RA__ESCAPE_TEXT);
             tag_value = intern(&e->st, name);
             named = s->tag;

@@ -29,6 +29,10 @@ struct region {
      * see every commit and decommit, so no cost lands on malloc. */
     _Atomic size_t committed;
     _Atomic size_t peak_committed;
+    /* The tag's budget (0: none): committed never exceeds hard; the first
+     * commit that reaches soft while soft_armed is reported once. */
+    _Atomic size_t hard, soft;
+    atomic_bool soft_armed;
 };
 
 struct ra__layout ra__layout;
@@ -103,10 +107,16 @@ uintptr_t ra__carve_extent(struct ra__carving *r, uintptr_t new_addr,
     return addr;
 }
 
-static void add_committed(struct region *r, size_t bytes)
+RA__TLS ra_tag_t ra__limit_refused;
+RA__TLS ra_tag_t ra__soft_crossed;
+
+static ra_tag_t tag_of_region(const struct region *r)
 {
-    size_t now = atomic_fetch_add_explicit(&r->committed, bytes,
-                                           memory_order_relaxed) + bytes;
+    return (ra_tag_t)(r - regions) + 1;
+}
+
+static void raise_peak(struct region *r, size_t now)
+{
     size_t peak = atomic_load_explicit(&r->peak_committed,
                                        memory_order_relaxed);
 
@@ -117,9 +127,43 @@ static void add_committed(struct region *r, size_t bytes)
         ;
 }
 
-static void sub_committed(struct region *r, size_t bytes)
+/* Counts bytes more committed, unless that would pass the hard limit:
+ * then nothing is counted, the calling thread learns that its tag's limit
+ * refused (ra__limit_refused), and false is returned. A commit that
+ * reaches the soft limit disarms it and tells the calling thread, which
+ * runs the callback once the allocation is back in the library's hands. */
+static bool try_commit(struct region *r, size_t bytes)
 {
-    atomic_fetch_sub_explicit(&r->committed, bytes, memory_order_relaxed);
+    size_t now = atomic_load_explicit(&r->committed, memory_order_relaxed);
+    size_t hard = atomic_load_explicit(&r->hard, memory_order_relaxed);
+    size_t soft, next;
+
+    do {
+        next = now + bytes;
+        if (hard != 0 && (next < now || next > hard)) {
+            ra__limit_refused = tag_of_region(r);
+            return false;
+        }
+    } while (!atomic_compare_exchange_weak_explicit(
+        &r->committed, &now, next, memory_order_relaxed,
+        memory_order_relaxed));
+    raise_peak(r, next);
+    soft = atomic_load_explicit(&r->soft, memory_order_relaxed);
+    if (soft != 0 && now < soft && next >= soft &&
+        atomic_exchange_explicit(&r->soft_armed, false, memory_order_relaxed))
+        ra__soft_crossed = tag_of_region(r);
+    return true;
+}
+
+/* Falling below the soft limit arms it again. */
+static void uncommit(struct region *r, size_t bytes)
+{
+    size_t now = atomic_fetch_sub_explicit(&r->committed, bytes,
+                                           memory_order_relaxed) - bytes;
+    size_t soft = atomic_load_explicit(&r->soft, memory_order_relaxed);
+
+    if (soft != 0 && now < soft)
+        atomic_store_explicit(&r->soft_armed, true, memory_order_relaxed);
 }
 
 static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
@@ -130,16 +174,26 @@ static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
     uintptr_t addr;
     (void)arena_ind;
 
-    addr = ra__carve_extent(&r->carving, (uintptr_t)new_addr, size,
-                            alignment);
-    if (addr == 0)
-        return NULL;
     /* Fresh pages are writable for good (see extent_commit) and, never
      * touched before, read as zero. Whether jemalloc counts them committed
      * is its choice: growth asks for uncommitted space and commits what it
-     * uses, and only that counts towards peak_mapped. */
-    if (*commit)
-        add_committed(r, size);
+     * uses, and only that counts towards peak_mapped and the budget. The
+     * commitment is taken first, so that a refusal carves nothing. */
+    if (*commit && !try_commit(r, size))
+        return NULL;
+    /* jemalloc grows (uncommitted) after a recycled extent's commit was
+     * refused, and keeps a grown extent whose commit fails: every refused
+     * attempt would strand fresh address space until the region ran out.
+     * The grown extent's commit would be refused as well: carve nothing. */
+    if (!*commit && ra__limit_refused == tag_of_region(r))
+        return NULL;
+    addr = ra__carve_extent(&r->carving, (uintptr_t)new_addr, size,
+                            alignment);
+    if (addr == 0) {
+        if (*commit)
+            uncommit(r, size);
+        return NULL;
+    }
     *zero = true;
     return (void *)addr;
 }
@@ -171,8 +225,7 @@ static bool extent_commit(extent_hooks_t *hooks, void *addr, size_t size,
                           size_t offset, size_t length, unsigned arena_ind)
 {
     (void)addr; (void)size; (void)offset; (void)arena_ind;
-    add_committed(region_of_hooks(hooks), length);
-    return false;
+    return !try_commit(region_of_hooks(hooks), length);
 }
 
 static bool extent_decommit(extent_hooks_t *hooks, void *addr, size_t size,
@@ -181,7 +234,7 @@ static bool extent_decommit(extent_hooks_t *hooks, void *addr, size_t size,
     (void)size; (void)arena_ind;
     if (madvise((char *)addr + offset, length, MADV_DONTNEED) != 0)
         return true;
-    sub_committed(region_of_hooks(hooks), length);
+    uncommit(region_of_hooks(hooks), length);
     return false;
 }
 
@@ -371,6 +424,28 @@ size_t ra__region_peak_committed(unsigned idx)
 {
     return atomic_load_explicit(&regions[idx].peak_committed,
                                 memory_order_relaxed);
+}
+
+size_t ra__region_committed(unsigned idx)
+{
+    return atomic_load_explicit(&regions[idx].committed, memory_order_relaxed);
+}
+
+void ra__region_set_limit(unsigned idx, size_t hard, size_t soft)
+{
+    struct region *r = &regions[idx];
+
+    atomic_store_explicit(&r->hard, hard, memory_order_relaxed);
+    atomic_store_explicit(&r->soft, soft, memory_order_relaxed);
+    atomic_store_explicit(&r->soft_armed,
+                          ra__region_committed(idx) < soft,
+                          memory_order_relaxed);
+}
+
+void ra__region_forget_peak(unsigned idx)
+{
+    atomic_store_explicit(&regions[idx].peak_committed,
+                          ra__region_committed(idx), memory_order_relaxed);
 }
 
 /* Kernels without CONFIG_ANON_VMA_NAME say EINVAL: naming is a courtesy to

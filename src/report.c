@@ -11,17 +11,20 @@
 
 #include "output.h"
 
-/* One row of the report: a tag's figures, or the untagged arenas'. */
+/* One row of the report: a live tag's figures, or the untagged arenas'. */
 struct usage {
+    ra_tag_t id;
+    char name[RA_TAG_NAME_MAX + 1];
     uint64_t allocated, active, resident, rss, mapped, peak_mapped, dirty,
         muzzy, retained, reserved, nmalloc, ndalloc, purges;
+    uint64_t limit, soft_limit, limit_failures;
 };
 
 /* Everything a report shows, read after one statistics refresh, so that
  * the three formats (and the table's two passes) show the same figures. */
 struct snapshot {
-    unsigned ntags;
-    struct usage *rows; /* [0]: untagged; [t]: tag t */
+    unsigned ntags;     /* live tags: rows 1..ntags */
+    struct usage *rows; /* [0]: untagged */
     struct ra__global_stats global;
     uint64_t process_rss, time_ns;
     uint64_t library; /* the library's own memory, part of untagged */
@@ -30,35 +33,50 @@ struct snapshot {
 static void read_usage(ra_tag_t tag, struct usage *u)
 {
     ra_tag_stats_t s;
-    size_t rss = 0;
+    size_t rss = 0, hard = 0, soft = 0;
+    uint64_t failures = 0;
 
     ra__stats_read(tag, &s);
     /* mincore reads the kernel's page tables, not jemalloc's statistics:
      * no refresh involved. 0 if it fails. */
     if (tag != RA_TAG_NONE && ra_tag_rss(tag, &rss) != 0)
         rss = 0;
+    if (tag != RA_TAG_NONE)
+        ra__limit_read(tag, &hard, &soft, &failures);
     *u = (struct usage){
+        .id = tag,
         .allocated = s.allocated, .active = s.active,
         .resident = s.resident, .rss = rss, .mapped = s.mapped,
         .peak_mapped = s.peak_mapped, .dirty = s.dirty, .muzzy = s.muzzy,
         .retained = s.retained, .reserved = s.reserved,
         .nmalloc = s.nmalloc, .ndalloc = s.ndalloc,
         .purges = ra__stats_purges(tag),
+        .limit = hard, .soft_limit = soft, .limit_failures = failures,
     };
 }
 
-/* Returns true on failure (ENOMEM). */
+/* Returns true on failure (ENOMEM). Destroyed tags have no row. */
 static bool take_snapshot(struct snapshot *snap)
 {
-    snap->ntags = ra__tag_published();
+    unsigned published = ra__tag_published();
+    char name[RA_TAG_NAME_MAX + 1];
+
     /* Allocated before the refresh, so that the figures include it. */
-    snap->rows = ra__meta_alloc((snap->ntags + 1) * sizeof *snap->rows);
+    snap->rows = ra__meta_alloc((published + 1) * sizeof *snap->rows);
     if (snap->rows == NULL)
         return true;
     snap->time_ns = ra__clock_ns();
     ra__stats_refresh();
-    for (ra_tag_t t = 0; t <= snap->ntags; t++)
-        read_usage(t, &snap->rows[t]);
+    read_usage(RA_TAG_NONE, &snap->rows[0]);
+    snap->ntags = 0;
+    for (ra_tag_t t = 1; t <= published; t++) {
+        struct usage *u = &snap->rows[snap->ntags + 1];
+        if (!ra__tag_identity(t, name, NULL))
+            continue;
+        read_usage(t, u);
+        memcpy(u->name, name, sizeof name);
+        snap->ntags++;
+    }
     ra__stats_global(&snap->global);
     snap->process_rss = ra__proc_rss();
     snap->library = ra__meta_held();
@@ -68,8 +86,9 @@ static bool take_snapshot(struct snapshot *snap)
 /* -- text ------------------------------------------------------------------ */
 
 static const char *const text_headers[] = {
-    "tag",    "allocated",   "active", "resident", "kernel_rss",
-    "mapped", "peak_mapped", "dirty",  "nmalloc",  "ndalloc"};
+    "tag",     "allocated", "active",  "resident", "kernel_rss",
+    "mapped",  "peak_mapped", "dirty", "nmalloc",  "ndalloc",
+    "limit",   "soft_limit",  "limit_failures"};
 #define TEXT_COLS (sizeof text_headers / sizeof text_headers[0])
 
 /* name (already escaped), then u's figures; tagged rows have an RSS from
@@ -92,6 +111,19 @@ static void fill_usage(struct ra__table_row *row, const struct usage *u,
     ra__cell_bytes(row->cell[7], u->dirty);
     ra__cell_count(row->cell[8], u->nmalloc);
     ra__cell_count(row->cell[9], u->ndalloc);
+    /* Budgets are a tag's; "-" where none is set. */
+    if (tagged && u->limit != 0)
+        ra__cell_bytes(row->cell[10], u->limit);
+    else
+        ra__cell_text(row->cell[10], "-");
+    if (tagged && u->soft_limit != 0)
+        ra__cell_bytes(row->cell[11], u->soft_limit);
+    else
+        ra__cell_text(row->cell[11], "-");
+    if (tagged)
+        ra__cell_count(row->cell[12], u->limit_failures);
+    else
+        ra__cell_text(row->cell[12], "-");
 }
 
 /* The total row: jemalloc's own totals for the process (allocated and
@@ -111,8 +143,8 @@ static void fill_total(struct ra__table_row *row, const struct snapshot *snap)
     ra__cell_bytes(row->cell[5], snap->global.mapped);
     ra__cell_text(row->cell[6], "-");
     ra__cell_bytes(row->cell[7], dirty);
-    ra__cell_text(row->cell[8], "-");
-    ra__cell_text(row->cell[9], "-");
+    for (size_t c = 8; c < TEXT_COLS; c++)
+        ra__cell_text(row->cell[c], "-");
 }
 
 /* The library's own memory: allocated only (its pages are the untagged
@@ -136,7 +168,7 @@ static void fill_text_row(void *ctx, size_t r, struct ra__table_row *row)
         for (size_t c = 0; c < TEXT_COLS; c++)
             ra__cell_text(row->cell[c], text_headers[c]);
     } else if (r <= snap->ntags) {
-        ra__cell_name(row->cell[0], ra_tag_name((ra_tag_t)r));
+        ra__cell_name(row->cell[0], snap->rows[r].name);
         fill_usage(row, &snap->rows[r], true);
     } else if (r == snap->ntags + 1) {
         row->rule = true;
@@ -193,6 +225,9 @@ static const struct {
     {"nmalloc", USAGE_FIELD(nmalloc), true},
     {"ndalloc", USAGE_FIELD(ndalloc), true},
     {"purges", USAGE_FIELD(purges), true},
+    {"limit", USAGE_FIELD(limit), false},
+    {"soft_limit", USAGE_FIELD(soft_limit), false},
+    {"limit_failures", USAGE_FIELD(limit_failures), false},
 };
 #define NJSON_FIELDS (sizeof json_fields / sizeof json_fields[0])
 
@@ -216,11 +251,11 @@ static void write_json(struct ra__emitter *e, struct snapshot *snap)
     ra__json_bool(e, "enabled", true);
     ra__json_u64(e, "time_ns", snap->time_ns);
     ra__json_array_begin(e, "tags", false);
-    for (ra_tag_t t = 1; t <= snap->ntags; t++) {
+    for (unsigned r = 1; r <= snap->ntags; r++) {
         ra__json_object_begin(e, NULL, true);
-        ra__json_u64(e, "id", t);
-        ra__json_str(e, "name", ra_tag_name(t));
-        write_json_usage(e, NULL, &snap->rows[t], true);
+        ra__json_u64(e, "id", snap->rows[r].id);
+        ra__json_str(e, "name", snap->rows[r].name);
+        write_json_usage(e, NULL, &snap->rows[r], true);
         ra__json_object_end(e);
     }
     ra__json_array_end(e);
@@ -271,6 +306,14 @@ static const struct {
     {"regionalloc_tag_purges_total", "regionalloc_untagged_purges_total",
      "counter", "Purges asked with ra_tag_purge() or ra_purge_all().",
      USAGE_FIELD(purges)},
+    {"regionalloc_tag_limit_bytes", NULL, "gauge",
+     "The tag's hard limit on mapped bytes (0: none).", USAGE_FIELD(limit)},
+    {"regionalloc_tag_soft_limit_bytes", NULL, "gauge",
+     "The tag's soft limit on mapped bytes (0: none).",
+     USAGE_FIELD(soft_limit)},
+    {"regionalloc_tag_limit_failures_total", NULL, "counter",
+     "Allocations refused by the tag's hard limit.",
+     USAGE_FIELD(limit_failures)},
 };
 
 static void write_prometheus(struct ra__emitter *e, struct snapshot *snap)
@@ -301,10 +344,10 @@ static void write_prometheus(struct ra__emitter *e, struct snapshot *snap)
     for (size_t f = 0; f < nfamilies; f++) {
         ra__prom_family(e, prom_families[f].tag_name, prom_families[f].type,
                         prom_families[f].help);
-        for (ra_tag_t t = 1; t <= snap->ntags; t++) {
-            struct ra__prom_label tag = {"tag", ra_tag_name(t)};
+        for (unsigned r = 1; r <= snap->ntags; r++) {
+            struct ra__prom_label tag = {"tag", snap->rows[r].name};
             ra__prom_sample(e, prom_families[f].tag_name, &tag, 1,
-                            usage_field(&snap->rows[t],
+                            usage_field(&snap->rows[r],
                                         prom_families[f].offset));
         }
     }

@@ -101,18 +101,10 @@ static void add_untagged(size_t page, ra_tag_stats_t *out)
     }
 }
 
-/* Checks what every public function here checks. Returns 0 or -1 + errno. */
+/* RA_TAG_NONE stands for untagged memory here. */
 static int check_tag(ra_tag_t tag)
 {
-    if (tag != RA_TAG_NONE && !ra__tag_valid(tag)) {
-        errno = EINVAL;
-        return -1;
-    }
-    if (!ra__init()) {
-        errno = ENOTSUP;
-        return -1;
-    }
-    return 0;
+    return ra__check_call(tag == RA_TAG_NONE || ra__tag_valid(tag));
 }
 
 void ra__stats_refresh(void)
@@ -181,6 +173,19 @@ bool ra__stats_purge_arena(unsigned arena)
 
     snprintf(name, sizeof name, "arena.%u.purge", arena);
     return mallctl(name, NULL, NULL, NULL, 0) != 0;
+}
+
+bool ra__stats_reset_arena(unsigned arena)
+{
+    char name[64];
+
+    snprintf(name, sizeof name, "arena.%u.reset", arena);
+    return mallctl(name, NULL, NULL, NULL, 0) != 0;
+}
+
+void ra__stats_forget(ra_tag_t tag)
+{
+    atomic_store_explicit(&purges[tag], 0, memory_order_relaxed);
 }
 
 int ra_tag_purge(ra_tag_t tag)

@@ -1,4 +1,5 @@
-/* Registry of tag names and ids, and the thread-local tag stack. */
+/* Registry of tag names and ids (created, destroyed, recycled), and the
+ * thread-local tag stack. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -8,13 +9,21 @@
 
 __thread struct ra__tag_stack ra__tag_stack;
 unsigned ra__tags_published;
+unsigned char ra__tag_live[RA__MAX_TAGS_LIMIT + 1];
 unsigned ra__tag_arena[RA__MAX_TAGS_LIMIT + 1];
 
-/* Names are written under the lock before the count that publishes them, and
- * never change after: readers scan without the lock. */
+/* Names change only under the lock (a destroyed tag's is "", a recycled
+ * id's is the new one), and are read under it. */
 static char tag_names[RA__MAX_TAGS_LIMIT + 1][RA_TAG_NAME_MAX + 1];
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-
+/* Tags created so far, recycled ids counted again, and the count when each
+ * live tag was created: a checkpoint taken when the count was at least a
+ * tag's saw that tag, not an earlier holder of its id. */
+static uint64_t creations;
+static uint64_t born[RA__MAX_TAGS_LIMIT + 1];
+/* Destroyed ids ready for reuse, oldest first (a ring). */
+static unsigned free_ids[RA__MAX_TAGS_LIMIT];
+static unsigned free_head, free_count;
 
 void ra__tag_prefork(void)
 {
@@ -37,10 +46,13 @@ static size_t valid_name_length(const char *name)
     return len > RA_TAG_NAME_MAX ? 0 : len;
 }
 
-static ra_tag_t find_tag(const char *name, unsigned count)
+/* With the registry locked: the live tag called name, or RA_TAG_NONE. */
+static ra_tag_t find_tag(const char *name)
 {
+    unsigned count = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
+
     for (unsigned t = 1; t <= count; t++)
-        if (strcmp(tag_names[t], name) == 0)
+        if (ra__tag_live[t] && strcmp(tag_names[t], name) == 0)
             return t;
     return RA_TAG_NONE;
 }
@@ -53,9 +65,45 @@ ra_tag_t ra_tag_lookup(const char *name)
         errno = EINVAL;
         return RA_TAG_NONE;
     }
-    tag = find_tag(name, ra__tag_published());
+    ra__lock(&registry_lock);
+    tag = find_tag(name);
+    ra__unlock(&registry_lock);
     if (tag == RA_TAG_NONE)
         errno = ENOENT;
+    return tag;
+}
+
+/* With the registry locked: a new id, with its arena, or RA_TAG_NONE with
+ * errno set. */
+static ra_tag_t new_tag(bool tagging)
+{
+    unsigned count = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
+    ra_tag_t tag = count + 1;
+
+    if (count >= ra__config()->max_tags) {
+        errno = ENOSPC;
+        return RA_TAG_NONE;
+    }
+    if (tagging) {
+        int arena = ra__region_create_arena(count);
+        if (arena < 0)
+            return RA_TAG_NONE;
+        ra__tag_arena[tag] = (unsigned)arena;
+    }
+    return tag;
+}
+
+/* With the registry locked: the id destroyed longest ago, its region and
+ * arena empty (ra__tag_wipe), or RA_TAG_NONE. */
+static ra_tag_t recycled_tag(void)
+{
+    ra_tag_t tag;
+
+    if (free_count == 0)
+        return RA_TAG_NONE;
+    tag = free_ids[free_head];
+    free_head = (free_head + 1) % RA__MAX_TAGS_LIMIT;
+    free_count--;
     return tag;
 }
 
@@ -63,43 +111,80 @@ ra_tag_t ra_tag_create(const char *name)
 {
     size_t len = valid_name_length(name);
     bool tagging;
-    unsigned count;
     ra_tag_t tag;
 
     if (len == 0) {
         errno = EINVAL;
         return RA_TAG_NONE;
     }
-    tag = find_tag(name, ra__tag_published());
-    if (tag != RA_TAG_NONE)
-        return tag;
-
     tagging = ra__init();
     ra__lock(&registry_lock);
-    count = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
-    tag = find_tag(name, count);
+    tag = find_tag(name);
     if (tag != RA_TAG_NONE)
         goto out;
-    if (count >= ra__config()->max_tags) {
-        errno = ENOSPC;
+    tag = recycled_tag();
+    if (tag == RA_TAG_NONE)
+        tag = new_tag(tagging);
+    if (tag == RA_TAG_NONE)
         goto out;
-    }
-    tag = count + 1;
-    if (tagging) {
-        int arena = ra__region_create_arena(count);
-        if (arena < 0) {
-            tag = RA_TAG_NONE;
-            goto out;
-        }
-        ra__tag_arena[tag] = (unsigned)arena;
-    }
     memcpy(tag_names[tag], name, len + 1);
-    if (tagging)
-        ra__region_name(count, name);
-    __atomic_store_n(&ra__tags_published, tag, __ATOMIC_RELEASE);
+    born[tag] = __atomic_add_fetch(&creations, 1, __ATOMIC_RELAXED);
+    if (tagging) {
+        ra__region_name(tag - 1, name);
+        ra__limit_apply_config(tag, name);
+    }
+    __atomic_store_n(&ra__tag_live[tag], 1, __ATOMIC_RELEASE);
+    if (tag > __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED))
+        __atomic_store_n(&ra__tags_published, tag, __ATOMIC_RELEASE);
 out:
     ra__unlock(&registry_lock);
     return tag;
+}
+
+bool ra__tag_kill(ra_tag_t tag)
+{
+    bool was_live;
+
+    ra__lock(&registry_lock);
+    was_live = ra__tag_valid(tag);
+    if (was_live) {
+        __atomic_store_n(&ra__tag_live[tag], 0, __ATOMIC_RELEASE);
+        tag_names[tag][0] = '\0';
+    }
+    ra__unlock(&registry_lock);
+    return !was_live;
+}
+
+void ra__tag_release_id(ra_tag_t tag)
+{
+    ra__lock(&registry_lock);
+    free_ids[(free_head + free_count) % RA__MAX_TAGS_LIMIT] = tag;
+    free_count++;
+    ra__unlock(&registry_lock);
+}
+
+bool ra__tag_identity(ra_tag_t tag, char name[RA_TAG_NAME_MAX + 1],
+                      uint64_t *born_at)
+{
+    bool live;
+
+    ra__lock(&registry_lock);
+    live = ra__tag_valid(tag);
+    memcpy(name, live ? tag_names[tag] : "", live ? RA_TAG_NAME_MAX + 1 : 1);
+    if (born_at != NULL)
+        *born_at = live ? born[tag] : UINT64_MAX;
+    ra__unlock(&registry_lock);
+    return live;
+}
+
+uint64_t ra__tag_creations(void)
+{
+    return __atomic_load_n(&creations, __ATOMIC_RELAXED);
+}
+
+const char *ra__tag_label(ra_tag_t tag, char buf[RA_TAG_NAME_MAX + 1])
+{
+    return ra__tag_identity(tag, buf, NULL) ? buf : "(destroyed)";
 }
 
 ra_tag_t ra__tag_of_arena(unsigned arena)
@@ -115,12 +200,18 @@ ra_tag_t ra__tag_of_arena(unsigned arena)
     return RA_TAG_NONE;
 }
 
+/* The string is the registry's own: it changes if the tag is destroyed
+ * (and its id recycled), as the man page says. */
 const char *ra_tag_name(ra_tag_t tag)
 {
     if (tag == RA_TAG_NONE)
         return "untagged";
-    if (!ra__tag_valid(tag)) {
+    if (tag > ra__tag_published()) {
         errno = EINVAL;
+        return NULL;
+    }
+    if (!ra__tag_valid(tag)) {
+        errno = ENOENT;
         return NULL;
     }
     return tag_names[tag];
@@ -144,7 +235,8 @@ int(ra_tag_push)(ra_tag_t tag)
     unsigned depth = s->depth;
 
     /* tag - 1 wraps for RA_TAG_NONE: one compare checks both ends. */
-    if (RA__UNLIKELY(tag - 1u >= ra__tag_published()))
+    if (RA__UNLIKELY(tag - 1u >= ra__tag_published()) ||
+        RA__UNLIKELY(!__atomic_load_n(&ra__tag_live[tag], __ATOMIC_ACQUIRE)))
         return stack_error(EINVAL);
     if (RA__UNLIKELY(depth >= RA_TAG_STACK_MAX))
         return stack_error(EOVERFLOW);

@@ -82,7 +82,9 @@ void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
 }
 
 /* Empties the slot's front cache and tcache: their blocks reach the arena,
- * which is what makes `allocated` exact. */
+ * which is what makes `allocated` exact. Called with threads_lock held, so
+ * that no flush meets a reset of the same tag (which discards what the
+ * caches hold) whatever thread each runs on. */
 static void flush_slot(struct ra__tag_slot *s)
 {
     if (s->bins != NULL)
@@ -101,7 +103,7 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
 
     if (first == NULL || ra__tag_of_addr(first) != tag) {
         /* Failure, or jemalloc's thread-exit redirection to arena 0
-         * (jemalloc's thread-exit redirection, doc/design.md): nothing to cache, the caller copes. */
+         * (doc/design.md): nothing to cache, the caller copes. */
         return first;
     }
     ra__page_bin_set(first, bin);
@@ -127,6 +129,7 @@ static void release_thread_state(void *arg)
     ra__thread = NULL;
     /* Destroying a tcache flushes it: the thread's blocks reach their arenas
      * and the id is free for another thread. */
+    ra__lock(&threads_lock);
     for (unsigned t = 1; t < ts->nslots; t++) {
         struct ra__tag_slot *s = &ts->slots[t];
         if (s->alloc_flags == 0)
@@ -136,12 +139,6 @@ static void release_thread_state(void *arg)
             mallctl("tcache.destroy", NULL, NULL, &s->tcache,
                     sizeof s->tcache);
         ra__meta_free(s->bins);
-    }
-    ra__lock(&threads_lock);
-    for (unsigned t = 1; t < ts->nslots; t++) {
-        struct ra__tag_slot *s = &ts->slots[t];
-        if (s->alloc_flags == 0)
-            continue;
         atomic_fetch_add_explicit(&orphan_nmalloc[t],
                                   atomic_load(&s->nmalloc),
                                   memory_order_relaxed);
@@ -281,26 +278,33 @@ void ra_thread_flush(void)
     mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
     if (ts == NULL)
         return;
+    ra__lock(&threads_lock);
     for (unsigned t = 1; t < ts->nslots; t++)
         if (ts->slots[t].alloc_flags != 0)
             flush_slot(&ts->slots[t]);
+    ra__unlock(&threads_lock);
 }
 
 void ra__thread_flush_tag(ra_tag_t tag)
 {
     struct ra__thread_state *ts = ra__thread;
 
-    if (ts != NULL && tag < ts->nslots && ts->slots[tag].alloc_flags != 0)
-        flush_slot(&ts->slots[tag]);
+    if (ts == NULL || tag >= ts->nslots || ts->slots[tag].alloc_flags == 0)
+        return;
+    ra__lock(&threads_lock);
+    flush_slot(&ts->slots[tag]);
+    ra__unlock(&threads_lock);
 }
 
-void ra__thread_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc)
+/* With the threads locked: tag's allocations and frees, over the threads
+ * alive and those gone. */
+static void counts_locked(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc)
 {
-    uint64_t m, d;
+    uint64_t m = atomic_load_explicit(&orphan_nmalloc[tag],
+                                      memory_order_relaxed);
+    uint64_t d = atomic_load_explicit(&orphan_ndalloc[tag],
+                                      memory_order_relaxed);
 
-    ra__lock(&threads_lock);
-    m = atomic_load_explicit(&orphan_nmalloc[tag], memory_order_relaxed);
-    d = atomic_load_explicit(&orphan_ndalloc[tag], memory_order_relaxed);
     for (struct ra__thread_state *ts = all_threads.next; ts != &all_threads;
          ts = ts->next) {
         m += atomic_load_explicit(&ts->slots[tag].nmalloc,
@@ -308,7 +312,45 @@ void ra__thread_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc)
         d += atomic_load_explicit(&ts->slots[tag].ndalloc,
                                   memory_order_relaxed);
     }
-    ra__unlock(&threads_lock);
     *nmalloc = m;
     *ndalloc = d;
+}
+
+void ra__thread_wipe_tag(ra_tag_t tag, bool forget)
+{
+    uint64_t m, d;
+
+    ra__lock(&threads_lock);
+    counts_locked(tag, &m, &d);
+    for (struct ra__thread_state *ts = all_threads.next; ts != &all_threads;
+         ts = ts->next) {
+        struct ra__tag_slot *s = &ts->slots[tag];
+        if (s->alloc_flags == 0)
+            continue;
+        /* The arena's reset frees what the caches hold: forget it. */
+        if (s->bins != NULL)
+            for (unsigned bin = 0; bin < nbins; bin++)
+                s->bins[bin].count = 0;
+        flush_tcache(s->tcache);
+        if (forget) {
+            atomic_store_explicit(&s->nmalloc, 0, memory_order_relaxed);
+            atomic_store_explicit(&s->ndalloc, 0, memory_order_relaxed);
+        }
+    }
+    if (forget) {
+        atomic_store_explicit(&orphan_nmalloc[tag], 0, memory_order_relaxed);
+        atomic_store_explicit(&orphan_ndalloc[tag], 0, memory_order_relaxed);
+    } else {
+        /* Every block that was live is freed now. */
+        atomic_fetch_add_explicit(&orphan_ndalloc[tag], m - d,
+                                  memory_order_relaxed);
+    }
+    ra__unlock(&threads_lock);
+}
+
+void ra__thread_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc)
+{
+    ra__lock(&threads_lock);
+    counts_locked(tag, nmalloc, ndalloc);
+    ra__unlock(&threads_lock);
 }

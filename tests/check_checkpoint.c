@@ -527,6 +527,78 @@ START_TEST(test_checkpoint_table_marks_tags_created_later)
 }
 END_TEST
 
+/* A destroyed tag's figures are nobody's now: no column, no JSON name, no
+ * Prometheus series carries them, even once its id serves another tag;
+ * the table adds them to "other", JSON says null. */
+START_TEST(test_checkpoint_figures_of_destroyed_tags_are_not_their_heirs)
+{
+    static const char *const want[] = {
+        "phase", "elapsed", "heir", "other", "tagged", "allocated", "active",
+        "resident", "mapped", "rss", "peak_rss", "checkpoint"};
+    ra_tag_t gone = tu_tag_create("gone"), heir;
+    void *blocks[32];
+    char words[32][64], *text, *json, *prom;
+    unsigned n;
+
+    alloc_blocks(gone, blocks, 16, 64 * KIB);
+    ra_thread_flush();
+    checkpoint("one");
+    ck_assert_int_eq(ra_tag_destroy(gone), 0);
+    heir = tu_tag_create("heir");
+    ck_assert_uint_eq(heir, gone);
+    alloc_blocks(heir, blocks, 32, 64 * KIB);
+    ra_thread_flush();
+    checkpoint("two");
+
+    text = checkpoints(RA_FORMAT_TEXT);
+    n = header_words(text, words, 32);
+    ck_assert_uint_eq(n, sizeof want / sizeof want[0]);
+    if (strcmp(words[n - 2], "peak_rss*") == 0)
+        words[n - 2][8] = '\0';
+    for (unsigned i = 0; i < n; i++)
+        ck_assert_str_eq(words[i], want[i]);
+    /* heir, other, tagged: */
+    n = header_words(nth_line(text, 1), words, 32);
+    ck_assert_msg(strcmp(words[4], "-") == 0 &&
+                      strcmp(words[5], "1.0") == 0 &&
+                      strcmp(words[7], "1.0") == 0, "%s", text);
+    n = header_words(nth_line(text, 2), words, 32);
+    ck_assert_msg(strcmp(words[4], "2.0") == 0 && strcmp(words[6], "-") == 0 &&
+                      strcmp(words[7], "2.0") == 0, "%s", text);
+    free(text);
+
+    json = checkpoints(RA_FORMAT_JSON);
+    ck_assert_msg(strstr(json, "\"tags\": [\n    {\"id\": 1, \"name\": "
+                               "\"heir\"}\n  ],") != NULL,
+                  "%s", json);
+    ck_assert_msg(strstr(json_checkpoint(json, 1), "\"tag_allocated\": [null]}")
+                      != NULL, "%s", json);
+    ck_assert_uint_eq(tag_allocated(json_checkpoint(json, 2), 0), 2 * MIB);
+    free(json);
+
+    prom = checkpoints(RA_FORMAT_PROMETHEUS);
+    ck_assert_msg(strstr(prom, "tag=\"gone\"") == NULL, "%s", prom);
+    ck_assert_msg(strstr(prom, "regionalloc_checkpoint_tag_allocated_bytes{"
+                               "seq=\"1\"") == NULL, "%s", prom);
+    ck_assert_uint_eq(
+        number_after(prom, "regionalloc_checkpoint_tag_allocated_bytes{seq="
+                           "\"2\",checkpoint=\"two\",tag=\"heir\"} "),
+        2 * MIB);
+    free(prom);
+
+    /* Destroyed and not yet recycled: gone from every format too. */
+    ck_assert_int_eq(ra_tag_destroy(heir), 0);
+    json = checkpoints(RA_FORMAT_JSON);
+    ck_assert_msg(strstr(json, "\"tags\": [],") != NULL, "%s", json);
+    ck_assert_msg(strstr(json_checkpoint(json, 2), "\"tag_allocated\": [null]}")
+                      != NULL, "%s", json);
+    free(json);
+    text = checkpoints(RA_FORMAT_TEXT);
+    ck_assert_msg(strstr(text, "heir") == NULL, "%s", text);
+    free(text);
+}
+END_TEST
+
 /* Right-aligned columns sized to their content: every row's label starts
  * where the header's "checkpoint" does. */
 START_TEST(test_checkpoint_table_columns_are_aligned)
@@ -927,6 +999,8 @@ static Suite *checkpoint_suite(void)
     tc = tcase_create("phase table");
     tcase_add_test(tc, test_checkpoint_table_shows_eight_largest_tags_and_other);
     tcase_add_test(tc, test_checkpoint_table_marks_tags_created_later);
+    tcase_add_test(tc,
+                   test_checkpoint_figures_of_destroyed_tags_are_not_their_heirs);
     tcase_add_test(tc, test_checkpoint_table_columns_are_aligned);
     suite_add_tcase(s, tc);
 

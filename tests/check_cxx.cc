@@ -328,6 +328,58 @@ START_TEST(test_cxx_new_handler_is_called_until_removed)
 }
 END_TEST
 
+// A tag's hard limit reaches C++ as std::bad_alloc, the process goes on,
+// and memory given back serves again.
+START_TEST(test_cxx_budget_throws_bad_alloc_and_recovers)
+{
+    ra_tag_t t = make_tag("budget");
+    ra_tag_limit_t limit = {16 * MIB, 0, nullptr, nullptr};
+    std::vector<char *> blocks;
+    std::vector<int> grown;
+    bool block_thrown = false, growth_thrown = false;
+    std::size_t kept_size = 0;
+
+    ck_assert_int_eq(ra_tag_set_limit(t, &limit), 0);
+    blocks.reserve(64); // untagged, and never regrown below
+    ck_assert_int_eq(ra_tag_push(t), 0);
+    try {
+        while (blocks.size() < 64) {
+            blocks.push_back(new char[MIB]);
+            std::memset(blocks.back(), 7, MIB);
+        }
+    } catch (const std::bad_alloc &) {
+        block_thrown = true;
+    }
+    for (std::size_t i = 0; i < blocks.size(); i += 2)
+        delete[] blocks[i];
+    try {
+        for (int i = 0;; i++)
+            grown.push_back(i);
+    } catch (const std::bad_alloc &) {
+        growth_thrown = true;
+        kept_size = grown.size();
+    }
+    ck_assert_int_eq(ra_tag_pop(t), 0);
+
+    ck_assert(block_thrown);
+    ck_assert_uint_ge(blocks.size(), 8);
+    ck_assert_uint_lt(blocks.size(), 16);
+    ck_assert(growth_thrown);
+    // The vector whose growth failed still holds what it had.
+    ck_assert_uint_eq(grown.size(), kept_size);
+    for (std::size_t i = 0; i < grown.size(); i += 4099)
+        ck_assert_int_eq(grown[i], static_cast<int>(i));
+    ck_assert_uint_le(stats_of(t).peak_mapped, 16 * MIB);
+    grown.clear();
+    grown.shrink_to_fit();
+    for (std::size_t i = 1; i < blocks.size(); i += 2)
+        delete[] blocks[i];
+    char *again = static_cast<char *>(ra_malloc_tag(t, 8 * MIB));
+    ck_assert_ptr_nonnull(again);
+    ra_free(again);
+}
+END_TEST
+
 // -- containers --------------------------------------------------------------
 
 START_TEST(test_cxx_vector_growth_is_tagged)
@@ -434,6 +486,7 @@ static Suite *cxx_suite(void)
     tcase_add_test(tc, test_cxx_huge_new_throws_bad_alloc);
     tcase_add_test(tc, test_cxx_huge_nothrow_new_is_null);
     tcase_add_test(tc, test_cxx_new_handler_is_called_until_removed);
+    tcase_add_test(tc, test_cxx_budget_throws_bad_alloc_and_recovers);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("containers");

@@ -88,6 +88,9 @@ grep -qxF -- "$top" "$out" || fail "no line '$top'"
 grep -qxF -- "117 tokens, 30 identifiers, 13 distinct" "$out" ||
     fail "token counts differ from '117 tokens, 30 identifiers, 13 distinct'"
 [ -s "$tmp/err" ] && fail "stderr not empty: $(cat "$tmp/err")"
+# The drop is a reset by default, and both times are said.
+drop_line='^drop and purge: [0-9.]+ ms \(ra_tag_reset of source and tokens: [0-9.]+ ms, then ra_tag_purge of source and tokens: [0-9.]+ ms\)$'
+grep -qE -- "$drop_line" "$out" || fail "no line matching '$drop_line'"
 
 # The checkpoint rows, in phase order.
 prev=0
@@ -110,6 +113,17 @@ if ! "$indexer" --untagged "$tree" >"$tmp/untagged" 2>"$tmp/err"; then
 fi
 grep -qxF -- "$top" "$tmp/untagged" || fail "--untagged: no line '$top'"
 grep -q "after purge\$" "$tmp/untagged" || fail "--untagged: no 'after purge' row"
+grep -qE '^drop and purge: .*\(free one block at a time: .*, then ra_purge_all: ' \
+    "$tmp/untagged" || fail "--untagged: no drop line saying free and ra_purge_all"
+
+# -- --drop=free ------------------------------------------------------------------
+if ! "$indexer" --drop=free "$tree" >"$tmp/free" 2>"$tmp/err"; then
+    fail "indexer --drop=free exited with status $?"
+    cat "$tmp/err"
+fi
+grep -qxF -- "$top" "$tmp/free" || fail "--drop=free: no line '$top'"
+grep -qE '^drop and purge: .*\(free one block at a time: .*, then ra_tag_purge of source and tokens: ' \
+    "$tmp/free" || fail "--drop=free: no drop line saying free one at a time"
 
 # -- errors and limits ------------------------------------------------------------
 "$indexer" "$tmp/does-not-exist" >/dev/null 2>"$tmp/err"
@@ -125,6 +139,13 @@ rc=$?
 "$indexer" --no-such-option >/dev/null 2>&1
 rc=$?
 [ "$rc" = 2 ] || fail "--no-such-option: exit $rc, expected 2"
+"$indexer" --drop=sometimes "$tree" >/dev/null 2>"$tmp/err"
+rc=$?
+[ "$rc" = 2 ] || fail "--drop=sometimes: exit $rc, expected 2"
+grep -q "sometimes" "$tmp/err" || fail "--drop=sometimes: not named in the message"
+"$indexer" --untagged --drop=reset "$tree" >/dev/null 2>"$tmp/err"
+rc=$?
+[ "$rc" = 2 ] || fail "--untagged --drop=reset: exit $rc, expected 2"
 "$indexer" --help >"$tmp/help" 2>&1 || fail "--help: exit $?"
 grep -q -- "--untagged" "$tmp/help" || fail "--help does not describe --untagged"
 # A budget of 10 bytes admits the empty file only.
@@ -166,10 +187,10 @@ want = ["after read", "after tokenize", "after index", "after drop",
 if labels != want:
     problems.append("labels %r, expected %r" % (labels, want))
 
-# doc/json.md: "tags" lists every tag once; a checkpoint's "tag_allocated"
-# holds the tags' allocated bytes in that order, for the tags that existed
+# doc/json.md: "tags" lists every live tag once; element i of a
+# checkpoint's "tag_allocated" is tag id i + 1's, for the ids handed out
 # when it was taken.
-position = {t["name"]: i for i, t in enumerate(doc["tags"])}
+position = {t["name"]: t["id"] - 1 for t in doc["tags"]}
 
 def allocated(row, name):
     i = position[name]

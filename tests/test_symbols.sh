@@ -21,7 +21,8 @@ ra_tag_pop ra_tag_current ra_tag_of ra_malloc ra_calloc ra_realloc ra_free
 ra_free_sized ra_aligned_alloc ra_posix_memalign ra_malloc_usable_size
 ra_malloc_tag ra_tag_stats ra_tag_purge ra_purge_all ra_thread_flush
 ra_enabled ra__tag_scope_begin ra__tag_scope_end
-ra_report ra_checkpoint ra_checkpoint_report ra_tag_rss"
+ra_report ra_checkpoint ra_checkpoint_report ra_tag_rss
+ra_tag_reset ra_tag_destroy ra_tag_set_limit ra_tag_get_limit"
 
 # The replaced allocator (regionalloc(3), drop-in malloc), and jemalloc's non-standard
 # functions that programs call on blocks from malloc.
@@ -57,7 +58,7 @@ is_malloc_family() {
 allowed() {
     local sym=$1
     case $sym in
-    ra__tag_scope_begin | ra__tag_scope_end | ra__layout | ra__tag_stack | ra__tags_published) return 0 ;;
+    ra__tag_scope_begin | ra__tag_scope_end | ra__layout | ra__tag_stack | ra__tags_published | ra__tag_live) return 0 ;;
     ra__*) return 1 ;;          # cross-file internals stay hidden
     ra_*) return 0 ;;
     esac

@@ -1,0 +1,80 @@
+/* A tag's end: ra_tag_reset frees every block of a tag at once, across
+ * threads; ra_tag_destroy also retires the tag, and its id, region and arena
+ * serve a later ra_tag_create. */
+#include <errno.h>
+#include <pthread.h>
+
+#include "internal.h"
+
+/* One reset or destroy at a time: each walks every thread's caches. */
+static pthread_mutex_t lifetime_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Frees every block of tag. The caller promised that no thread allocates
+ * under the tag or frees one of its blocks meanwhile; what the threads'
+ * caches hold is the library's business: forgotten (front caches) or
+ * flushed (tcaches) before jemalloc discards the arena's allocations, so
+ * that no block comes back twice. forget: the tag is being destroyed, its
+ * counts, profile, purges, peak and budget start again from nothing. */
+static void empty_tag(ra_tag_t tag, bool forget)
+{
+    unsigned arena = ra__tag_arena[tag];
+
+    ra__thread_wipe_tag(tag, forget);
+    ra__prof_forget(tag, forget);
+    ra__stats_reset_arena(arena);
+    ra__stats_purge_arena(arena);
+    if (forget) {
+        ra__stats_forget(tag);
+        ra__limit_forget(tag);
+        ra__region_forget_peak(tag - 1);
+    }
+}
+
+void ra__lifetime_prefork(void)
+{
+    ra__lock(&lifetime_lock);
+}
+
+void ra__lifetime_postfork(void)
+{
+    ra__unlock(&lifetime_lock);
+}
+
+int ra_tag_reset(ra_tag_t tag)
+{
+    if (ra__check_call(ra__tag_valid(tag)) != 0)
+        return -1;
+    ra__lock(&lifetime_lock);
+    empty_tag(tag, false);
+    ra__unlock(&lifetime_lock);
+    return 0;
+}
+
+static bool on_my_stack(ra_tag_t tag)
+{
+    for (unsigned d = 1; d <= ra__tag_stack.depth; d++)
+        if (ra__tag_stack.items[d] == tag)
+            return true;
+    return false;
+}
+
+int ra_tag_destroy(ra_tag_t tag)
+{
+    if (ra__check_call(ra__tag_valid(tag)) != 0)
+        return -1;
+    if (on_my_stack(tag)) {
+        errno = EBUSY;
+        return -1;
+    }
+    ra__lock(&lifetime_lock);
+    /* Dead first: from here on every call on it fails, then emptied. */
+    if (ra__tag_kill(tag)) {
+        ra__unlock(&lifetime_lock);
+        errno = EINVAL;
+        return -1;
+    }
+    empty_tag(tag, true);
+    ra__tag_release_id(tag);
+    ra__unlock(&lifetime_lock);
+    return 0;
+}

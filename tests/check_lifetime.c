@@ -1,0 +1,592 @@
+/* Suite "lifetime": ra_tag_reset frees every block of a tag at once, across
+ * threads and their caches; ra_tag_destroy retires a tag and recycles its
+ * id, region and arena. */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jemalloc/jemalloc.h>
+
+#include "regionalloc.h"
+#include "testutil.h"
+
+#define MIB ((size_t)1 << 20)
+
+/* -- "reset" ---------------------------------------------------------------- */
+
+/* Allocates n blocks of varied sizes under tag (some large), writes them,
+ * and keeps them in blocks. No assertion: tag may be pushed. */
+static void fill(ra_tag_t tag, void **blocks, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t size = i % 997 == 0 ? 3 * MIB / 2 : 8 + i % 500;
+        blocks[i] = ra_malloc_tag(tag, size);
+        if (blocks[i] != NULL)
+            memset(blocks[i], 0x5a, size < 4096 ? size : 4096);
+    }
+}
+
+START_TEST(test_lifetime_reset_frees_every_block)
+{
+    enum { N = 100000 };
+    static void *blocks[N];
+    ra_tag_t tag = tu_tag_create("reset"), other = tu_tag_create("other");
+    ra_tag_stats_t before_other, after, after_other;
+    void *kept = ra_malloc_tag(other, 1000), *untagged = ra_malloc(1000);
+    size_t rss = 0;
+
+    ck_assert_ptr_nonnull(kept);
+    ck_assert_ptr_nonnull(untagged);
+    tu_fill_pattern(kept, 1000, 1);
+    tu_fill_pattern(untagged, 1000, 2);
+    fill(tag, blocks, N);
+    for (size_t i = 0; i < N; i++)
+        ck_assert_ptr_nonnull(blocks[i]);
+    /* Some freed: they sit in this thread's caches. */
+    for (size_t i = 0; i < N; i += 3)
+        ra_free(blocks[i]);
+    before_other = tu_tag_stats(other);
+
+    ck_assert_int_eq(ra_tag_reset(tag), 0);
+
+    after = tu_tag_stats(tag);
+    ck_assert_uint_eq(after.allocated, 0);
+    ck_assert_uint_eq(after.active, 0);
+    ck_assert_uint_eq(after.dirty, 0);
+    ck_assert_uint_eq(after.nmalloc, N);
+    ck_assert_uint_eq(after.ndalloc, N);
+    /* What stays resident is the arena's metadata: jemalloc's resident
+     * estimate, every page of it its own. */
+    ck_assert_int_eq(ra_tag_rss(tag, &rss), 0);
+    ck_assert_uint_le(rss, after.resident);
+    ck_assert_uint_lt(after.resident, 4 * MIB);
+    /* Other tags and untagged memory are untouched. */
+    after_other = tu_tag_stats(other);
+    ck_assert_uint_eq(after_other.allocated, before_other.allocated);
+    ck_assert_uint_eq(after_other.nmalloc, before_other.nmalloc);
+    ck_assert_uint_eq(tu_check_pattern(kept, 1000, 1), 1000);
+    ck_assert_uint_eq(tu_check_pattern(untagged, 1000, 2), 1000);
+    ra_free(kept);
+    ra_free(untagged);
+}
+END_TEST
+
+START_TEST(test_lifetime_reset_tag_allocates_again)
+{
+    ra_tag_t tag = tu_tag_create("again");
+    void *blocks[1000], *p;
+    ra_tag_stats_t st;
+
+    fill(tag, blocks, 1000);
+    ck_assert_int_eq(ra_tag_reset(tag), 0);
+    ck_assert_uint_eq(ra_tag_lookup("again"), tag);
+    ck_assert_str_eq(ra_tag_name(tag), "again");
+    tu_tag_push(tag);
+    p = ra_malloc(100);
+    tu_tag_pop(tag);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(ra_tag_of(p), tag);
+    ra_free(p);
+    ra_thread_flush();
+    st = tu_tag_stats(tag);
+    ck_assert_uint_eq(st.allocated, 0);
+    ck_assert_uint_eq(st.nmalloc, 1001);
+    ck_assert_uint_eq(st.ndalloc, 1001);
+}
+END_TEST
+
+START_TEST(test_lifetime_reset_and_destroy_reject_bad_tags)
+{
+    ra_tag_t tag = tu_tag_create("bad");
+
+    errno = 0;
+    ck_assert_int_eq(ra_tag_reset(RA_TAG_NONE), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_reset(tag + 1), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_destroy(RA_TAG_NONE), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_destroy(tag + 7), -1);
+    ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+static int child_lifetime_in_pass_through(void)
+{
+    ra_tag_t tag = ra_tag_create("pass");
+
+    TU_REQUIRE(tag != RA_TAG_NONE);
+    TU_REQUIRE(ra_tag_reset(tag) == -1 && errno == ENOTSUP);
+    TU_REQUIRE(ra_tag_destroy(tag) == -1 && errno == ENOTSUP);
+    return 0;
+}
+
+START_TEST(test_lifetime_not_supported_in_pass_through_mode)
+{
+    static const char *const env[] = {"REGIONALLOC=0", NULL};
+    char err[512];
+
+    ck_assert_int_eq(
+        tu_run_with_env(env, child_lifetime_in_pass_through, err, sizeof err),
+        0);
+}
+END_TEST
+
+/* -- "threads" -------------------------------------------------------------- */
+
+/* Workers warm their caches under the tag (front caches and tcaches hold
+ * its blocks), then wait; the main thread resets; everyone allocates again
+ * under the tag and writes every byte of every block with its own pattern:
+ * a block handed out twice, or overlapping another, would show. Every
+ * worker is blocked (at a barrier) while the reset runs; one exits after it
+ * without using the tag again, its exit flushing whatever its caches held. */
+enum { RT_WORKERS = 4, RT_BLOCKS = 3000 };
+
+struct rt_worker {
+    ra_tag_t tag;
+    unsigned id;
+    void *blocks[RT_BLOCKS];
+    size_t sizes[RT_BLOCKS];
+    size_t bad;
+};
+
+static pthread_barrier_t rt_warm, rt_reset, rt_done;
+
+static size_t rt_size(unsigned id, size_t i)
+{
+    return (i * 37 + id * 11) % 2000 + 1;
+}
+
+static void *rt_thread(void *arg)
+{
+    struct rt_worker *w = arg;
+
+    ra_tag_push(w->tag);
+    for (size_t round = 0; round < 3; round++) {
+        for (size_t i = 0; i < RT_BLOCKS; i++)
+            w->blocks[i] = ra_malloc(rt_size(w->id, i + round));
+        /* Free most: they land in this thread's caches; the rest stay
+         * live until the reset frees them. */
+        for (size_t i = 0; i < RT_BLOCKS; i++)
+            if (i % 5 != 0 || round < 2)
+                ra_free(w->blocks[i]);
+    }
+    ra_tag_pop(w->tag);
+    pthread_barrier_wait(&rt_warm);
+    pthread_barrier_wait(&rt_reset);
+    if (w->id == RT_WORKERS - 1)
+        return NULL; /* exits now: its caches are released */
+    ra_tag_push(w->tag);
+    for (size_t i = 0; i < RT_BLOCKS; i++) {
+        w->sizes[i] = rt_size(w->id, i);
+        w->blocks[i] = ra_malloc(w->sizes[i]);
+        if (w->blocks[i] != NULL)
+            tu_fill_pattern(w->blocks[i], w->sizes[i], w->id * 100000 + i);
+    }
+    ra_tag_pop(w->tag);
+    pthread_barrier_wait(&rt_done);
+    for (size_t i = 0; i < RT_BLOCKS; i++)
+        if (w->blocks[i] == NULL ||
+            tu_check_pattern(w->blocks[i], w->sizes[i],
+                             w->id * 100000 + i) != w->sizes[i])
+            w->bad++;
+    return NULL;
+}
+
+struct range {
+    uintptr_t start, end;
+};
+
+static int compare_ranges(const void *a, const void *b)
+{
+    const struct range *x = a, *y = b;
+
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+START_TEST(test_lifetime_reset_across_threads_never_hands_a_block_twice)
+{
+    static struct rt_worker workers[RT_WORKERS];
+    static struct range ranges[RT_WORKERS * RT_BLOCKS];
+    ra_tag_t tag = tu_tag_create("threads");
+    pthread_t threads[RT_WORKERS];
+    size_t n = 0, bad = 0, live = 0;
+    ra_tag_stats_t st;
+
+    pthread_barrier_init(&rt_warm, NULL, RT_WORKERS + 1);
+    pthread_barrier_init(&rt_reset, NULL, RT_WORKERS + 1);
+    pthread_barrier_init(&rt_done, NULL, RT_WORKERS - 1);
+    for (unsigned i = 0; i < RT_WORKERS; i++) {
+        workers[i] = (struct rt_worker){.tag = tag, .id = i};
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, rt_thread,
+                                        &workers[i]),
+                         0);
+    }
+    pthread_barrier_wait(&rt_warm);
+    ck_assert_int_eq(ra_tag_reset(tag), 0);
+    st = tu_tag_stats(tag);
+    ck_assert_uint_eq(st.allocated, 0);
+    ck_assert_uint_eq(st.nmalloc, st.ndalloc);
+    pthread_barrier_wait(&rt_reset);
+    for (unsigned i = 0; i < RT_WORKERS; i++)
+        ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+    for (unsigned i = 0; i + 1 < RT_WORKERS; i++) {
+        bad += workers[i].bad;
+        for (size_t b = 0; b < RT_BLOCKS; b++) {
+            void *p = workers[i].blocks[b];
+            ck_assert_ptr_nonnull(p);
+            ck_assert_uint_eq(ra_tag_of(p), tag);
+            ranges[n++] = (struct range){
+                (uintptr_t)p, (uintptr_t)p + ra_malloc_usable_size(p)};
+            live += ra_malloc_usable_size(p);
+        }
+    }
+    ck_assert_uint_eq(bad, 0);
+    qsort(ranges, n, sizeof ranges[0], compare_ranges);
+    for (size_t i = 1; i < n; i++)
+        ck_assert_msg(ranges[i].start >= ranges[i - 1].end,
+                      "blocks overlap: [%#lx, %#lx) and [%#lx, %#lx)",
+                      (unsigned long)ranges[i - 1].start,
+                      (unsigned long)ranges[i - 1].end,
+                      (unsigned long)ranges[i].start,
+                      (unsigned long)ranges[i].end);
+    /* The workers exited: every cache is flushed, allocated is exact. */
+    st = tu_tag_stats(tag);
+    ck_assert_uint_eq(st.allocated, live);
+    for (unsigned i = 0; i + 1 < RT_WORKERS; i++)
+        for (size_t b = 0; b < RT_BLOCKS; b++)
+            ra_free(workers[i].blocks[b]);
+    ra_thread_flush();
+    st = tu_tag_stats(tag);
+    ck_assert_uint_eq(st.allocated, 0);
+    ck_assert_uint_eq(st.nmalloc, st.ndalloc);
+}
+END_TEST
+
+/* -- "profile" -------------------------------------------------------------- */
+
+/* ra_prof_dump(fmt, tag) into a string (free() it). */
+static char *dump_of(ra_tag_t tag, ra_prof_format_t fmt)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(ra_prof_dump(f, fmt, tag), 0);
+    ck_assert_int_eq(fclose(f), 0);
+    return buf;
+}
+
+static void assert_dump_starts(ra_tag_t tag, ra_prof_format_t fmt,
+                               const char *want)
+{
+    char *dump = dump_of(tag, fmt);
+
+    ck_assert_msg(strncmp(dump, want, strlen(want)) == 0, "want %s got %.300s",
+                  want, dump);
+    free(dump);
+}
+
+/* The tree's first lines: the tag and its live bytes and objects. */
+static void assert_tree_starts(ra_tag_t tag, const char *want)
+{
+    assert_dump_starts(tag, RA_PROF_TREE, want);
+}
+
+/* The blocks a reset frees leave the profile; a destroyed tag's profile is
+ * gone, and the tag that takes its id starts with none. */
+START_TEST(test_lifetime_profile_forgets_what_a_reset_frees)
+{
+    ra_tag_t tag = tu_tag_create("sampled"), heir;
+    void *blocks[100], *p;
+
+    ck_assert_int_eq(ra_prof_start(1), 0);
+    for (size_t i = 0; i < 100; i++)
+        ck_assert_ptr_nonnull(blocks[i] = ra_malloc_tag(tag, 1000));
+    assert_tree_starts(tag, "tag sampled\nAll (100000, #100)\n");
+    ck_assert_int_eq(ra_tag_reset(tag), 0);
+    assert_tree_starts(tag, "tag sampled\nAll (0, #0)\n");
+    /* The pages the reset freed are reused, and freed, as any others. */
+    for (size_t i = 0; i < 100; i++)
+        ck_assert_ptr_nonnull(blocks[i] = ra_malloc_tag(tag, 3000));
+    for (size_t i = 0; i < 50; i++)
+        ra_free(blocks[i]);
+    assert_tree_starts(tag, "tag sampled\nAll (150000, #50)\n");
+
+    ck_assert_int_eq(ra_tag_destroy(tag), 0);
+    heir = tu_tag_create("heir");
+    ck_assert_uint_eq(heir, tag);
+    assert_tree_starts(heir, "tag heir\nAll (0, #0)\n");
+    /* Not even the cumulative counts of heap_v2 ("live [ever]") remain. */
+    assert_dump_starts(heir, RA_PROF_HEAP_V2, "heap_v2/1\n  t*: 0: 0 [0: 0]\n");
+    p = ra_malloc_tag(heir, 5000);
+    ck_assert_ptr_nonnull(p);
+    assert_tree_starts(heir, "tag heir\nAll (5000, #1)\n");
+    ra_free(p);
+}
+END_TEST
+
+/* -- "destroy" -------------------------------------------------------------- */
+
+START_TEST(test_lifetime_destroyed_tag_fails_every_call)
+{
+    ra_tag_t tag = tu_tag_create("gone");
+    ra_tag_limit_t limit = {0, 0, NULL, NULL};
+    ra_tag_stats_t st;
+    size_t rss;
+    void *p = ra_malloc_tag(tag, 100);
+
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(ra_tag_destroy(tag), 0);
+    errno = 0;
+    ck_assert_uint_eq(ra_tag_lookup("gone"), RA_TAG_NONE);
+    ck_assert_int_eq(errno, ENOENT);
+    errno = 0;
+    ck_assert_ptr_null(ra_tag_name(tag));
+    ck_assert_int_eq(errno, ENOENT);
+    ck_assert_uint_eq(ra_tag_count(), tag);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_push(tag), -1); /* the inline push */
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq((ra_tag_push)(tag), -1); /* the function */
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_stats(tag, &st), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_purge(tag), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_rss(tag, &rss), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_ptr_null(ra_malloc_tag(tag, 10));
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_set_limit(tag, &limit), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_reset(tag), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_destroy(tag), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    /* The reports show live tags only. */
+    for (ra_format_t fmt = RA_FORMAT_TEXT; fmt <= RA_FORMAT_PROMETHEUS;
+         fmt++) {
+        char *report = tu_report_string(ra_report, fmt);
+        ck_assert_msg(strstr(report, "gone") == NULL, "%s", report);
+        free(report);
+    }
+}
+END_TEST
+
+START_TEST(test_lifetime_destroy_of_a_tag_on_my_stack_is_busy)
+{
+    ra_tag_t tag = tu_tag_create("pushed"), top = tu_tag_create("top");
+    int rc, e;
+
+    tu_tag_push(tag);
+    tu_tag_push(top);
+    errno = 0;
+    rc = ra_tag_destroy(tag);
+    e = errno;
+    tu_tag_pop(top);
+    tu_tag_pop(tag);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_int_eq(e, EBUSY);
+    /* Nothing was done. */
+    ck_assert_uint_eq(ra_tag_lookup("pushed"), tag);
+    ck_assert_int_eq(ra_tag_destroy(tag), 0);
+}
+END_TEST
+
+/* Runs as its test's first action: the library reads its environment once. */
+START_TEST(test_lifetime_ids_are_recycled_oldest_first)
+{
+    ra_tag_t a, b, c, d, e, f;
+
+    ck_assert_int_eq(setenv("REGIONALLOC_MAX_TAGS", "3", 1), 0);
+    a = tu_tag_create("a");
+    b = tu_tag_create("b");
+    c = tu_tag_create("c");
+    errno = 0;
+    ck_assert_uint_eq(ra_tag_create("full"), RA_TAG_NONE);
+    ck_assert_int_eq(errno, ENOSPC);
+    ck_assert_int_eq(ra_tag_destroy(b), 0);
+    ck_assert_int_eq(ra_tag_destroy(a), 0);
+    d = tu_tag_create("d");
+    e = tu_tag_create("e");
+    ck_assert_uint_eq(d, b);
+    ck_assert_uint_eq(e, a);
+    ck_assert_str_eq(ra_tag_name(d), "d");
+    ck_assert_uint_eq(ra_tag_lookup("b"), RA_TAG_NONE);
+    ck_assert_uint_eq(ra_tag_count(), 3);
+    errno = 0;
+    f = ra_tag_create("f");
+    ck_assert_uint_eq(f, RA_TAG_NONE);
+    ck_assert_int_eq(errno, ENOSPC);
+    ck_assert_uint_eq(ra_tag_lookup("c"), c);
+}
+END_TEST
+
+static unsigned soft_calls;
+
+static void count_soft(void *ctx, ra_tag_t tag, size_t mapped)
+{
+    (void)ctx; (void)tag; (void)mapped;
+    soft_calls++;
+}
+
+/* A recycled id is a new tag: no counts, no budget, no purges, a peak of
+ * its own, its blocks in the same region. */
+START_TEST(test_lifetime_recycled_tag_starts_empty)
+{
+    ra_tag_t old = tu_tag_create("old"), fresh;
+    ra_tag_limit_t limit = {64 * MIB, 32 * MIB, count_soft, NULL}, got;
+    void *blocks[100];
+    ra_tag_stats_t st;
+
+    ck_assert_int_eq(ra_tag_set_limit(old, &limit), 0);
+    fill(old, blocks, 100);
+    ck_assert_int_eq(ra_tag_purge(old), 0);
+    ck_assert_int_eq(ra_tag_destroy(old), 0);
+    fresh = tu_tag_create("fresh");
+    ck_assert_uint_eq(fresh, old);
+    st = tu_tag_stats(fresh);
+    ck_assert_uint_eq(st.allocated, 0);
+    ck_assert_uint_eq(st.nmalloc, 0);
+    ck_assert_uint_eq(st.ndalloc, 0);
+    ck_assert_uint_eq(st.peak_mapped, st.mapped);
+    ck_assert_int_eq(ra_tag_get_limit(fresh, &got), 0);
+    ck_assert_uint_eq(got.hard, 0);
+    ck_assert_uint_eq(got.soft, 0);
+    ck_assert_ptr_null(got.on_soft);
+    blocks[0] = ra_malloc_tag(fresh, 40 * MIB);
+    ck_assert_ptr_nonnull(blocks[0]);
+    ck_assert_uint_eq(soft_calls, 0);
+    ck_assert_uint_eq(ra_tag_of(blocks[0]), fresh);
+    ra_free(blocks[0]);
+}
+END_TEST
+
+/* The resident set, the mappings and jemalloc's arenas of a process that
+ * creates, uses and destroys tags without end stay flat. */
+static size_t count_mappings(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    size_t n = 0;
+    int c;
+
+    ck_assert_ptr_nonnull(f);
+    while ((c = getc(f)) != EOF)
+        n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+static unsigned narenas(void)
+{
+    unsigned n = 0;
+    size_t len = sizeof n;
+
+    ck_assert_int_eq(mallctl("arenas.narenas", &n, &len, NULL, 0), 0);
+    return n;
+}
+
+static void churn(unsigned from, unsigned to)
+{
+    char name[32];
+
+    for (unsigned i = from; i < to; i++) {
+        ra_tag_t tag;
+        void *p, *q;
+        snprintf(name, sizeof name, "request-%u", i);
+        tag = ra_tag_create(name);
+        if (tag == RA_TAG_NONE)
+            ck_abort_msg("cycle %u: ra_tag_create: %s", i, strerror(errno));
+        ra_tag_push(tag);
+        p = ra_malloc(100 + i % 3000);
+        q = ra_malloc(i % 7 == 0 ? 200000 : 50);
+        ra_tag_pop(tag);
+        if (p == NULL || q == NULL)
+            ck_abort_msg("cycle %u: allocation failed", i);
+        memset(p, 1, 100);
+        ra_free(q); /* p stays: the destroy frees it */
+        if (ra_tag_destroy(tag) != 0)
+            ck_abort_msg("cycle %u: ra_tag_destroy: %s", i, strerror(errno));
+    }
+}
+
+/* Runs as its test's first action: the library reads its environment once. */
+START_TEST(test_lifetime_churn_stays_flat)
+{
+    size_t rss0, maps0, rss1, maps1;
+    unsigned arenas0, arenas1;
+
+    ck_assert_int_eq(setenv("REGIONALLOC_MAX_TAGS", "8", 1), 0);
+    /* Warm up: every structure reaches its size. */
+    churn(0, 2000);
+    rss0 = tu_rss_bytes();
+    maps0 = count_mappings();
+    arenas0 = narenas();
+    churn(2000, 100000);
+    rss1 = tu_rss_bytes();
+    maps1 = count_mappings();
+    arenas1 = narenas();
+    fprintf(stderr, "lifetime: 98,000 cycles: RSS %zu -> %zu KiB, mappings "
+                    "%zu -> %zu, arenas %u -> %u\n",
+            rss0 >> 10, rss1 >> 10, maps0, maps1, arenas0, arenas1);
+    ck_assert_uint_le(rss1, rss0 + 2 * MIB);
+    ck_assert_uint_le(maps1, maps0 + 2);
+    ck_assert_uint_eq(arenas1, arenas0);
+    ck_assert_uint_le(ra_tag_count(), 8);
+}
+END_TEST
+
+static Suite *lifetime_suite(void)
+{
+    Suite *s = suite_create("lifetime");
+    TCase *tc;
+
+    tc = tcase_create("reset");
+    tcase_add_test(tc, test_lifetime_reset_frees_every_block);
+    tcase_add_test(tc, test_lifetime_reset_tag_allocates_again);
+    tcase_add_test(tc, test_lifetime_reset_and_destroy_reject_bad_tags);
+    tcase_add_test(tc, test_lifetime_not_supported_in_pass_through_mode);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("threads");
+    tcase_add_test(tc,
+                   test_lifetime_reset_across_threads_never_hands_a_block_twice);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("profile");
+    tcase_add_test(tc, test_lifetime_profile_forgets_what_a_reset_frees);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("destroy");
+    tcase_add_test(tc, test_lifetime_destroyed_tag_fails_every_call);
+    tcase_add_test(tc, test_lifetime_destroy_of_a_tag_on_my_stack_is_busy);
+    tcase_add_test(tc, test_lifetime_ids_are_recycled_oldest_first);
+    tcase_add_test(tc, test_lifetime_recycled_tag_starts_empty);
+    tcase_add_test(tc, test_lifetime_churn_stays_flat);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run_suite(lifetime_suite());
+}
