@@ -19,6 +19,16 @@ mi_heap_t *bench_mi_heap;
 
 /* -- output ------------------------------------------------------------------ */
 
+/* BENCH_WORKLOAD_SUFFIX, appended to every workload's name: the same
+ * program run in another setting (run.sh: with the stats segment on) gives
+ * rows of their own. */
+static const char *suffix(void)
+{
+    const char *s = getenv("BENCH_WORKLOAD_SUFFIX");
+
+    return s != NULL ? s : "";
+}
+
 void bench_row(const char *workload, const char *contender, double median,
                const char *unit, double ratio, double min, double max)
 {
@@ -26,15 +36,16 @@ void bench_row(const char *workload, const char *contender, double median,
 
     if (ratio > 0 && isfinite(ratio))
         snprintf(r, sizeof r, "%.3f", ratio);
-    printf("row\t%s\t%s\t%.3f\t%s\t%s\t%.3f\t%.3f\n", workload, contender,
-           median, unit, r, min, max);
+    printf("row\t%s%s\t%s\t%.3f\t%s\t%s\t%.3f\t%.3f\n", workload, suffix(),
+           contender, median, unit, r, min, max);
     fflush(stdout);
 }
 
 void bench_row_missing(const char *workload, const char *contender,
                        const char *why)
 {
-    printf("row\t%s\t%s\tn/a\t%s\t-\t-\t-\n", workload, contender, why);
+    printf("row\t%s%s\t%s\tn/a\t%s\t-\t-\t-\n", workload, suffix(),
+           contender, why);
     fflush(stdout);
 }
 

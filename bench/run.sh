@@ -109,9 +109,12 @@ timed() {
 
 # -- timing -------------------------------------------------------------------
 for prog in ring ring_glibc threads threads_glibc realloc_growth \
-            realloc_growth_glibc tag_switch tag_ops lifetime; do
+            realloc_growth_glibc tag_switch tag_ops lifetime http_scrape; do
     timed "$prog"
 done
+# The allocation bench again with the live stats segment published every
+# second by a thread of the library: rows of their own (the suffix).
+REGIONALLOC_SHM=1 BENCH_WORKLOAD_SUFFIX=", stats segment on" timed ring
 
 # -- memory: one contender per process, so each RSS delta is its own ------
 echo "bench: memory" >&2
@@ -339,8 +342,21 @@ END {
     pair_target("a budget on the tag: <= 1.02x without, ring 8-256", R256, BUDGET, TAG, 1.02)
     pair_target("a budget on the tag: <= 1.02x without, ring 8-4096", R4K, BUDGET, TAG, 1.02)
 
+    # The publisher of the stats segment, from processes of their own: the tagged
+    # ratio to jemalloc with it over the same ratio without it.
+    SHM = R256 ", stats segment on"
+    r1 = ratio_of(SHM, TAG); r0 = ratio_of(R256, TAG)
+    if (r1 == "" || r0 == "") target("stats segment at 1 s: tagged ring 8-256 <= 1.05x without", "not measured", "")
+    else target("stats segment at 1 s: tagged ring 8-256 <= 1.05x without",
+                sprintf("%.3fx (%.3fx vs %.3fx jemalloc)", r1 / r0, r1, r0), r1 / r0 <= 1.05)
+
     print ""
     print "other findings:"
+    M = "/metrics with 256 tags"
+    if (has(M, "GET /metrics over loopback"))
+        printf "  a /metrics scrape with 256 tags: %s ms (%s ms to write the report itself)\n",
+               num(med[key(M, "GET /metrics over loopback")]),
+               num(med[key(M, "ra_report(prometheus) in memory (baseline)")])
     split("drop 10^5 blocks of 16-64 B|drop 10^7 blocks of 16-64 B|drop 10^6 blocks of 8-256 B", drops, "|")
     for (i = 1; i <= 3; i++) {
         x = pair_ratio(drops[i], RESET, FREED)

@@ -295,6 +295,22 @@ RA_EXPORT int ra_prof_stop(void);
  * profile: never started), ENOMEM or EIO (write error). */
 RA_EXPORT int ra_prof_dump(FILE *out, ra_prof_format_t fmt, ra_tag_t tag);
 
+/* -- HTTP endpoints ------------------------------------------------------------
+ * A background thread serves, on addr ("HOST:PORT", "[V6]:PORT"; port 0:
+ * any free port): GET /metrics (ra_report, Prometheus), GET
+ * /debug/pprof/heap[?tag=NAME] (ra_prof_dump, pprof; also at
+ * /debug/pprof/allocs, as Go's net/http/pprof), GET
+ * /debug/regionalloc/report and /checkpoints [?format=text|json|prometheus],
+ * and with REGIONALLOC_HTTP_WRITE=1, POST /debug/regionalloc/purge?tag=NAME.
+ * Loopback addresses only, unless REGIONALLOC_HTTP_ALLOW_REMOTE=1. Returns
+ * the port it listens on, or -1 with errno EINVAL (malformed address), EPERM
+ * (not loopback), EBUSY (already serving), ENOTSUP (pass-through mode, or
+ * built without libmicrohttpd), or what bind(2) says (EADDRINUSE...). */
+RA_EXPORT int ra_http_start(const char *addr);
+/* Stops the server and closes its socket: 0, or -1 with errno EINVAL (not
+ * serving), EDEADLK (called from the server's thread), ENOTSUP. */
+RA_EXPORT int ra_http_stop(void);
+
 /* -- reports and checkpoints ------------------------------------------------ */
 typedef enum {
     RA_FORMAT_TEXT,      /* aligned table, human units */

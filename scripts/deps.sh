@@ -8,13 +8,16 @@
 
 # What building the library and running the demo need (scripts/demo.sh),
 # as dpkg names (gcc, g++ and make come as build-essential). zlib1g-dev:
-# the profiler's pprof output is gzip-compressed.
+# the profiler's pprof output is gzip-compressed; libmicrohttpd-dev: the
+# HTTP endpoints (optional to the build, installed so that they are there).
 RA_BUILD_CHECK=(gcc g++ make autoconf automake libtool pkg-config
-                libjemalloc-dev zlib1g-dev)
+                libjemalloc-dev zlib1g-dev libmicrohttpd-dev)
 # What the test command adds (scripts/test.sh, CI): Check for the suites,
 # cppcheck for make lint, python3 to parse the JSON reports, prometheus for
-# promtool (tests/test_formats.sh), git for make distcheck's tree.
-RA_TEST_CHECK=(check cppcheck python3 prometheus git)
+# promtool and the scrape test, curl for the HTTP tests, gdb (a real program
+# that names its threads) for the tags by thread name, git for make
+# distcheck's tree.
+RA_TEST_CHECK=(check cppcheck python3 prometheus curl gdb git)
 
 # Prints those of the given packages that are not installed, one a line.
 ra_missing_of() {

@@ -1,5 +1,6 @@
 /* Environment parsing: REGIONALLOC, _MAX_TAGS, _REGION_SIZE, _STATS,
- * _STATS_FORMAT, _CHECKPOINTS, _PROF, _PROF_DUMP, _LIMITS. */
+ * _STATS_FORMAT, _CHECKPOINTS, _PROF, _PROF_DUMP, _LIMITS, _SHM,
+ * _SHM_INTERVAL, _HTTP, _HTTP_WRITE, _HTTP_ALLOW_REMOTE, _THREAD_TAGS. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -75,17 +76,18 @@ bool ra__parse_size(const char *s, size_t *out)
     return false;
 }
 
-static void read_enabled(void)
+/* Reads var as 0 or 1 into *flag; unset leaves dflt. */
+static void read_flag(const char *var, bool dflt, bool *flag)
 {
-    const char *v = secure_getenv("REGIONALLOC");
+    const char *v = secure_getenv(var);
 
-    config.enabled = true;
+    *flag = dflt;
     if (v == NULL)
         return;
-    if (strcmp(v, "0") == 0)
-        config.enabled = false;
-    else if (strcmp(v, "1") != 0)
-        warn_default("REGIONALLOC", v, "expected 0 or 1", "1");
+    if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
+        *flag = v[0] == '1';
+    else
+        warn_default(var, v, "expected 0 or 1", dflt ? "1" : "0");
 }
 
 static void read_max_tags(void)
@@ -214,39 +216,111 @@ static const char *parse_limit(const char *e, size_t len,
     return NULL;
 }
 
-static void read_limits(void)
+static const char *parse_limit_entry(const char *e, size_t len, unsigned i)
 {
-    const char *v = secure_getenv("REGIONALLOC_LIMITS");
+    return parse_limit(e, len, &config.limits[i]);
+}
+
+/* One entry of REGIONALLOC_THREAD_TAGS, "GLOB=TAG" or "GLOB" alone (the
+ * tag named after the thread), into rule i. Returns NULL, or why it is
+ * malformed. */
+static const char *parse_thread_tag(const char *e, size_t len, unsigned i)
+{
+    struct ra__thread_tag_rule *r = &config.thread_tags[i];
+    const char *eq = memchr(e, '=', len);
+    size_t glob_len = eq != NULL ? (size_t)(eq - e) : len;
+    size_t tag_len = eq != NULL ? len - glob_len - 1 : 0;
+
+    if (glob_len == 0 || glob_len >= sizeof r->glob)
+        return "the pattern must be 1 to 63 bytes";
+    if (eq != NULL && (tag_len == 0 || tag_len > RA_TAG_NAME_MAX))
+        return "the tag name must be 1 to 63 bytes";
+    memcpy(r->glob, e, glob_len);
+    r->glob[glob_len] = '\0';
+    r->by_name = eq == NULL;
+    if (eq != NULL)
+        memcpy(r->tag, eq + 1, tag_len);
+    r->tag[tag_len] = '\0';
+    return NULL;
+}
+
+/* Reads var, a comma-separated list, handing each non-empty entry to parse
+ * with its index among the accepted ones; returns how many parse accepted.
+ * A rejected entry, or one past max, is one line on stderr. */
+static unsigned read_list(const char *var, unsigned max,
+                          const char *(*parse)(const char *e, size_t len,
+                                               unsigned i))
+{
+    const char *v = secure_getenv(var);
+    unsigned n = 0;
     char msg[512];
 
-    config.nlimits = 0;
     if (v == NULL)
-        return;
+        return 0;
     while (*v != '\0') {
         size_t len = strcspn(v, ",");
         const char *why = NULL;
         if (len > 0) {
-            if (config.nlimits == RA__LIMITS_MAX)
-                why = "more than 64 entries";
-            else
-                why = parse_limit(v, len, &config.limits[config.nlimits]);
+            why = n == max ? "too many entries" : parse(v, len, n);
             if (why == NULL) {
-                config.nlimits++;
+                n++;
             } else {
                 snprintf(msg, sizeof msg,
-                         "regionalloc: REGIONALLOC_LIMITS: entry \"%.*s\" "
-                         "is invalid (%s); ignored",
-                         (int)(len < 100 ? len : 100), v, why);
+                         "regionalloc: %s: entry \"%.*s\" is invalid (%s); "
+                         "ignored",
+                         var, (int)(len < 100 ? len : 100), v, why);
                 ra__warn(msg);
             }
         }
         v += len + (v[len] == ',');
     }
+    return n;
+}
+
+/* "250ms", "2s", "1" (seconds): 10 ms to 1 hour. */
+static void read_shm_interval(void)
+{
+    const char *v = secure_getenv("REGIONALLOC_SHM_INTERVAL");
+    uint64_t n = 0, unit = 1000000000u;
+    const char *p = v;
+
+    config.shm_interval_ns = 1000000000u;
+    if (v == NULL)
+        return;
+    for (; *p >= '0' && *p <= '9' && n < 10000000; p++)
+        n = n * 10 + (uint64_t)(*p - '0');
+    if (strcmp(p, "ms") == 0)
+        unit = 1000000u;
+    else if (strcmp(p, "s") != 0 && *p != '\0')
+        n = 0;
+    if (p == v || n * unit < 10000000u || n * unit > 3600000000000u) {
+        warn_default("REGIONALLOC_SHM_INTERVAL", v,
+                     "expected 10ms to 3600s, as 250ms or 2s", "1s");
+        return;
+    }
+    config.shm_interval_ns = n * unit;
+}
+
+static void read_http(void)
+{
+    const char *v = secure_getenv("REGIONALLOC_HTTP");
+    size_t len;
+
+    config.http_addr[0] = '\0';
+    if (v == NULL || v[0] == '\0')
+        return;
+    len = strlen(v);
+
+    if (len >= sizeof config.http_addr) {
+        warn_default("REGIONALLOC_HTTP", v, "too long", "(no server)");
+        return;
+    }
+    memcpy(config.http_addr, v, len + 1);
 }
 
 static void read_config(void)
 {
-    read_enabled();
+    read_flag("REGIONALLOC", true, &config.enabled);
     read_max_tags();
     read_region_size();
     _Static_assert(sizeof config.stats_path == 4096 &&
@@ -258,7 +332,16 @@ static void read_config(void)
     read_output("REGIONALLOC_CHECKPOINTS", config.checkpoints_path);
     read_prof();
     read_output("REGIONALLOC_PROF_DUMP", config.prof_dump_path);
-    read_limits();
+    config.nlimits = read_list("REGIONALLOC_LIMITS", RA__LIMITS_MAX,
+                               parse_limit_entry);
+    read_flag("REGIONALLOC_SHM", false, &config.shm);
+    read_shm_interval();
+    read_http();
+    read_flag("REGIONALLOC_HTTP_WRITE", false, &config.http_write);
+    read_flag("REGIONALLOC_HTTP_ALLOW_REMOTE", false,
+              &config.http_allow_remote);
+    config.nthread_tags = read_list("REGIONALLOC_THREAD_TAGS",
+                                    RA__THREAD_TAGS_MAX, parse_thread_tag);
 }
 
 const struct ra__config *ra__config(void)

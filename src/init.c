@@ -20,8 +20,10 @@ static void prefork(void)
      * lock while it takes the profile's, the registry's, the budgets' and
      * the threads'; a tag's creation holds the registry while it sets a
      * budget. */
+    ra__http_prefork();
     ra__checkpoint_prefork();
     ra__lifetime_prefork();
+    ra__thread_tags_prefork();
     ra__hooks_prefork();
     ra__prof_prefork();
     ra__tag_prefork();
@@ -36,8 +38,10 @@ static void postfork_parent(void)
     ra__tag_postfork();
     ra__prof_postfork();
     ra__hooks_postfork(false);
+    ra__thread_tags_postfork_parent();
     ra__lifetime_postfork();
     ra__checkpoint_postfork();
+    ra__http_postfork_parent();
 }
 
 static void postfork_child(void)
@@ -47,8 +51,10 @@ static void postfork_child(void)
     ra__tag_postfork();
     ra__prof_postfork();
     ra__hooks_postfork(true);
+    ra__thread_tags_postfork_child();
     ra__lifetime_postfork();
     ra__checkpoint_postfork();
+    ra__http_postfork_child();
 }
 
 static void init_library(void)
@@ -68,16 +74,39 @@ static void init_library(void)
 
 /* The library's load: before main() (or at dlopen). Reads no
  * configuration: that waits for the first use. */
+/* The background services, asked for by the environment, start at load:
+ * the one case where the configuration is read then rather than at first
+ * use. */
+static void start_services(void)
+{
+    const struct ra__config *config;
+
+    if (secure_getenv("REGIONALLOC_SHM") == NULL &&
+        secure_getenv("REGIONALLOC_HTTP") == NULL &&
+        secure_getenv("REGIONALLOC_THREAD_TAGS") == NULL)
+        return;
+    config = ra__config();
+    /* The main thread's name is the program's. */
+    ra__thread_tags_start_thread();
+    if (config->shm)
+        ra__shm_start();
+    if (config->http_addr[0] != '\0')
+        ra__http_start_configured();
+}
+
 __attribute__((constructor)) static void process_start(void)
 {
     ra__clock_start();
     ra__report_at_load();
     ra__override_check();
+    start_services();
 }
 
 __attribute__((destructor)) static void process_end(void)
 {
     ra__report_at_exit();
+    ra__http_at_exit();
+    ra__shm_at_exit();
 }
 
 bool ra__init(void)

@@ -55,6 +55,7 @@ static inline void ra__unlock(pthread_mutex_t *m)
 
 /* -- config.c: environment, read once ------------------------------------- */
 #define RA__LIMITS_MAX 64 /* entries of REGIONALLOC_LIMITS */
+#define RA__THREAD_TAGS_MAX 64 /* entries of REGIONALLOC_THREAD_TAGS */
 struct ra__config {
     bool enabled;        /* REGIONALLOC, default true */
     unsigned max_tags;   /* REGIONALLOC_MAX_TAGS, default 256 */
@@ -72,6 +73,19 @@ struct ra__config {
         size_t hard, soft;
     } limits[RA__LIMITS_MAX];
     unsigned nlimits;
+    bool shm;                  /* REGIONALLOC_SHM=1 */
+    uint64_t shm_interval_ns;  /* REGIONALLOC_SHM_INTERVAL, default 1 s */
+    char http_addr[256];       /* REGIONALLOC_HTTP: "" or HOST:PORT */
+    bool http_write;           /* REGIONALLOC_HTTP_WRITE=1: POST purge */
+    bool http_allow_remote;    /* REGIONALLOC_HTTP_ALLOW_REMOTE=1 */
+    /* REGIONALLOC_THREAD_TAGS: a thread whose name matches glob gets the
+     * tag of that name, or (by_name) the tag named after the thread. */
+    struct ra__thread_tag_rule {
+        char glob[64];
+        char tag[RA_TAG_NAME_MAX + 1];
+        bool by_name;
+    } thread_tags[RA__THREAD_TAGS_MAX];
+    unsigned nthread_tags;
 };
 /* Reads the environment on the first call (thread-safe, allocation-free,
  * secure_getenv) and returns the parsed values; bad values are reported on
@@ -595,7 +609,44 @@ bool ra__proc_reset_peak_rss(void);
 bool ra__proc_maps(bool (*line)(char *text, size_t len, void *ctx),
                    void *ctx);
 
+/* -- background.c: the library's own threads ------------------------------ */
+/* True on the library's background threads: never given a thread's tag. */
+extern RA__TLS bool ra__library_thread;
+/* Set around a call that starts threads for the library (libmicrohttpd's):
+ * the library's pthread_create makes them the library's. */
+extern RA__TLS bool ra__library_spawning;
+/* Makes the calling thread the library's for good: quiet, untagged. */
+void ra__become_library_thread(void);
+/* Starts fn(arg) on a new thread with every signal blocked, quiet for its
+ * whole life. Returns true on failure (errno set). */
+bool ra__background_start(void *(*fn)(void *), void *arg, pthread_t *thread);
+
 /* -- what init.c calls of the output side (output.h) ----------------------- */
+/* shm.c: with REGIONALLOC_SHM=1, at load: makes the stats segment and starts
+ * its publisher (a line on stderr if it cannot); at exit: removes it, in
+ * the process that made it only. */
+void ra__shm_start(void);
+void ra__shm_at_exit(void);
+/* http.c: with REGIONALLOC_HTTP, at load: starts the server (a line on
+ * stderr if it cannot); at exit: stops it. Its lock is the outermost of the
+ * fork handlers'. */
+void ra__http_start_configured(void);
+/* thread_tags.c: REGIONALLOC_THREAD_TAGS. Whether it gives tags (rules and
+ * tagging on). A thread was named (by pthread_setname_np or prctl): its
+ * base tag follows. At a thread's start (and the main thread's at load):
+ * the name it has gives its base. ra_tag_destroy's kill: EBUSY when the
+ * tag is a thread's base, else as ra__tag_kill (0, or EINVAL). */
+bool ra__thread_tags_on(void);
+void ra__thread_tags_named(pthread_t thread, const char *name);
+void ra__thread_tags_start_thread(void);
+int ra__thread_tags_kill(ra_tag_t tag);
+void ra__thread_tags_prefork(void);
+void ra__thread_tags_postfork_parent(void);
+void ra__thread_tags_postfork_child(void);
+void ra__http_at_exit(void);
+void ra__http_prefork(void);
+void ra__http_postfork_parent(void);
+void ra__http_postfork_child(void);
 /* report.c, at load: notes the process that loaded the library and keeps a
  * copy of stderr for the exit reports. Never allocates. */
 void ra__report_at_load(void);

@@ -60,6 +60,8 @@ static bool on_my_stack(ra_tag_t tag)
 
 int ra_tag_destroy(ra_tag_t tag)
 {
+    int rc;
+
     if (ra__check_call(ra__tag_valid(tag)) != 0)
         return -1;
     if (on_my_stack(tag)) {
@@ -67,10 +69,13 @@ int ra_tag_destroy(ra_tag_t tag)
         return -1;
     }
     ra__lock(&lifetime_lock);
-    /* Dead first: from here on every call on it fails, then emptied. */
-    if (ra__tag_kill(tag)) {
+    /* Dead first: from here on every call on it fails, then emptied. A
+     * thread's base tag (REGIONALLOC_THREAD_TAGS) is in use as much as a
+     * pushed one. */
+    rc = ra__thread_tags_kill(tag);
+    if (rc != 0) {
         ra__unlock(&lifetime_lock);
-        errno = EINVAL;
+        errno = rc;
         return -1;
     }
     empty_tag(tag, true);

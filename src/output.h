@@ -271,6 +271,29 @@ void ra__checkpoint_set_free(struct ra__checkpoint_set *set);
 void ra__checkpoint_write(struct ra__out *o, ra_format_t fmt,
                           const struct ra__checkpoint_set *set);
 
+/* -- snapshot.c: every live tag's figures at one moment --------------------- */
+/* One tag's figures, or the untagged arenas' (id 0). */
+struct ra__usage {
+    ra_tag_t id;
+    char name[RA_TAG_NAME_MAX + 1];
+    uint64_t allocated, active, resident, rss, mapped, peak_mapped, dirty,
+        muzzy, retained, reserved, nmalloc, ndalloc, purges;
+    uint64_t limit, soft_limit, limit_failures;
+};
+/* Everything a report shows, read after one statistics refresh, so that
+ * the three formats (and the table's two passes) show the same figures. */
+struct ra__snapshot {
+    unsigned ntags;          /* live tags: rows 1..ntags */
+    struct ra__usage *rows;  /* [0]: untagged; the library's own memory */
+    struct ra__global_stats global;
+    uint64_t process_rss, time_ns;
+    uint64_t library;        /* the library's own memory, part of untagged */
+};
+/* Takes a snapshot (tagging on). Returns true on failure (ENOMEM, nothing
+ * to free). Destroyed tags have no row. */
+bool ra__snapshot_take(struct ra__snapshot *snap);
+void ra__snapshot_free(struct ra__snapshot *snap);
+
 /* -- report.c: ra_report, and the reports printed at exit ------------------ */
 /* Writes every tag's usage now in fmt (valid) to o: one statistics refresh.
  * Returns 0, or -1 with errno ENOMEM (nothing written). Tagging on. */

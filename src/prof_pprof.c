@@ -3,6 +3,7 @@
  * compressed with zlib. */
 #include <inttypes.h>
 #include <limits.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,6 +36,7 @@ enum {
     MAPPING_MEMORY_LIMIT = 3,
     MAPPING_FILE_OFFSET = 4,
     MAPPING_FILENAME = 5,
+    MAPPING_BUILD_ID = 6,
     MAPPING_HAS_FUNCTIONS = 7,
 };
 enum {
@@ -134,13 +136,22 @@ static uint64_t intern(struct strings *st, const char *s)
 
 /* -- mappings ------------------------------------------------------------------- */
 
+/* The longest GNU build ID kept: ld writes 16 (md5, uuid) or 20 (sha1)
+ * bytes. A longer one (ld --build-id=0x<hex>) is left out, not cut: a cut
+ * ID would name another file. */
+#define BUILD_ID_MAX 64
+
 /* An executable mapping of /proc/self/maps. */
 struct mapping {
     uintptr_t start, limit, offset;
     uint64_t id;       /* 1, 2, ...: the main program's mappings first */
     uint64_t filename; /* in the string table */
+    uint64_t build_id; /* in the string table: lowercase hex, "" for none */
     bool main;         /* the program's own file */
     size_t nlocations, nnamed;
+    /* The object's build ID, copied under the loader's lock (0: none). */
+    size_t build_id_len;
+    unsigned char build_id_raw[BUILD_ID_MAX];
 };
 
 struct mappings {
@@ -191,8 +202,127 @@ static bool add_mapping(char *line, size_t len, void *ctx)
     return false;
 }
 
-/* Reads the executable mappings backed by a file (and [vdso]). Returns
- * true when out of memory; an unreadable /proc leaves no mappings. */
+/* -- build IDs -------------------------------------------------------------------- */
+
+/* The desc of the first NT_GNU_BUILD_ID note of the n bytes of notes at p,
+ * its length in *len; NULL if none. Each field is padded to align, the
+ * segment's: 4, or 8 for the 8-aligned PT_NOTE (.note.gnu.property) that
+ * recent linkers put apart from the 4-aligned build ID. Stops at a note
+ * that overruns the segment. */
+static const unsigned char *scan_notes(const unsigned char *p, size_t n,
+                                       size_t align, size_t *len)
+{
+    size_t at = 0;
+
+    while (n - at >= sizeof(ElfW(Nhdr))) {
+        ElfW(Nhdr) nh;
+        size_t name_at = at + sizeof nh, desc_at;
+
+        memcpy(&nh, p + at, sizeof nh);
+        if (nh.n_namesz > n - name_at)
+            break;
+        desc_at = name_at + ((nh.n_namesz + align - 1) & ~(align - 1));
+        if (desc_at > n || nh.n_descsz > n - desc_at)
+            break;
+        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof "GNU" &&
+            memcmp(p + name_at, "GNU", sizeof "GNU") == 0) {
+            *len = nh.n_descsz;
+            return p + desc_at;
+        }
+        at = desc_at + ((nh.n_descsz + align - 1) & ~(align - 1));
+        if (at > n)
+            break;
+    }
+    return NULL;
+}
+
+/* Whether the object maps the n bytes at its address vaddr from its file:
+ * a PT_NOTE is read in memory only then, as nothing obliges the linker to
+ * put it inside a loaded segment. */
+static bool is_loaded(const struct dl_phdr_info *info, uintptr_t vaddr,
+                      size_t n)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && vaddr >= ph->p_vaddr &&
+            vaddr - ph->p_vaddr <= ph->p_filesz &&
+            n <= ph->p_filesz - (vaddr - ph->p_vaddr))
+            return true;
+    }
+    return false;
+}
+
+/* dl_iterate_phdr callback: copies the object's build ID into the mappings
+ * that overlap its PT_LOAD segments (the main program, whose dlpi_name is
+ * "", and [vdso] included). It runs under the loader's lock, so it reads
+ * headers and writes into ctx only: no allocation, no lock. */
+static int copy_build_id(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+    struct mappings *m = ctx;
+    const unsigned char *id = NULL;
+    size_t len = 0;
+
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum && id == NULL; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_NOTE && is_loaded(info, ph->p_vaddr, ph->p_filesz))
+            id = scan_notes((const unsigned char *)(info->dlpi_addr +
+                                                    ph->p_vaddr),
+                            ph->p_filesz, ph->p_align == 8 ? 8 : 4, &len);
+    }
+    if (id == NULL || len == 0 || len > BUILD_ID_MAX)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        size_t j = 0, top = m->count;
+
+        if (ph->p_type != PT_LOAD || ph->p_memsz == 0)
+            continue;
+        /* The first mapping that ends after lo, then those that start
+         * before hi: the segment's bytes lie in its object's pages only. */
+        while (j < top) {
+            size_t mid = j + (top - j) / 2;
+            if (m->items[mid].limit <= lo)
+                j = mid + 1;
+            else
+                top = mid;
+        }
+        for (; j < m->count && m->items[j].start < hi; j++) {
+            memcpy(m->items[j].build_id_raw, id, len);
+            m->items[j].build_id_len = len;
+        }
+    }
+    return 0;
+}
+
+/* Gives each mapping its object's build ID, as hex in the string table.
+ * Objects are matched by address, not by path: the program's dlpi_name is
+ * "", and a path may be a link or deleted. A mapping no loaded object
+ * covers (a file mapped by hand, one dlclose'd since /proc/self/maps was
+ * read) gets none. */
+static void name_build_ids(struct mappings *m, struct strings *st)
+{
+    static const char digits[] = "0123456789abcdef";
+
+    dl_iterate_phdr(copy_build_id, m);
+    for (size_t i = 0; i < m->count; i++) {
+        struct mapping *mp = &m->items[i];
+        char hex[2 * BUILD_ID_MAX];
+
+        if (mp->build_id_len == 0)
+            continue;
+        for (size_t k = 0; k < mp->build_id_len; k++) {
+            hex[2 * k] = digits[mp->build_id_raw[k] >> 4];
+            hex[2 * k + 1] = digits[mp->build_id_raw[k] & 15];
+        }
+        mp->build_id = intern_bytes(st, hex, 2 * mp->build_id_len);
+    }
+}
+
+/* Reads the executable mappings backed by a file (and [vdso]), with their
+ * build IDs. Returns true when out of memory; an unreadable /proc leaves
+ * no mappings. */
 static bool read_mappings(struct mappings *m, struct strings *st)
 {
     char exe[PATH_MAX];
@@ -211,6 +341,7 @@ static bool read_mappings(struct mappings *m, struct strings *st)
     for (size_t i = 0; i < m->count; i++)
         if (!m->items[i].main)
             m->items[i].id = next_id++;
+    name_build_ids(m, st);
     return st->enc.failed;
 }
 
@@ -327,6 +458,7 @@ static void encode_mappings(struct encoder *e)
             ra__pb_uint(&e->msg, MAPPING_MEMORY_LIMIT, m->limit);
             ra__pb_uint(&e->msg, MAPPING_FILE_OFFSET, m->offset);
             ra__pb_uint(&e->msg, MAPPING_FILENAME, m->filename);
+            ra__pb_uint(&e->msg, MAPPING_BUILD_ID, m->build_id);
             ra__pb_uint(&e->msg, MAPPING_HAS_FUNCTIONS,
                     m->nlocations > 0 && m->nnamed == m->nlocations);
             ra__pb_message(&e->out, PROFILE_MAPPING, &e->msg);

@@ -11,78 +11,6 @@
 
 #include "output.h"
 
-/* One row of the report: a live tag's figures, or the untagged arenas'. */
-struct usage {
-    ra_tag_t id;
-    char name[RA_TAG_NAME_MAX + 1];
-    uint64_t allocated, active, resident, rss, mapped, peak_mapped, dirty,
-        muzzy, retained, reserved, nmalloc, ndalloc, purges;
-    uint64_t limit, soft_limit, limit_failures;
-};
-
-/* Everything a report shows, read after one statistics refresh, so that
- * the three formats (and the table's two passes) show the same figures. */
-struct snapshot {
-    unsigned ntags;     /* live tags: rows 1..ntags */
-    struct usage *rows; /* [0]: untagged */
-    struct ra__global_stats global;
-    uint64_t process_rss, time_ns;
-    uint64_t library; /* the library's own memory, part of untagged */
-};
-
-static void read_usage(ra_tag_t tag, struct usage *u)
-{
-    ra_tag_stats_t s;
-    size_t rss = 0, hard = 0, soft = 0;
-    uint64_t failures = 0;
-
-    ra__stats_read(tag, &s);
-    /* mincore reads the kernel's page tables, not jemalloc's statistics:
-     * no refresh involved. 0 if it fails. */
-    if (tag != RA_TAG_NONE && ra_tag_rss(tag, &rss) != 0)
-        rss = 0;
-    if (tag != RA_TAG_NONE)
-        ra__limit_read(tag, &hard, &soft, &failures);
-    *u = (struct usage){
-        .id = tag,
-        .allocated = s.allocated, .active = s.active,
-        .resident = s.resident, .rss = rss, .mapped = s.mapped,
-        .peak_mapped = s.peak_mapped, .dirty = s.dirty, .muzzy = s.muzzy,
-        .retained = s.retained, .reserved = s.reserved,
-        .nmalloc = s.nmalloc, .ndalloc = s.ndalloc,
-        .purges = ra__stats_purges(tag),
-        .limit = hard, .soft_limit = soft, .limit_failures = failures,
-    };
-}
-
-/* Returns true on failure (ENOMEM). Destroyed tags have no row. */
-static bool take_snapshot(struct snapshot *snap)
-{
-    unsigned published = ra__tag_published();
-    char name[RA_TAG_NAME_MAX + 1];
-
-    /* Allocated before the refresh, so that the figures include it. */
-    snap->rows = ra__meta_alloc((published + 1) * sizeof *snap->rows);
-    if (snap->rows == NULL)
-        return true;
-    snap->time_ns = ra__clock_ns();
-    ra__stats_refresh();
-    read_usage(RA_TAG_NONE, &snap->rows[0]);
-    snap->ntags = 0;
-    for (ra_tag_t t = 1; t <= published; t++) {
-        struct usage *u = &snap->rows[snap->ntags + 1];
-        if (!ra__tag_identity(t, name, NULL))
-            continue;
-        read_usage(t, u);
-        memcpy(u->name, name, sizeof name);
-        snap->ntags++;
-    }
-    ra__stats_global(&snap->global);
-    snap->process_rss = ra__proc_rss();
-    snap->library = ra__meta_held();
-    return false;
-}
-
 /* -- text ------------------------------------------------------------------ */
 
 static const char *const text_headers[] = {
@@ -93,7 +21,7 @@ static const char *const text_headers[] = {
 
 /* name (already escaped), then u's figures; tagged rows have an RSS from
  * the kernel and a peak. */
-static void fill_usage(struct ra__table_row *row, const struct usage *u,
+static void fill_usage(struct ra__table_row *row, const struct ra__usage *u,
                        bool tagged)
 {
     ra__cell_bytes(row->cell[1], u->allocated);
@@ -129,7 +57,7 @@ static void fill_usage(struct ra__table_row *row, const struct usage *u,
 /* The total row: jemalloc's own totals for the process (allocated and
  * active are the sums of the rows above; resident and mapped also count
  * its metadata outside the arenas) and the process's RSS from the kernel. */
-static void fill_total(struct ra__table_row *row, const struct snapshot *snap)
+static void fill_total(struct ra__table_row *row, const struct ra__snapshot *snap)
 {
     uint64_t dirty = 0;
 
@@ -149,7 +77,7 @@ static void fill_total(struct ra__table_row *row, const struct snapshot *snap)
 
 /* The library's own memory: allocated only (its pages are the untagged
  * arenas'). */
-static void fill_library(struct ra__table_row *row, const struct snapshot *snap)
+static void fill_library(struct ra__table_row *row, const struct ra__snapshot *snap)
 {
     ra__cell_text(row->cell[0], "library");
     ra__cell_bytes(row->cell[1], snap->library);
@@ -162,7 +90,7 @@ static void fill_library(struct ra__table_row *row, const struct snapshot *snap)
  * apart from the summary rows. */
 static void fill_text_row(void *ctx, size_t r, struct ra__table_row *row)
 {
-    const struct snapshot *snap = ctx;
+    const struct ra__snapshot *snap = ctx;
 
     if (r == 0) {
         for (size_t c = 0; c < TEXT_COLS; c++)
@@ -182,7 +110,7 @@ static void fill_text_row(void *ctx, size_t r, struct ra__table_row *row)
     }
 }
 
-static void write_text(struct ra__out *o, struct snapshot *snap)
+static void write_text(struct ra__out *o, struct ra__snapshot *snap)
 {
     struct ra__table table = {
         .ncols = TEXT_COLS,
@@ -197,9 +125,9 @@ static void write_text(struct ra__out *o, struct snapshot *snap)
 
 /* -- JSON and Prometheus: the fields, named once ----------------------------- */
 
-#define USAGE_FIELD(f) offsetof(struct usage, f)
+#define USAGE_FIELD(f) offsetof(struct ra__usage, f)
 
-static uint64_t usage_field(const struct usage *u, size_t offset)
+static uint64_t usage_field(const struct ra__usage *u, size_t offset)
 {
     uint64_t v;
 
@@ -232,7 +160,7 @@ static const struct {
 #define NJSON_FIELDS (sizeof json_fields / sizeof json_fields[0])
 
 static void write_json_usage(struct ra__emitter *e, const char *key,
-                             const struct usage *u, bool tagged)
+                             const struct ra__usage *u, bool tagged)
 {
     if (key != NULL)
         ra__json_object_begin(e, key, true);
@@ -244,7 +172,7 @@ static void write_json_usage(struct ra__emitter *e, const char *key,
         ra__json_object_end(e);
 }
 
-static void write_json(struct ra__emitter *e, struct snapshot *snap)
+static void write_json(struct ra__emitter *e, struct ra__snapshot *snap)
 {
     ra__json_object_begin(e, NULL, false);
     ra__json_str(e, "schema", "regionalloc-report-1");
@@ -316,7 +244,7 @@ static const struct {
      USAGE_FIELD(limit_failures)},
 };
 
-static void write_prometheus(struct ra__emitter *e, struct snapshot *snap)
+static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)
 {
     const size_t nfamilies = sizeof prom_families / sizeof prom_families[0];
     const struct {
@@ -368,9 +296,9 @@ static void write_prometheus(struct ra__emitter *e, struct snapshot *snap)
 int ra__report_write(struct ra__out *o, ra_format_t fmt)
 {
     struct ra__emitter e;
-    struct snapshot snap;
+    struct ra__snapshot snap;
 
-    if (take_snapshot(&snap)) {
+    if (ra__snapshot_take(&snap)) {
         errno = ENOMEM;
         return -1;
     }
@@ -386,7 +314,7 @@ int ra__report_write(struct ra__out *o, ra_format_t fmt)
         write_text(o, &snap);
         break;
     }
-    ra__meta_free(snap.rows);
+    ra__snapshot_free(&snap);
     return 0;
 }
 

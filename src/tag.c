@@ -127,7 +127,10 @@ ra_tag_t ra_tag_create(const char *name)
         tag = new_tag(tagging);
     if (tag == RA_TAG_NONE)
         goto out;
-    memcpy(tag_names[tag], name, len + 1);
+    /* Zero-filled: the bytes after the NUL are published too (the stats
+     * segment copies the whole field), and must not be a dead tag's. */
+    memset(tag_names[tag], 0, sizeof tag_names[tag]);
+    memcpy(tag_names[tag], name, len);
     born[tag] = __atomic_add_fetch(&creations, 1, __ATOMIC_RELAXED);
     if (tagging) {
         ra__region_name(tag - 1, name);
@@ -149,7 +152,7 @@ bool ra__tag_kill(ra_tag_t tag)
     was_live = ra__tag_valid(tag);
     if (was_live) {
         __atomic_store_n(&ra__tag_live[tag], 0, __ATOMIC_RELEASE);
-        tag_names[tag][0] = '\0';
+        memset(tag_names[tag], 0, sizeof tag_names[tag]);
     }
     ra__unlock(&registry_lock);
     return !was_live;

@@ -11,11 +11,14 @@
 #   - the pprof file must be gzip (gzip -t) and a profile.proto that a small
 #     decoder below (python3, no packages) checks field by field: sample
 #     types, period, tag labels, locations, functions, mappings, figures;
+#     each mapping of a file must carry the file's GNU build ID, as
+#     `readelf -n` (binutils) reads it from the file, or none when it has
+#     none;
 #   - `go tool pprof -top` (Debian golang-go), when installed, must read it
 #     and show each site's exact live and allocated bytes; skipped
 #     otherwise, even in CI (Go is not a dependency).
-# Exit status: 0 pass, 1 fail, 77 skip (python3 or jeprof missing outside
-# CI; with CI=true a missing tool is a failure).
+# Exit status: 0 pass, 1 fail, 77 skip (python3, jeprof or readelf missing
+# outside CI; with CI=true a missing tool is a failure).
 set -u
 
 # shellcheck source=tests/testlib.sh
@@ -23,6 +26,8 @@ set -u
 demo=$builddir/tests/prof_dump_demo
 
 need python3 python3 || exit 77
+have_readelf=0
+need readelf binutils && have_readelf=1
 have_jeprof=0
 need jeprof libjemalloc-dev && need perl perl && have_jeprof=1
 
@@ -80,10 +85,10 @@ if ! gzip -t "$tmp/demo.pb.gz" 2>"$tmp/gzip.err"; then
     fail "gzip -t demo.pb.gz: $(cat "$tmp/gzip.err")"
 fi
 
-if ! python3 - "$tmp" <<'EOF'; then
-import gzip, re, sys
+if ! python3 - "$tmp" "$have_readelf" <<'EOF'; then
+import gzip, os, re, subprocess, sys
 
-top = sys.argv[1]
+top, have_readelf = sys.argv[1], sys.argv[2] == "1"
 problems = []
 
 
@@ -92,56 +97,8 @@ def check(cond, what):
         problems.append(what)
 
 
-def varint(buf, i):
-    v = shift = 0
-    while True:
-        b = buf[i]
-        i += 1
-        v |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return v, i
-
-
-def fields(buf):
-    """(field number, wire type, value) of a message: ints for varints,
-    bytes for length-delimited fields; other wire types are errors."""
-    i, out = 0, []
-    while i < len(buf):
-        key, i = varint(buf, i)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            v, i = varint(buf, i)
-        elif wire == 2:
-            n, i = varint(buf, i)
-            v = buf[i:i + n]
-            check(len(v) == n, "field %d: cut short" % field)
-            i += n
-        else:
-            raise ValueError("field %d: unexpected wire type %d" % (field, wire))
-        out.append((field, wire, v))
-    check(i == len(buf), "message overruns its length")
-    return out
-
-
-def message(buf, repeated=(), packed=()):
-    """A dict field -> value (last wins) or list (repeated; packed ones
-    decoded)."""
-    d = {f: [] for f in repeated + packed}
-    for f, wire, v in fields(buf):
-        if f in packed:
-            if wire == 2:
-                j = 0
-                while j < len(v):
-                    x, j = varint(v, j)
-                    d[f].append(x)
-            else:
-                d[f].append(v)
-        elif f in repeated:
-            d[f].append(v)
-        else:
-            d[f] = v
-    return d
+sys.path.insert(0, os.path.join(os.environ.get("abs_top_srcdir", "."), "tests"))
+from pprof_decode import message  # noqa: E402
 
 
 def read_facts(path):
@@ -216,6 +173,47 @@ for b in P[3]:
 check(sorted(mappings) == list(range(1, len(mappings) + 1)), "mapping ids")
 check(mappings and s(mappings[1][5]).endswith("/prof_dump_demo"),
       "mapping 1 is not the program: %r" % (mappings and s(mappings[1][5])))
+
+
+def file_build_id(path):
+    """The file's GNU build ID as readelf -n prints it (lowercase hex), ""
+    when it has none, None when readelf cannot read it."""
+    r = subprocess.run(["readelf", "-n", path], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    m = re.search(r"^\s*Build ID: ([0-9a-f]+)$", r.stdout, re.M)
+    return m.group(1) if m else ""
+
+
+# Build IDs: every mapping of a file that has one carries it, and only it.
+# [vdso] and [vsyscall] have no file to compare with.
+if have_readelf:
+    want_id, named, before = {}, set(), len(problems)
+    for i, m in sorted(mappings.items()):
+        path, got = s(m.get(5, 0)), s(m.get(6, 0))
+        if not os.path.isfile(path):
+            continue
+        if path not in want_id:
+            want_id[path] = file_build_id(path)
+        want = want_id[path]
+        if want is None:
+            check(False, "readelf -n %s failed" % path)
+            continue
+        check(got == want, "mapping %d (%s): build ID %r, readelf -n: %r"
+              % (i, os.path.basename(path), got, want))
+        if want and got == want:
+            named.add(path)
+    for name in ("prof_dump_demo", "libregionalloc.so"):
+        paths = [p for p in want_id if re.search("/" + re.escape(name) + r"(\.[0-9.]*)?$", p)]
+        check(paths, "no mapping of %s" % name)
+        for p in paths:
+            check(want_id[p], "%s has no build ID to compare" % p)
+            if p in named:
+                print("ok: mapping of %s: build ID %s, as readelf -n reads it"
+                      % (os.path.basename(p), want_id[p]))
+    if want_id and len(problems) == before:
+        print("ok: %d of %d mapped files have a build ID, and their mappings carry it"
+              % (len(named), len(want_id)))
 
 functions = {}
 for b in P[5]:

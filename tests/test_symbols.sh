@@ -22,13 +22,17 @@ ra_free_sized ra_aligned_alloc ra_posix_memalign ra_malloc_usable_size
 ra_malloc_tag ra_tag_stats ra_tag_purge ra_purge_all ra_thread_flush
 ra_enabled ra__tag_scope_begin ra__tag_scope_end
 ra_report ra_checkpoint ra_checkpoint_report ra_tag_rss
-ra_tag_reset ra_tag_destroy ra_tag_set_limit ra_tag_get_limit"
+ra_tag_reset ra_tag_destroy ra_tag_set_limit ra_tag_get_limit
+ra_http_start ra_http_stop"
 
 # The replaced allocator (regionalloc(3), drop-in malloc), and jemalloc's non-standard
 # functions that programs call on blocks from malloc.
 malloc_family="malloc calloc realloc free aligned_alloc posix_memalign
 memalign valloc pvalloc malloc_usable_size reallocarray free_sized
 free_aligned_sized mallocx rallocx xallocx sallocx dallocx sdallocx nallocx"
+
+# The thread functions stood in front of for tags by thread name.
+thread_family="pthread_create pthread_setname_np prctl"
 
 # Every operator new/delete of C++17 (LP64 manglings: size_t is m).
 cxx_operators="_Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t
@@ -49,7 +53,7 @@ exported=$(printf '%s\n' "$nm_out" |
 
 is_malloc_family() {
     local f
-    for f in $malloc_family; do
+    for f in $malloc_family $thread_family; do
         [ "$f" = "$1" ] && return 0
     done
     return 1
@@ -89,7 +93,7 @@ has() {
 
 missing=""
 required=$api
-[ "$override" = 1 ] && required="$required $malloc_family $cxx_operators"
+[ "$override" = 1 ] && required="$required $malloc_family $thread_family $cxx_operators"
 for sym in $required; do
     has "$sym" || missing="$missing $sym"
 done
@@ -104,7 +108,7 @@ fi
 if [ "$override" != 1 ]; then
     # --disable-override: the allocator must not be replaced at all.
     leaked=""
-    for sym in $malloc_family; do
+    for sym in $malloc_family $thread_family; do
         has "$sym" && leaked="$leaked $sym"
     done
     if [ -n "$leaked" ]; then

@@ -1,0 +1,536 @@
+/* The HTTP endpoints (ra_http_start, REGIONALLOC_HTTP): /metrics for
+ * Prometheus, /debug/pprof/heap for continuous profilers, the reports, and
+ * an opt-in purge, served by libmicrohttpd from one thread of its own,
+ * with every signal blocked. That thread is started through the library's
+ * pthread_create as one of the library's threads, and ra_http_start and
+ * ra_http_stop are quiet: the server's memory is the library's own
+ * (untagged, never hooked or sampled). poll(2), level-triggered: a client
+ * that sends half a request and hangs up is noticed at once. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output.h"
+
+#ifndef RA_HTTP
+
+int ra_http_start(const char *addr)
+{
+    (void)addr;
+    errno = ENOTSUP;
+    return -1;
+}
+
+int ra_http_stop(void)
+{
+    errno = ENOTSUP;
+    return -1;
+}
+
+void ra__http_start_configured(void)
+{
+    ra__warn("regionalloc: REGIONALLOC_HTTP: this build has no HTTP "
+             "endpoints (configured --without-http, or libmicrohttpd was "
+             "missing); no server");
+}
+
+void ra__http_at_exit(void)
+{
+}
+
+void ra__http_prefork(void)
+{
+}
+
+void ra__http_postfork_parent(void)
+{
+}
+
+void ra__http_postfork_child(void)
+{
+}
+
+#else
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_CONNECTIONS 16
+#define CONNECTION_TIMEOUT_S 10 /* of silence, then the connection goes */
+#define CONNECTION_MEMORY 32768 /* bounds a request's line and headers */
+
+/* The running server, under http_lock; only ra_http_start and ra_http_stop
+ * (and a forked child's handler) change it. */
+static pthread_mutex_t http_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct MHD_Daemon *daemon_;
+static int listen_fd = -1;
+/* Set while the server's thread answers: ra_http_stop from there would wait
+ * for itself. */
+static RA__TLS bool tls_answering;
+
+/* -- requests ---------------------------------------------------------------- */
+
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
+                               const char *type, char *body, size_t len,
+                               const char *allow)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    enum MHD_Result ok;
+
+    if (r == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (allow != NULL)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+/* A short text answer: an error, or what a purge did. */
+static enum MHD_Result respond_text(struct MHD_Connection *c, unsigned status,
+                                    const char *allow, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static enum MHD_Result respond_text(struct MHD_Connection *c, unsigned status,
+                                    const char *allow, const char *fmt, ...)
+{
+    char *body = NULL;
+    va_list ap;
+    int len;
+
+    va_start(ap, fmt);
+    len = vasprintf(&body, fmt, ap);
+    va_end(ap);
+    if (len < 0)
+        return MHD_NO;
+    return respond(c, status, "text/plain; charset=utf-8", body,
+                   (size_t)len, allow);
+}
+
+/* Writes a document with write(f, arg) into memory and sends it. */
+static enum MHD_Result respond_with(struct MHD_Connection *c, const char *type,
+                                    int (*write)(FILE *f, const void *arg),
+                                    const void *arg)
+{
+    char *body = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&body, &len);
+    int rc, e;
+
+    if (f == NULL)
+        return respond_text(c, 500, NULL, "out of memory\n");
+    rc = write(f, arg);
+    e = rc != 0 ? errno : 0; /* fclose may change errno */
+    if (fclose(f) != 0 || rc != 0) {
+        if (e == 0)
+            e = errno;
+        free(body);
+        if (e == ENOTSUP)
+            return respond_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
+                                "the profiler is off: start it with "
+                                "REGIONALLOC_PROF or ra_prof_start()\n");
+        return respond_text(c, 500, NULL, "cannot write the document: %s\n",
+                            strerror(e));
+    }
+    return respond(c, MHD_HTTP_OK, type, body, len, NULL);
+}
+
+struct document {
+    ra_format_t fmt;
+    ra_tag_t tag;
+};
+
+static int write_report(FILE *f, const void *arg)
+{
+    return ra_report(f, ((const struct document *)arg)->fmt);
+}
+
+static int write_checkpoints(FILE *f, const void *arg)
+{
+    return ra_checkpoint_report(f, ((const struct document *)arg)->fmt);
+}
+
+static int write_profile(FILE *f, const void *arg)
+{
+    return ra_prof_dump(f, RA_PROF_PPROF, ((const struct document *)arg)->tag);
+}
+
+static const char *argument(struct MHD_Connection *c, const char *key)
+{
+    return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
+}
+
+/* ?format=text|json|prometheus (default text) into *fmt. False if bad. */
+static bool format_argument(struct MHD_Connection *c, ra_format_t *fmt)
+{
+    const char *v = argument(c, "format");
+
+    *fmt = RA_FORMAT_TEXT;
+    if (v == NULL || strcmp(v, "text") == 0)
+        return true;
+    if (strcmp(v, "json") == 0)
+        *fmt = RA_FORMAT_JSON;
+    else if (strcmp(v, "prometheus") == 0)
+        *fmt = RA_FORMAT_PROMETHEUS;
+    else
+        return false;
+    return true;
+}
+
+static const char *type_of(ra_format_t fmt)
+{
+    return fmt == RA_FORMAT_JSON ? "application/json"
+           : fmt == RA_FORMAT_PROMETHEUS
+               ? "text/plain; version=0.0.4; charset=utf-8"
+               : "text/plain; charset=utf-8";
+}
+
+/* ?tag=NAME into *tag (RA_TAG_ALL without one). False: no such tag. */
+static bool tag_argument(struct MHD_Connection *c, ra_tag_t *tag)
+{
+    const char *name = argument(c, "tag");
+
+    *tag = RA_TAG_ALL;
+    if (name == NULL)
+        return true;
+    *tag = ra_tag_lookup(name);
+    return *tag != RA_TAG_NONE;
+}
+
+static enum MHD_Result serve_get(struct MHD_Connection *c, const char *url)
+{
+    struct document doc = {RA_FORMAT_PROMETHEUS, RA_TAG_ALL};
+
+    if (strcmp(url, "/metrics") == 0)
+        return respond_with(c, type_of(doc.fmt), write_report, &doc);
+    /* Go's net/http/pprof serves the same profile at both; continuous
+     * profilers scrape /allocs by default. */
+    if (strcmp(url, "/debug/pprof/heap") == 0 ||
+        strcmp(url, "/debug/pprof/allocs") == 0) {
+        if (!tag_argument(c, &doc.tag))
+            return respond_text(c, MHD_HTTP_NOT_FOUND, NULL,
+                                "no tag named \"%s\"\n", argument(c, "tag"));
+        return respond_with(c, "application/octet-stream", write_profile,
+                            &doc);
+    }
+    if (strcmp(url, "/debug/regionalloc/report") == 0 ||
+        strcmp(url, "/debug/regionalloc/checkpoints") == 0) {
+        if (!format_argument(c, &doc.fmt))
+            return respond_text(c, MHD_HTTP_BAD_REQUEST, NULL,
+                                "format must be text, json or prometheus, "
+                                "not \"%s\"\n", argument(c, "format"));
+        return respond_with(c, type_of(doc.fmt),
+                            strcmp(url, "/debug/regionalloc/report") == 0
+                                ? write_report
+                                : write_checkpoints,
+                            &doc);
+    }
+    return respond_text(c, MHD_HTTP_NOT_FOUND, NULL, "no such page: %s\n",
+                        url);
+}
+
+static enum MHD_Result serve_purge(struct MHD_Connection *c)
+{
+    const char *name = argument(c, "tag");
+    ra_tag_t tag;
+
+    if (name == NULL)
+        return respond_text(c, MHD_HTTP_BAD_REQUEST, NULL,
+                            "purge needs ?tag=NAME\n");
+    tag = ra_tag_lookup(name);
+    if (tag == RA_TAG_NONE)
+        return respond_text(c, MHD_HTTP_NOT_FOUND, NULL,
+                            "no tag named \"%s\"\n", name);
+    if (ra_tag_purge(tag) != 0)
+        return respond_text(c, 500, NULL, "ra_tag_purge: %s\n",
+                            strerror(errno));
+    return respond_text(c, MHD_HTTP_OK, NULL, "purged %s\n", name);
+}
+
+static bool is_read_path(const char *url)
+{
+    return strcmp(url, "/metrics") == 0 ||
+           strcmp(url, "/debug/pprof/heap") == 0 ||
+           strcmp(url, "/debug/pprof/allocs") == 0 ||
+           strcmp(url, "/debug/regionalloc/report") == 0 ||
+           strcmp(url, "/debug/regionalloc/checkpoints") == 0;
+}
+
+/* libmicrohttpd calls it once the headers are in (req_cls still NULL),
+ * then for each piece of a body, then once more to answer. Bodies are
+ * read and dropped: no endpoint takes one. */
+static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
+                              const char *url, const char *method,
+                              const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **req_cls)
+{
+    static int headers_seen;
+    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    bool purge = strcmp(url, "/debug/regionalloc/purge") == 0;
+
+    (void)cls;
+    (void)version;
+    (void)upload_data;
+    tls_answering = true;
+    if (*req_cls == NULL) {
+        *req_cls = &headers_seen;
+        return MHD_YES;
+    }
+    if (*upload_data_size != 0) {
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (purge) {
+        if (strcmp(method, "POST") == 0 && ra__config()->http_write)
+            return serve_purge(c);
+        if (ra__config()->http_write)
+            return respond_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "POST",
+                                "purge takes POST\n");
+        return respond_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "",
+                            "purge is off: set REGIONALLOC_HTTP_WRITE=1 to "
+                            "allow it\n");
+    }
+    if (get)
+        return serve_get(c, url);
+    if (is_read_path(url))
+        return respond_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD",
+                            "%s takes GET\n", url);
+    return respond_text(c, MHD_HTTP_NOT_FOUND, NULL, "no such page: %s\n",
+                        url);
+}
+
+static void log_nothing(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    (void)fmt;
+    (void)ap;
+}
+
+/* -- the address --------------------------------------------------------------- */
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a) ||
+               (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return false;
+}
+
+/* Splits "HOST:PORT" or "[V6]:PORT" (an empty host: 127.0.0.1) into host
+ * and port. False if malformed. */
+static bool split_address(const char *addr, char *host, size_t hostlen,
+                          const char **port)
+{
+    const char *colon = strrchr(addr, ':');
+    const char *h = addr;
+    size_t n;
+
+    if (colon == NULL || colon[1] == '\0')
+        return false;
+    n = (size_t)(colon - addr);
+    if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']') {
+        h++;
+        n -= 2;
+    } else if (memchr(addr, ':', n) != NULL) {
+        return false; /* a bare IPv6 address needs brackets */
+    }
+    if (n == 0) {
+        h = "127.0.0.1";
+        n = strlen(h);
+    }
+    if (n >= hostlen)
+        return false;
+    memcpy(host, h, n);
+    host[n] = '\0';
+    *port = colon + 1;
+    return strspn(*port, "0123456789") == strlen(*port) &&
+           strlen(*port) <= 5 && atoi(*port) <= 65535;
+}
+
+/* A listening socket for addr; its port in *port. -1 with errno EINVAL
+ * (malformed, or a host that does not resolve), EPERM (not a loopback
+ * address without REGIONALLOC_HTTP_ALLOW_REMOTE=1), or what socket, bind
+ * or listen said. */
+static int open_listener(const char *addr, int *port)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    struct sockaddr_storage bound;
+    socklen_t boundlen = sizeof bound;
+    const char *service;
+    char host[256];
+    int fd, one = 1, e;
+
+    if (addr == NULL || !split_address(addr, host, sizeof host, &service) ||
+        getaddrinfo(host, service, &hints, &ai) != 0 || ai == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!is_loopback(ai->ai_addr) && !ra__config()->http_allow_remote) {
+        freeaddrinfo(ai);
+        errno = EPERM;
+        return -1;
+    }
+    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 64) != 0 ||
+        getsockname(fd, (struct sockaddr *)&bound, &boundlen) != 0) {
+        e = errno;
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        errno = e;
+        return -1;
+    }
+    freeaddrinfo(ai);
+    *port = ntohs(bound.ss_family == AF_INET6
+                      ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                      : ((struct sockaddr_in *)&bound)->sin_port);
+    return fd;
+}
+
+/* -- start and stop ------------------------------------------------------------ */
+
+static int start_locked(const char *addr)
+{
+    struct MHD_Daemon *d;
+    sigset_t all, old;
+    int fd, port = 0;
+
+    if (daemon_ != NULL) {
+        errno = EBUSY;
+        return -1;
+    }
+    fd = open_listener(addr, &port);
+    if (fd < 0)
+        return -1;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    ra__library_spawning = true;
+    d = MHD_start_daemon(
+        MHD_USE_POLL_INTERNAL_THREAD, 0, NULL, NULL, answer, NULL,
+        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)CONNECTION_MEMORY, MHD_OPTION_EXTERNAL_LOGGER, log_nothing,
+        NULL, MHD_OPTION_END);
+    ra__library_spawning = false;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (d == NULL) {
+        close(fd);
+        errno = ENOMEM;
+        return -1;
+    }
+    daemon_ = d;
+    listen_fd = fd;
+    return port;
+}
+
+int ra_http_start(const char *addr)
+{
+    ra_tag_t saved;
+    int port;
+
+    if (!ra__init()) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    saved = ra__quiet_begin();
+    ra__lock(&http_lock);
+    port = start_locked(addr);
+    ra__unlock(&http_lock);
+    ra__quiet_end(saved);
+    return port;
+}
+
+int ra_http_stop(void)
+{
+    ra_tag_t saved;
+    int rc = 0;
+
+    saved = ra__quiet_begin();
+    ra__lock(&http_lock);
+    if (daemon_ == NULL) {
+        errno = EINVAL;
+        rc = -1;
+    } else if (tls_answering) {
+        errno = EDEADLK;
+        rc = -1;
+    } else {
+        MHD_stop_daemon(daemon_); /* joins its thread, closes the socket */
+        daemon_ = NULL;
+        listen_fd = -1;
+    }
+    ra__unlock(&http_lock);
+    ra__quiet_end(saved);
+    return rc;
+}
+
+void ra__http_start_configured(void)
+{
+    const char *addr = ra__config()->http_addr;
+    char msg[400];
+
+    if (ra_http_start(addr) >= 0)
+        return;
+    snprintf(msg, sizeof msg,
+             "regionalloc: REGIONALLOC_HTTP=\"%.64s\": %s; no server", addr,
+             errno == EPERM ? "not a loopback address (set "
+                              "REGIONALLOC_HTTP_ALLOW_REMOTE=1 to allow it)"
+             : errno == EINVAL ? "expected HOST:PORT"
+                               : strerror(errno));
+    ra__warn(msg);
+}
+
+void ra__http_at_exit(void)
+{
+    if (daemon_ != NULL)
+        (void)ra_http_stop();
+}
+
+/* The outermost lock: a thread that holds it may be joining the server,
+ * whose requests take the others. */
+void ra__http_prefork(void)
+{
+    ra__lock(&http_lock);
+}
+
+void ra__http_postfork_parent(void)
+{
+    ra__unlock(&http_lock);
+}
+
+/* In a forked child the server's thread does not exist: forget the server
+ * (its structures are the parent's, never touched again), and close the
+ * listening socket so that the child does not hold the port. */
+void ra__http_postfork_child(void)
+{
+    if (listen_fd >= 0)
+        close(listen_fd);
+    listen_fd = -1;
+    daemon_ = NULL;
+    ra__unlock(&http_lock);
+}
+
+#endif

@@ -1,0 +1,111 @@
+/* The thread functions the library stands in front of: pthread_create,
+ * so that a new thread can take its base tag from its name
+ * (REGIONALLOC_THREAD_TAGS) and so that threads a library starts for us
+ * (libmicrohttpd's) are the library's own; pthread_setname_np and
+ * prctl(PR_SET_NAME), so that naming a thread can tag it. Each does what
+ * the C library's does, then that. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *,
+                         void *(*)(void *), void *);
+typedef int (*setname_fn)(pthread_t, const char *);
+
+/* The C library's function called name (the next definition after ours);
+ * NULL if there is none. */
+static void *next_definition(void *volatile *cache, const char *name)
+{
+    void *fn = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+
+    if (fn == NULL) {
+        fn = dlsym(RTLD_NEXT, name);
+        __atomic_store_n(cache, fn, __ATOMIC_RELEASE);
+    }
+    return fn;
+}
+
+struct start {
+    void *(*fn)(void *);
+    void *arg;
+    bool library;
+};
+
+static void *start_thread(void *p)
+{
+    struct start s = *(struct start *)p;
+
+    ra__meta_free(p);
+    if (s.library)
+        ra__become_library_thread();
+    else
+        ra__thread_tags_start_thread();
+    return s.fn(s.arg);
+}
+
+RA_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                             void *(*fn)(void *), void *arg)
+{
+    static void *volatile cache;
+    create_fn real = (create_fn)next_definition(&cache, "pthread_create");
+    struct start *s;
+    int rc;
+
+    if (real == NULL)
+        return EAGAIN;
+    /* Most programs: straight through. */
+    if (!ra__library_spawning && !ra__thread_tags_on())
+        return real(thread, attr, fn, arg);
+    s = ra__meta_alloc(sizeof *s);
+    if (s == NULL)
+        return EAGAIN;
+    *s = (struct start){fn, arg, ra__library_spawning};
+    rc = real(thread, attr, start_thread, s);
+    if (rc != 0)
+        ra__meta_free(s);
+    return rc;
+}
+
+RA_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
+{
+    static void *volatile cache;
+    setname_fn real = (setname_fn)next_definition(&cache,
+                                                  "pthread_setname_np");
+    int rc;
+
+    if (real == NULL)
+        return ENOSYS;
+    rc = real(thread, name);
+    if (rc == 0)
+        ra__thread_tags_named(thread, name);
+    return rc;
+}
+
+/* glibc's prctl passes its arguments to the system call as they are. */
+RA_EXPORT int prctl(int option, ...)
+{
+    unsigned long arg[4];
+    va_list ap;
+    long rc;
+
+    va_start(ap, option);
+    for (int i = 0; i < 4; i++)
+        /* clang's analyzer loses va_start here (a false report). */
+        arg[i] = va_arg(ap, unsigned long); // NOLINT(clang-analyzer-valist.Uninitialized)
+    va_end(ap);
+    rc = syscall(SYS_prctl, option, arg[0], arg[1], arg[2], arg[3]);
+    if (rc == 0 && option == PR_SET_NAME) {
+        char name[17];
+        /* The kernel keeps 15 bytes and a NUL; so does the tag's rule. */
+        if (syscall(SYS_prctl, PR_GET_NAME, (unsigned long)name, 0UL, 0UL,
+                    0UL) == 0)
+            ra__thread_tags_named(pthread_self(), name);
+    }
+    return (int)rc;
+}

@@ -1,0 +1,196 @@
+/* The live stats segment: with REGIONALLOC_SHM=1 a background thread writes
+ * every tag's figures into /dev/shm/regionalloc.<pid> every
+ * REGIONALLOC_SHM_INTERVAL, under a seqlock (layout: shm_layout.h,
+ * doc/shm.md), for regionalloc-top and other readers that must not attach
+ * to the process. The process that made the segment removes it at exit. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "output.h"
+#include "shm_layout.h"
+
+static struct ra_shm_header *segment; /* mapped, shared */
+static uint32_t capacity;
+static pid_t owner;                   /* the only process that unlinks it */
+static char path[64];
+static atomic_bool stopping;
+
+static uint64_t clock_of(clockid_t id)
+{
+    struct timespec ts;
+
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void figures_of(struct ra_shm_figures *f, const struct ra__usage *u)
+{
+    *f = (struct ra_shm_figures){
+        .allocated = u->allocated, .active = u->active,
+        .resident = u->resident, .rss = u->rss, .mapped = u->mapped,
+        .peak_mapped = u->peak_mapped, .dirty = u->dirty, .muzzy = u->muzzy,
+        .retained = u->retained, .reserved = u->reserved,
+        .nmalloc = u->nmalloc, .ndalloc = u->ndalloc, .purges = u->purges,
+        .limit = u->limit, .soft_limit = u->soft_limit,
+        .limit_failures = u->limit_failures,
+    };
+}
+
+/* Writes a snapshot into the segment between the two halves of the
+ * seqlock. The snapshot is taken first: the odd window covers only the
+ * copy. */
+static void publish(void)
+{
+    struct ra_shm_record *records = (struct ra_shm_record *)(segment + 1);
+    struct ra__snapshot snap;
+    uint64_t seq = atomic_load_explicit((_Atomic uint64_t *)&segment->seq,
+                                        memory_order_relaxed);
+    uint32_t n;
+
+    if (ra__snapshot_take(&snap))
+        return;
+    /* Every id handed out, the dead ones' records marked so. */
+    n = ra__tag_published();
+    if (n > capacity)
+        n = capacity;
+    /* Odd before any record is touched: an exchange with acquire order
+     * keeps the writes below after it. */
+    atomic_exchange_explicit((_Atomic uint64_t *)&segment->seq, seq + 1,
+                             memory_order_acq_rel);
+    for (uint32_t i = 0; i < n; i++)
+        records[i] = (struct ra_shm_record){.id = i + 1};
+    for (unsigned r = 1; r <= snap.ntags; r++) {
+        const struct ra__usage *u = &snap.rows[r];
+        struct ra_shm_record *rec;
+        if (u->id > n)
+            continue;
+        rec = &records[u->id - 1];
+        rec->flags = RA_SHM_RECORD_LIVE;
+        memcpy(rec->name, u->name, sizeof rec->name);
+        figures_of(&rec->figures, u);
+    }
+    segment->nrecords = n;
+    figures_of(&segment->untagged, &snap.rows[0]);
+    segment->process = (struct ra_shm_figures){
+        .allocated = snap.global.allocated, .active = snap.global.active,
+        .resident = snap.global.resident, .mapped = snap.global.mapped,
+        .rss = snap.process_rss,
+    };
+    segment->library_allocated = snap.library;
+    segment->published++;
+    segment->monotonic_ns = clock_of(CLOCK_MONOTONIC);
+    segment->realtime_ns = clock_of(CLOCK_REALTIME);
+    atomic_store_explicit((_Atomic uint64_t *)&segment->seq, seq + 2,
+                          memory_order_release);
+    ra__snapshot_free(&snap);
+}
+
+static void *publish_every_interval(void *arg)
+{
+    uint64_t interval = ra__config()->shm_interval_ns;
+    struct timespec next;
+
+    (void)arg;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    while (!atomic_load(&stopping)) {
+        publish();
+        next.tv_sec += (time_t)(interval / 1000000000u);
+        next.tv_nsec += (long)(interval % 1000000000u);
+        if (next.tv_nsec >= 1000000000L) {
+            next.tv_sec++;
+            next.tv_nsec -= 1000000000L;
+        }
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) ==
+               EINTR)
+            ;
+    }
+    return NULL;
+}
+
+/* Creates and maps the segment, its header written before it appears
+ * under its name (made under a temporary one, then renamed), so that a
+ * reader never finds it half made. Returns true on failure (a line said
+ * why). A file of our pid can only be a dead process's: replaced. */
+static bool create_segment(void)
+{
+    char msg[160], tmp[80];
+    size_t size;
+    void *map;
+    int fd;
+
+    capacity = ra__config()->max_tags;
+    size = ra_shm_size(capacity);
+    snprintf(path, sizeof path, "/dev/shm/" RA_SHM_PREFIX "%ld",
+             (long)getpid());
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+        fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                  0600);
+    if (fd < 0)
+        goto fail;
+    if (ftruncate(fd, (off_t)size) != 0) {
+        close(fd);
+        unlink(tmp);
+        goto fail;
+    }
+    map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) {
+        unlink(tmp);
+        goto fail;
+    }
+    segment = map;
+    memcpy(segment->magic, RA_SHM_MAGIC, sizeof segment->magic);
+    segment->version = RA_SHM_VERSION;
+    segment->header_size = sizeof(struct ra_shm_header);
+    segment->record_size = sizeof(struct ra_shm_record);
+    segment->capacity = capacity;
+    segment->pid = (int32_t)getpid();
+    segment->interval_ns = ra__config()->shm_interval_ns;
+    if (rename(tmp, path) != 0) {
+        munmap(map, size);
+        segment = NULL;
+        unlink(tmp);
+        goto fail;
+    }
+    owner = getpid();
+    return false;
+fail:
+    snprintf(msg, sizeof msg,
+             "regionalloc: REGIONALLOC_SHM: cannot create %s: %s; no stats "
+             "segment", path, strerror(errno));
+    ra__warn(msg);
+    return true;
+}
+
+void ra__shm_start(void)
+{
+    pthread_t thread;
+
+    if (!ra__init() || create_segment())
+        return;
+    if (ra__background_start(publish_every_interval, NULL, &thread)) {
+        ra__warn("regionalloc: REGIONALLOC_SHM: cannot start the publisher "
+                 "thread; no stats segment");
+        unlink(path);
+        return;
+    }
+    pthread_detach(thread);
+}
+
+void ra__shm_at_exit(void)
+{
+    if (segment == NULL)
+        return;
+    atomic_store(&stopping, true);
+    /* A forked child inherits the mapping, not the segment. */
+    if (getpid() == owner)
+        unlink(path);
+}

@@ -1,0 +1,77 @@
+/* The live stats segment, /dev/shm/regionalloc.<pid>: its fixed layout,
+ * shared by the publisher (shm.c) and the readers (tools/regionalloc-top.c).
+ * doc/shm.md describes it for readers written elsewhere. Native byte order
+ * and alignment (the segment never leaves the machine); every field is a
+ * fixed-width integer at a fixed offset, checked below. */
+#ifndef RA_SHM_LAYOUT_H
+#define RA_SHM_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RA_SHM_MAGIC "RAllocS\0"     /* 8 bytes, the NUL included */
+#define RA_SHM_VERSION 1u
+#define RA_SHM_PREFIX "regionalloc." /* then the pid, in /dev/shm */
+#define RA_SHM_NAME_MAX 64           /* a name's bytes, NUL included */
+
+/* Figures of one tag, or of the untagged arenas, or of the process, as the
+ * reports give them. Unused fields are 0. */
+struct ra_shm_figures {
+    uint64_t allocated, active, resident, rss, mapped, peak_mapped;
+    uint64_t dirty, muzzy, retained, reserved;
+    uint64_t nmalloc, ndalloc, purges;
+    uint64_t limit, soft_limit, limit_failures;
+};
+
+/* At offset 0. A reader copies the whole segment between two reads of seq
+ * that are equal and even (a seqlock: the publisher makes seq odd, writes,
+ * makes it even again); anything else is a torn copy, to read again. */
+struct ra_shm_header {
+    char magic[8];          /* RA_SHM_MAGIC */
+    uint32_t version;       /* RA_SHM_VERSION */
+    uint32_t header_size;   /* sizeof(struct ra_shm_header) */
+    uint32_t record_size;   /* sizeof(struct ra_shm_record) */
+    uint32_t capacity;      /* records after the header */
+    uint64_t seq;           /* the seqlock; odd while the publisher writes */
+    int32_t pid;            /* the publishing process */
+    uint32_t nrecords;      /* records in use: ids 1..nrecords */
+    uint64_t interval_ns;   /* between publications */
+    uint64_t published;     /* publications so far, the first is 1 */
+    uint64_t monotonic_ns;  /* CLOCK_MONOTONIC at the last publication */
+    uint64_t realtime_ns;   /* CLOCK_REALTIME at the last publication */
+    struct ra_shm_figures untagged; /* jemalloc's ordinary arenas */
+    struct ra_shm_figures process;  /* allocated, active, resident, mapped
+                                       (jemalloc's totals), rss (the
+                                       kernel's); the rest 0 */
+    uint64_t library_allocated;     /* the library's own memory */
+    uint8_t reserved_tail[176];     /* 0; room for later versions */
+};
+
+#define RA_SHM_RECORD_LIVE 1u /* flags: the id names a live tag */
+
+/* Record i describes tag id i + 1. */
+struct ra_shm_record {
+    uint32_t id;
+    uint32_t flags;                /* RA_SHM_RECORD_LIVE, or 0: no tag */
+    char name[RA_SHM_NAME_MAX];    /* NUL-terminated, as given; "" if dead */
+    struct ra_shm_figures figures;
+    uint8_t reserved_tail[56];     /* 0 */
+};
+
+_Static_assert(sizeof(struct ra_shm_figures) == 128, "figures layout");
+_Static_assert(sizeof(struct ra_shm_header) == 512, "header layout");
+_Static_assert(offsetof(struct ra_shm_header, seq) == 24, "seq offset");
+_Static_assert(offsetof(struct ra_shm_header, untagged) == 72,
+               "untagged offset");
+_Static_assert(sizeof(struct ra_shm_record) == 256, "record layout");
+_Static_assert(offsetof(struct ra_shm_record, figures) == 72,
+               "figures offset");
+
+/* The segment's size for capacity records. */
+static inline size_t ra_shm_size(uint32_t capacity)
+{
+    return sizeof(struct ra_shm_header) +
+           (size_t)capacity * sizeof(struct ra_shm_record);
+}
+
+#endif

@@ -1,0 +1,215 @@
+/* Tags by thread name (REGIONALLOC_THREAD_TAGS): a thread whose name
+ * matches a rule gets the rule's tag as its base tag, item 0 of its stack,
+ * below whatever it pushes. Names come from the intercepted
+ * pthread_setname_np and prctl(PR_SET_NAME) (override_thread.c) and, at a
+ * thread's start, from the name it inherits from its creator. The
+ * allocation paths read the stack's top as always: a base costs them
+ * nothing. */
+#include <errno.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* A thread whose name can give it a tag: its stack is reachable from the
+ * others, so that pthread_setname_np on another thread reaches it. */
+struct named_thread {
+    struct named_thread *prev, *next;
+    pthread_t id;
+    struct ra__tag_stack *stack;
+    ra_tag_t base;
+};
+
+static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct named_thread named = {&named, &named, 0, NULL, 0};
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static RA__TLS struct named_thread *tls_me;
+
+bool ra__thread_tags_on(void)
+{
+    return ra__config()->nthread_tags > 0 && ra__init();
+}
+
+/* The tag a thread of this name gets: the first rule that matches, its tag
+ * created on demand. RA_TAG_NONE: no rule matches, or the tag cannot be
+ * created (said once). */
+static ra_tag_t tag_for(const char *name)
+{
+    const struct ra__config *config = ra__config();
+    static bool warned;
+
+    for (unsigned i = 0; i < config->nthread_tags; i++) {
+        const struct ra__thread_tag_rule *r = &config->thread_tags[i];
+        ra_tag_t tag;
+        if (fnmatch(r->glob, name, 0) != 0)
+            continue;
+        if (r->by_name && name[0] == '\0')
+            return RA_TAG_NONE;
+        tag = ra_tag_create(r->by_name ? name : r->tag);
+        if (tag == RA_TAG_NONE && !__atomic_exchange_n(&warned, true,
+                                                        __ATOMIC_RELAXED)) {
+            char msg[200];
+            snprintf(msg, sizeof msg,
+                     "regionalloc: REGIONALLOC_THREAD_TAGS: cannot create "
+                     "the tag of thread \"%.16s\": %s; the thread stays "
+                     "untagged (said once)", name, strerror(errno));
+            ra__warn(msg);
+        }
+        return tag;
+    }
+    return RA_TAG_NONE;
+}
+
+/* With named_lock held: makes tag the base of e. The thread itself moves
+ * its top too when nothing is pushed; another thread swaps the top only if
+ * it still holds the old base (a compare-and-swap: a push racing it wins,
+ * a pop racing it at worst applies the base at the thread's next pop). */
+static void set_base(struct named_thread *e, ra_tag_t tag)
+{
+    struct ra__tag_stack *s = e->stack;
+    ra_tag_t old = e->base;
+
+    e->base = tag;
+    __atomic_store_n(&s->items[0], tag, __ATOMIC_RELAXED);
+    if (e == tls_me) {
+        if (s->depth == 0 && ra__hooks_muted == 0)
+            s->top = tag;
+    } else if (__atomic_load_n(&s->depth, __ATOMIC_RELAXED) == 0) {
+        __atomic_compare_exchange_n(&s->top, &old, tag, false,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    }
+}
+
+/* pthread key destructor: the thread is exiting. */
+static void forget_thread(void *p)
+{
+    struct named_thread *e = p;
+
+    ra__lock(&named_lock);
+    e->prev->next = e->next;
+    e->next->prev = e->prev;
+    ra__unlock(&named_lock);
+    tls_me = NULL;
+    ra__meta_free(e);
+}
+
+static void make_key(void)
+{
+    if (pthread_key_create(&exit_key, forget_thread) != 0)
+        abort();
+}
+
+/* The calling thread's entry, made on first need; NULL out of memory. */
+static struct named_thread *me(void)
+{
+    struct named_thread *e = tls_me;
+
+    if (e != NULL)
+        return e;
+    pthread_once(&key_once, make_key);
+    e = ra__meta_calloc(1, sizeof *e);
+    if (e == NULL)
+        return NULL;
+    e->id = pthread_self();
+    e->stack = &ra__tag_stack;
+    ra__lock(&named_lock);
+    e->next = &named;
+    e->prev = named.prev;
+    named.prev->next = e;
+    named.prev = e;
+    ra__unlock(&named_lock);
+    tls_me = e;
+    pthread_setspecific(exit_key, e);
+    return e;
+}
+
+/* Gives e the base tag of name; a tag destroyed in between is not given. */
+static void name_thread(struct named_thread *e, const char *name)
+{
+    ra_tag_t tag = tag_for(name);
+
+    ra__lock(&named_lock);
+    if (tag != RA_TAG_NONE && !ra__tag_valid(tag))
+        tag = RA_TAG_NONE;
+    set_base(e, tag);
+    ra__unlock(&named_lock);
+}
+
+void ra__thread_tags_named(pthread_t thread, const char *name)
+{
+    struct named_thread *e = NULL;
+
+    if (ra__library_thread || !ra__thread_tags_on())
+        return;
+    if (pthread_equal(thread, pthread_self())) {
+        e = me();
+    } else {
+        ra__lock(&named_lock);
+        for (struct named_thread *t = named.next; t != &named; t = t->next)
+            if (pthread_equal(t->id, thread))
+                e = t;
+        ra__unlock(&named_lock);
+    }
+    if (e != NULL)
+        name_thread(e, name);
+}
+
+void ra__thread_tags_start_thread(void)
+{
+    char name[17] = "";
+
+    if (ra__library_thread || !ra__thread_tags_on())
+        return;
+    if (syscall(SYS_prctl, PR_GET_NAME, (unsigned long)name, 0UL, 0UL, 0UL) ==
+        0)
+        ra__thread_tags_named(pthread_self(), name);
+}
+
+int ra__thread_tags_kill(ra_tag_t tag)
+{
+    bool used = false;
+    int rc;
+
+    /* Under the lock a naming takes to give a base: no thread gets the
+     * tag between the check and its death. */
+    ra__lock(&named_lock);
+    for (struct named_thread *t = named.next; t != &named && !used;
+         t = t->next)
+        used = t->base == tag;
+    rc = used ? EBUSY : ra__tag_kill(tag) ? EINVAL : 0;
+    ra__unlock(&named_lock);
+    return rc;
+}
+
+void ra__thread_tags_prefork(void)
+{
+    ra__lock(&named_lock);
+}
+
+void ra__thread_tags_postfork_parent(void)
+{
+    ra__unlock(&named_lock);
+}
+
+/* Only the forking thread lives on in the child. */
+void ra__thread_tags_postfork_child(void)
+{
+    struct named_thread *t = named.next;
+
+    while (t != &named) {
+        struct named_thread *next = t->next;
+        if (t != tls_me) {
+            t->prev->next = next;
+            next->prev = t->prev;
+            ra__meta_free(t);
+        }
+        t = next;
+    }
+    ra__unlock(&named_lock);
+}

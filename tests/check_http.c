@@ -1,0 +1,695 @@
+/* Suite "http": ra_http_start and ra_http_stop, the endpoints' answers to
+ * good, bad and hostile requests, the server's memory (the library's own),
+ * fork, and REGIONALLOC_HTTP. The real clients (curl, promtool, a
+ * Prometheus server, a pprof decoder) are in tests/test_http.sh; here a raw
+ * socket speaks for the client, so that any byte can be sent. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "regionalloc.h"
+#include "testutil.h"
+
+#define MIB ((size_t)1 << 20)
+
+/* -- a client ------------------------------------------------------------------ */
+
+static int connect_to(int port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port)};
+    struct timeval timeout = {10, 0};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Sends len bytes of request and reads the answer until the server closes
+ * (every request says "Connection: close", or is garbage). Returns the
+ * status (0: no answer) and the answer's text in a malloc'd *answer. No
+ * assertion: usable from any thread or child. */
+static int exchange(int port, const char *request, size_t len, char **answer)
+{
+    size_t cap = 1 << 16, got = 0;
+    char *buf = malloc(cap + 1);
+    int fd = connect_to(port), status = 0;
+    ssize_t n;
+
+    *answer = buf;
+    if (buf == NULL)
+        return 0;
+    buf[0] = '\0';
+    if (fd < 0)
+        return 0;
+    for (size_t sent = 0; sent < len; sent += (size_t)n)
+        if ((n = send(fd, request + sent, len - sent, MSG_NOSIGNAL)) <= 0)
+            break;
+    shutdown(fd, SHUT_WR);
+    while ((n = recv(fd, buf + got, cap - got, 0)) > 0) {
+        got += (size_t)n;
+        if (got == cap) {
+            char *grown = realloc(buf, 2 * cap + 1);
+            if (grown == NULL)
+                break;
+            buf = grown;
+            cap *= 2;
+        }
+    }
+    close(fd);
+    buf[got] = '\0';
+    *answer = buf;
+    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+        status = 0;
+    return status;
+}
+
+static int request(int port, const char *method, const char *target,
+                   char **answer)
+{
+    char req[1024];
+    int len = snprintf(req, sizeof req,
+                       "%s %s HTTP/1.1\r\nHost: localhost\r\n"
+                       "Connection: close\r\n\r\n",
+                       method, target);
+
+    return exchange(port, req, (size_t)len, answer);
+}
+
+/* The status of a request, its answer dropped. */
+static int status_of(int port, const char *method, const char *target)
+{
+    char *answer;
+    int status = request(port, method, target, &answer);
+
+    free(answer);
+    return status;
+}
+
+static const char *body_of(const char *answer)
+{
+    const char *body = strstr(answer, "\r\n\r\n");
+
+    return body != NULL ? body + 4 : "";
+}
+
+static int start_loopback(void)
+{
+    int port = ra_http_start("127.0.0.1:0");
+
+    ck_assert_msg(port > 0, "ra_http_start: %s", strerror(errno));
+    return port;
+}
+
+/* A port nobody listens on now (the kernel's choice, released). */
+static int free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t len = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+/* -- "start and stop" ----------------------------------------------------------- */
+
+START_TEST(test_http_start_serves_and_stop_stops)
+{
+    int port = start_loopback(), again;
+
+    ck_assert_int_eq(status_of(port, "GET", "/metrics"), 200);
+    errno = 0;
+    ck_assert_int_eq(ra_http_start("127.0.0.1:0"), -1);
+    ck_assert_int_eq(errno, EBUSY);
+    ck_assert_int_eq(ra_http_stop(), 0);
+    ck_assert_int_eq(connect_to(port), -1);
+    errno = 0;
+    ck_assert_int_eq(ra_http_stop(), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    /* Again, on the same port: the socket was closed. */
+    again = ra_http_start("127.0.0.1:0");
+    ck_assert_int_gt(again, 0);
+    ck_assert_int_eq(ra_http_stop(), 0);
+    {
+        char addr[32];
+        snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+        ck_assert_int_eq(ra_http_start(addr), port);
+        ck_assert_int_eq(status_of(port, "GET", "/metrics"), 200);
+        ck_assert_int_eq(ra_http_stop(), 0);
+    }
+}
+END_TEST
+
+START_TEST(test_http_start_rejects_bad_addresses)
+{
+    static const char *const bad[] = {
+        "", "nonsense", "127.0.0.1", "127.0.0.1:", "127.0.0.1:99999",
+        "127.0.0.1:80x", "::1:80", "[::1]:", "no-such-host.invalid:80",
+        "127.0.0.1:-1"};
+
+    errno = 0;
+    ck_assert_int_eq(ra_http_start(NULL), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        errno = 0;
+        ck_assert_msg(ra_http_start(bad[i]) == -1 && errno == EINVAL,
+                      "\"%s\": errno %d", bad[i], errno);
+    }
+}
+END_TEST
+
+START_TEST(test_http_start_refuses_remote_addresses)
+{
+    errno = 0;
+    ck_assert_int_eq(ra_http_start("0.0.0.0:0"), -1);
+    ck_assert_int_eq(errno, EPERM);
+    errno = 0;
+    ck_assert_int_eq(ra_http_start("[::]:0"), -1);
+    ck_assert(errno == EPERM || errno == EINVAL);
+}
+END_TEST
+
+static int child_remote_allowed(void)
+{
+    int port = ra_http_start("0.0.0.0:0");
+
+    TU_REQUIRE(port > 0);
+    TU_REQUIRE(status_of(port, "GET", "/metrics") == 200);
+    TU_REQUIRE(ra_http_stop() == 0);
+    return 0;
+}
+
+START_TEST(test_http_remote_allowed_when_asked)
+{
+    static const char *const env[] = {"REGIONALLOC_HTTP_ALLOW_REMOTE=1", NULL};
+    char err[512];
+
+    ck_assert_int_eq(
+        tu_run_with_env(env, child_remote_allowed, err, sizeof err), 0);
+}
+END_TEST
+
+START_TEST(test_http_start_on_a_taken_port_fails)
+{
+    int port = start_loopback();
+    char addr[32];
+
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+    ck_assert_int_eq(ra_http_stop(), 0);
+    {
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)port)};
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+        ck_assert_int_eq(listen(fd, 1), 0);
+        errno = 0;
+        ck_assert_int_eq(ra_http_start(addr), -1);
+        ck_assert_int_eq(errno, EADDRINUSE);
+        close(fd);
+    }
+}
+END_TEST
+
+static int child_http_in_pass_through(void)
+{
+    TU_REQUIRE(ra_http_start("127.0.0.1:0") == -1 && errno == ENOTSUP);
+    return 0;
+}
+
+START_TEST(test_http_not_supported_in_pass_through_mode)
+{
+    static const char *const env[] = {"REGIONALLOC=0", NULL};
+    char err[512];
+
+    ck_assert_int_eq(
+        tu_run_with_env(env, child_http_in_pass_through, err, sizeof err), 0);
+}
+END_TEST
+
+/* -- "endpoints" ------------------------------------------------------------------ */
+
+START_TEST(test_http_endpoints_answer)
+{
+    ra_tag_t tag = tu_tag_create("served");
+    void *block = ra_malloc_tag(tag, 3 * MIB);
+    int port;
+    char *answer;
+
+    ck_assert_ptr_nonnull(block);
+    ck_assert_int_eq(ra_checkpoint("one"), 0);
+    port = start_loopback();
+
+    ck_assert_int_eq(request(port, "GET", "/metrics", &answer), 200);
+    ck_assert_msg(strstr(answer, "Content-Type: text/plain; version=0.0.4") !=
+                      NULL, "%s", answer);
+    ck_assert_msg(strstr(body_of(answer), "regionalloc_tag_allocated_bytes{"
+                                          "tag=\"served\"} 3145728\n") != NULL,
+                  "%s", answer);
+    free(answer);
+
+    ck_assert_int_eq(request(port, "HEAD", "/metrics", &answer), 200);
+    ck_assert_str_eq(body_of(answer), "");
+    free(answer);
+
+    ck_assert_int_eq(
+        request(port, "GET", "/debug/regionalloc/report?format=json", &answer),
+        200);
+    ck_assert_msg(strstr(body_of(answer), "\"name\": \"served\"") != NULL,
+                  "%s", answer);
+    free(answer);
+    ck_assert_int_eq(request(port, "GET", "/debug/regionalloc/report", &answer),
+                     200);
+    ck_assert_msg(strncmp(body_of(answer), "tag ", 4) == 0, "%s", answer);
+    free(answer);
+    ck_assert_int_eq(
+        request(port, "GET",
+                "/debug/regionalloc/checkpoints?format=prometheus", &answer),
+        200);
+    ck_assert_msg(strstr(body_of(answer), "checkpoint=\"one\"") != NULL, "%s",
+                  answer);
+    free(answer);
+
+    /* The profiler is off: said so, not an empty profile. */
+    ck_assert_int_eq(status_of(port, "GET", "/debug/pprof/heap"), 503);
+    ck_assert_int_eq(ra_prof_start(1), 0);
+    ck_assert_int_eq(request(port, "GET", "/debug/pprof/heap", &answer), 200);
+    /* gzip's magic. */
+    ck_assert_msg((unsigned char)body_of(answer)[0] == 0x1f &&
+                      (unsigned char)body_of(answer)[1] == 0x8b, "%.200s",
+                  answer);
+    free(answer);
+    ck_assert_int_eq(status_of(port, "GET", "/debug/pprof/heap?tag=served"),
+                     200);
+    ck_assert_int_eq(status_of(port, "GET", "/debug/pprof/allocs"), 200);
+    ck_assert_int_eq(ra_http_stop(), 0);
+    ra_free(block);
+}
+END_TEST
+
+START_TEST(test_http_bad_paths_methods_and_arguments)
+{
+    int port = start_loopback();
+    char *answer;
+
+    ck_assert_int_eq(status_of(port, "GET", "/"), 404);
+    ck_assert_int_eq(status_of(port, "GET", "/metrics/"), 404);
+    ck_assert_int_eq(status_of(port, "GET", "/debug/pprof/heap?tag=nobody"),
+                     404);
+    ck_assert_int_eq(
+        status_of(port, "GET", "/debug/regionalloc/report?format=xml"), 400);
+    ck_assert_int_eq(request(port, "PUT", "/metrics", &answer), 405);
+    ck_assert_msg(strstr(answer, "Allow: GET, HEAD") != NULL, "%s", answer);
+    free(answer);
+    ck_assert_int_eq(status_of(port, "DELETE", "/debug/regionalloc/report"),
+                     405);
+    ck_assert_int_eq(status_of(port, "POST", "/metrics"), 405);
+    /* Without REGIONALLOC_HTTP_WRITE=1 the purge is refused. */
+    ck_assert_int_eq(status_of(port, "POST", "/debug/regionalloc/purge?tag=x"),
+                     405);
+    ck_assert_int_eq(status_of(port, "GET", "/debug/regionalloc/purge?tag=x"),
+                     405);
+    ck_assert_int_eq(status_of(port, "POST", "/elsewhere"), 404);
+    ck_assert_int_eq(ra_http_stop(), 0);
+}
+END_TEST
+
+static int child_purge_allowed(void)
+{
+    ra_tag_t tag = ra_tag_create("purged");
+    void *blocks[64];
+    ra_tag_stats_t st;
+    int port;
+
+    for (int i = 0; i < 64; i++)
+        TU_REQUIRE((blocks[i] = ra_malloc_tag(tag, 64 << 10)) != NULL);
+    for (int i = 0; i < 64; i++)
+        ra_free(blocks[i]);
+    ra_thread_flush();
+    TU_REQUIRE(ra_tag_stats(tag, &st) == 0 && st.dirty > 0);
+    port = ra_http_start("127.0.0.1:0");
+    TU_REQUIRE(port > 0);
+    TU_REQUIRE(status_of(port, "POST", "/debug/regionalloc/purge?tag=purged") ==
+               200);
+    TU_REQUIRE(ra_tag_stats(tag, &st) == 0 && st.dirty == 0);
+    TU_REQUIRE(status_of(port, "POST", "/debug/regionalloc/purge?tag=none") ==
+               404);
+    TU_REQUIRE(status_of(port, "POST", "/debug/regionalloc/purge") == 400);
+    TU_REQUIRE(status_of(port, "GET", "/debug/regionalloc/purge?tag=purged") ==
+               405);
+    TU_REQUIRE(ra_http_stop() == 0);
+    return 0;
+}
+
+START_TEST(test_http_purge_when_allowed)
+{
+    static const char *const env[] = {"REGIONALLOC_HTTP_WRITE=1", NULL};
+    char err[512];
+
+    ck_assert_int_eq(
+        tu_run_with_env(env, child_purge_allowed, err, sizeof err), 0);
+}
+END_TEST
+
+/* -- "hostile clients" -------------------------------------------------------------- */
+
+START_TEST(test_http_survives_garbage_and_oversized_requests)
+{
+    static const struct {
+        const char *bytes;
+        size_t len;
+    } garbage[] = {
+#define BYTES(s) {s, sizeof s - 1}
+        BYTES("hello\r\n\r\n"),
+        BYTES("GET\r\n\r\n"),
+        BYTES("GET /metrics HTTP/9.9\r\n\r\n"),
+        BYTES("GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n"),
+        BYTES("\x00\x01\x02\xff\xfe\r\n\r\n\x00\x00"),
+        BYTES("GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n"),
+        BYTES("GET /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+              "zz\r\n"),
+#undef BYTES
+    };
+    int port = start_loopback();
+    size_t big = 1 << 20;
+    char *huge = malloc(big), *answer;
+    int status;
+
+    ck_assert_ptr_nonnull(huge);
+    for (size_t i = 0; i < sizeof garbage / sizeof garbage[0]; i++) {
+        status = exchange(port, garbage[i].bytes, garbage[i].len, &answer);
+        free(answer);
+        ck_assert_msg(status == 0 || (status >= 400 && status < 500) ||
+                          status == 505,
+                      "garbage %zu: status %d", i, status);
+        ck_assert_int_eq(status_of(port, "GET", "/metrics"), 200);
+    }
+    /* A line, a header and a body far past the limits. */
+    memset(huge, 'a', big);
+    memcpy(huge, "GET /", 5);
+    status = exchange(port, huge, big, &answer);
+    free(answer);
+    ck_assert_msg(status == 0 || (status >= 400 && status < 500),
+                  "huge line: %d", status);
+    snprintf(huge, big, "GET /metrics HTTP/1.1\r\nHost: x\r\nX: ");
+    memset(huge + strlen(huge), 'b', big - strlen(huge));
+    status = exchange(port, huge, big, &answer);
+    free(answer);
+    ck_assert_msg(status == 0 || (status >= 400 && status < 500),
+                  "huge header: %d", status);
+    ck_assert_int_eq(status_of(port, "GET", "/metrics"), 200);
+    free(huge);
+    ck_assert_int_eq(ra_http_stop(), 0);
+}
+END_TEST
+
+/* More clients at once than the server takes (16), half of them stalled
+ * in the middle of a request: the server holds a stalled connection for 5
+ * seconds of silence at most, so a client served after them is served
+ * within that (the client waits up to 10 s: not a measure of speed). */
+START_TEST(test_http_survives_many_and_stalled_clients)
+{
+    enum { CLIENTS = 64 };
+    int port = start_loopback(), fds[CLIENTS];
+
+    for (int i = 0; i < CLIENTS; i++) {
+        fds[i] = connect_to(port);
+        if (fds[i] >= 0 && i % 2 == 0)
+            (void)!send(fds[i], "GET /metr", 9, MSG_NOSIGNAL);
+    }
+    for (int i = 0; i < CLIENTS; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    ck_assert_int_eq(status_of(port, "GET", "/metrics"), 200);
+    ck_assert_int_eq(ra_http_stop(), 0);
+}
+END_TEST
+
+/* -- "memory" --------------------------------------------------------------------- */
+
+static _Atomic unsigned hook_events;
+
+static void count_event(void *ctx, ra_tag_t tag, void *ptr, size_t size)
+{
+    (void)ctx;
+    (void)tag;
+    (void)ptr;
+    (void)size;
+    hook_events++;
+}
+
+/* The client is another process: in this one, only the server's thread
+ * works while the requests run, and it is the library's: hooks see
+ * nothing, the pushed tag gains nothing. */
+START_TEST(test_http_memory_is_the_librarys_own)
+{
+    ra_tag_t tag = tu_tag_create("pushed");
+    ra_hooks_t hooks = {count_event, count_event, NULL};
+    ra_tag_stats_t before, after;
+    int port, status = -1, id;
+    pid_t child;
+
+    ck_assert_int_eq(ra_prof_start(1), 0);
+    port = start_loopback();
+    ck_assert_int_eq(status_of(port, "GET", "/metrics"), 200); /* warm */
+    before = tu_tag_stats(tag);
+    /* No assertion until the hook is removed: a passing one allocates. */
+    id = ra_hooks_install(&hooks);
+    tu_tag_push(tag);
+    child = fork();
+    if (child == 0) {
+        static const char *const targets[] = {
+            "/metrics", "/debug/pprof/heap", "/debug/regionalloc/report",
+            "/debug/regionalloc/report?format=json",
+            "/debug/regionalloc/checkpoints", "/nowhere"};
+        for (int round = 0; round < 5; round++)
+            for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
+                if (status_of(port, "GET", targets[i]) == 0)
+                    _exit(1);
+        _exit(0);
+    }
+    if (child > 0)
+        waitpid(child, &status, 0);
+    tu_tag_pop(tag);
+    ra_hooks_remove(id);
+    ck_assert_int_ge(id, 0);
+    ck_assert_int_gt(child, 0);
+    ck_assert_int_eq(status, 0);
+    ck_assert_uint_eq(hook_events, 0);
+    after = tu_tag_stats(tag);
+    ck_assert_uint_eq(after.nmalloc, before.nmalloc);
+    ck_assert_int_eq(ra_http_stop(), 0);
+}
+END_TEST
+
+/* -- "fork" ----------------------------------------------------------------------- */
+
+static _Atomic int hammer_port;
+static atomic_bool hammer_stop;
+
+static void *hammer(void *arg)
+{
+    (void)arg;
+    while (!hammer_stop)
+        (void)status_of(hammer_port, "GET", "/metrics");
+    return NULL;
+}
+
+/* A child forked while requests are served has no server, holds no port,
+ * does not deadlock, and may start its own. */
+START_TEST(test_http_forked_child_has_no_server)
+{
+    int port = start_loopback(), status = -1;
+    pthread_t t;
+    pid_t child;
+
+    hammer_port = port;
+    ck_assert_int_eq(pthread_create(&t, NULL, hammer, NULL), 0);
+    for (int i = 0; i < 20; i++) {
+        child = fork();
+        if (child == 0) {
+            char *report = NULL;
+            size_t len = 0;
+            FILE *f = open_memstream(&report, &len);
+            int mine;
+            if (ra_http_stop() != -1 || errno != EINVAL)
+                _exit(2);
+            if (f == NULL || ra_report(f, RA_FORMAT_TEXT) != 0)
+                _exit(3);
+            fclose(f);
+            free(report);
+            mine = ra_http_start("127.0.0.1:0");
+            if (mine <= 0 || mine == port ||
+                status_of(mine, "GET", "/metrics") != 200 ||
+                ra_http_stop() != 0)
+                _exit(4);
+            _exit(0);
+        }
+        ck_assert_int_gt(child, 0);
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "child %d: status %#x", i, status);
+    }
+    hammer_stop = true;
+    pthread_join(t, NULL);
+    /* A sleeping child does not keep the parent's port. */
+    child = fork();
+    if (child == 0) {
+        sleep(30);
+        _exit(0);
+    }
+    ck_assert_int_eq(ra_http_stop(), 0);
+    {
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)port)};
+        int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        status = bind(fd, (struct sockaddr *)&a, sizeof a);
+        close(fd);
+    }
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    ck_assert_int_eq(status, 0);
+}
+END_TEST
+
+/* -- "environment" -------------------------------------------------------------- */
+
+static int env_port;
+
+static int child_served_from_the_environment(void)
+{
+    char *answer;
+
+    /* Started at load, before main. */
+    TU_REQUIRE(request(env_port, "GET", "/metrics", &answer) == 200);
+    TU_REQUIRE(strstr(answer, "regionalloc_untagged_allocated_bytes") != NULL);
+    free(answer);
+    errno = 0;
+    TU_REQUIRE(ra_http_start("127.0.0.1:0") == -1 && errno == EBUSY);
+    return 0;
+}
+
+static int child_not_loopback(void)
+{
+    errno = 0;
+    /* No server was started: a new one may be. */
+    TU_REQUIRE(ra_http_stop() == -1 && errno == EINVAL);
+    return 0;
+}
+
+static const struct tu_child children[] = {
+    {"served", child_served_from_the_environment},
+    {"not-loopback", child_not_loopback},
+    {NULL, NULL},
+};
+
+START_TEST(test_http_started_by_the_environment)
+{
+    char var[64], port_var[32], err[2048];
+    const char *env[] = {var, port_var, NULL};
+
+    env_port = free_port();
+    snprintf(var, sizeof var, "REGIONALLOC_HTTP=127.0.0.1:%d", env_port);
+    snprintf(port_var, sizeof port_var, "TEST_HTTP_PORT=%d", env_port);
+    ck_assert_msg(tu_exec_self(env, "served", err, sizeof err) == 0, "%s",
+                  err);
+    ck_assert_msg(err[0] == '\0', "stderr: %s", err);
+}
+END_TEST
+
+START_TEST(test_http_environment_refuses_remote_with_one_line)
+{
+    static const char *const env[] = {"REGIONALLOC_HTTP=0.0.0.0:0", NULL};
+    char err[2048];
+
+    ck_assert_int_eq(tu_exec_self(env, "not-loopback", err, sizeof err), 0);
+    ck_assert_msg(tu_count_lines(err) == 1 &&
+                      strstr(err, "REGIONALLOC_HTTP_ALLOW_REMOTE") != NULL,
+                  "stderr: %s", err);
+}
+END_TEST
+
+static Suite *http_suite(void)
+{
+    Suite *s = suite_create("http");
+    TCase *tc;
+
+    tc = tcase_create("start and stop");
+    tcase_add_test(tc, test_http_start_serves_and_stop_stops);
+    tcase_add_test(tc, test_http_start_rejects_bad_addresses);
+    tcase_add_test(tc, test_http_start_refuses_remote_addresses);
+    tcase_add_test(tc, test_http_remote_allowed_when_asked);
+    tcase_add_test(tc, test_http_start_on_a_taken_port_fails);
+    tcase_add_test(tc, test_http_not_supported_in_pass_through_mode);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("endpoints");
+    tcase_add_test(tc, test_http_endpoints_answer);
+    tcase_add_test(tc, test_http_bad_paths_methods_and_arguments);
+    tcase_add_test(tc, test_http_purge_when_allowed);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("hostile clients");
+    tcase_add_test(tc, test_http_survives_garbage_and_oversized_requests);
+    tcase_add_test(tc, test_http_survives_many_and_stalled_clients);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("memory");
+    tcase_add_test(tc, test_http_memory_is_the_librarys_own);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("fork");
+    tcase_add_test(tc, test_http_forked_child_has_no_server);
+    tcase_set_timeout(tc, 60);
+    /* ThreadSanitizer cannot follow a fork among threads. */
+    tcase_set_tags(tc, "multithreaded-fork");
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("environment");
+    tcase_add_test(tc, test_http_started_by_the_environment);
+    tcase_add_test(tc, test_http_environment_refuses_remote_with_one_line);
+    /* Exact about stderr, which a sanitizer's address space changes (the
+     * reservation is made smaller, and says so). */
+    tcase_set_tags(tc, "exact-stderr");
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    const char *port = getenv("TEST_HTTP_PORT");
+
+    if (port != NULL)
+        env_port = atoi(port);
+    tu_child_main(argc, argv, children);
+    return tu_run_suite(http_suite());
+}

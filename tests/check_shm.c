@@ -1,0 +1,261 @@
+/* Suite "shm": the live stats segment that REGIONALLOC_SHM=1 publishes in
+ * /dev/shm/regionalloc.<pid>: its layout (src/shm_layout.h), figures
+ * equal to the reports', the seqlock, mode 0600, removal at exit by its
+ * owner only. The reader, regionalloc-top, has tests/test_top.sh. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "regionalloc.h"
+#include "shm_layout.h"
+#include "testutil.h"
+
+#define MIB ((size_t)1 << 20)
+
+static void path_of(pid_t pid, char *path, size_t len)
+{
+    snprintf(path, len, "/dev/shm/" RA_SHM_PREFIX "%ld", (long)pid);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* A consistent copy of the segment of pid into buf (len bytes): 0, or -1
+ * if it cannot be read or never holds still. */
+static int read_segment(pid_t pid, void *buf, size_t len)
+{
+    struct ra_shm_header *h = buf;
+    char path[64];
+
+    path_of(pid, path, sizeof path);
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        uint64_t seq;
+        int fd = open(path, O_RDONLY);
+        ssize_t n;
+        if (fd < 0)
+            return -1;
+        n = pread(fd, buf, len, 0);
+        close(fd);
+        if (n < (ssize_t)sizeof *h)
+            return -1;
+        seq = h->seq;
+        fd = open(path, O_RDONLY);
+        if (fd < 0)
+            return -1;
+        if (pread(fd, &h->seq, sizeof h->seq, offsetof(struct ra_shm_header,
+                                                         seq)) !=
+            sizeof h->seq) {
+            close(fd);
+            return -1;
+        }
+        close(fd);
+        if (seq % 2 == 0 && seq == h->seq)
+            return 0;
+        sleep_ms(1);
+    }
+    return -1;
+}
+
+/* Waits (up to 30 s) for a publication that began after the call: the
+ * one after the next, since the next may be under way already. */
+static int wait_publication(pid_t pid, void *buf, size_t len)
+{
+    struct ra_shm_header *h = buf;
+    uint64_t seen;
+
+    if (read_segment(pid, buf, len) != 0)
+        return -1;
+    seen = h->published;
+    for (int i = 0; i < 3000; i++) {
+        sleep_ms(10);
+        if (read_segment(pid, buf, len) == 0 && h->published >= seen + 2)
+            return 0;
+    }
+    return -1;
+}
+
+/* -- children ------------------------------------------------------------------ */
+
+static unsigned char segment[1 << 20];
+
+static int child_publishes_exact_figures(void)
+{
+    struct ra_shm_header *h = (struct ra_shm_header *)segment;
+    struct ra_shm_record *r = (struct ra_shm_record *)(h + 1);
+    ra_tag_t cache = ra_tag_create("cache"), gone = ra_tag_create("gone");
+    ra_tag_limit_t limit = {64 * MIB, 48 * MIB, NULL, NULL};
+    void *blocks[8];
+    struct stat st;
+    char path[64];
+
+    path_of(getpid(), path, sizeof path);
+    TU_REQUIRE(stat(path, &st) == 0);
+    TU_REQUIRE((st.st_mode & 0777) == 0600 && S_ISREG(st.st_mode));
+    TU_REQUIRE((size_t)st.st_size == ra_shm_size(16));
+    for (int i = 0; i < 8; i++)
+        TU_REQUIRE((blocks[i] = ra_malloc_tag(cache, MIB)) != NULL);
+    TU_REQUIRE(ra_tag_set_limit(cache, &limit) == 0);
+    TU_REQUIRE(ra_tag_destroy(gone) == 0);
+    TU_REQUIRE(wait_publication(getpid(), segment, sizeof segment) == 0);
+    TU_REQUIRE(memcmp(h->magic, RA_SHM_MAGIC, 8) == 0);
+    TU_REQUIRE(h->version == RA_SHM_VERSION);
+    TU_REQUIRE(h->header_size == sizeof *h && h->record_size == sizeof *r);
+    TU_REQUIRE(h->capacity == 16 && h->pid == getpid());
+    TU_REQUIRE(h->interval_ns == 50000000u);
+    TU_REQUIRE(h->nrecords == 2 && h->published >= 2);
+    TU_REQUIRE(r[0].id == cache && r[0].flags == RA_SHM_RECORD_LIVE);
+    TU_REQUIRE(strcmp(r[0].name, "cache") == 0);
+    TU_REQUIRE(r[0].figures.allocated == 8 * MIB);
+    TU_REQUIRE(r[0].figures.nmalloc == 8 && r[0].figures.ndalloc == 0);
+    TU_REQUIRE(r[0].figures.limit == 64 * MIB);
+    TU_REQUIRE(r[0].figures.soft_limit == 48 * MIB);
+    TU_REQUIRE(r[0].figures.reserved > 0 && r[0].figures.mapped > 8 * MIB);
+    /* The destroyed tag's record names nothing. */
+    TU_REQUIRE(r[1].id == 2 && r[1].flags == 0 && r[1].name[0] == '\0');
+    TU_REQUIRE(h->process.allocated >= 8 * MIB && h->process.rss > 0);
+    for (int i = 0; i < 8; i++)
+        ra_free(blocks[i]);
+    ra_thread_flush();
+    TU_REQUIRE(wait_publication(getpid(), segment, sizeof segment) == 0);
+    TU_REQUIRE(r[0].figures.allocated == 0 && r[0].figures.ndalloc == 8);
+    return 0;
+}
+
+/* Forks a child that exits (running its exit handlers): the segment is
+ * still there, the parent's. Then exits itself: the test checks it is
+ * gone. */
+static int child_forks_then_exits(void)
+{
+    char path[64];
+    int status = -1;
+    pid_t kid;
+
+    path_of(getpid(), path, sizeof path);
+    TU_REQUIRE(access(path, F_OK) == 0);
+    kid = fork();
+    if (kid == 0)
+        exit(0);
+    TU_REQUIRE(kid > 0 && waitpid(kid, &status, 0) == kid && status == 0);
+    TU_REQUIRE(access(path, F_OK) == 0);
+    fprintf(stderr, "pid %ld\n", (long)getpid());
+    return 0;
+}
+
+static int child_pass_through_publishes_nothing(void)
+{
+    char path[64];
+
+    path_of(getpid(), path, sizeof path);
+    TU_REQUIRE(access(path, F_OK) != 0 && errno == ENOENT);
+    return 0;
+}
+
+static int child_default_interval(void)
+{
+    struct ra_shm_header *h = (struct ra_shm_header *)segment;
+
+    TU_REQUIRE(read_segment(getpid(), segment, sizeof segment) == 0);
+    TU_REQUIRE(h->interval_ns == 1000000000u);
+    return 0;
+}
+
+static const struct tu_child children[] = {
+    {"exact", child_publishes_exact_figures},
+    {"fork", child_forks_then_exits},
+    {"pass-through", child_pass_through_publishes_nothing},
+    {"default-interval", child_default_interval},
+    {NULL, NULL},
+};
+
+/* -- tests ------------------------------------------------------------------------ */
+
+static const char *const env_fast[] = {
+    "REGIONALLOC_SHM=1", "REGIONALLOC_SHM_INTERVAL=50ms",
+    "REGIONALLOC_MAX_TAGS=16", NULL};
+
+START_TEST(test_shm_publishes_exact_figures)
+{
+    char err[2048];
+
+    ck_assert_msg(tu_exec_self(env_fast, "exact", err, sizeof err) == 0, "%s",
+                  err);
+    ck_assert_msg(err[0] == '\0', "stderr: %s", err);
+}
+END_TEST
+
+/* The child says its pid on stderr; once it has exited, its segment is
+ * gone, though a child of its own exited before it. */
+START_TEST(test_shm_removed_at_exit_by_its_owner_only)
+{
+    char err[2048], path[64];
+    long pid = 0;
+
+    ck_assert_msg(tu_exec_self(env_fast, "fork", err, sizeof err) == 0, "%s",
+                  err);
+    ck_assert_msg(sscanf(err, "pid %ld", &pid) == 1 && pid > 0, "stderr: %s",
+                  err);
+    path_of((pid_t)pid, path, sizeof path);
+    errno = 0;
+    ck_assert_int_ne(access(path, F_OK), 0);
+    ck_assert_int_eq(errno, ENOENT);
+}
+END_TEST
+
+START_TEST(test_shm_nothing_in_pass_through_mode)
+{
+    static const char *const env[] = {"REGIONALLOC_SHM=1", "REGIONALLOC=0",
+                                      NULL};
+    char err[2048];
+
+    ck_assert_msg(tu_exec_self(env, "pass-through", err, sizeof err) == 0,
+                  "%s", err);
+}
+END_TEST
+
+START_TEST(test_shm_bad_interval_warns_and_uses_one_second)
+{
+    static const char *const env[] = {"REGIONALLOC_SHM=1",
+                                      "REGIONALLOC_SHM_INTERVAL=5ms", NULL};
+    char err[2048];
+
+    ck_assert_msg(tu_exec_self(env, "default-interval", err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_msg(tu_count_lines(err) == 1 &&
+                      strstr(err, "REGIONALLOC_SHM_INTERVAL") != NULL &&
+                      strstr(err, "1s") != NULL,
+                  "stderr: %s", err);
+}
+END_TEST
+
+static Suite *shm_suite(void)
+{
+    Suite *s = suite_create("shm");
+    TCase *tc = tcase_create("segment");
+
+    tcase_add_test(tc, test_shm_publishes_exact_figures);
+    tcase_add_test(tc, test_shm_removed_at_exit_by_its_owner_only);
+    tcase_add_test(tc, test_shm_nothing_in_pass_through_mode);
+    tcase_add_test(tc, test_shm_bad_interval_warns_and_uses_one_second);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    tu_child_main(argc, argv, children);
+    return tu_run_suite(shm_suite());
+}

@@ -1,0 +1,226 @@
+#!/bin/bash
+# The HTTP endpoints against the clients a fleet runs: curl; promtool check
+# metrics on what /metrics serves; the pprof of /debug/pprof/heap decoded
+# (tests/pprof_decode.py) for its per-tag labels and ?tag=; the JSON
+# reports parsed; garbage and oversized requests from a raw socket while
+# the server keeps serving; an unmodified program (sleep) served under
+# LD_PRELOAD with REGIONALLOC_HTTP; and a real Prometheus server that
+# scrapes examples/server and answers a PromQL query with the bytes the
+# program holds. Run by make check with abs_top_builddir set.
+# Exit status: 0 pass, 1 fail, 77 skip (a tool missing outside CI).
+set -u
+
+# shellcheck source=tests/testlib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
+server=$builddir/examples/server
+lib=$builddir/.libs/libregionalloc.so
+decoder_dir=${abs_top_srcdir:-$(dirname "${BASH_SOURCE[0]}")/..}/tests
+need_built "$server"
+need curl curl || exit 77
+need python3 python3 || exit 77
+have_prometheus=0
+need promtool prometheus && need prometheus prometheus && have_prometheus=1
+
+reset_env
+export LC_ALL=C
+make_tmp test_http
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+
+# start_server NAME [ENV=VALUE...] -- [ARGS...]: runs examples/server on a
+# port of the kernel's choice; sets url (http://127.0.0.1:PORT).
+start_server() {
+    local name=$1 i
+    shift
+    local envs=()
+    while [ "$#" -gt 0 ] && [ "$1" != -- ]; do
+        envs+=("$1")
+        shift
+    done
+    [ "$#" -gt 0 ] && shift
+    env "${envs[@]}" "$server" --listen 127.0.0.1:0 "$@" \
+        >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    pids+=($!)
+    url=
+    for ((i = 0; i < 200; i++)); do
+        url=$(sed -n '1s|^serving \(http://[^/]*\)/metrics$|\1|p' "$tmp/$name.out")
+        [ -n "$url" ] && return 0
+        sleep 0.1
+    done
+    fail "$name: the server did not say where it serves: $(cat "$tmp/$name.err")"
+    return 1
+}
+
+# code METHOD URL: the HTTP status.
+code() {
+    curl -s -o /dev/null -w '%{http_code}' -X "$1" "$2"
+}
+
+# serves URL PATTERN: waits (up to 20 s) until URL answers a page with a
+# line that matches PATTERN.
+serves() {
+    local i
+    for ((i = 0; i < 100; i++)); do
+        curl -s "$1" | grep -q -- "$2" && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
+# A port nobody listens on now.
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# -- curl, promtool ---------------------------------------------------------------
+start_server plain || exit 1
+curl -s -D "$tmp/headers" -o "$tmp/metrics" "$url/metrics" ||
+    fail "curl $url/metrics failed"
+grep -qi '^Content-Type: text/plain; version=0.0.4' "$tmp/headers" ||
+    fail "/metrics: Content-Type: $(grep -i content-type "$tmp/headers")"
+grep -qx 'regionalloc_tag_allocated_bytes{tag="cache"} 16777216' "$tmp/metrics" ||
+    fail "/metrics: the cache's 16 MiB not found"
+if [ "$have_prometheus" = 1 ]; then
+    promtool check metrics <"$tmp/metrics" >"$tmp/promtool.out" 2>&1 ||
+        fail "promtool check metrics: $(cat "$tmp/promtool.out")"
+fi
+
+# -- the reports, parsed ------------------------------------------------------------
+curl -s -o "$tmp/report.json" "$url/debug/regionalloc/report?format=json"
+curl -s -o "$tmp/checkpoints.json" "$url/debug/regionalloc/checkpoints?format=json"
+python3 - "$tmp/report.json" "$tmp/checkpoints.json" <<'EOF' || fail "JSON reports: see above"
+import json, sys
+report = json.load(open(sys.argv[1]))
+cache = [t for t in report["tags"] if t["name"] == "cache"]
+assert len(cache) == 1 and cache[0]["allocated"] == 16777216, cache
+assert json.load(open(sys.argv[2]))["schema"] == "regionalloc-checkpoints-1"
+EOF
+[ "$(code GET "$url/debug/regionalloc/report?format=text")" = 200 ] ||
+    fail "report?format=text is not 200"
+
+# -- pprof ---------------------------------------------------------------------------
+curl -s -o "$tmp/heap.pb.gz" "$url/debug/pprof/heap" || fail "curl heap failed"
+curl -s -o "$tmp/sessions.pb.gz" "$url/debug/pprof/heap?tag=sessions"
+PYTHONPATH=$decoder_dir python3 - "$tmp/heap.pb.gz" "$tmp/sessions.pb.gz" "$server" <<'EOF' ||
+import os, sys
+from pprof_decode import profile
+whole = profile(open(sys.argv[1], "rb").read())
+one = profile(open(sys.argv[2], "rb").read())
+problems = []
+tags = {s["labels"].get("tag") for s in whole["samples"]}
+if not {"cache", "sessions"} <= tags:
+    problems.append("whole profile: tags %r, want cache and sessions" % tags)
+if not one["samples"] or {s["labels"].get("tag") for s in one["samples"]} != {"sessions"}:
+    problems.append("?tag=sessions: tags %r" % {s["labels"].get("tag") for s in one["samples"]})
+main = [m for m in whole["mappings"] if os.path.basename(m["filename"]).endswith("server")]
+if not main or not main[0]["build_id"]:
+    problems.append("no build ID on the program's mapping: %r" % whole["mappings"][:2])
+for p in problems:
+    print("FAIL: pprof: " + p)
+print("pprof: %d samples, tags %s" % (len(whole["samples"]), sorted(t for t in tags if t)))
+sys.exit(1 if problems else 0)
+EOF
+    fail "pprof: see above"
+
+# -- bad requests -------------------------------------------------------------------
+[ "$(code GET "$url/nowhere")" = 404 ] || fail "/nowhere is not 404"
+[ "$(code GET "$url/debug/pprof/heap?tag=nobody")" = 404 ] || fail "?tag=nobody is not 404"
+[ "$(code GET "$url/debug/regionalloc/report?format=xml")" = 400 ] || fail "format=xml is not 400"
+[ "$(code PUT "$url/metrics")" = 405 ] || fail "PUT /metrics is not 405"
+[ "$(code POST "$url/debug/regionalloc/purge?tag=cache")" = 405 ] ||
+    fail "purge without REGIONALLOC_HTTP_WRITE is not 405"
+python3 - "${url##*:}" <<'EOF' || fail "raw socket: see above"
+import os, socket, sys
+port = int(sys.argv[1])
+def send(data):
+    # The server may answer and close before all is sent: whatever came
+    # back is the answer.
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    out = b""
+    try:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+    except OSError:
+        pass
+    finally:
+        s.close()
+    return out
+for data in [os.urandom(4096), b"\r\n" * 1000, b"GET /" + b"a" * (1 << 20),
+             b"GET /metrics HTTP/1.1\r\nX: " + b"b" * (1 << 20),
+             b"POST /metrics HTTP/1.1\r\nContent-Length: 99999999\r\n\r\nabc"]:
+    answer = send(data)
+    status = answer.split(b" ")[1] if answer.startswith(b"HTTP/1.") else b"none"
+    if status not in (b"none", b"400", b"404", b"405", b"413", b"414", b"431", b"505"):
+        print("FAIL: garbage answered %r" % answer[:60])
+        sys.exit(1)
+    ok = send(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    if not ok.startswith(b"HTTP/1.1 200"):
+        print("FAIL: /metrics after garbage: %r" % ok[:60])
+        sys.exit(1)
+print("raw socket: 5 kinds of garbage, served after each")
+EOF
+
+# -- the opt-in purge, and tags by thread name ---------------------------------------
+start_server write REGIONALLOC_HTTP_WRITE=1 \
+    'REGIONALLOC_THREAD_TAGS=worker-*=workers' || exit 1
+[ "$(code POST "$url/debug/regionalloc/purge?tag=sessions")" = 200 ] ||
+    fail "purge with REGIONALLOC_HTTP_WRITE=1 is not 200"
+# Tags by thread name stand in front of pthread_setname_np: override only.
+if [ "${RA_OVERRIDE:-1}" = 1 ]; then
+    serves "$url/metrics" '^regionalloc_tag_allocated_bytes{tag="workers"} [1-9]' ||
+        fail "the worker threads' tag \"workers\" never held memory"
+fi
+
+# -- an unmodified program: sleep under LD_PRELOAD, served by REGIONALLOC_HTTP ----------
+port=$(free_port)
+REGIONALLOC_HTTP=127.0.0.1:$port LD_PRELOAD=$lib sleep 30 2>"$tmp/sleep.err" &
+pids+=($!)
+serves "http://127.0.0.1:$port/metrics" '^regionalloc_untagged_allocated_bytes ' ||
+    fail "sleep under LD_PRELOAD: no /metrics on port $port: $(cat "$tmp/sleep.err")"
+
+# -- a real Prometheus server scrapes the example -----------------------------------------
+if [ "$have_prometheus" = 1 ]; then
+    target=${url#http://}
+    cat >"$tmp/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: regionalloc
+    static_configs:
+      - targets: ["$target"]
+EOF
+    pport=$(free_port)
+    prometheus --config.file="$tmp/prometheus.yml" \
+        --storage.tsdb.path="$tmp/tsdb" \
+        --web.listen-address="127.0.0.1:$pport" >"$tmp/prometheus.log" 2>&1 &
+    pids+=($!)
+    answer=
+    query='count_over_time(regionalloc_tag_allocated_bytes{tag="cache"}[1m])'
+    for ((i = 0; i < 120; i++)); do
+        answer=$(curl -s "http://127.0.0.1:$pport/api/v1/query" \
+            --data-urlencode "query=$query" || true)
+        if python3 -c 'import json, sys; r = json.loads(sys.argv[1])["data"]["result"]; sys.exit(0 if r and float(r[0]["value"][1]) >= 2 else 1)' "$answer" 2>/dev/null; then
+            break
+        fi
+        answer=
+        sleep 0.5
+    done
+    if [ -z "$answer" ]; then
+        fail "Prometheus did not scrape $target twice: $(tail -3 "$tmp/prometheus.log")"
+    else
+        value=$(curl -s "http://127.0.0.1:$pport/api/v1/query" \
+            --data-urlencode 'query=regionalloc_tag_allocated_bytes{tag="cache"}' |
+            python3 -c 'import json, sys; print(json.load(sys.stdin)["data"]["result"][0]["value"][1])')
+        [ "$value" = 16777216 ] ||
+            fail "Prometheus says the cache holds '$value' bytes, want 16777216"
+        echo "prometheus: scraped $target, regionalloc_tag_allocated_bytes{tag=\"cache\"} = $value"
+    fi
+fi
+
+finish

@@ -1,0 +1,439 @@
+#!/bin/bash
+# Runs regionalloc-top against tests/shm_publisher, whose tags hold exactly
+# known figures: one table, JSON, the list of publishers, rates, stale
+# segments and --clean, the live view's end; then against crafted segments
+# (truncated, lying, torn forever, links, FIFOs), each of which must be
+# rejected with exit status 1 and one line, never a crash; then bad
+# options. Nothing here asserts on speed: every wait is generous and polls.
+# Run by make check with abs_top_builddir set.
+set -u
+
+# shellcheck source=tests/testlib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
+top=$builddir/tools/regionalloc-top
+publisher=$builddir/tests/shm_publisher
+need_built "$top"
+need_built "$publisher"
+
+reset_env
+unset REGIONALLOC_SHM REGIONALLOC_SHM_INTERVAL
+export LC_ALL=C
+if [ ! -d /dev/shm ] || [ ! -w /dev/shm ]; then
+    skip "no writable /dev/shm"
+fi
+
+make_tmp test_top
+publishers=
+killed=
+# Ends what the test started and removes the segment of the publisher it
+# killed, whatever happened.
+# shellcheck disable=SC2317  # run by the EXIT trap
+cleanup() {
+    local p
+    for p in $publishers; do
+        kill -TERM "$p" 2>/dev/null
+    done
+    for p in $publishers; do
+        wait "$p" 2>/dev/null
+    done
+    [ -n "$killed" ] && rm -f "/dev/shm/regionalloc.$killed"
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# forget PID: PID is no longer a running publisher to end at exit.
+forget() {
+    local p rest=
+    for p in $publishers; do
+        [ "$p" = "$1" ] || rest="$rest $p"
+    done
+    publishers=$rest
+}
+
+# The number of publications the segment of pid $1 shows, or nothing.
+publications() {
+    "$top" --once "$1" 2>/dev/null |
+        sed -n 's/^pid [0-9]* (.*): \([0-9]*\) publications.*/\1/p'
+}
+
+# start_publisher NAME: starts tests/shm_publisher in the background as
+# $pid, and returns once its segment shows a publication made after its
+# tags were in place. base is read after "ready": publication base + 1 may
+# have begun before it, base + 2 begins after base + 1 is out. Up to a
+# minute: a loaded machine is slow, not broken.
+start_publisher() {
+    local out=$tmp/$1.out base='' n i
+    REGIONALLOC_SHM=1 REGIONALLOC_SHM_INTERVAL=100ms "$publisher" 600 \
+        >"$out" 2>"$tmp/$1.err" &
+    pid=$!
+    publishers="$publishers $pid"
+    for ((i = 0; i < 600; i++)); do
+        if grep -qs '^ready$' "$out"; then
+            base=$(publications "$pid")
+            [ -n "$base" ] && break
+        fi
+        sleep 0.1
+    done
+    [ -n "$base" ] || { fail "$1: no segment in a minute"; return 1; }
+    for ((i = 0; i < 600; i++)); do
+        n=$(publications "$pid")
+        [ -n "$n" ] && [ "$n" -ge $((base + 2)) ] && return 0
+        sleep 0.1
+    done
+    fail "$1: its segment was not refreshed in a minute"
+    return 1
+}
+
+# waits_for PID: waits up to a minute for a background process to end, and
+# returns its exit status (124 if it did not end).
+waits_for() {
+    local i
+    for ((i = 0; i < 600; i++)); do
+        if ! kill -0 "$1" 2>/dev/null; then
+            wait "$1"
+            return $?
+        fi
+        sleep 0.1
+    done
+    kill -KILL "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+    return 124
+}
+
+# shows FILE PATTERN: waits up to a minute for a line matching PATTERN
+# (extended regex) in FILE. Returns 1 if none came.
+shows() {
+    local i
+    for ((i = 0; i < 600; i++)); do
+        grep -Eq -- "$2" "$1" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# expect_status WANT WHAT CMD...: runs CMD (stdout in $tmp/out, stderr in
+# $tmp/err) and fails unless it exits with WANT.
+expect_status() {
+    local want=$1 what=$2 rc
+    shift 2
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ "$rc" = "$want" ] || {
+        fail "$what: exit $rc, expected $want: $(head -3 "$tmp/err")"
+        return 1
+    }
+}
+
+start_publisher first || finish
+pid1=$pid
+segment1=/dev/shm/regionalloc.$pid1
+
+# -- one table ------------------------------------------------------------------
+expect_status 0 "--once" "$top" --once "$pid1"
+cat "$tmp/out"
+grep -q "^pid $pid1 (shm_publisher): [0-9]* publications, every 100ms" \
+    "$tmp/out" || fail "--once: no header line naming pid $pid1"
+grep -q '^untagged .* allocated; process .* allocated, .* mapped, .* rss' \
+    "$tmp/out" || fail "--once: no totals line"
+grep -Eq '^cache +8\.0 MiB ' "$tmp/out" || fail "--once: cache is not 8.0 MiB"
+grep -Eq '^sessions +1\.0 MiB .* 16\.0 MiB$' "$tmp/out" ||
+    fail "--once: sessions is not 1.0 MiB with a 16.0 MiB limit"
+grep -Eq '^odd "name"\\x5c\\x09\\xff\\xc3\\xa9 +128\.0 KiB ' "$tmp/out" ||
+    fail "--once: the odd name is not shown escaped"
+grep -q scratch "$tmp/out" && fail "--once: shows the destroyed tag"
+grep -Eq '^cache( +[^ ]+ [KMG]?i?B){4} +- +- +- *$' "$tmp/out" ||
+    fail "--once without --interval: rates are not '-'"
+grep -q $'\033' "$tmp/out" && fail "--once: escape sequences in the output"
+[ -s "$tmp/err" ] && fail "--once: stderr not empty: $(cat "$tmp/err")"
+first_tags=$(sed -n '/^TAG /,$p' "$tmp/out" | sed -n '2,$s/ .*//p' | tr '\n' ' ')
+[ "$first_tags" = "cache sessions odd " ] ||
+    fail "--once: rows '$first_tags', expected cache first (largest)"
+expect_status 0 "--sort name" "$top" --once --sort name "$pid1"
+order=$(sed -n '/^TAG /,$p' "$tmp/out" | sed -n '2,$s/ .*//p' | tr '\n' ' ')
+[ "$order" = "cache odd sessions " ] || fail "--sort name: rows '$order'"
+expect_status 0 "--sort mapped" "$top" --once -s mapped "$pid1"
+
+# -- rates ----------------------------------------------------------------------
+# Two reads a second apart see two publications of a 100 ms publisher,
+# unless the machine starves it for a whole second: then the rates are
+# '-', and the reads are taken again.
+for ((i = 0; i < 10; i++)); do
+    expect_status 0 "--once --interval 1" "$top" --once --interval 1 "$pid1"
+    grep -Eq '^cache .* - +- +- *$' "$tmp/out" || break
+done
+grep -Eq '^cache .* 0 B/s +0/s +- *$' "$tmp/out" ||
+    fail "--once --interval 1: cache's rates are not 0 B/s and 0/s: $(grep ^cache "$tmp/out")"
+grep -Eq '^sessions .* 0 B/s +0/s ' "$tmp/out" ||
+    fail "--once --interval 1: sessions' rates are not 0"
+
+# -- JSON -------------------------------------------------------------------------
+expect_status 0 "--json" "$top" --json "$pid1"
+cp "$tmp/out" "$tmp/doc.json"
+if need python3 python3; then
+    python3 - "$tmp/doc.json" "$pid1" <<'EOF' || fail "--json: wrong document"
+import json, sys
+doc = json.load(open(sys.argv[1], encoding="utf-8"))
+FIGURES = ["allocated", "active", "resident", "rss", "mapped", "peak_mapped",
+           "dirty", "muzzy", "retained", "reserved", "nmalloc", "ndalloc",
+           "purges", "limit", "soft_limit", "limit_failures"]
+bad = []
+def expect(what, got, want):
+    if got != want:
+        bad.append("%s: %r, expected %r" % (what, got, want))
+expect("pid", doc["pid"], int(sys.argv[2]))
+expect("stale", doc["stale"], False)
+expect("interval_ns", doc["interval_ns"], 100000000)
+for key in ("published", "age_ns", "library_allocated"):
+    if not isinstance(doc[key], int) or doc[key] < 0:
+        bad.append("%s: %r" % (key, doc[key]))
+for part in ("untagged", "process"):
+    expect(part + " members", sorted(doc[part]), sorted(FIGURES))
+tags = {t["name"]: t for t in doc["tags"]}
+for t in doc["tags"]:
+    expect("members of " + t["name"], sorted(t), sorted(FIGURES + ["id", "name"]))
+expect("tag names", sorted(tags), sorted(["cache", "sessions", 'odd "name"\\\t\u00ff\u00e9']))
+expect("ids", [t["id"] for t in doc["tags"]], [1, 3, 4])
+expect("odd.allocated", tags.get('odd "name"\\\t\u00ff\u00e9', {}).get("allocated"), 131072)
+cache, sessions = tags.get("cache", {}), tags.get("sessions", {})
+expect("cache.allocated", cache.get("allocated"), 8388608)
+expect("cache.nmalloc", cache.get("nmalloc"), 8)
+expect("cache.limit", cache.get("limit"), 0)
+expect("sessions.allocated", sessions.get("allocated"), 1048576)
+expect("sessions.nmalloc", sessions.get("nmalloc"), 4)
+expect("sessions.limit", sessions.get("limit"), 16777216)
+expect("sessions.soft_limit", sessions.get("soft_limit"), 8388608)
+expect("sessions.limit_failures", sessions.get("limit_failures"), 0)
+if cache.get("mapped", 0) < 8388608 or cache.get("rss", 0) < 8388608:
+    bad.append("cache mapped/rss below its 8 MiB: %r" % cache)
+if doc["process"]["allocated"] < 8388608 + 1048576 + 131072:
+    bad.append("process.allocated below the tags' sum")
+for b in bad:
+    print("FAIL: --json: " + b)
+sys.exit(1 if bad else 0)
+EOF
+fi
+
+# -- the list of publishers, stale segments, --clean ------------------------------
+expect_status 0 "the list" "$top"
+cat "$tmp/out"
+grep -Eq "^ *$pid1 +shm_publisher +3 +9\.1 MiB +[0-9.]+s$" "$tmp/out" ||
+    fail "the list: no live row for $pid1"
+
+# A publisher killed by SIGKILL runs no exit handler: its segment stays.
+start_publisher second || finish
+pid2=$pid
+kill -KILL "$pid2"
+wait "$pid2" 2>/dev/null
+killed=$pid2
+forget "$pid2"
+[ -f "/dev/shm/regionalloc.$pid2" ] || fail "no segment left by a killed process"
+expect_status 0 "the list with a stale segment" "$top"
+grep -Eq "^ *$pid2 .* stale" "$tmp/out" || fail "the list: $pid2 not stale"
+grep -Eq "^ *$pid1 .*stale" "$tmp/out" && fail "the list: $pid1 marked stale"
+
+# --clean runs on copies, so that it judges only files this test made (other
+# tests may run at the same time and have their own segments): the live
+# one, the killed one's, a copy of the live one under a live process's name
+# (it names another process: stale), a link named after a dead process
+# (never followed nor removed), and names that are not segments.
+# A copy taken while the publisher writes has seq odd forever: copies are
+# made of one that reads whole.
+mkdir "$tmp/snap"
+for ((i = 0; i < 100; i++)); do
+    cp "$segment1" "$tmp/snap/regionalloc.$pid1"
+    "$top" --once --dir "$tmp/snap" "$pid1" >/dev/null 2>&1 && break
+done
+snap=$tmp/snap/regionalloc.$pid1
+( : ) &
+dead=$!
+wait "$dead"
+mkdir "$tmp/clean"
+cp "$snap" "$tmp/clean/regionalloc.$pid1"
+cp "/dev/shm/regionalloc.$pid2" "$tmp/clean/regionalloc.$pid2"
+cp "$snap" "$tmp/clean/regionalloc.$$"
+cp "$snap" "$tmp/target"
+ln -s "$tmp/target" "$tmp/clean/regionalloc.$dead"
+cp "$snap" "$tmp/clean/regionalloc.0$dead"
+cp "$snap" "$tmp/clean/other.$dead"
+rm -f "/dev/shm/regionalloc.$pid2"
+expect_status 0 "--clean" "$top" --clean --dir "$tmp/clean"
+cat "$tmp/out"
+grep -q "^removed $tmp/clean/regionalloc.$pid2 (process $pid2 is gone)$" \
+    "$tmp/out" || fail "--clean: did not say it removed $pid2's segment"
+grep -q "^removed $tmp/clean/regionalloc.$$ (it names pid $pid1)$" \
+    "$tmp/out" || fail "--clean: did not remove the segment naming another pid"
+[ -e "$tmp/clean/regionalloc.$pid2" ] && fail "--clean: $pid2's segment left"
+[ -e "$tmp/clean/regionalloc.$$" ] && fail "--clean: mislabelled segment left"
+[ -f "$tmp/clean/regionalloc.$pid1" ] || fail "--clean: removed a live segment"
+[ -L "$tmp/clean/regionalloc.$dead" ] || fail "--clean: removed a link"
+[ -f "$tmp/target" ] || fail "--clean: removed a link's target"
+for f in "regionalloc.0$dead" "other.$dead"; do
+    [ -f "$tmp/clean/$f" ] || fail "--clean: removed $f, not a segment"
+done
+[ -f "$segment1" ] || fail "--clean --dir: touched /dev/shm"
+
+# -- the live view ------------------------------------------------------------------
+# Not a terminal: no keys, the view ends on a signal or the process's exit.
+# Each signal waits for the first frame, drawn once the view is set up.
+"$top" --interval 0.2 "$pid1" </dev/null >"$tmp/live1" 2>&1 &
+viewer=$!
+shows "$tmp/live1" '^cache +8\.0 MiB ' || fail "live view: no cache row"
+kill -TERM "$viewer"
+waits_for "$viewer"
+rc=$?
+[ "$rc" = 0 ] || fail "live view: exit $rc on SIGTERM, expected 0"
+grep -q $'\033\\[H\033\\[2J' "$tmp/live1" || fail "live view: no screen refresh"
+
+"$top" --interval 0.2 "$pid1" </dev/null >"$tmp/live2" 2>&1 &
+viewer=$!
+shows "$tmp/live2" '^cache ' || fail "live view: no first frame"
+kill -TERM "$pid1"
+waits_for "$pid1"
+rc=$?
+forget "$pid1"
+[ "$rc" = 0 ] || fail "the publisher: exit $rc on SIGTERM"
+waits_for "$viewer"
+rc=$?
+[ "$rc" = 0 ] || fail "live view: exit $rc when the process exited, expected 0"
+grep -q "^process $pid1 has exited" "$tmp/live2" ||
+    fail "live view: did not say the process exited: $(tail -1 "$tmp/live2")"
+[ -e "$segment1" ] && fail "the segment outlived its process's exit"
+
+# -- no segment ---------------------------------------------------------------------
+expect_status 1 "a pid that does not publish" "$top" --once "$pid1"
+grep -q "^regionalloc-top: $segment1: no such segment" "$tmp/err" ||
+    fail "no segment: unclear message: $(cat "$tmp/err")"
+expect_status 1 "--json of a pid that does not publish" "$top" --json "$pid1"
+mkdir "$tmp/empty"
+expect_status 0 "the list of an empty directory" "$top" --dir "$tmp/empty"
+grep -q "^no process publishes" "$tmp/out" || fail "empty list: no message"
+expect_status 1 "a directory that does not exist" "$top" --dir "$tmp/none"
+
+# -- crafted segments ------------------------------------------------------------
+# Each case is a directory holding one file, regionalloc.<this shell's pid>
+# (a live process, so the list reports the file instead of calling it
+# stale).
+need python3 python3 || finish
+python3 - "$tmp/crafted" "$$" <<'EOF'
+import os, random, struct, sys
+root, pid = sys.argv[1], int(sys.argv[2])
+HEADER = "=8sIIIIQiIQQQQ16Q16QQ176x"
+RECORD = "=II64s16Q56x"
+assert struct.calcsize(HEADER) == 512 and struct.calcsize(RECORD) == 256
+def figures(allocated):
+    return [allocated] + [0] * 15
+def header(capacity=4, nrecords=2, magic=b"RAllocS\0", version=1,
+           header_size=512, record_size=256, seq=10, hpid=pid):
+    return struct.pack(HEADER, magic, version, header_size, record_size,
+                       capacity, seq, hpid, nrecords, 100000000, 5, 1, 1,
+                       *figures(1000), *figures(5000), 100)
+def record(i, name, live=True, allocated=4096, rid=None):
+    return struct.pack(RECORD, i + 1 if rid is None else rid,
+                       1 if live else 0, name, *figures(allocated))
+def segment(names=(b"alpha", b"beta"), capacity=4, records=None, **kw):
+    recs = records if records is not None else [
+        record(i, n) for i, n in enumerate(names)]
+    recs = recs + [record(i, b"", live=False, allocated=0)
+                   for i in range(len(recs), capacity)]
+    return header(capacity=capacity, nrecords=len(names), **kw) + b"".join(recs)
+random.seed(42)
+odd_names = [bytes(random.choice(range(1, 256)) for _ in range(63))
+             for _ in range(4)] + [b"\x01\x1f\x7f\x80\xc0\xed\xa0\x80\xf4\x90"]
+cases = {
+    "good": segment(),
+    "good-names": segment(names=odd_names, capacity=8),
+    "empty": b"",
+    "short": bytes(100),
+    "header-only-short": segment()[:511],
+    "bad-magic": segment(magic=b"NOTRALLC"),
+    "bad-version": segment(version=2),
+    "bad-header-size": segment(header_size=256),
+    "bad-record-size": segment(record_size=128),
+    "capacity-past-end": segment()[:512 + 3 * 256],
+    "capacity-huge": header(capacity=0xffffffff, nrecords=0),
+    "nrecords-past-capacity": header(capacity=2, nrecords=3) + record(0, b"a")
+        + record(1, b"b"),
+    "name-without-nul": segment(records=[record(0, b"x" * 64), record(1, b"b")]),
+    "wrong-id": segment(records=[record(0, b"a"), record(1, b"b", rid=7)]),
+    "random": bytes(random.getrandbits(8) for _ in range(512 + 4 * 256)),
+    "odd-seq": segment(seq=7),
+    "other-pid": segment(hpid=1),
+}
+for name, data in cases.items():
+    os.makedirs(os.path.join(root, name))
+    with open(os.path.join(root, name, "regionalloc.%d" % pid), "wb") as f:
+        f.write(data)
+EOF
+crafted=$tmp/crafted
+mkdir "$crafted/directory" "$crafted/directory/regionalloc.$$"
+mkdir "$crafted/fifo" && mkfifo "$crafted/fifo/regionalloc.$$"
+mkdir "$crafted/symlink" &&
+    ln -s "$crafted/good/regionalloc.$$" "$crafted/symlink/regionalloc.$$"
+
+# Valid crafted segments: whatever the name bytes, JSON that parses.
+expect_status 0 "a valid crafted segment" timeout 60 "$top" --once --dir "$crafted/good" "$$"
+grep -Eq '^alpha +4\.0 KiB ' "$tmp/out" || fail "crafted: no alpha row"
+expect_status 0 "names of any bytes" timeout 60 "$top" --json --dir "$crafted/good-names" "$$"
+python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1], encoding="utf-8"))
+assert len(doc["tags"]) == 5, doc["tags"]
+' "$tmp/out" || fail "names of any bytes: not valid JSON"
+expect_status 0 "names of any bytes, as a table" timeout 60 "$top" --once --dir "$crafted/good-names" "$$"
+LC_ALL=C grep -q '[^ -~]' "$tmp/out" && fail "a table shows a byte outside printable ASCII"
+
+# check_rejected CASE WHY: the segment in CASE is rejected by one table, by
+# JSON and by the list, each time with exit status 1 (not a signal's
+# 128+n, nor the 124 of a hang) and one line naming the file and WHY.
+check_rejected() {
+    local dir=$crafted/$1 mode
+    for mode in --once --json list; do
+        if [ "$mode" = list ]; then
+            timeout 60 "$top" --dir "$dir" >"$tmp/out" 2>"$tmp/err"
+        else
+            timeout 60 "$top" "$mode" --dir "$dir" "$$" >"$tmp/out" 2>"$tmp/err"
+        fi
+        rc=$?
+        [ "$rc" = 1 ] || { fail "$1 ($mode): exit $rc, expected 1"; continue; }
+        [ "$(wc -l <"$tmp/err")" = 1 ] ||
+            fail "$1 ($mode): not one line on stderr: $(cat "$tmp/err")"
+        grep -q "^regionalloc-top: $dir/regionalloc.$$: .*$2" "$tmp/err" ||
+            fail "$1 ($mode): message '$(cat "$tmp/err")' does not say '$2'"
+    done
+}
+check_rejected empty "empty file"
+check_rejected short "too short"
+check_rejected header-only-short "too short"
+check_rejected bad-magic "bad magic"
+check_rejected bad-version "version 2"
+check_rejected bad-header-size "header_size 256"
+check_rejected bad-record-size "record_size 128"
+check_rejected capacity-past-end "capacity 4 needs 1536 bytes, the file has 1280"
+check_rejected capacity-huge "capacity 4294967295 needs"
+check_rejected nrecords-past-capacity "nrecords 3 exceeds capacity 2"
+check_rejected name-without-nul "record 0: name without a NUL"
+check_rejected wrong-id "record 1 has id 7, expected 2"
+check_rejected random "bad magic"
+check_rejected odd-seq "no consistent copy"
+check_rejected directory "not a regular file"
+check_rejected fifo "not a regular file"
+check_rejected symlink "symbolic link, not followed"
+expect_status 1 "a segment naming another pid" "$top" --once --dir "$crafted/other-pid" "$$"
+grep -q "names pid 1, not $$" "$tmp/err" || fail "other pid: $(cat "$tmp/err")"
+expect_status 0 "the list with a segment naming another pid" "$top" --dir "$crafted/other-pid"
+grep -Eq "^ *$$ .* stale$" "$tmp/out" || fail "the list: a segment naming another pid is not stale"
+
+# -- options --------------------------------------------------------------------
+for bad in "--sort size 1" "--interval 0 1" "--interval x 1" "--interval" \
+    "--frobnicate" "1 2" "abc" "0" "-5" "--json" "--clean 1" \
+    "99999999999"; do
+    # shellcheck disable=SC2086 # word splitting wanted
+    "$top" $bad >/dev/null 2>"$tmp/err"
+    rc=$?
+    [ "$rc" = 2 ] || fail "'$bad': exit $rc, expected 2"
+    grep -q "^usage: regionalloc-top" "$tmp/err" || fail "'$bad': no usage on stderr"
+done
+expect_status 0 "--help" "$top" --help
+grep -q -- "--interval" "$tmp/out" || fail "--help does not describe --interval"
+
+finish

@@ -1,0 +1,1369 @@
+/* regionalloc-top: shows the live stats segments that processes using
+ * libregionalloc publish with REGIONALLOC_SHM=1 (doc/shm.md) as a table
+ * refreshed in place, one table, one JSON document, or a list of the
+ * publishers. A plain C program: it reads files and never links the
+ * library, so watching a process neither stops nor changes it. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shm_layout.h"
+
+#define PROGRAM "regionalloc-top"
+#define DEFAULT_DIR "/dev/shm"
+/* A live publisher holds seq odd for microseconds once per interval, so
+ * 100 attempts 1 ms apart only fail against a stuck or hostile writer. */
+#define READ_ATTEMPTS 100
+#define WHY_MAX 200
+#define NAME_WIDTH_MAX 32
+/* A tag name escaped for the terminal: up to 4 characters a byte. */
+#define SHOWN_NAME_MAX (4 * RA_SHM_NAME_MAX + 1)
+#define NS_PER_S 1000000000.0
+
+enum sort_key { SORT_ALLOCATED, SORT_RSS, SORT_MAPPED, SORT_NAME };
+
+struct options {
+    const char *dir;
+    uint64_t interval_ns;
+    bool interval_given, once, json, clean;
+    enum sort_key sort;
+    long pid; /* 0: none given */
+};
+
+/* A segment mapped read-only, for the time of one copy. */
+struct mapping {
+    const unsigned char *base;
+    size_t size;
+};
+
+/* One consistent, checked copy of a segment. */
+struct copy {
+    struct ra_shm_header header;
+    struct ra_shm_record *records; /* header.nrecords of them */
+    uint32_t room;                 /* records allocated */
+    uint64_t taken_ns;             /* CLOCK_MONOTONIC when copied */
+};
+
+enum read_result { READ_OK, READ_GONE, READ_FAILED };
+enum attempt { ATTEMPT_OK, ATTEMPT_TORN, ATTEMPT_BAD, ATTEMPT_SHRUNK };
+
+/* What the table shows: a copy, an earlier one for the rates (or NULL),
+ * and whether the process is gone. */
+struct view {
+    const struct copy *now, *before;
+    long pid;
+    bool stale;
+    unsigned max_rows; /* 0: no limit */
+};
+
+struct row {
+    uint64_t key; /* the sort's figure; 0 for every row when by name */
+    const struct ra_shm_record *rec;
+};
+
+/* The mapping may shrink under us if its owner truncates the file: the
+ * read then raises SIGBUS, which jumps back here instead of killing us. */
+static sigjmp_buf bus_jump;
+static volatile sig_atomic_t bus_armed;
+static volatile sig_atomic_t quit_signal;
+static bool keys_watched;
+static struct termios saved_termios;
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000u),
+                          (long)(ns % 1000000000u)};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void segment_path(char *buf, size_t size, const char *dir, long pid)
+{
+    snprintf(buf, size, "%s%s" RA_SHM_PREFIX "%ld", dir,
+             dir[0] != '\0' && dir[strlen(dir) - 1] == '/' ? "" : "/", pid);
+}
+
+/* Writes what is wrong into why (WHY_MAX bytes). Returns true, the
+ * failure of the functions that report through why. */
+__attribute__((format(printf, 2, 3)))
+static bool fail_with(char *why, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, WHY_MAX, fmt, ap);
+    va_end(ap);
+    return true;
+}
+
+/* -- reading a segment --------------------------------------------------- */
+
+static void on_bus_error(int sig)
+{
+    (void)sig;
+    if (bus_armed) {
+        bus_armed = 0;
+        siglongjmp(bus_jump, 1);
+    }
+    /* Not ours: back to the default, and the faulting access dies. */
+    signal(SIGBUS, SIG_DFL);
+}
+
+/* The seqlock's word. Returns true if the file shrank under the read. */
+static bool load_seq(const struct mapping *m, uint64_t *seq)
+{
+    const uint64_t *word =
+        (const uint64_t *)(const void *)(m->base +
+                                         offsetof(struct ra_shm_header, seq));
+
+    if (sigsetjmp(bus_jump, 1) != 0)
+        return true;
+    bus_armed = 1;
+    *seq = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    bus_armed = 0;
+    return false;
+}
+
+/* Copies len bytes at offset off. Returns true if the file shrank. */
+static bool copy_bytes(void *dst, const struct mapping *m, size_t off,
+                       size_t len)
+{
+    if (sigsetjmp(bus_jump, 1) != 0)
+        return true;
+    bus_armed = 1;
+    memcpy(dst, m->base + off, len);
+    bus_armed = 0;
+    return false;
+}
+
+/* Checks what the header says against the file it is in. Returns true
+ * (why set) when the copy is not a segment this reader can trust. */
+static bool check_header(const struct ra_shm_header *h, size_t file_size,
+                         char *why)
+{
+    uint64_t needed;
+
+    if (memcmp(h->magic, RA_SHM_MAGIC, sizeof h->magic) != 0)
+        return fail_with(why, "bad magic: not a regionalloc stats segment");
+    if (h->version != RA_SHM_VERSION)
+        return fail_with(why, "version %" PRIu32 ", this reader knows %u",
+                         h->version, RA_SHM_VERSION);
+    if (h->header_size != sizeof(struct ra_shm_header))
+        return fail_with(why, "header_size %" PRIu32 ", expected %zu",
+                         h->header_size, sizeof(struct ra_shm_header));
+    if (h->record_size != sizeof(struct ra_shm_record))
+        return fail_with(why, "record_size %" PRIu32 ", expected %zu",
+                         h->record_size, sizeof(struct ra_shm_record));
+    /* In 64 bits: 2^32 records of 256 bytes cannot overflow it. */
+    needed = (uint64_t)h->header_size + (uint64_t)h->capacity * h->record_size;
+    if (needed > file_size)
+        return fail_with(why,
+                         "capacity %" PRIu32 " needs %" PRIu64
+                         " bytes, the file has %zu",
+                         h->capacity, needed, file_size);
+    if (h->nrecords > h->capacity)
+        return fail_with(why, "nrecords %" PRIu32 " exceeds capacity %" PRIu32,
+                         h->nrecords, h->capacity);
+    return false;
+}
+
+/* Returns true (why set) unless each live record names its own id and
+ * holds a NUL-terminated name. */
+static bool check_records(const struct copy *c, char *why)
+{
+    for (uint32_t i = 0; i < c->header.nrecords; i++) {
+        const struct ra_shm_record *r = &c->records[i];
+        if (!(r->flags & RA_SHM_RECORD_LIVE))
+            continue;
+        if (r->id != i + 1)
+            return fail_with(why, "record %" PRIu32 " has id %" PRIu32
+                             ", expected %" PRIu32, i, r->id, i + 1);
+        if (memchr(r->name, '\0', sizeof r->name) == NULL)
+            return fail_with(why, "record %" PRIu32 ": name without a NUL", i);
+    }
+    return false;
+}
+
+/* Makes room for n records. Returns true (why set) when out of memory. */
+static bool reserve_records(struct copy *c, uint32_t n, char *why)
+{
+    struct ra_shm_record *r;
+
+    if (n <= c->room)
+        return false;
+    r = realloc(c->records, (size_t)n * sizeof *r);
+    if (r == NULL)
+        return fail_with(why, "out of memory for %" PRIu32 " records", n);
+    c->records = r;
+    c->room = n;
+    return false;
+}
+
+/* One pass of the seqlock read. A copy that fails a check is reported as
+ * bad only if seq says it was not torn. */
+static enum attempt try_copy(const struct mapping *m, struct copy *c,
+                             char *why)
+{
+    uint64_t first, last;
+    bool bad;
+
+    if (load_seq(m, &first) || copy_bytes(&c->header, m, 0, sizeof c->header))
+        return ATTEMPT_SHRUNK;
+    if (first & 1)
+        return ATTEMPT_TORN;
+    bad = check_header(&c->header, m->size, why) ||
+          reserve_records(c, c->header.nrecords, why);
+    if (!bad && copy_bytes(c->records, m, sizeof c->header,
+                           (size_t)c->header.nrecords * sizeof *c->records))
+        return ATTEMPT_SHRUNK;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (load_seq(m, &last))
+        return ATTEMPT_SHRUNK;
+    if (last != first || c->header.seq != first)
+        return ATTEMPT_TORN;
+    return bad || check_records(c, why) ? ATTEMPT_BAD : ATTEMPT_OK;
+}
+
+/* Retries torn copies, and bad ones too: a segment being created is all
+ * zeros for a moment. Returns true (why set) if no attempt succeeded. */
+static bool copy_consistent(const struct mapping *m, struct copy *c,
+                            char *why)
+{
+    enum attempt a = ATTEMPT_TORN;
+
+    for (int i = 0; i < READ_ATTEMPTS; i++) {
+        if (i > 0)
+            sleep_ns(1000000);
+        a = try_copy(m, c, why);
+        if (a == ATTEMPT_OK) {
+            c->taken_ns = monotonic_ns();
+            return false;
+        }
+        if (a == ATTEMPT_SHRUNK)
+            return fail_with(why, "the file shrank while being read");
+    }
+    if (a == ATTEMPT_TORN)
+        fail_with(why, "no consistent copy in %d attempts: seq stays odd or "
+                  "keeps changing", READ_ATTEMPTS);
+    return true;
+}
+
+/* Checks what fstat says: a regular file large enough for a header, and
+ * small enough to map. Returns true (why set) otherwise. */
+static bool check_file(const struct stat *st, char *why)
+{
+    if (!S_ISREG(st->st_mode))
+        return fail_with(why, "not a regular file");
+    if (st->st_size == 0)
+        return fail_with(why, "empty file");
+    if (st->st_size < (off_t)sizeof(struct ra_shm_header))
+        return fail_with(why, "%jd bytes, too short for the %zu-byte header",
+                         (intmax_t)st->st_size, sizeof(struct ra_shm_header));
+    if ((uintmax_t)st->st_size > SIZE_MAX)
+        return fail_with(why, "%jd bytes, too large to map",
+                         (intmax_t)st->st_size);
+    return false;
+}
+
+/* Opens name in dirfd without following a link or blocking on a FIFO, and
+ * maps it read-only if check_file accepts it. */
+static enum read_result map_segment(int dirfd, const char *name,
+                                    struct mapping *m, char *why)
+{
+    struct stat st;
+    void *base = MAP_FAILED;
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+    if (fd < 0 && errno == ENOENT)
+        return READ_GONE;
+    if (fd < 0) {
+        fail_with(why, "%s", errno == ELOOP ? "a symbolic link, not followed"
+                                            : strerror(errno));
+        return READ_FAILED;
+    }
+    if (fstat(fd, &st) != 0)
+        fail_with(why, "cannot stat it: %s", strerror(errno));
+    else if (!check_file(&st, why)) {
+        base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+        if (base == MAP_FAILED)
+            fail_with(why, "cannot map it: %s", strerror(errno));
+    }
+    close(fd);
+    if (base == MAP_FAILED)
+        return READ_FAILED;
+    *m = (struct mapping){base, (size_t)st.st_size};
+    return READ_OK;
+}
+
+/* Reads the segment called name in dirfd into *c. READ_GONE: there is no
+ * such file; READ_FAILED: why says what is wrong. */
+static enum read_result read_segment(int dirfd, const char *name,
+                                     struct copy *c, char *why)
+{
+    struct mapping m;
+    enum read_result r = map_segment(dirfd, name, &m, why);
+
+    if (r != READ_OK)
+        return r;
+    r = copy_consistent(&m, c, why) ? READ_FAILED : READ_OK;
+    munmap((void *)m.base, m.size);
+    return r;
+}
+
+/* Whether pid names no process at all (a process of another user is
+ * alive: EPERM). */
+static bool process_gone(long pid)
+{
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* -- formatting ---------------------------------------------------------- */
+
+static const char *format_bytes(char *buf, size_t size, double n)
+{
+    static const char *const units[] = {"B",   "KiB", "MiB", "GiB",
+                                        "TiB", "PiB", "EiB"};
+    unsigned u = 0;
+
+    while (n >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
+        n /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, size, "%.0f B", n);
+    else
+        snprintf(buf, size, "%.1f %s", n, units[u]);
+    return buf;
+}
+
+static const char *format_size(char *buf, size_t size, uint64_t n)
+{
+    return format_bytes(buf, size, (double)n);
+}
+
+/* A signed byte rate: "+1.5 MiB/s", "-512 B/s", "0 B/s". */
+static const char *format_byte_rate(char *buf, size_t size, double rate)
+{
+    char mag[24];
+    double magnitude = rate < 0 ? -rate : rate;
+
+    if (magnitude < 0.5)
+        snprintf(buf, size, "0 B/s");
+    else
+        snprintf(buf, size, "%c%s/s", rate < 0 ? '-' : '+',
+                 format_bytes(mag, sizeof mag, magnitude));
+    return buf;
+}
+
+static const char *format_count_rate(char *buf, size_t size, double rate)
+{
+    if (rate < 10000.0)
+        snprintf(buf, size, "%.0f/s", rate);
+    else if (rate < 10000000.0)
+        snprintf(buf, size, "%.1fk/s", rate / 1e3);
+    else
+        snprintf(buf, size, "%.1fM/s", rate / 1e6);
+    return buf;
+}
+
+static const char *format_interval(char *buf, size_t size, uint64_t ns)
+{
+    if (ns % 1000000000u == 0)
+        snprintf(buf, size, "%" PRIu64 "s", ns / 1000000000u);
+    else
+        snprintf(buf, size, "%" PRIu64 "ms", ns / 1000000u);
+    return buf;
+}
+
+/* Bytes outside printable ASCII, and the backslash, become \xNN: a name
+ * is arbitrary bytes, and must neither move the cursor nor change the
+ * terminal's state, nor read as another name. Stops before the first byte
+ * whose whole form does not fit in size. Returns the length written. */
+static size_t escape_for_terminal(char *out, size_t size, const char *in,
+                                  size_t len)
+{
+    size_t o = 0;
+
+    for (size_t i = 0; i < len && in[i] != '\0'; i++) {
+        unsigned char b = (unsigned char)in[i];
+        bool plain = b >= 0x20 && b < 0x7f && b != '\\';
+        if (o + (plain ? 1 : 4) >= size)
+            break;
+        if (plain)
+            out[o++] = (char)b;
+        else
+            o += (size_t)snprintf(out + o, size - o, "\\x%02x", b);
+    }
+    out[o] = '\0';
+    return o;
+}
+
+/* The command of a live process, from /proc/<pid>/comm; "-" if unknown. */
+static void read_command(long pid, char *out, size_t size)
+{
+    char path[64], raw[64];
+    ssize_t n = -1;
+    int fd;
+
+    snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        n = read(fd, raw, sizeof raw - 1);
+        close(fd);
+    }
+    if (n <= 0) {
+        snprintf(out, size, "-");
+        return;
+    }
+    if (raw[n - 1] == '\n')
+        n--;
+    escape_for_terminal(out, size, raw, (size_t)n);
+}
+
+/* Nanoseconds since the last publication; false if there was none. */
+static bool segment_age(const struct copy *c, uint64_t *age)
+{
+    if (c->header.published == 0)
+        return false;
+    *age = c->taken_ns > c->header.monotonic_ns
+               ? c->taken_ns - c->header.monotonic_ns
+               : 0;
+    return true;
+}
+
+/* -- the table ----------------------------------------------------------- */
+
+/* The same tag in the earlier copy, if that copy is of an earlier
+ * publication: an id may since have been destroyed and handed out again. */
+static const struct ra_shm_figures *earlier_figures(const struct view *v,
+                                                    uint32_t i)
+{
+    const struct ra_shm_record *then, *now = &v->now->records[i];
+
+    if (v->before == NULL || i >= v->before->header.nrecords ||
+        v->before->header.published >= v->now->header.published ||
+        v->before->header.monotonic_ns >= v->now->header.monotonic_ns)
+        return NULL;
+    then = &v->before->records[i];
+    if (!(then->flags & RA_SHM_RECORD_LIVE) ||
+        strcmp(then->name, now->name) != 0 ||
+        then->figures.nmalloc > now->figures.nmalloc)
+        return NULL;
+    return &then->figures;
+}
+
+static void format_rates(const struct view *v, uint32_t i, char *bytes,
+                         char *allocs, size_t size)
+{
+    const struct ra_shm_figures *then = earlier_figures(v, i);
+    const struct ra_shm_figures *now = &v->now->records[i].figures;
+    double seconds;
+
+    if (then == NULL) {
+        snprintf(bytes, size, "-");
+        snprintf(allocs, size, "-");
+        return;
+    }
+    seconds = (double)(v->now->header.monotonic_ns -
+                       v->before->header.monotonic_ns) / NS_PER_S;
+    /* The difference in two's complement is the signed change. */
+    format_byte_rate(bytes, size,
+                     (double)(int64_t)(now->allocated - then->allocated) /
+                         seconds);
+    format_count_rate(allocs, size,
+                      (double)(now->nmalloc - then->nmalloc) / seconds);
+}
+
+static void format_limit(char *buf, size_t size,
+                         const struct ra_shm_figures *f)
+{
+    char n[24];
+
+    if (f->limit != 0)
+        format_size(buf, size, f->limit);
+    else if (f->soft_limit != 0)
+        snprintf(buf, size, "soft %s", format_size(n, sizeof n, f->soft_limit));
+    else
+        snprintf(buf, size, "-");
+}
+
+static int compare_rows(const void *a, const void *b)
+{
+    const struct row *x = a, *y = b;
+    int by_name;
+
+    if (x->key != y->key)
+        return x->key > y->key ? -1 : 1;
+    by_name = strcmp(x->rec->name, y->rec->name);
+    if (by_name != 0)
+        return by_name;
+    return x->rec->id < y->rec->id ? -1 : x->rec->id > y->rec->id;
+}
+
+static uint64_t sort_value(const struct ra_shm_figures *f, enum sort_key key)
+{
+    switch (key) {
+    case SORT_ALLOCATED:
+        return f->allocated;
+    case SORT_RSS:
+        return f->rss;
+    case SORT_MAPPED:
+        return f->mapped;
+    case SORT_NAME:
+        break;
+    }
+    return 0;
+}
+
+/* The live records in the order the table shows them; *n of them. NULL
+ * when out of memory. */
+static struct row *sorted_rows(const struct copy *c, enum sort_key key,
+                               size_t *n)
+{
+    struct row *rows = malloc(((size_t)c->header.nrecords + 1) * sizeof *rows);
+
+    *n = 0;
+    if (rows == NULL)
+        return NULL;
+    for (uint32_t i = 0; i < c->header.nrecords; i++) {
+        const struct ra_shm_record *r = &c->records[i];
+        if (r->flags & RA_SHM_RECORD_LIVE)
+            rows[(*n)++] = (struct row){sort_value(&r->figures, key), r};
+    }
+    qsort(rows, *n, sizeof *rows, compare_rows);
+    return rows;
+}
+
+static void print_summary(const struct view *v)
+{
+    const struct ra_shm_header *h = &v->now->header;
+    char cmd[80], every[24], a[24], b[24], c[24], d[24], e[24];
+    uint64_t age;
+
+    if (v->stale)
+        snprintf(cmd, sizeof cmd, "gone");
+    else
+        read_command(v->pid, cmd, sizeof cmd);
+    printf("pid %ld (%s): %" PRIu64 " publications, every %s", v->pid, cmd,
+           h->published, format_interval(every, sizeof every, h->interval_ns));
+    if (segment_age(v->now, &age))
+        printf(", last %.2fs ago", (double)age / NS_PER_S);
+    printf("%s\n", v->stale ? "  [stale: the process is gone]" : "");
+    printf("untagged %s allocated; process %s allocated, %s mapped, %s rss; "
+           "library %s\n",
+           format_size(a, sizeof a, h->untagged.allocated),
+           format_size(b, sizeof b, h->process.allocated),
+           format_size(c, sizeof c, h->process.mapped),
+           format_size(d, sizeof d, h->process.rss),
+           format_size(e, sizeof e, h->library_allocated));
+}
+
+static void print_row(const struct view *v, const struct ra_shm_record *r,
+                      int width)
+{
+    char name[SHOWN_NAME_MAX], a[24], rss[24], m[24], d[24], rate[24],
+        allocs[24], limit[32];
+    const struct ra_shm_figures *f = &r->figures;
+
+    /* A name cut short ends with "..", never inside an escape. */
+    if (escape_for_terminal(name, sizeof name, r->name, sizeof r->name) >
+        (size_t)width) {
+        size_t kept = escape_for_terminal(name, (size_t)width - 1, r->name,
+                                          sizeof r->name);
+        memcpy(name + kept, "..", 3);
+    }
+    format_rates(v, r->id - 1, rate, allocs, sizeof rate);
+    format_limit(limit, sizeof limit, f);
+    printf("%-*s %10s %10s %10s %10s %13s %10s %12s\n", width, name,
+           format_size(a, sizeof a, f->allocated),
+           format_size(rss, sizeof rss, f->rss),
+           format_size(m, sizeof m, f->mapped),
+           format_size(d, sizeof d, f->dirty), rate, allocs, limit);
+}
+
+/* The name column fits the longest escaped name, within NAME_WIDTH_MAX. */
+static int name_width(const struct row *rows, size_t n)
+{
+    char name[SHOWN_NAME_MAX];
+    size_t width = 3;
+
+    for (size_t i = 0; i < n; i++) {
+        size_t len = escape_for_terminal(name, sizeof name, rows[i].rec->name,
+                                         sizeof rows[i].rec->name);
+        if (len > width)
+            width = len;
+    }
+    return width < NAME_WIDTH_MAX ? (int)width : NAME_WIDTH_MAX;
+}
+
+/* Prints the summary and a row per live tag. Returns true when out of
+ * memory. */
+static bool print_table(const struct view *v, enum sort_key key)
+{
+    size_t n, shown;
+    struct row *rows = sorted_rows(v->now, key, &n);
+    int width;
+
+    if (rows == NULL)
+        return true;
+    width = name_width(rows, n);
+    shown = v->max_rows != 0 && n > v->max_rows ? v->max_rows - 1 : n;
+    print_summary(v);
+    printf("\n%-*s %10s %10s %10s %10s %13s %10s %12s\n", width, "TAG",
+           "ALLOCATED", "RSS", "MAPPED", "DIRTY", "ALLOC/S", "NMALLOC/S",
+           "LIMIT");
+    for (size_t i = 0; i < shown; i++)
+        print_row(v, rows[i].rec, width);
+    if (shown < n)
+        printf("(%zu more tags)\n", n - shown);
+    if (n == 0)
+        printf("(no tags)\n");
+    free(rows);
+    return false;
+}
+
+/* -- JSON ---------------------------------------------------------------- */
+
+/* The length of the valid UTF-8 sequence at s (n bytes left), or 0:
+ * overlong forms, surrogates and code points past U+10FFFF are invalid. */
+static size_t utf8_sequence(const unsigned char *s, size_t n)
+{
+    size_t len;
+    uint32_t cp;
+
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        len = 2, cp = s[0] & 0x1fu;
+    else if ((s[0] & 0xf0) == 0xe0)
+        len = 3, cp = s[0] & 0x0fu;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        len = 4, cp = s[0] & 0x07u;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3fu);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 0;
+    return len;
+}
+
+/* A JSON string whatever the bytes: controls escaped, valid UTF-8 kept,
+ * any other byte as the code point of the same number (\u00NN). */
+static void print_json_string(const char *str, size_t max)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t n = strnlen(str, max);
+
+    putchar('"');
+    for (size_t i = 0; i < n;) {
+        size_t len = s[i] >= 0x80 ? utf8_sequence(s + i, n - i) : 1;
+        if (s[i] == '"' || s[i] == '\\')
+            printf("\\%c", s[i]);
+        else if (s[i] == '\n')
+            fputs("\\n", stdout);
+        else if (s[i] == '\t')
+            fputs("\\t", stdout);
+        else if (s[i] < 0x20 || s[i] == 0x7f || len == 0)
+            printf("\\u%04x", s[i]);
+        else
+            fwrite(s + i, 1, len, stdout);
+        i += len == 0 ? 1 : len;
+    }
+    putchar('"');
+}
+
+/* The figures' members, named as in struct ra_shm_figures. */
+static void print_json_figures(const struct ra_shm_figures *f)
+{
+    printf("\"allocated\": %" PRIu64 ", \"active\": %" PRIu64
+           ", \"resident\": %" PRIu64 ", \"rss\": %" PRIu64
+           ", \"mapped\": %" PRIu64 ", \"peak_mapped\": %" PRIu64
+           ", \"dirty\": %" PRIu64 ", \"muzzy\": %" PRIu64
+           ", \"retained\": %" PRIu64 ", \"reserved\": %" PRIu64
+           ", \"nmalloc\": %" PRIu64 ", \"ndalloc\": %" PRIu64
+           ", \"purges\": %" PRIu64 ", \"limit\": %" PRIu64
+           ", \"soft_limit\": %" PRIu64 ", \"limit_failures\": %" PRIu64,
+           f->allocated, f->active, f->resident, f->rss, f->mapped,
+           f->peak_mapped, f->dirty, f->muzzy, f->retained, f->reserved,
+           f->nmalloc, f->ndalloc, f->purges, f->limit, f->soft_limit,
+           f->limit_failures);
+}
+
+static void print_json(const struct copy *c, bool stale)
+{
+    const struct ra_shm_header *h = &c->header;
+    const char *sep = "";
+    uint64_t age;
+
+    printf("{\"pid\": %" PRId32 ", \"stale\": %s, \"published\": %" PRIu64
+           ", \"interval_ns\": %" PRIu64 ", \"age_ns\": ",
+           h->pid, stale ? "true" : "false", h->published, h->interval_ns);
+    if (segment_age(c, &age))
+        printf("%" PRIu64, age);
+    else
+        fputs("null", stdout);
+    fputs(",\n \"untagged\": {", stdout);
+    print_json_figures(&h->untagged);
+    fputs("},\n \"process\": {", stdout);
+    print_json_figures(&h->process);
+    printf("},\n \"library_allocated\": %" PRIu64 ",\n \"tags\": [",
+           h->library_allocated);
+    for (uint32_t i = 0; i < h->nrecords; i++) {
+        const struct ra_shm_record *r = &c->records[i];
+        if (!(r->flags & RA_SHM_RECORD_LIVE))
+            continue;
+        printf("%s\n  {\"id\": %" PRIu32 ", \"name\": ", sep, r->id);
+        print_json_string(r->name, sizeof r->name);
+        fputs(", ", stdout);
+        print_json_figures(&r->figures);
+        putchar('}');
+        sep = ",";
+    }
+    fputs("]}\n", stdout);
+}
+
+/* -- one process --------------------------------------------------------- */
+
+static void report(const char *path, const char *why)
+{
+    fprintf(stderr, PROGRAM ": %s: %s\n", path, why);
+}
+
+/* Reads the segment of pid, which must name pid. READ_GONE: there is
+ * none; READ_FAILED: why says what is wrong. */
+static enum read_result read_pid_segment(int dirfd, long pid, struct copy *c,
+                                         char *why)
+{
+    char name[40];
+    enum read_result r;
+
+    snprintf(name, sizeof name, RA_SHM_PREFIX "%ld", pid);
+    r = read_segment(dirfd, name, c, why);
+    if (r == READ_OK && c->header.pid != pid) {
+        fail_with(why, "names pid %" PRId32 ", not %ld: stale", c->header.pid,
+                  pid);
+        return READ_FAILED;
+    }
+    return r;
+}
+
+/* The first read of a process's segment: 0, or 1 after saying what is
+ * wrong. */
+static int read_first(int dirfd, long pid, const char *path, struct copy *c)
+{
+    char why[WHY_MAX];
+    enum read_result r = read_pid_segment(dirfd, pid, c, why);
+
+    if (r == READ_GONE)
+        snprintf(why, sizeof why, "no such segment: process %ld does not "
+                 "publish (REGIONALLOC_SHM=1 turns it on)", pid);
+    if (r != READ_OK)
+        report(path, why);
+    return r != READ_OK;
+}
+
+/* --once and --json: one read, or two an interval apart for the rates. */
+static int show_once(const struct options *o, int dirfd, const char *path)
+{
+    struct copy first = {0}, second = {0};
+    struct view v = {.now = &first, .pid = o->pid};
+    char why[WHY_MAX];
+    int status = read_first(dirfd, o->pid, path, &first);
+
+    if (status == 0 && !o->json && o->interval_given) {
+        sleep_ns(o->interval_ns);
+        switch (read_pid_segment(dirfd, o->pid, &second, why)) {
+        case READ_OK:
+            v.now = &second;
+            v.before = &first;
+            break;
+        case READ_GONE: /* it exited: the first read is all there is */
+            break;
+        case READ_FAILED:
+            report(path, why);
+            status = 1;
+        }
+    }
+    v.stale = process_gone(o->pid);
+    if (status == 0 && o->json)
+        print_json(v.now, v.stale);
+    else if (status == 0 && print_table(&v, o->sort))
+        status = 1;
+    free(first.records);
+    free(second.records);
+    return status;
+}
+
+/* -- the live view ------------------------------------------------------- */
+
+static void on_quit_signal(int sig)
+{
+    quit_signal = sig;
+}
+
+/* Catches the quit signals, which stay blocked except while waiting (in
+ * ppoll, with *wait_mask), so none is lost between a check and the wait. */
+static void catch_quit_signals(sigset_t *wait_mask)
+{
+    static const int quits[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa = {.sa_handler = on_quit_signal};
+    sigset_t block;
+
+    sigemptyset(&sa.sa_mask);
+    sigemptyset(&block);
+    for (size_t i = 0; i < sizeof quits / sizeof quits[0]; i++) {
+        sigaction(quits[i], &sa, NULL);
+        sigaddset(&block, quits[i]);
+    }
+    sigprocmask(SIG_BLOCK, &block, wait_mask);
+    for (size_t i = 0; i < sizeof quits / sizeof quits[0]; i++)
+        sigdelset(wait_mask, quits[i]);
+}
+
+/* Keys without Enter or echo when stdin is a terminal; Ctrl-C still
+ * raises SIGINT. */
+static void enter_raw_mode(void)
+{
+    struct termios raw;
+
+    if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &saved_termios) != 0)
+        return;
+    raw = saved_termios;
+    raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+    raw.c_cc[VMIN] = 1;
+    raw.c_cc[VTIME] = 0;
+    keys_watched = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+}
+
+static void leave_raw_mode(void)
+{
+    if (keys_watched)
+        tcsetattr(STDIN_FILENO, TCSANOW, &saved_termios);
+    keys_watched = false;
+}
+
+/* Waits ns. Returns true if the user quit meanwhile (q, or a signal). */
+static bool wait_or_quit(uint64_t ns, const sigset_t *wait_mask)
+{
+    uint64_t deadline = monotonic_ns() + ns, now;
+    struct pollfd key = {.fd = STDIN_FILENO, .events = POLLIN};
+
+    while (quit_signal == 0 && (now = monotonic_ns()) < deadline) {
+        struct timespec left = {(time_t)((deadline - now) / 1000000000u),
+                                (long)((deadline - now) % 1000000000u)};
+        char ch;
+        if (ppoll(&key, keys_watched ? 1 : 0, &left, wait_mask) <= 0)
+            continue;
+        if (read(STDIN_FILENO, &ch, 1) != 1)
+            leave_raw_mode(); /* the terminal hung up: only time now */
+        else if (ch == 'q' || ch == 'Q')
+            return true;
+    }
+    return quit_signal != 0;
+}
+
+/* The rows the terminal has room for below the summary and the column
+ * titles; 0 if it does not say. */
+static unsigned terminal_rows(void)
+{
+    struct winsize ws;
+
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_row < 6)
+        return 0;
+    return ws.ws_row - 5u;
+}
+
+/* Draws one frame: the screen cleared, the table. Returns true if the
+ * view ends here (the process is gone, or out of memory: *status). */
+static bool draw_frame(const struct options *o, const struct copy *now,
+                       const struct copy *before, int *status)
+{
+    struct view v = {.now = now, .before = before, .pid = o->pid,
+                     .stale = process_gone(o->pid),
+                     .max_rows = terminal_rows()};
+
+    fputs("\033[H\033[2J", stdout);
+    if (print_table(&v, o->sort)) {
+        fprintf(stderr, PROGRAM ": out of memory\n");
+        *status = 1;
+        return true;
+    }
+    if (v.stale)
+        printf("process %ld is gone without removing its segment; "
+               PROGRAM " --clean removes it\n", o->pid);
+    fflush(stdout);
+    return v.stale;
+}
+
+/* Redraws every interval until q, a signal, or the segment's end, from
+ * three copies that take turns: the newest, the one of an earlier
+ * publication (the rates' base), and the next read. A read of the same
+ * publication as the newest replaces it without moving the base, so that
+ * the rates survive a reader faster than the publisher. Returns the exit
+ * status. */
+static int watch(const struct options *o, int dirfd, const char *path,
+                 struct copy copies[3])
+{
+    struct copy *now = &copies[0], *before = NULL, *next = &copies[1],
+                *spare = &copies[2];
+    sigset_t wait_mask;
+    char why[WHY_MAX];
+    int status = 0;
+
+    catch_quit_signals(&wait_mask);
+    enter_raw_mode();
+    if (read_first(dirfd, o->pid, path, now))
+        return 1;
+    for (;;) {
+        struct copy *old = now;
+        if (draw_frame(o, now, before, &status) ||
+            wait_or_quit(o->interval_ns, &wait_mask))
+            return status;
+        switch (read_pid_segment(dirfd, o->pid, next, why)) {
+        case READ_OK:
+            break;
+        case READ_GONE:
+            printf("process %ld has exited: its segment is gone\n", o->pid);
+            return 0;
+        case READ_FAILED:
+            report(path, why);
+            return 1;
+        }
+        now = next;
+        if (now->header.published != old->header.published) {
+            next = before != NULL ? before : spare;
+            before = old;
+        } else {
+            next = old;
+        }
+    }
+}
+
+static int show_live(const struct options *o, int dirfd, const char *path)
+{
+    struct copy copies[3] = {0};
+    int status = watch(o, dirfd, path, copies);
+
+    leave_raw_mode();
+    fflush(stdout);
+    for (int i = 0; i < 3; i++)
+        free(copies[i].records);
+    return status;
+}
+
+/* -- every process: the list and --clean --------------------------------- */
+
+/* The pid in a segment's name: "regionalloc." then a decimal without a
+ * leading zero. 0 for any other name. */
+static long pid_of_name(const char *name)
+{
+    const char *d = name + strlen(RA_SHM_PREFIX);
+    long pid = 0;
+
+    if (strncmp(name, RA_SHM_PREFIX, strlen(RA_SHM_PREFIX)) != 0 ||
+        *d < '1' || *d > '9')
+        return 0;
+    for (; *d >= '0' && *d <= '9'; d++) {
+        pid = pid * 10 + (*d - '0');
+        if (pid > INT32_MAX)
+            return 0;
+    }
+    return *d == '\0' ? pid : 0;
+}
+
+static int compare_pids(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* The pids of the segments in dirfd, sorted; *n of them. NULL (errno set)
+ * on failure. */
+static long *list_segments(int dirfd, size_t *n)
+{
+    DIR *dir = fdopendir(dup(dirfd));
+    long *pids = NULL;
+    size_t room = 0;
+    struct dirent *e;
+
+    *n = 0;
+    if (dir == NULL)
+        return NULL;
+    while ((e = readdir(dir)) != NULL) {
+        long pid = pid_of_name(e->d_name);
+        if (pid == 0)
+            continue;
+        if (*n == room) {
+            long *more = realloc(pids, (room = room * 2 + 16) * sizeof *pids);
+            if (more == NULL) {
+                free(pids);
+                closedir(dir);
+                return NULL;
+            }
+            pids = more;
+        }
+        pids[(*n)++] = pid;
+    }
+    closedir(dir);
+    /* qsort's base must not be NULL, even for no element. */
+    if (pids == NULL)
+        return malloc(sizeof *pids);
+    qsort(pids, *n, sizeof *pids, compare_pids);
+    return pids;
+}
+
+static void print_list_row(long pid, const struct copy *c, bool stale)
+{
+    char cmd[80] = "-", size[24], age_text[24] = "-";
+    uint64_t allocated = 0, age;
+    unsigned tags = 0;
+
+    for (uint32_t i = 0; i < c->header.nrecords; i++)
+        if (c->records[i].flags & RA_SHM_RECORD_LIVE) {
+            tags++;
+            allocated += c->records[i].figures.allocated;
+        }
+    if (!stale)
+        read_command(pid, cmd, sizeof cmd);
+    if (segment_age(c, &age))
+        snprintf(age_text, sizeof age_text, "%.2fs", (double)age / NS_PER_S);
+    printf("%8ld  %-16s %5u %11s %9s%s\n", pid, cmd, tags,
+           format_size(size, sizeof size, allocated), age_text,
+           stale ? "  stale" : "");
+}
+
+/* A row without figures, and why there are none. */
+static void print_unread_row(long pid, bool stale, const char *note)
+{
+    char cmd[80] = "-";
+
+    if (!stale)
+        read_command(pid, cmd, sizeof cmd);
+    printf("%8ld  %-16s %5s %11s %9s  %s(%s)\n", pid, cmd, "-", "-", "-",
+           stale ? "stale " : "", note);
+}
+
+/* Lists the segment of pid. Returns true if it could not be read although
+ * its process runs and the file is readable. */
+static bool list_one(const struct options *o, int dirfd, long pid,
+                     struct copy *c)
+{
+    char name[40], path[PATH_MAX + 40], why[WHY_MAX];
+    bool gone = process_gone(pid);
+
+    snprintf(name, sizeof name, RA_SHM_PREFIX "%ld", pid);
+    segment_path(path, sizeof path, o->dir, pid);
+    /* Another user's segment is theirs to read (mode 0600). */
+    if (faccessat(dirfd, name, R_OK, AT_EACCESS) != 0 && errno == EACCES) {
+        print_unread_row(pid, gone, "not readable by you");
+        return false;
+    }
+    switch (read_segment(dirfd, name, c, why)) {
+    case READ_OK:
+        print_list_row(pid, c, gone || c->header.pid != pid);
+        return false;
+    case READ_GONE: /* exited since the directory was read */
+        return false;
+    case READ_FAILED:
+        break;
+    }
+    /* A process killed while it wrote may leave seq odd forever: its
+     * segment is stale, not an error of the one listed. */
+    if (gone) {
+        print_unread_row(pid, true, why);
+        return false;
+    }
+    report(path, why);
+    return true;
+}
+
+/* Lists the publishers. Returns 1 if a segment could not be read. */
+static int list_publishers(const struct options *o, int dirfd)
+{
+    struct copy c = {0};
+    size_t n;
+    long *pids = list_segments(dirfd, &n);
+    int status = 0;
+
+    if (pids == NULL) {
+        fprintf(stderr, PROGRAM ": %s: %s\n", o->dir, strerror(errno));
+        return 1;
+    }
+    if (n == 0)
+        printf("no process publishes its stats in %s (REGIONALLOC_SHM=1 "
+               "turns it on)\n", o->dir);
+    else
+        printf("%8s  %-16s %5s %11s %9s\n", "PID", "COMMAND", "TAGS",
+               "ALLOCATED", "AGE");
+    for (size_t i = 0; i < n; i++)
+        if (list_one(o, dirfd, pids[i], &c))
+            status = 1;
+    free(c.records);
+    free(pids);
+    return status;
+}
+
+/* Why the segment of pid is stale, or NULL if it is not (or cannot be
+ * told). A segment unreadable but named after a dead process is stale:
+ * its process may have died creating it. */
+static const char *stale_reason(int dirfd, long pid, char *buf, size_t size)
+{
+    char name[40], why[WHY_MAX];
+    struct copy c = {0};
+    bool named_other;
+
+    if (process_gone(pid)) {
+        snprintf(buf, size, "process %ld is gone", pid);
+        return buf;
+    }
+    snprintf(name, sizeof name, RA_SHM_PREFIX "%ld", pid);
+    named_other = read_segment(dirfd, name, &c, why) == READ_OK &&
+                  c.header.pid != pid;
+    if (named_other)
+        snprintf(buf, size, "it names pid %" PRId32, c.header.pid);
+    free(c.records);
+    return named_other ? buf : NULL;
+}
+
+/* Removes the segment of pid if it is stale, a regular file and ours;
+ * *removed counts the removals. The file must be the same before and
+ * after the check: a new process given the dead one's pid replaces it.
+ * In the sticky /dev/shm, no one else can swap our file before the
+ * unlink. Returns true if an unlink failed. */
+static bool clean_one(const struct options *o, int dirfd, long pid,
+                      unsigned *removed)
+{
+    char name[40], path[PATH_MAX + 40], reason[80];
+    struct stat st, again;
+    int err;
+
+    snprintf(name, sizeof name, RA_SHM_PREFIX "%ld", pid);
+    segment_path(path, sizeof path, o->dir, pid);
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        stale_reason(dirfd, pid, reason, sizeof reason) == NULL)
+        return false;
+    if (!S_ISREG(st.st_mode) || st.st_uid != getuid()) {
+        printf("kept %s: stale, but %s\n", path,
+               S_ISREG(st.st_mode) ? "another user's" : "not a regular file");
+        return false;
+    }
+    if (fstatat(dirfd, name, &again, AT_SYMLINK_NOFOLLOW) != 0 ||
+        again.st_ino != st.st_ino || again.st_dev != st.st_dev)
+        return false;
+    if (unlinkat(dirfd, name, 0) != 0) {
+        err = errno;
+        if (err != ENOENT)
+            report(path, strerror(err));
+        return err != ENOENT;
+    }
+    printf("removed %s (%s)\n", path, reason);
+    ++*removed;
+    return false;
+}
+
+static int clean_stale(const struct options *o, int dirfd)
+{
+    size_t n;
+    long *pids = list_segments(dirfd, &n);
+    unsigned removed = 0;
+    int status = 0;
+
+    if (pids == NULL) {
+        fprintf(stderr, PROGRAM ": %s: %s\n", o->dir, strerror(errno));
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (clean_one(o, dirfd, pids[i], &removed))
+            status = 1;
+    if (removed == 0)
+        printf("no stale segment of yours in %s\n", o->dir);
+    free(pids);
+    return status;
+}
+
+/* -- options ------------------------------------------------------------- */
+
+static void print_usage(FILE *out)
+{
+    fputs("usage: " PROGRAM " [options] [PID]\n"
+          "Shows each tag's memory in a process that runs libregionalloc "
+          "with\nREGIONALLOC_SHM=1, from its stats segment "
+          "/dev/shm/regionalloc.PID, refreshed\nin place until q or "
+          "Ctrl-C. Without PID, lists the processes that publish.\n\n"
+          "  -i, --interval SECONDS  refresh every SECONDS (default 1); with "
+          "--once,\n"
+          "                          read twice SECONDS apart to show rates\n"
+          "  -s, --sort KEY          allocated (default), rss, mapped or "
+          "name\n"
+          "      --once              print one table and exit\n"
+          "      --json              print one JSON document and exit\n"
+          "      --clean             remove your stale segments (of "
+          "processes gone)\n"
+          "  -d, --dir DIR           read segments in DIR, not /dev/shm\n"
+          "  -h, --help              print this help and exit\n",
+          out);
+}
+
+/* Exits 2 after one line on what is wrong and the usage. */
+__attribute__((noreturn)) static void usage_error(const char *what,
+                                                  const char *arg)
+{
+    fprintf(stderr, PROGRAM ": %s%s%s\n", what, arg ? ": " : "",
+            arg ? arg : "");
+    print_usage(stderr);
+    exit(2);
+}
+
+static uint64_t parse_interval(const char *arg)
+{
+    char *end;
+    double s;
+
+    errno = 0;
+    s = strtod(arg, &end);
+    if (errno != 0 || end == arg || *end != '\0' || !(s >= 0.01) ||
+        s > 3600.0)
+        usage_error("--interval: expected seconds from 0.01 to 3600, as "
+                    "0.5 or 2, not", arg);
+    return (uint64_t)(s * NS_PER_S + 0.5);
+}
+
+static enum sort_key parse_sort(const char *arg)
+{
+    static const char *const keys[] = {"allocated", "rss", "mapped", "name"};
+
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcmp(arg, keys[i]) == 0)
+            return (enum sort_key)i;
+    usage_error("--sort: expected allocated, rss, mapped or name, not", arg);
+}
+
+static long parse_pid(const char *arg)
+{
+    char *end;
+    long pid;
+
+    errno = 0;
+    pid = strtol(arg, &end, 10);
+    if (errno != 0 || end == arg || *end != '\0' || pid < 1 ||
+        pid > INT32_MAX)
+        usage_error("expected a process id, not", arg);
+    return pid;
+}
+
+static struct options parse_options(int argc, char **argv)
+{
+    enum { OPT_ONCE = 256, OPT_JSON, OPT_CLEAN };
+    static const struct option longs[] = {
+        {"interval", required_argument, NULL, 'i'},
+        {"sort", required_argument, NULL, 's'},
+        {"dir", required_argument, NULL, 'd'},
+        {"once", no_argument, NULL, OPT_ONCE},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"clean", no_argument, NULL, OPT_CLEAN},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct options o = {.dir = DEFAULT_DIR, .interval_ns = 1000000000u};
+    int c;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":i:s:d:h", longs, NULL)) != -1) {
+        switch (c) {
+        case 'i':
+            o.interval_ns = parse_interval(optarg);
+            o.interval_given = true;
+            break;
+        case 's':
+            o.sort = parse_sort(optarg);
+            break;
+        case 'd':
+            o.dir = optarg;
+            break;
+        case OPT_ONCE:
+            o.once = true;
+            break;
+        case OPT_JSON:
+            o.json = true;
+            break;
+        case OPT_CLEAN:
+            o.clean = true;
+            break;
+        case 'h':
+            print_usage(stdout);
+            exit(0);
+        case ':':
+            usage_error("missing the value of", argv[optind - 1]);
+        default:
+            usage_error("unknown option", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        o.pid = parse_pid(argv[optind++]);
+    if (optind < argc)
+        usage_error("one PID at most; extra argument", argv[optind]);
+    if (o.pid != 0 && o.clean)
+        usage_error("--clean takes no PID", NULL);
+    if (o.pid == 0 && o.json)
+        usage_error("--json needs a PID", NULL);
+    return o;
+}
+
+int main(int argc, char **argv)
+{
+    struct options o = parse_options(argc, argv);
+    struct sigaction bus = {.sa_handler = on_bus_error};
+    char path[PATH_MAX + 40];
+    int dirfd, status;
+
+    sigemptyset(&bus.sa_mask);
+    sigaction(SIGBUS, &bus, NULL);
+    dirfd = open(o.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) {
+        fprintf(stderr, PROGRAM ": %s: %s\n", o.dir, strerror(errno));
+        return 1;
+    }
+    segment_path(path, sizeof path, o.dir, o.pid);
+    if (o.clean)
+        status = clean_stale(&o, dirfd);
+    else if (o.pid == 0)
+        status = list_publishers(&o, dirfd);
+    else if (o.once || o.json)
+        status = show_once(&o, dirfd, path);
+    else
+        status = show_live(&o, dirfd, path);
+    close(dirfd);
+    return status;
+}
