@@ -342,16 +342,15 @@ END {
     pair_target("a budget on the tag: <= 1.02x without, ring 8-256", R256, BUDGET, TAG, 1.02)
     pair_target("a budget on the tag: <= 1.02x without, ring 8-4096", R4K, BUDGET, TAG, 1.02)
 
-    # The publisher of the stats segment, from processes of their own: the tagged
-    # ratio to jemalloc with it over the same ratio without it.
-    SHM = R256 ", stats segment on"
-    r1 = ratio_of(SHM, TAG); r0 = ratio_of(R256, TAG)
-    if (r1 == "" || r0 == "") target("stats segment at 1 s: tagged ring 8-256 <= 1.05x without", "not measured", "")
-    else target("stats segment at 1 s: tagged ring 8-256 <= 1.05x without",
-                sprintf("%.3fx (%.3fx vs %.3fx jemalloc)", r1 / r0, r1, r0), r1 / r0 <= 1.05)
-
     print ""
     print "other findings:"
+    # The publisher of the stats segment runs in processes of its own: a
+    # comparison across processes, which their address layouts alone move
+    # by about 10%, so a finding, not a verdict.
+    SHM = R256 ", stats segment on"
+    r1 = ratio_of(SHM, TAG); r0 = ratio_of(R256, TAG)
+    if (r1 != "" && r0 != "")
+        printf "  stats segment at 1 s: tagged ring 8-256 %.3fx jemalloc with it, %.3fx without (other processes)\n", r1, r0
     M = "/metrics with 256 tags"
     if (has(M, "GET /metrics over loopback"))
         printf "  a /metrics scrape with 256 tags: %s ms (%s ms to write the report itself)\n",

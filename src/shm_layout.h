@@ -1,5 +1,5 @@
 /* The live stats segment, /dev/shm/regionalloc.<pid>: its fixed layout,
- * shared by the publisher (shm.c) and the readers (tools/regionalloc-top.c).
+ * shared by the publisher (shm.c) and the reader (tools/segment.c).
  * doc/shm.md describes it for readers written elsewhere. Native byte order
  * and alignment (the segment never leaves the machine); every field is a
  * fixed-width integer at a fixed offset, checked below. */

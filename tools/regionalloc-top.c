@@ -2,39 +2,33 @@
  * libregionalloc publish with REGIONALLOC_SHM=1 (doc/shm.md) as a table
  * refreshed in place, one table, one JSON document, or a list of the
  * publishers. A plain C program: it reads files and never links the
- * library, so watching a process neither stops nor changes it. */
-#include <dirent.h>
+ * library, so watching a process neither stops nor changes it. This file
+ * owns the options, the table, the live view, the list and --clean;
+ * segment.c reads the segments, format.c writes the text. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
-#include <setjmp.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "shm_layout.h"
+#include "clock.h"
+#include "format.h"
+#include "segment.h"
 
 #define PROGRAM "regionalloc-top"
 #define DEFAULT_DIR "/dev/shm"
-/* A live publisher holds seq odd for microseconds once per interval, so
- * 100 attempts 1 ms apart only fail against a stuck or hostile writer. */
-#define READ_ATTEMPTS 100
-#define WHY_MAX 200
 #define NAME_WIDTH_MAX 32
-/* A tag name escaped for the terminal: up to 4 characters a byte. */
-#define SHOWN_NAME_MAX (4 * RA_SHM_NAME_MAX + 1)
 #define NS_PER_S 1000000000.0
 
 enum sort_key { SORT_ALLOCATED, SORT_RSS, SORT_MAPPED, SORT_NAME };
@@ -47,27 +41,10 @@ struct options {
     long pid; /* 0: none given */
 };
 
-/* A segment mapped read-only, for the time of one copy. */
-struct mapping {
-    const unsigned char *base;
-    size_t size;
-};
-
-/* One consistent, checked copy of a segment. */
-struct copy {
-    struct ra_shm_header header;
-    struct ra_shm_record *records; /* header.nrecords of them */
-    uint32_t room;                 /* records allocated */
-    uint64_t taken_ns;             /* CLOCK_MONOTONIC when copied */
-};
-
-enum read_result { READ_OK, READ_GONE, READ_FAILED };
-enum attempt { ATTEMPT_OK, ATTEMPT_TORN, ATTEMPT_BAD, ATTEMPT_SHRUNK };
-
 /* What the table shows: a copy, an earlier one for the rates (or NULL),
  * and whether the process is gone. */
 struct view {
-    const struct copy *now, *before;
+    const struct segment_copy *now, *before;
     long pid;
     bool stale;
     unsigned max_rows; /* 0: no limit */
@@ -78,351 +55,11 @@ struct row {
     const struct ra_shm_record *rec;
 };
 
-/* The mapping may shrink under us if its owner truncates the file: the
- * read then raises SIGBUS, which jumps back here instead of killing us. */
-static sigjmp_buf bus_jump;
-static volatile sig_atomic_t bus_armed;
+/* The live view's state for its signal handler and its exit: the quit
+ * signal caught, and the terminal's settings to restore if keys_watched. */
 static volatile sig_atomic_t quit_signal;
 static bool keys_watched;
 static struct termios saved_termios;
-
-static uint64_t monotonic_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {(time_t)(ns / 1000000000u),
-                          (long)(ns % 1000000000u)};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-static void segment_path(char *buf, size_t size, const char *dir, long pid)
-{
-    snprintf(buf, size, "%s%s" RA_SHM_PREFIX "%ld", dir,
-             dir[0] != '\0' && dir[strlen(dir) - 1] == '/' ? "" : "/", pid);
-}
-
-/* Writes what is wrong into why (WHY_MAX bytes). Returns true, the
- * failure of the functions that report through why. */
-__attribute__((format(printf, 2, 3)))
-static bool fail_with(char *why, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(why, WHY_MAX, fmt, ap);
-    va_end(ap);
-    return true;
-}
-
-/* -- reading a segment --------------------------------------------------- */
-
-static void on_bus_error(int sig)
-{
-    (void)sig;
-    if (bus_armed) {
-        bus_armed = 0;
-        siglongjmp(bus_jump, 1);
-    }
-    /* Not ours: back to the default, and the faulting access dies. */
-    signal(SIGBUS, SIG_DFL);
-}
-
-/* The seqlock's word. Returns true if the file shrank under the read. */
-static bool load_seq(const struct mapping *m, uint64_t *seq)
-{
-    const uint64_t *word =
-        (const uint64_t *)(const void *)(m->base +
-                                         offsetof(struct ra_shm_header, seq));
-
-    if (sigsetjmp(bus_jump, 1) != 0)
-        return true;
-    bus_armed = 1;
-    *seq = __atomic_load_n(word, __ATOMIC_ACQUIRE);
-    bus_armed = 0;
-    return false;
-}
-
-/* Copies len bytes at offset off. Returns true if the file shrank. */
-static bool copy_bytes(void *dst, const struct mapping *m, size_t off,
-                       size_t len)
-{
-    if (sigsetjmp(bus_jump, 1) != 0)
-        return true;
-    bus_armed = 1;
-    memcpy(dst, m->base + off, len);
-    bus_armed = 0;
-    return false;
-}
-
-/* Checks what the header says against the file it is in. Returns true
- * (why set) when the copy is not a segment this reader can trust. */
-static bool check_header(const struct ra_shm_header *h, size_t file_size,
-                         char *why)
-{
-    uint64_t needed;
-
-    if (memcmp(h->magic, RA_SHM_MAGIC, sizeof h->magic) != 0)
-        return fail_with(why, "bad magic: not a regionalloc stats segment");
-    if (h->version != RA_SHM_VERSION)
-        return fail_with(why, "version %" PRIu32 ", this reader knows %u",
-                         h->version, RA_SHM_VERSION);
-    if (h->header_size != sizeof(struct ra_shm_header))
-        return fail_with(why, "header_size %" PRIu32 ", expected %zu",
-                         h->header_size, sizeof(struct ra_shm_header));
-    if (h->record_size != sizeof(struct ra_shm_record))
-        return fail_with(why, "record_size %" PRIu32 ", expected %zu",
-                         h->record_size, sizeof(struct ra_shm_record));
-    /* In 64 bits: 2^32 records of 256 bytes cannot overflow it. */
-    needed = (uint64_t)h->header_size + (uint64_t)h->capacity * h->record_size;
-    if (needed > file_size)
-        return fail_with(why,
-                         "capacity %" PRIu32 " needs %" PRIu64
-                         " bytes, the file has %zu",
-                         h->capacity, needed, file_size);
-    if (h->nrecords > h->capacity)
-        return fail_with(why, "nrecords %" PRIu32 " exceeds capacity %" PRIu32,
-                         h->nrecords, h->capacity);
-    return false;
-}
-
-/* Returns true (why set) unless each live record names its own id and
- * holds a NUL-terminated name. */
-static bool check_records(const struct copy *c, char *why)
-{
-    for (uint32_t i = 0; i < c->header.nrecords; i++) {
-        const struct ra_shm_record *r = &c->records[i];
-        if (!(r->flags & RA_SHM_RECORD_LIVE))
-            continue;
-        if (r->id != i + 1)
-            return fail_with(why, "record %" PRIu32 " has id %" PRIu32
-                             ", expected %" PRIu32, i, r->id, i + 1);
-        if (memchr(r->name, '\0', sizeof r->name) == NULL)
-            return fail_with(why, "record %" PRIu32 ": name without a NUL", i);
-    }
-    return false;
-}
-
-/* Makes room for n records. Returns true (why set) when out of memory. */
-static bool reserve_records(struct copy *c, uint32_t n, char *why)
-{
-    struct ra_shm_record *r;
-
-    if (n <= c->room)
-        return false;
-    r = realloc(c->records, (size_t)n * sizeof *r);
-    if (r == NULL)
-        return fail_with(why, "out of memory for %" PRIu32 " records", n);
-    c->records = r;
-    c->room = n;
-    return false;
-}
-
-/* One pass of the seqlock read. A copy that fails a check is reported as
- * bad only if seq says it was not torn. */
-static enum attempt try_copy(const struct mapping *m, struct copy *c,
-                             char *why)
-{
-    uint64_t first, last;
-    bool bad;
-
-    if (load_seq(m, &first) || copy_bytes(&c->header, m, 0, sizeof c->header))
-        return ATTEMPT_SHRUNK;
-    if (first & 1)
-        return ATTEMPT_TORN;
-    bad = check_header(&c->header, m->size, why) ||
-          reserve_records(c, c->header.nrecords, why);
-    if (!bad && copy_bytes(c->records, m, sizeof c->header,
-                           (size_t)c->header.nrecords * sizeof *c->records))
-        return ATTEMPT_SHRUNK;
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (load_seq(m, &last))
-        return ATTEMPT_SHRUNK;
-    if (last != first || c->header.seq != first)
-        return ATTEMPT_TORN;
-    return bad || check_records(c, why) ? ATTEMPT_BAD : ATTEMPT_OK;
-}
-
-/* Retries torn copies, and bad ones too: a segment being created is all
- * zeros for a moment. Returns true (why set) if no attempt succeeded. */
-static bool copy_consistent(const struct mapping *m, struct copy *c,
-                            char *why)
-{
-    enum attempt a = ATTEMPT_TORN;
-
-    for (int i = 0; i < READ_ATTEMPTS; i++) {
-        if (i > 0)
-            sleep_ns(1000000);
-        a = try_copy(m, c, why);
-        if (a == ATTEMPT_OK) {
-            c->taken_ns = monotonic_ns();
-            return false;
-        }
-        if (a == ATTEMPT_SHRUNK)
-            return fail_with(why, "the file shrank while being read");
-    }
-    if (a == ATTEMPT_TORN)
-        fail_with(why, "no consistent copy in %d attempts: seq stays odd or "
-                  "keeps changing", READ_ATTEMPTS);
-    return true;
-}
-
-/* Checks what fstat says: a regular file large enough for a header, and
- * small enough to map. Returns true (why set) otherwise. */
-static bool check_file(const struct stat *st, char *why)
-{
-    if (!S_ISREG(st->st_mode))
-        return fail_with(why, "not a regular file");
-    if (st->st_size == 0)
-        return fail_with(why, "empty file");
-    if (st->st_size < (off_t)sizeof(struct ra_shm_header))
-        return fail_with(why, "%jd bytes, too short for the %zu-byte header",
-                         (intmax_t)st->st_size, sizeof(struct ra_shm_header));
-    if ((uintmax_t)st->st_size > SIZE_MAX)
-        return fail_with(why, "%jd bytes, too large to map",
-                         (intmax_t)st->st_size);
-    return false;
-}
-
-/* Opens name in dirfd without following a link or blocking on a FIFO, and
- * maps it read-only if check_file accepts it. */
-static enum read_result map_segment(int dirfd, const char *name,
-                                    struct mapping *m, char *why)
-{
-    struct stat st;
-    void *base = MAP_FAILED;
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-
-    if (fd < 0 && errno == ENOENT)
-        return READ_GONE;
-    if (fd < 0) {
-        fail_with(why, "%s", errno == ELOOP ? "a symbolic link, not followed"
-                                            : strerror(errno));
-        return READ_FAILED;
-    }
-    if (fstat(fd, &st) != 0)
-        fail_with(why, "cannot stat it: %s", strerror(errno));
-    else if (!check_file(&st, why)) {
-        base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-        if (base == MAP_FAILED)
-            fail_with(why, "cannot map it: %s", strerror(errno));
-    }
-    close(fd);
-    if (base == MAP_FAILED)
-        return READ_FAILED;
-    *m = (struct mapping){base, (size_t)st.st_size};
-    return READ_OK;
-}
-
-/* Reads the segment called name in dirfd into *c. READ_GONE: there is no
- * such file; READ_FAILED: why says what is wrong. */
-static enum read_result read_segment(int dirfd, const char *name,
-                                     struct copy *c, char *why)
-{
-    struct mapping m;
-    enum read_result r = map_segment(dirfd, name, &m, why);
-
-    if (r != READ_OK)
-        return r;
-    r = copy_consistent(&m, c, why) ? READ_FAILED : READ_OK;
-    munmap((void *)m.base, m.size);
-    return r;
-}
-
-/* Whether pid names no process at all (a process of another user is
- * alive: EPERM). */
-static bool process_gone(long pid)
-{
-    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
-}
-
-/* -- formatting ---------------------------------------------------------- */
-
-static const char *format_bytes(char *buf, size_t size, double n)
-{
-    static const char *const units[] = {"B",   "KiB", "MiB", "GiB",
-                                        "TiB", "PiB", "EiB"};
-    unsigned u = 0;
-
-    while (n >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
-        n /= 1024.0;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, size, "%.0f B", n);
-    else
-        snprintf(buf, size, "%.1f %s", n, units[u]);
-    return buf;
-}
-
-static const char *format_size(char *buf, size_t size, uint64_t n)
-{
-    return format_bytes(buf, size, (double)n);
-}
-
-/* A signed byte rate: "+1.5 MiB/s", "-512 B/s", "0 B/s". */
-static const char *format_byte_rate(char *buf, size_t size, double rate)
-{
-    char mag[24];
-    double magnitude = rate < 0 ? -rate : rate;
-
-    if (magnitude < 0.5)
-        snprintf(buf, size, "0 B/s");
-    else
-        snprintf(buf, size, "%c%s/s", rate < 0 ? '-' : '+',
-                 format_bytes(mag, sizeof mag, magnitude));
-    return buf;
-}
-
-static const char *format_count_rate(char *buf, size_t size, double rate)
-{
-    if (rate < 10000.0)
-        snprintf(buf, size, "%.0f/s", rate);
-    else if (rate < 10000000.0)
-        snprintf(buf, size, "%.1fk/s", rate / 1e3);
-    else
-        snprintf(buf, size, "%.1fM/s", rate / 1e6);
-    return buf;
-}
-
-static const char *format_interval(char *buf, size_t size, uint64_t ns)
-{
-    if (ns % 1000000000u == 0)
-        snprintf(buf, size, "%" PRIu64 "s", ns / 1000000000u);
-    else
-        snprintf(buf, size, "%" PRIu64 "ms", ns / 1000000u);
-    return buf;
-}
-
-/* Bytes outside printable ASCII, and the backslash, become \xNN: a name
- * is arbitrary bytes, and must neither move the cursor nor change the
- * terminal's state, nor read as another name. Stops before the first byte
- * whose whole form does not fit in size. Returns the length written. */
-static size_t escape_for_terminal(char *out, size_t size, const char *in,
-                                  size_t len)
-{
-    size_t o = 0;
-
-    for (size_t i = 0; i < len && in[i] != '\0'; i++) {
-        unsigned char b = (unsigned char)in[i];
-        bool plain = b >= 0x20 && b < 0x7f && b != '\\';
-        if (o + (plain ? 1 : 4) >= size)
-            break;
-        if (plain)
-            out[o++] = (char)b;
-        else
-            o += (size_t)snprintf(out + o, size - o, "\\x%02x", b);
-    }
-    out[o] = '\0';
-    return o;
-}
 
 /* The command of a live process, from /proc/<pid>/comm; "-" if unknown. */
 static void read_command(long pid, char *out, size_t size)
@@ -444,17 +81,6 @@ static void read_command(long pid, char *out, size_t size)
     if (raw[n - 1] == '\n')
         n--;
     escape_for_terminal(out, size, raw, (size_t)n);
-}
-
-/* Nanoseconds since the last publication; false if there was none. */
-static bool segment_age(const struct copy *c, uint64_t *age)
-{
-    if (c->header.published == 0)
-        return false;
-    *age = c->taken_ns > c->header.monotonic_ns
-               ? c->taken_ns - c->header.monotonic_ns
-               : 0;
-    return true;
 }
 
 /* -- the table ----------------------------------------------------------- */
@@ -543,7 +169,7 @@ static uint64_t sort_value(const struct ra_shm_figures *f, enum sort_key key)
 
 /* The live records in the order the table shows them; *n of them. NULL
  * when out of memory. */
-static struct row *sorted_rows(const struct copy *c, enum sort_key key,
+static struct row *sorted_rows(const struct segment_copy *c, enum sort_key key,
                                size_t *n)
 {
     struct row *rows = malloc(((size_t)c->header.nrecords + 1) * sizeof *rows);
@@ -648,111 +274,6 @@ static bool print_table(const struct view *v, enum sort_key key)
     return false;
 }
 
-/* -- JSON ---------------------------------------------------------------- */
-
-/* The length of the valid UTF-8 sequence at s (n bytes left), or 0:
- * overlong forms, surrogates and code points past U+10FFFF are invalid. */
-static size_t utf8_sequence(const unsigned char *s, size_t n)
-{
-    size_t len;
-    uint32_t cp;
-
-    if (s[0] >= 0xc2 && s[0] <= 0xdf)
-        len = 2, cp = s[0] & 0x1fu;
-    else if ((s[0] & 0xf0) == 0xe0)
-        len = 3, cp = s[0] & 0x0fu;
-    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-        len = 4, cp = s[0] & 0x07u;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3fu);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return len;
-}
-
-/* A JSON string whatever the bytes: controls escaped, valid UTF-8 kept,
- * any other byte as the code point of the same number (\u00NN). */
-static void print_json_string(const char *str, size_t max)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t n = strnlen(str, max);
-
-    putchar('"');
-    for (size_t i = 0; i < n;) {
-        size_t len = s[i] >= 0x80 ? utf8_sequence(s + i, n - i) : 1;
-        if (s[i] == '"' || s[i] == '\\')
-            printf("\\%c", s[i]);
-        else if (s[i] == '\n')
-            fputs("\\n", stdout);
-        else if (s[i] == '\t')
-            fputs("\\t", stdout);
-        else if (s[i] < 0x20 || s[i] == 0x7f || len == 0)
-            printf("\\u%04x", s[i]);
-        else
-            fwrite(s + i, 1, len, stdout);
-        i += len == 0 ? 1 : len;
-    }
-    putchar('"');
-}
-
-/* The figures' members, named as in struct ra_shm_figures. */
-static void print_json_figures(const struct ra_shm_figures *f)
-{
-    printf("\"allocated\": %" PRIu64 ", \"active\": %" PRIu64
-           ", \"resident\": %" PRIu64 ", \"rss\": %" PRIu64
-           ", \"mapped\": %" PRIu64 ", \"peak_mapped\": %" PRIu64
-           ", \"dirty\": %" PRIu64 ", \"muzzy\": %" PRIu64
-           ", \"retained\": %" PRIu64 ", \"reserved\": %" PRIu64
-           ", \"nmalloc\": %" PRIu64 ", \"ndalloc\": %" PRIu64
-           ", \"purges\": %" PRIu64 ", \"limit\": %" PRIu64
-           ", \"soft_limit\": %" PRIu64 ", \"limit_failures\": %" PRIu64,
-           f->allocated, f->active, f->resident, f->rss, f->mapped,
-           f->peak_mapped, f->dirty, f->muzzy, f->retained, f->reserved,
-           f->nmalloc, f->ndalloc, f->purges, f->limit, f->soft_limit,
-           f->limit_failures);
-}
-
-static void print_json(const struct copy *c, bool stale)
-{
-    const struct ra_shm_header *h = &c->header;
-    const char *sep = "";
-    uint64_t age;
-
-    printf("{\"pid\": %" PRId32 ", \"stale\": %s, \"published\": %" PRIu64
-           ", \"interval_ns\": %" PRIu64 ", \"age_ns\": ",
-           h->pid, stale ? "true" : "false", h->published, h->interval_ns);
-    if (segment_age(c, &age))
-        printf("%" PRIu64, age);
-    else
-        fputs("null", stdout);
-    fputs(",\n \"untagged\": {", stdout);
-    print_json_figures(&h->untagged);
-    fputs("},\n \"process\": {", stdout);
-    print_json_figures(&h->process);
-    printf("},\n \"library_allocated\": %" PRIu64 ",\n \"tags\": [",
-           h->library_allocated);
-    for (uint32_t i = 0; i < h->nrecords; i++) {
-        const struct ra_shm_record *r = &c->records[i];
-        if (!(r->flags & RA_SHM_RECORD_LIVE))
-            continue;
-        printf("%s\n  {\"id\": %" PRIu32 ", \"name\": ", sep, r->id);
-        print_json_string(r->name, sizeof r->name);
-        fputs(", ", stdout);
-        print_json_figures(&r->figures);
-        putchar('}');
-        sep = ",";
-    }
-    fputs("]}\n", stdout);
-}
-
 /* -- one process --------------------------------------------------------- */
 
 static void report(const char *path, const char *why)
@@ -760,27 +281,10 @@ static void report(const char *path, const char *why)
     fprintf(stderr, PROGRAM ": %s: %s\n", path, why);
 }
 
-/* Reads the segment of pid, which must name pid. READ_GONE: there is
- * none; READ_FAILED: why says what is wrong. */
-static enum read_result read_pid_segment(int dirfd, long pid, struct copy *c,
-                                         char *why)
-{
-    char name[40];
-    enum read_result r;
-
-    snprintf(name, sizeof name, RA_SHM_PREFIX "%ld", pid);
-    r = read_segment(dirfd, name, c, why);
-    if (r == READ_OK && c->header.pid != pid) {
-        fail_with(why, "names pid %" PRId32 ", not %ld: stale", c->header.pid,
-                  pid);
-        return READ_FAILED;
-    }
-    return r;
-}
-
 /* The first read of a process's segment: 0, or 1 after saying what is
  * wrong. */
-static int read_first(int dirfd, long pid, const char *path, struct copy *c)
+static int read_first(int dirfd, long pid, const char *path,
+                      struct segment_copy *c)
 {
     char why[WHY_MAX];
     enum read_result r = read_pid_segment(dirfd, pid, c, why);
@@ -796,7 +300,7 @@ static int read_first(int dirfd, long pid, const char *path, struct copy *c)
 /* --once and --json: one read, or two an interval apart for the rates. */
 static int show_once(const struct options *o, int dirfd, const char *path)
 {
-    struct copy first = {0}, second = {0};
+    struct segment_copy first = {0}, second = {0};
     struct view v = {.now = &first, .pid = o->pid};
     char why[WHY_MAX];
     int status = read_first(dirfd, o->pid, path, &first);
@@ -906,8 +410,8 @@ static unsigned terminal_rows(void)
 
 /* Draws one frame: the screen cleared, the table. Returns true if the
  * view ends here (the process is gone, or out of memory: *status). */
-static bool draw_frame(const struct options *o, const struct copy *now,
-                       const struct copy *before, int *status)
+static bool draw_frame(const struct options *o, const struct segment_copy *now,
+                       const struct segment_copy *before, int *status)
 {
     struct view v = {.now = now, .before = before, .pid = o->pid,
                      .stale = process_gone(o->pid),
@@ -933,10 +437,10 @@ static bool draw_frame(const struct options *o, const struct copy *now,
  * the rates survive a reader faster than the publisher. Returns the exit
  * status. */
 static int watch(const struct options *o, int dirfd, const char *path,
-                 struct copy copies[3])
+                 struct segment_copy copies[3])
 {
-    struct copy *now = &copies[0], *before = NULL, *next = &copies[1],
-                *spare = &copies[2];
+    struct segment_copy *now = &copies[0], *before = NULL,
+                        *next = &copies[1], *spare = &copies[2];
     sigset_t wait_mask;
     char why[WHY_MAX];
     int status = 0;
@@ -946,7 +450,7 @@ static int watch(const struct options *o, int dirfd, const char *path,
     if (read_first(dirfd, o->pid, path, now))
         return 1;
     for (;;) {
-        struct copy *old = now;
+        struct segment_copy *old = now;
         if (draw_frame(o, now, before, &status) ||
             wait_or_quit(o->interval_ns, &wait_mask))
             return status;
@@ -972,7 +476,7 @@ static int watch(const struct options *o, int dirfd, const char *path,
 
 static int show_live(const struct options *o, int dirfd, const char *path)
 {
-    struct copy copies[3] = {0};
+    struct segment_copy copies[3] = {0};
     int status = watch(o, dirfd, path, copies);
 
     leave_raw_mode();
@@ -984,67 +488,7 @@ static int show_live(const struct options *o, int dirfd, const char *path)
 
 /* -- every process: the list and --clean --------------------------------- */
 
-/* The pid in a segment's name: "regionalloc." then a decimal without a
- * leading zero. 0 for any other name. */
-static long pid_of_name(const char *name)
-{
-    const char *d = name + strlen(RA_SHM_PREFIX);
-    long pid = 0;
-
-    if (strncmp(name, RA_SHM_PREFIX, strlen(RA_SHM_PREFIX)) != 0 ||
-        *d < '1' || *d > '9')
-        return 0;
-    for (; *d >= '0' && *d <= '9'; d++) {
-        pid = pid * 10 + (*d - '0');
-        if (pid > INT32_MAX)
-            return 0;
-    }
-    return *d == '\0' ? pid : 0;
-}
-
-static int compare_pids(const void *a, const void *b)
-{
-    long x = *(const long *)a, y = *(const long *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-/* The pids of the segments in dirfd, sorted; *n of them. NULL (errno set)
- * on failure. */
-static long *list_segments(int dirfd, size_t *n)
-{
-    DIR *dir = fdopendir(dup(dirfd));
-    long *pids = NULL;
-    size_t room = 0;
-    struct dirent *e;
-
-    *n = 0;
-    if (dir == NULL)
-        return NULL;
-    while ((e = readdir(dir)) != NULL) {
-        long pid = pid_of_name(e->d_name);
-        if (pid == 0)
-            continue;
-        if (*n == room) {
-            long *more = realloc(pids, (room = room * 2 + 16) * sizeof *pids);
-            if (more == NULL) {
-                free(pids);
-                closedir(dir);
-                return NULL;
-            }
-            pids = more;
-        }
-        pids[(*n)++] = pid;
-    }
-    closedir(dir);
-    /* qsort's base must not be NULL, even for no element. */
-    if (pids == NULL)
-        return malloc(sizeof *pids);
-    qsort(pids, *n, sizeof *pids, compare_pids);
-    return pids;
-}
-
-static void print_list_row(long pid, const struct copy *c, bool stale)
+static void print_list_row(long pid, const struct segment_copy *c, bool stale)
 {
     char cmd[80] = "-", size[24], age_text[24] = "-";
     uint64_t allocated = 0, age;
@@ -1078,7 +522,7 @@ static void print_unread_row(long pid, bool stale, const char *note)
 /* Lists the segment of pid. Returns true if it could not be read although
  * its process runs and the file is readable. */
 static bool list_one(const struct options *o, int dirfd, long pid,
-                     struct copy *c)
+                     struct segment_copy *c)
 {
     char name[40], path[PATH_MAX + 40], why[WHY_MAX];
     bool gone = process_gone(pid);
@@ -1112,7 +556,7 @@ static bool list_one(const struct options *o, int dirfd, long pid,
 /* Lists the publishers. Returns 1 if a segment could not be read. */
 static int list_publishers(const struct options *o, int dirfd)
 {
-    struct copy c = {0};
+    struct segment_copy c = {0};
     size_t n;
     long *pids = list_segments(dirfd, &n);
     int status = 0;
@@ -1133,28 +577,6 @@ static int list_publishers(const struct options *o, int dirfd)
     free(c.records);
     free(pids);
     return status;
-}
-
-/* Why the segment of pid is stale, or NULL if it is not (or cannot be
- * told). A segment unreadable but named after a dead process is stale:
- * its process may have died creating it. */
-static const char *stale_reason(int dirfd, long pid, char *buf, size_t size)
-{
-    char name[40], why[WHY_MAX];
-    struct copy c = {0};
-    bool named_other;
-
-    if (process_gone(pid)) {
-        snprintf(buf, size, "process %ld is gone", pid);
-        return buf;
-    }
-    snprintf(name, sizeof name, RA_SHM_PREFIX "%ld", pid);
-    named_other = read_segment(dirfd, name, &c, why) == READ_OK &&
-                  c.header.pid != pid;
-    if (named_other)
-        snprintf(buf, size, "it names pid %" PRId32, c.header.pid);
-    free(c.records);
-    return named_other ? buf : NULL;
 }
 
 /* Removes the segment of pid if it is stale, a regular file and ours;
@@ -1344,12 +766,10 @@ static struct options parse_options(int argc, char **argv)
 int main(int argc, char **argv)
 {
     struct options o = parse_options(argc, argv);
-    struct sigaction bus = {.sa_handler = on_bus_error};
     char path[PATH_MAX + 40];
     int dirfd, status;
 
-    sigemptyset(&bus.sa_mask);
-    sigaction(SIGBUS, &bus, NULL);
+    catch_bus_errors();
     dirfd = open(o.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0) {
         fprintf(stderr, PROGRAM ": %s: %s\n", o.dir, strerror(errno));

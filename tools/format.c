@@ -1,0 +1,190 @@
+/* regionalloc-top's text: byte units, rates, intervals, names escaped for
+ * the terminal, and the JSON document with its string escaping. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "format.h"
+
+static const char *format_bytes(char *buf, size_t size, double n)
+{
+    static const char *const units[] = {"B",   "KiB", "MiB", "GiB",
+                                        "TiB", "PiB", "EiB"};
+    unsigned u = 0;
+
+    while (n >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
+        n /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, size, "%.0f B", n);
+    else
+        snprintf(buf, size, "%.1f %s", n, units[u]);
+    return buf;
+}
+
+const char *format_size(char *buf, size_t size, uint64_t n)
+{
+    return format_bytes(buf, size, (double)n);
+}
+
+const char *format_byte_rate(char *buf, size_t size, double rate)
+{
+    char mag[24];
+    double magnitude = rate < 0 ? -rate : rate;
+
+    if (magnitude < 0.5)
+        snprintf(buf, size, "0 B/s");
+    else
+        snprintf(buf, size, "%c%s/s", rate < 0 ? '-' : '+',
+                 format_bytes(mag, sizeof mag, magnitude));
+    return buf;
+}
+
+const char *format_count_rate(char *buf, size_t size, double rate)
+{
+    if (rate < 10000.0)
+        snprintf(buf, size, "%.0f/s", rate);
+    else if (rate < 10000000.0)
+        snprintf(buf, size, "%.1fk/s", rate / 1e3);
+    else
+        snprintf(buf, size, "%.1fM/s", rate / 1e6);
+    return buf;
+}
+
+const char *format_interval(char *buf, size_t size, uint64_t ns)
+{
+    if (ns % 1000000000u == 0)
+        snprintf(buf, size, "%" PRIu64 "s", ns / 1000000000u);
+    else
+        snprintf(buf, size, "%" PRIu64 "ms", ns / 1000000u);
+    return buf;
+}
+
+/* Bytes outside printable ASCII, and the backslash, become \xNN: a name
+ * is arbitrary bytes, and must neither move the cursor nor change the
+ * terminal's state, nor read as another name. Stops before the first byte
+ * whose whole form does not fit in size. Returns the length written. */
+size_t escape_for_terminal(char *out, size_t size, const char *in,
+                           size_t len)
+{
+    size_t o = 0;
+
+    for (size_t i = 0; i < len && in[i] != '\0'; i++) {
+        unsigned char b = (unsigned char)in[i];
+        bool plain = b >= 0x20 && b < 0x7f && b != '\\';
+        if (o + (plain ? 1 : 4) >= size)
+            break;
+        if (plain)
+            out[o++] = (char)b;
+        else
+            o += (size_t)snprintf(out + o, size - o, "\\x%02x", b);
+    }
+    out[o] = '\0';
+    return o;
+}
+
+/* -- JSON ---------------------------------------------------------------- */
+
+/* The length of the valid UTF-8 sequence at s (n bytes left), or 0:
+ * overlong forms, surrogates and code points past U+10FFFF are invalid. */
+static size_t utf8_sequence(const unsigned char *s, size_t n)
+{
+    size_t len;
+    uint32_t cp;
+
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        len = 2, cp = s[0] & 0x1fu;
+    else if ((s[0] & 0xf0) == 0xe0)
+        len = 3, cp = s[0] & 0x0fu;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        len = 4, cp = s[0] & 0x07u;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3fu);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 0;
+    return len;
+}
+
+/* A JSON string whatever the bytes: controls escaped, valid UTF-8 kept,
+ * any other byte as the code point of the same number (\u00NN). */
+static void print_json_string(const char *str, size_t max)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t n = strnlen(str, max);
+
+    putchar('"');
+    for (size_t i = 0; i < n;) {
+        size_t len = s[i] >= 0x80 ? utf8_sequence(s + i, n - i) : 1;
+        if (s[i] == '"' || s[i] == '\\')
+            printf("\\%c", s[i]);
+        else if (s[i] == '\n')
+            fputs("\\n", stdout);
+        else if (s[i] == '\t')
+            fputs("\\t", stdout);
+        else if (s[i] < 0x20 || s[i] == 0x7f || len == 0)
+            printf("\\u%04x", s[i]);
+        else
+            fwrite(s + i, 1, len, stdout);
+        i += len == 0 ? 1 : len;
+    }
+    putchar('"');
+}
+
+/* The figures' members, named as in struct ra_shm_figures. */
+static void print_json_figures(const struct ra_shm_figures *f)
+{
+    printf("\"allocated\": %" PRIu64 ", \"active\": %" PRIu64
+           ", \"resident\": %" PRIu64 ", \"rss\": %" PRIu64
+           ", \"mapped\": %" PRIu64 ", \"peak_mapped\": %" PRIu64
+           ", \"dirty\": %" PRIu64 ", \"muzzy\": %" PRIu64
+           ", \"retained\": %" PRIu64 ", \"reserved\": %" PRIu64
+           ", \"nmalloc\": %" PRIu64 ", \"ndalloc\": %" PRIu64
+           ", \"purges\": %" PRIu64 ", \"limit\": %" PRIu64
+           ", \"soft_limit\": %" PRIu64 ", \"limit_failures\": %" PRIu64,
+           f->allocated, f->active, f->resident, f->rss, f->mapped,
+           f->peak_mapped, f->dirty, f->muzzy, f->retained, f->reserved,
+           f->nmalloc, f->ndalloc, f->purges, f->limit, f->soft_limit,
+           f->limit_failures);
+}
+
+void print_json(const struct segment_copy *c, bool stale)
+{
+    const struct ra_shm_header *h = &c->header;
+    const char *sep = "";
+    uint64_t age;
+
+    printf("{\"pid\": %" PRId32 ", \"stale\": %s, \"published\": %" PRIu64
+           ", \"interval_ns\": %" PRIu64 ", \"age_ns\": ",
+           h->pid, stale ? "true" : "false", h->published, h->interval_ns);
+    if (segment_age(c, &age))
+        printf("%" PRIu64, age);
+    else
+        fputs("null", stdout);
+    fputs(",\n \"untagged\": {", stdout);
+    print_json_figures(&h->untagged);
+    fputs("},\n \"process\": {", stdout);
+    print_json_figures(&h->process);
+    printf("},\n \"library_allocated\": %" PRIu64 ",\n \"tags\": [",
+           h->library_allocated);
+    for (uint32_t i = 0; i < h->nrecords; i++) {
+        const struct ra_shm_record *r = &c->records[i];
+        if (!(r->flags & RA_SHM_RECORD_LIVE))
+            continue;
+        printf("%s\n  {\"id\": %" PRIu32 ", \"name\": ", sep, r->id);
+        print_json_string(r->name, sizeof r->name);
+        fputs(", ", stdout);
+        print_json_figures(&r->figures);
+        putchar('}');
+        sep = ",";
+    }
+    fputs("]}\n", stdout);
+}
