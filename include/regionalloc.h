@@ -193,7 +193,8 @@ RA_EXPORT void *ra_calloc(size_t n, size_t size);
  * current tag; ra_realloc(p, 0) frees p and returns NULL. */
 RA_EXPORT void *ra_realloc(void *ptr, size_t size);
 RA_EXPORT void ra_free(void *ptr);
-/* size must be the size requested when ptr was allocated (as sdallocx). */
+/* size is the size requested when ptr was allocated (as C23's free_sized);
+ * the library does not rely on it: a wrong one frees as ra_free does. */
 RA_EXPORT void ra_free_sized(void *ptr, size_t size);
 RA_EXPORT void *ra_aligned_alloc(size_t align, size_t size);
 /* Returns 0, EINVAL (align not a power of two multiple of sizeof(void *))

@@ -16,8 +16,9 @@ RA_BUILD_CHECK=(gcc g++ make autoconf automake libtool pkg-config
 # cppcheck for make lint, python3 to parse the JSON reports, prometheus for
 # promtool and the scrape test, curl for the HTTP tests, gdb (a real program
 # that names its threads) for the tags by thread name, git for make
-# distcheck's tree.
-RA_TEST_CHECK=(check cppcheck python3 prometheus curl gdb git)
+# distcheck's tree, cargo and rustc for the Rust binding (Debian's 1.63,
+# the crate's rust-version).
+RA_TEST_CHECK=(check cppcheck python3 prometheus curl gdb git cargo rustc)
 
 # Prints those of the given packages that are not installed, one a line.
 ra_missing_of() {

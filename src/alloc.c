@@ -311,8 +311,7 @@ static inline void *alloc_as(ra_tag_t tag, size_t size, int flags)
     return alloc_plain(tag, size, flags);
 }
 
-RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag, size_t size,
-                                      int align_flags)
+RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag)
 {
     struct ra__tag_slot *s = ra__thread_slot(tag);
     int flags = s != NULL ? s->free_flags : MALLOCX_TCACHE_NONE;
@@ -321,10 +320,7 @@ RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag, size_t size,
         ra__count_one(&s->ndalloc);
     else
         ra__count_orphan(tag, false);
-    if (size == 0)
-        ra__je_dallocx(ptr, flags);
-    else
-        ra__je_sdallocx(ptr, size, flags | align_flags);
+    ra__je_dallocx(ptr, flags);
 }
 
 /* Sized or not, an untagged block goes back through jemalloc's free, as it
@@ -335,22 +331,21 @@ static inline void free_untagged(void *ptr)
 }
 
 /* A tagged free: into the thread's front cache when the block's class is
- * known, else through the slot's tcache. size 0: unknown; otherwise the
- * size requested at allocation. Kept out of line so that the untagged path
- * of the callers stays a test and a jump. */
-__attribute__((noinline)) static void free_tagged(void *ptr, ra_tag_t tag,
-                                                  size_t size, int align_flags)
+ * known, else through the slot's tcache. The size a sized free was given
+ * is not used: a caller's mistake there (a block of an aligned allocation
+ * freed with a plain free_sized, which C23 leaves undefined and glibc
+ * forgives) would name a wrong size class to jemalloc, and the hint saves
+ * nothing measurable. Kept out of line so that the untagged path of the
+ * callers stays a test and a jump. */
+__attribute__((noinline)) static void free_tagged(void *ptr, ra_tag_t tag)
 {
     struct ra__thread_state *ts = ra__thread;
     struct ra__tag_slot *s;
 
-    if (page_is_sampled(ptr)) {
+    if (page_is_sampled(ptr))
         ra__prof_on_free(ptr);
-        /* It was made at least a page long: a size hint would be wrong. */
-        size = 0;
-    }
     if (RA__UNLIKELY(ts == NULL)) {
-        free_tagged_slow(ptr, tag, size, align_flags);
+        free_tagged_slow(ptr, tag);
         return;
     }
     s = &ts->slots[tag];
@@ -368,13 +363,10 @@ __attribute__((noinline)) static void free_tagged(void *ptr, ra_tag_t tag,
     }
     if (RA__LIKELY(s->alloc_flags != 0)) {
         ra__count_one(&s->ndalloc);
-        if (size == 0)
-            ra__je_dallocx(ptr, s->free_flags);
-        else
-            ra__je_sdallocx(ptr, size, s->free_flags | align_flags);
+        ra__je_dallocx(ptr, s->free_flags);
         return;
     }
-    free_tagged_slow(ptr, tag, size, align_flags);
+    free_tagged_slow(ptr, tag);
 }
 
 /* The hot path of a tagged free: a push on the thread's front cache when
@@ -403,34 +395,33 @@ static inline void free_tagged_fast(void *ptr, ra_tag_t tag)
             }
         }
     }
-    free_tagged(ptr, tag, 0, 0);
+    free_tagged(ptr, tag);
 }
 
-static inline void free_plain(void *ptr, size_t size, int align_flags)
+/* Sized frees come here too: the size is not trusted (free_tagged). */
+static inline void free_plain(void *ptr)
 {
     ra_tag_t tag = ra__tag_of_addr(ptr);
 
     if (RA__LIKELY(tag == RA_TAG_NONE))
         free_untagged(ptr);
-    else if (size == 0)
-        free_tagged_fast(ptr, tag);
     else
-        free_tagged(ptr, tag, size, align_flags);
+        free_tagged_fast(ptr, tag);
 }
 
-RA__COLD static void free_hooked(void *ptr, size_t size, int align_flags)
+RA__COLD static void free_hooked(void *ptr)
 {
     ra__hooks_on_free(ptr);
-    free_plain(ptr, size, align_flags);
+    free_plain(ptr);
 }
 
 /* Frees of sampled blocks need no flag: their page tells. */
-static inline void free_block(void *ptr, size_t size, int align_flags)
+static inline void free_block(void *ptr)
 {
     if (RA__UNLIKELY(ra__hooks_any()))
-        free_hooked(ptr, size, align_flags);
+        free_hooked(ptr);
     else
-        free_plain(ptr, size, align_flags);
+        free_plain(ptr);
 }
 
 void *ra_malloc(size_t size)
@@ -458,17 +449,20 @@ void *ra_calloc(size_t n, size_t size)
 
 void ra_free(void *ptr)
 {
-    free_block(ptr, 0, 0);
+    free_block(ptr);
 }
 
 void ra_free_sized(void *ptr, size_t size)
 {
-    free_block(ptr, at_least_one(size), 0);
+    (void)size;
+    free_block(ptr);
 }
 
 void ra__free_aligned_sized(void *ptr, size_t align, size_t size)
 {
-    free_block(ptr, at_least_one(size), MALLOCX_ALIGN(align));
+    (void)align;
+    (void)size;
+    free_block(ptr);
 }
 
 /* A caller of dallocx or sdallocx named a thread cache or an arena for an
@@ -487,7 +481,7 @@ void ra__free_as(void *ptr, size_t size, int flags)
 {
     if (ra__tag_of_addr(ptr) != RA_TAG_NONE ||
         (flags & RA__CACHE_ARENA_BITS) == 0)
-        free_block(ptr, size, flags & RA__LG_ALIGN_BITS);
+        free_block(ptr);
     else
         free_untagged_flags(ptr, size, flags);
 }
@@ -629,7 +623,7 @@ RA__COLD static void *realloc_by_copy(void *ptr, ra_tag_t tag, size_t size,
     memcpy(p, ptr, old_size < size ? old_size : size);
     if (hooked)
         ra__hooks_on_free_of(tag, ptr, old_size);
-    free_plain(ptr, 0, 0);
+    free_plain(ptr);
     if (hooked)
         ra__hooks_on_alloc(p);
     return p;

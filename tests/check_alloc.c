@@ -333,6 +333,44 @@ START_TEST(test_alloc_free_sized_returns_blocks_to_their_tag)
 }
 END_TEST
 
+/* A wrong size given to ra_free_sized (here: the blocks of aligned
+ * allocations, which the size of the request does not describe) must not
+ * make jemalloc file the block under another size class: once everything
+ * is freed and flushed, the tag holds nothing, and blocks allocated after
+ * never overlap. */
+START_TEST(test_alloc_free_sized_with_a_wrong_size_is_harmless)
+{
+    enum { N = 64 };
+    void *aligned[N], *small[4 * N];
+    ra_tag_stats_t st;
+    bool ok = true;
+
+    tu_tag_push(tag_a);
+    for (size_t i = 0; i < N; i++)
+        aligned[i] = ra_aligned_alloc(4096, 4096);
+    tu_tag_pop(tag_a);
+    for (size_t i = 0; i < N; i++) {
+        ck_assert_ptr_nonnull(aligned[i]);
+        ra_free_sized(aligned[i], 100); /* the wrong size */
+    }
+    tu_tag_push(tag_a);
+    for (size_t i = 0; i < 4 * N; i++)
+        small[i] = ra_malloc(100);
+    tu_tag_pop(tag_a);
+    for (size_t i = 0; i < 4 * N; i++)
+        tu_fill_pattern(small[i], 100, (unsigned)i);
+    for (size_t i = 0; i < 4 * N; i++)
+        ok = ok && tu_check_pattern(small[i], 100, (unsigned)i) == 100;
+    ck_assert(ok);
+    for (size_t i = 0; i < 4 * N; i++)
+        ra_free(small[i]);
+    ra_thread_flush();
+    st = tu_tag_stats(tag_a);
+    ck_assert_uint_eq(st.allocated, 0);
+    ck_assert_uint_eq(st.nmalloc, st.ndalloc);
+}
+END_TEST
+
 START_TEST(test_alloc_malloc_tag_ignores_the_stack)
 {
     void *a, *none;
@@ -897,6 +935,7 @@ static Suite *alloc_suite(void)
     tcase_add_test(tc, test_alloc_aligned_alloc_honours_alignment);
     tcase_add_test(tc, test_alloc_posix_memalign_returns_errors_and_keeps_out);
     tcase_add_test(tc, test_alloc_free_sized_returns_blocks_to_their_tag);
+    tcase_add_test(tc, test_alloc_free_sized_with_a_wrong_size_is_harmless);
     tcase_add_test(tc, test_alloc_malloc_tag_ignores_the_stack);
     tcase_add_test(tc, test_alloc_malloc_tag_rejects_unknown_tags);
 

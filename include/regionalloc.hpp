@@ -1,0 +1,191 @@
+/* libregionalloc for C++17: ra::tag (a tag, created or found by name),
+ * ra::tag_scope (a tag pushed for a scope, popped however it is left) and
+ * ra::tag_allocator (a standard allocator that puts a container's memory in
+ * one tag, whatever is pushed). Header-only, over the C API of
+ * <regionalloc.h>; failures throw std::system_error carrying errno, or
+ * std::bad_alloc from the allocator. */
+#ifndef REGIONALLOC_HPP
+#define REGIONALLOC_HPP
+
+#include <regionalloc.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <limits>
+#include <new>
+#include <string>
+#include <system_error>
+#include <type_traits>
+
+namespace ra {
+
+namespace detail {
+
+[[noreturn]] inline void throw_errno(const char *what)
+{
+    throw std::system_error(errno, std::generic_category(), what);
+}
+
+} // namespace detail
+
+/* A tag: a value (its id) that is cheap to copy. Tags live until
+ * destroyed; a destroyed tag's id fails every call (EINVAL). */
+class tag {
+public:
+    /* Creates the tag called name, or finds it: throws std::system_error
+     * (EINVAL for a bad name, ENOSPC with no room left, ENOMEM). */
+    explicit tag(const char *name) : id_(ra_tag_create(name))
+    {
+        if (id_ == RA_TAG_NONE)
+            detail::throw_errno("ra_tag_create");
+    }
+
+    ra_tag_t id() const noexcept { return id_; }
+
+    /* The tag's name ("untagged" for the tag of untagged memory). */
+    std::string name() const
+    {
+        const char *n = ra_tag_name(id_);
+        if (n == nullptr)
+            detail::throw_errno("ra_tag_name");
+        return n;
+    }
+
+    ra_tag_stats_t stats() const
+    {
+        ra_tag_stats_t s;
+        if (ra_tag_stats(id_, &s) != 0)
+            detail::throw_errno("ra_tag_stats");
+        return s;
+    }
+
+    void purge() const
+    {
+        if (ra_tag_purge(id_) != 0)
+            detail::throw_errno("ra_tag_purge");
+    }
+
+    /* Resident bytes of the tag's region, as the kernel counts them. */
+    std::size_t rss() const
+    {
+        std::size_t bytes = 0;
+        if (ra_tag_rss(id_, &bytes) != 0)
+            detail::throw_errno("ra_tag_rss");
+        return bytes;
+    }
+
+    /* The tag owning p, found from the address alone; its id is
+     * RA_TAG_NONE for untagged memory. */
+    static tag of(const void *p) noexcept { return tag(ra_tag_of(p)); }
+
+    friend bool operator==(tag a, tag b) noexcept { return a.id_ == b.id_; }
+    friend bool operator!=(tag a, tag b) noexcept { return a.id_ != b.id_; }
+
+private:
+    explicit tag(ra_tag_t id) noexcept : id_(id) {}
+
+    ra_tag_t id_;
+};
+
+/* Pushes a tag on the calling thread's stack for the scope's lifetime and
+ * pops it when the scope is left, by return or by exception. Every
+ * allocation of the thread meanwhile (new, the containers', malloc from
+ * other libraries) belongs to the tag. Throws std::system_error
+ * (EOVERFLOW when the stack is full). Not copyable, not movable: a push and
+ * its pop belong to one thread and one scope. */
+class tag_scope {
+public:
+    explicit tag_scope(const tag &t) : id_(t.id())
+    {
+        if (ra_tag_push(id_) != 0)
+            detail::throw_errno("ra_tag_push");
+    }
+
+    ~tag_scope() { ra_tag_pop(id_); }
+
+    tag_scope(const tag_scope &) = delete;
+    tag_scope &operator=(const tag_scope &) = delete;
+
+private:
+    ra_tag_t id_;
+};
+
+/* A standard allocator whose blocks belong to one tag, whatever the
+ * allocating thread has pushed: a container built with it keeps its memory
+ * in the tag for its whole life. Allocators of the same tag are equal
+ * (any may free the others' blocks); moving, copying and swapping
+ * containers carry the allocator along. */
+template <class T>
+class tag_allocator {
+public:
+    using value_type = T;
+    using propagate_on_container_copy_assignment = std::true_type;
+    using propagate_on_container_move_assignment = std::true_type;
+    using propagate_on_container_swap = std::true_type;
+    using is_always_equal = std::false_type;
+
+    explicit tag_allocator(const tag &t) noexcept : id_(t.id()) {}
+
+    template <class U>
+    tag_allocator(const tag_allocator<U> &other) noexcept : id_(other.id())
+    {
+    }
+
+    ra_tag_t id() const noexcept { return id_; }
+
+    T *allocate(std::size_t n)
+    {
+        void *p;
+
+        if (n > std::numeric_limits<std::size_t>::max() / sizeof(T))
+            throw std::bad_array_new_length();
+        if (alignof(T) <= alignof(std::max_align_t)) {
+            p = ra_malloc_tag(id_, n * sizeof(T));
+        } else {
+            /* Over-aligned: there is no aligned allocation by tag, so the
+             * tag is pushed for the one call. */
+            if (ra_tag_push(id_) != 0)
+                throw std::bad_alloc();
+            p = ra_aligned_alloc(alignof(T), round_up(n * sizeof(T)));
+            ra_tag_pop(id_);
+        }
+        if (p == nullptr)
+            throw std::bad_alloc();
+        return static_cast<T *>(p);
+    }
+
+    void deallocate(T *p, std::size_t n) noexcept
+    {
+        if (alignof(T) <= alignof(std::max_align_t))
+            ra_free_sized(p, n * sizeof(T));
+        else
+            ra_free(p);
+    }
+
+private:
+    /* aligned_alloc wants a multiple of the alignment. */
+    static std::size_t round_up(std::size_t bytes)
+    {
+        if (bytes > std::numeric_limits<std::size_t>::max() - alignof(T))
+            throw std::bad_alloc();
+        return (bytes + alignof(T) - 1) / alignof(T) * alignof(T);
+    }
+
+    ra_tag_t id_;
+};
+
+template <class T, class U>
+bool operator==(const tag_allocator<T> &a, const tag_allocator<U> &b) noexcept
+{
+    return a.id() == b.id();
+}
+
+template <class T, class U>
+bool operator!=(const tag_allocator<T> &a, const tag_allocator<U> &b) noexcept
+{
+    return a.id() != b.id();
+}
+
+} // namespace ra
+
+#endif
