@@ -424,9 +424,16 @@ static inline void free_block(void *ptr)
         free_plain(ptr);
 }
 
+/* Untagged and uninstrumented in one test of the two words or'ed. */
 void *ra_malloc(size_t size)
 {
-    return alloc_as(ra__tag_stack.top, size, 0);
+    ra_tag_t top = ra__tag_stack.top;
+    unsigned instrumented = atomic_load_explicit(&ra__instrumented,
+                                                 memory_order_relaxed);
+
+    if (RA__LIKELY((top | instrumented) == 0))
+        return ra__je_malloc(size);
+    return alloc_as(top, size, 0);
 }
 
 void *ra_malloc_tag(ra_tag_t tag, size_t size)
@@ -447,10 +454,31 @@ void *ra_calloc(size_t n, size_t size)
     return alloc_as(ra__tag_stack.top, total, MALLOCX_ZERO);
 }
 
+/* One comparison for the common case, an untagged free with no hook
+ * installed (ra__free_gate); everything else takes the full path. */
 void ra_free(void *ptr)
 {
+    uintptr_t off = (uintptr_t)ptr - ra__free_gate.base;
+
+    if (RA__LIKELY((off >> ra__free_gate.shift) >=
+                   atomic_load_explicit(&ra__free_gate.count,
+                                        memory_order_relaxed))) {
+        free_untagged(ptr);
+        return;
+    }
     free_block(ptr);
 }
+
+#ifdef RA_OVERRIDE
+/* The process allocator's two busiest names are the same code as
+ * ra_malloc and ra_free, not a jump to it. */
+RA_EXPORT void *malloc(size_t size) __attribute__((alias("ra_malloc")));
+RA_EXPORT void free(void *ptr) __attribute__((alias("ra_free")));
+/* This library's own malloc, whatever the dynamic linker bound "malloc"
+ * to (ra__override_check compares them). */
+extern void *ra__own_malloc(size_t size)
+    __attribute__((alias("ra_malloc"), visibility("hidden")));
+#endif
 
 void ra_free_sized(void *ptr, size_t size)
 {

@@ -54,6 +54,7 @@ int ra_hooks_install(const ra_hooks_t *hooks)
         s->hooks = *hooks;
         atomic_store(&s->active, true);
         atomic_fetch_add(&ra__hooks_installed, 1);
+        ra__free_gate_update();
         ra__instrument_add(RA__INSTRUMENT_HOOK);
         id = i;
         break;
@@ -82,6 +83,7 @@ int ra_hooks_remove(int id)
     }
     atomic_store(&s->active, false);
     atomic_fetch_sub(&ra__hooks_installed, 1);
+    ra__free_gate_update();
     ra__instrument_sub(RA__INSTRUMENT_HOOK);
     ra__unlock(&install_lock);
     /* A dispatcher counts itself in, then checks active (both sequentially

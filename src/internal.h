@@ -430,6 +430,24 @@ static inline void ra__limit_check_soft(void)
 /* Number of hooks installed. */
 extern _Atomic unsigned ra__hooks_installed;
 
+/* region.c: the first test of ra_free, one comparison: a block is
+ * untagged, and no hook wants its free, when (ptr - base) >> shift >=
+ * count. count is the number of regions with an arena, or, while a hook is
+ * installed, more than any pointer can give, so that every free takes the
+ * full path. A private copy of the layout (hidden: no GOT load), whose
+ * base and shift never change after the reservation and whose count
+ * changes in one store. */
+struct ra__free_gate {
+    uintptr_t base;
+    _Atomic uintptr_t count;
+    unsigned shift;
+};
+extern struct ra__free_gate ra__free_gate;
+/* Recomputes the gate's count (the regions, the hooks). */
+void ra__free_gate_update(void);
+/* alloc.c, with the override: the library's malloc, a hidden alias. */
+void *ra__own_malloc(size_t size);
+
 static inline bool ra__hooks_any(void)
 {
     return atomic_load_explicit(&ra__hooks_installed,

@@ -13,11 +13,6 @@
 RA_EXPORT void free_sized(void *ptr, size_t size);
 RA_EXPORT void free_aligned_sized(void *ptr, size_t align, size_t size);
 
-RA_EXPORT void *malloc(size_t size)
-{
-    return ra_malloc(size);
-}
-
 RA_EXPORT void *calloc(size_t n, size_t size)
 {
     return ra_calloc(n, size);
@@ -39,10 +34,7 @@ RA_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
     return ra_realloc(ptr, total);
 }
 
-RA_EXPORT void free(void *ptr)
-{
-    ra_free(ptr);
-}
+/* malloc and free are aliases of ra_malloc and ra_free (alloc.c). */
 
 RA_EXPORT void free_sized(void *ptr, size_t size)
 {
@@ -106,11 +98,6 @@ RA_EXPORT size_t malloc_usable_size(void *ptr)
 {
     return ra_malloc_usable_size(ptr);
 }
-
-/* This library's own malloc, whatever the dynamic linker bound "malloc" to. */
-extern void *ra__own_malloc(size_t size)
-    __attribute__((alias("malloc"), visibility("hidden"), malloc, nothrow,
-                   leaf, alloc_size(1)));
 
 /* At load, so that a program that never calls the library hears of it
  * too; not in pass-through mode, where nothing is tagged anyway. */

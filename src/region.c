@@ -36,6 +36,22 @@ struct region {
 };
 
 struct ra__layout ra__layout;
+/* Until the reservation: base 0, shift 0, count 0: every block untagged. */
+struct ra__free_gate ra__free_gate;
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ra__free_gate_update(void)
+{
+    unsigned count = __atomic_load_n(&ra__layout.count, __ATOMIC_ACQUIRE);
+    uintptr_t n = count;
+
+    ra__lock(&gate_lock);
+    if (ra__hooks_any())
+        n = ra__free_gate.shift == 0 ? UINTPTR_MAX
+                                     : (UINTPTR_MAX >> ra__free_gate.shift) + 1;
+    atomic_store_explicit(&ra__free_gate.count, n, memory_order_release);
+    ra__unlock(&gate_lock);
+}
 uint8_t *ra__page_bin;
 
 static struct region regions[RA__MAX_TAGS_LIMIT];
@@ -370,6 +386,8 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
     warn_about_jemalloc_options();
     ra__layout.base = (uintptr_t)base;
     ra__layout.shift = (unsigned)__builtin_ctzll(region_size);
+    ra__free_gate.base = ra__layout.base;
+    ra__free_gate.shift = ra__layout.shift;
     map_page_table((size_t)max_tags << (ra__layout.shift - RA__PAGE_SHIFT));
     for (unsigned i = 0; i < max_tags; i++) {
         struct region *r = &regions[i];
@@ -417,6 +435,7 @@ int ra__region_create_arena(unsigned idx)
     /* Regions are handed out in order, under the registry lock: publishing
      * the count makes addresses of region idx resolve to its tag. */
     __atomic_store_n(&ra__layout.count, idx + 1, __ATOMIC_RELEASE);
+    ra__free_gate_update();
     return (int)arena;
 }
 
