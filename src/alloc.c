@@ -249,14 +249,23 @@ RA__COLD static void *alloc_sampled_or_plain(ra_tag_t tag, size_t size,
     return p != NULL ? p : alloc_plain(tag, size, flags);
 }
 
-/* Hooks are installed (and the profiler maybe on). */
+/* Hooks are installed (and the profiler maybe on). A small block without
+ * alignment has its size class's size, from the table the front caches
+ * use: no lookup of the block's size. */
 RA__COLD static void *alloc_hooked(ra_tag_t tag, size_t size, int flags)
 {
-    void *p = prof_samples(tag, size)
-                  ? alloc_sampled_or_plain(tag, size, flags)
-                  : alloc_plain(tag, size, flags);
+    void *p;
 
-    ra__hooks_on_alloc(p);
+    if (prof_samples(tag, size)) {
+        p = alloc_sampled_or_plain(tag, size, flags);
+        ra__hooks_on_alloc(p);
+        return p;
+    }
+    p = alloc_plain(tag, size, flags);
+    if ((flags & RA__LG_ALIGN_BITS) == 0 && size <= ra__small_max)
+        ra__hooks_on_alloc_of(p, ra__bin_size[ra__size_bin[(size + 7) >> 3]]);
+    else
+        ra__hooks_on_alloc(p);
     return p;
 }
 

@@ -1,27 +1,62 @@
-/* User callbacks on every allocation and free the library routes. */
+/* User callbacks on every allocation and free the library routes.
+ *
+ * A callback must cost its call, not a cache line shared by every thread:
+ * dispatching writes only the calling thread's own word. Removal carries the
+ * weight instead, as a grace period: ra_hooks_remove clears the hook's bit,
+ * makes every thread's view of memory consistent (membarrier, one system
+ * call that puts a full barrier on every running thread), then waits for the
+ * threads that were inside a dispatch to leave it. */
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "internal.h"
 
-/* A slot is reused only once no thread is inside its callbacks. */
-struct hook_slot {
-    ra_hooks_t hooks;
-    atomic_bool active;
-    _Atomic unsigned inflight; /* threads inside this slot's callbacks */
-};
+/* A thread's dispatch count: odd while it dispatches. One per cache line,
+ * written by its thread only. Threads beyond READERS, and threads past
+ * their exit, count themselves in overflow_inflight instead. */
+#define READERS 256
+struct reader {
+    _Atomic unsigned long seq;
+    atomic_bool taken;
+} __attribute__((aligned(64)));
 
 _Atomic unsigned ra__hooks_installed;
-static struct hook_slot slots[RA__HOOKS_MAX];
+/* Bit i: slot i is installed. Written under install_lock. */
+static _Atomic unsigned active_mask;
+/* Bit i: slot i was removed and its grace period is not over, so it cannot
+ * be reused yet. Under install_lock. */
+static unsigned draining_mask;
+static ra_hooks_t slots[RA__HOOKS_MAX];
+static struct reader readers[READERS];
+static _Atomic unsigned overflow_inflight;
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t reader_key;
+static pthread_once_t reader_key_once = PTHREAD_ONCE_INIT;
+static bool reader_key_ok;
+/* Set once, before the first hook is installed, when membarrier is not
+ * available: then every dispatch pays a full fence instead. */
+static atomic_bool fence_mode;
+static bool barrier_checked;
+
 /* Set while this thread runs callbacks: what a callback allocates or frees
  * is not reported (it is still allocated and tagged normally). */
 static RA__TLS bool tls_in_hook;
 RA__TLS unsigned ra__hooks_muted;
-/* The slot whose callback this thread is running, or -1. */
-static RA__TLS int tls_slot = -1;
+static RA__TLS struct reader *tls_reader;
+/* This thread counts in overflow_inflight: no reader was free, or its
+ * reader was given back at exit. */
+static RA__TLS bool tls_overflow;
+static RA__TLS bool tls_in_overflow; /* counted in overflow_inflight now */
+
+static long membarrier(int cmd)
+{
+    return syscall(SYS_membarrier, cmd, 0, 0);
+}
 
 void ra__hooks_prefork(void)
 {
@@ -30,14 +65,73 @@ void ra__hooks_prefork(void)
 
 void ra__hooks_postfork(bool child)
 {
-    if (child)
-        for (int i = 0; i < RA__HOOKS_MAX; i++)
-            atomic_store(&slots[i].inflight, tls_slot == i ? 1u : 0u);
+    /* The child has only this thread: the others' dispatches are over. */
+    if (child) {
+        for (int i = 0; i < READERS; i++) {
+            if (&readers[i] == tls_reader)
+                continue;
+            atomic_store(&readers[i].seq, 0);
+            atomic_store(&readers[i].taken, false);
+        }
+        atomic_store(&overflow_inflight, tls_in_overflow ? 1u : 0u);
+    }
     ra__unlock(&install_lock);
+}
+
+/* pthread key destructor: the thread exits. Whatever it still allocates
+ * is dispatched through the overflow count. */
+static void release_reader(void *r)
+{
+    atomic_store(&((struct reader *)r)->taken, false);
+    tls_reader = NULL;
+    tls_overflow = true;
+}
+
+static void create_reader_key(void)
+{
+    reader_key_ok = pthread_key_create(&reader_key, release_reader) == 0;
+}
+
+/* The calling thread's reader, taken on its first dispatch; NULL when it
+ * counts in overflow_inflight. */
+static struct reader *my_reader(void)
+{
+    if (RA__LIKELY(tls_reader != NULL) || tls_overflow)
+        return tls_reader;
+    tls_overflow = true;
+    if (!reader_key_ok)
+        return NULL;
+    for (int i = 0; i < READERS; i++) {
+        bool free_reader = false;
+        if (atomic_load_explicit(&readers[i].taken, memory_order_relaxed) ||
+            !atomic_compare_exchange_strong(&readers[i].taken, &free_reader,
+                                            true))
+            continue;
+        /* pthread_setspecific may allocate: not reported (tls_in_hook). */
+        if (pthread_setspecific(reader_key, &readers[i]) != 0) {
+            atomic_store(&readers[i].taken, false);
+            return NULL;
+        }
+        tls_overflow = false;
+        tls_reader = &readers[i];
+        return tls_reader;
+    }
+    return NULL;
+}
+
+/* Under install_lock, before the first hook: membarrier, or fences. */
+static void choose_barrier(void)
+{
+    if (barrier_checked)
+        return;
+    barrier_checked = true;
+    if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0)
+        atomic_store(&fence_mode, true);
 }
 
 int ra_hooks_install(const ra_hooks_t *hooks)
 {
+    unsigned taken;
     int id = -1;
 
     if (hooks == NULL || (hooks->on_alloc == NULL && hooks->on_free == NULL)) {
@@ -46,13 +140,15 @@ int ra_hooks_install(const ra_hooks_t *hooks)
     }
     /* First use of the library: registers the fork handlers for our lock. */
     ra__init();
+    pthread_once(&reader_key_once, create_reader_key);
     ra__lock(&install_lock);
+    choose_barrier();
+    taken = atomic_load(&active_mask) | draining_mask;
     for (int i = 0; i < RA__HOOKS_MAX; i++) {
-        struct hook_slot *s = &slots[i];
-        if (atomic_load(&s->active) || atomic_load(&s->inflight) != 0)
+        if (taken & (1u << i))
             continue;
-        s->hooks = *hooks;
-        atomic_store(&s->active, true);
+        slots[i] = *hooks;
+        atomic_fetch_or(&active_mask, 1u << i);
         atomic_fetch_add(&ra__hooks_installed, 1);
         ra__free_gate_update();
         ra__instrument_add(RA__INSTRUMENT_HOOK);
@@ -65,57 +161,114 @@ int ra_hooks_install(const ra_hooks_t *hooks)
     return id;
 }
 
-int ra_hooks_remove(int id)
+/* Every thread that might have seen the bits as they were before this call
+ * has left its dispatch: waits for each dispatch in progress to end, after
+ * a barrier that makes any dispatch started before it visible. A callback
+ * of this thread that removes a hook waits only for the other threads. */
+static void wait_for_readers(void)
 {
-    struct hook_slot *s;
     unsigned own;
 
+    if (atomic_load(&fence_mode))
+        atomic_thread_fence(memory_order_seq_cst);
+    else if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
+        abort(); /* registered in choose_barrier: cannot fail */
+    for (int i = 0; i < READERS; i++) {
+        unsigned long seq;
+
+        if (&readers[i] == tls_reader)
+            continue;
+        seq = atomic_load_explicit(&readers[i].seq, memory_order_acquire);
+        if (seq & 1)
+            while (atomic_load_explicit(&readers[i].seq,
+                                        memory_order_acquire) == seq)
+                sched_yield();
+    }
+    own = tls_in_overflow ? 1 : 0;
+    while (atomic_load(&overflow_inflight) > own)
+        sched_yield();
+}
+
+int ra_hooks_remove(int id)
+{
     if (id < 0 || id >= RA__HOOKS_MAX) {
         errno = EINVAL;
         return -1;
     }
-    s = &slots[id];
     ra__lock(&install_lock);
-    if (!atomic_load(&s->active)) {
+    if (!(atomic_load(&active_mask) & (1u << id))) {
         ra__unlock(&install_lock);
         errno = EINVAL;
         return -1;
     }
-    atomic_store(&s->active, false);
+    atomic_fetch_and(&active_mask, ~(1u << id));
+    draining_mask |= 1u << id;
     atomic_fetch_sub(&ra__hooks_installed, 1);
     ra__free_gate_update();
     ra__instrument_sub(RA__INSTRUMENT_HOOK);
     ra__unlock(&install_lock);
-    /* A dispatcher counts itself in, then checks active (both sequentially
-     * consistent): once inflight drains, nobody can call the hook again.
-     * A hook that removes itself waits only for the other threads. */
-    own = tls_slot == id ? 1 : 0;
-    while (atomic_load(&s->inflight) > own)
-        sched_yield();
+    wait_for_readers();
+    ra__lock(&install_lock);
+    draining_mask &= ~(1u << id);
+    ra__unlock(&install_lock);
     return 0;
+}
+
+/* The installed bits, read after this thread said it dispatches. Under
+ * membarrier the order of the two needs no instruction here: a remover's
+ * barrier either sees this thread's count odd or comes before the read. */
+static unsigned enter_mask(void)
+{
+    unsigned mask;
+
+    atomic_signal_fence(memory_order_seq_cst);
+    mask = atomic_load_explicit(&active_mask, memory_order_acquire);
+    if (mask != 0 && atomic_load_explicit(&fence_mode, memory_order_relaxed)) {
+        atomic_thread_fence(memory_order_seq_cst);
+        mask = atomic_load_explicit(&active_mask, memory_order_acquire);
+    }
+    return mask;
 }
 
 static void dispatch(bool alloc, ra_tag_t tag, void *ptr, size_t size)
 {
-    int saved_slot = tls_slot;
+    struct reader *r;
+    unsigned long seq = 0;
+    unsigned mask;
 
     tls_in_hook = true;
-    for (int i = 0; i < RA__HOOKS_MAX; i++) {
-        struct hook_slot *s = &slots[i];
+    r = my_reader();
+    if (RA__LIKELY(r != NULL)) {
+        seq = atomic_load_explicit(&r->seq, memory_order_relaxed);
+        atomic_store_explicit(&r->seq, seq + 1, memory_order_relaxed);
+        mask = enter_mask();
+    } else {
+        atomic_fetch_add(&overflow_inflight, 1);
+        tls_in_overflow = true;
+        mask = atomic_load(&active_mask);
+    }
+    /* The bits are read again after each callback: one may remove a hook
+     * that comes later, which must not be called once its removal
+     * returned. */
+    for (int i = 0; mask != 0; mask = atomic_load_explicit(
+                                   &active_mask, memory_order_acquire) &
+                               (~0u << i)) {
         void (*fn)(void *, ra_tag_t, void *, size_t);
 
-        if (!atomic_load_explicit(&s->active, memory_order_relaxed))
-            continue;
-        atomic_fetch_add(&s->inflight, 1);
-        if (atomic_load(&s->active)) {
-            fn = alloc ? s->hooks.on_alloc : s->hooks.on_free;
-            tls_slot = i;
-            if (fn != NULL)
-                fn(s->hooks.ctx, tag, ptr, size);
-        }
-        atomic_fetch_sub(&s->inflight, 1);
+        i = __builtin_ctz(mask);
+        fn = alloc ? slots[i].on_alloc : slots[i].on_free;
+        if (fn != NULL)
+            fn(slots[i].ctx, tag, ptr, size);
+        if (++i == RA__HOOKS_MAX)
+            break;
     }
-    tls_slot = saved_slot;
+    if (RA__LIKELY(r != NULL)) {
+        atomic_signal_fence(memory_order_seq_cst);
+        atomic_store_explicit(&r->seq, seq + 2, memory_order_release);
+    } else {
+        tls_in_overflow = false;
+        atomic_fetch_sub(&overflow_inflight, 1);
+    }
     tls_in_hook = false;
 }
 
@@ -128,6 +281,12 @@ void ra__hooks_on_alloc(void *ptr)
 {
     if (reporting(ptr))
         dispatch(true, ra__tag_of_addr(ptr), ptr, ra_malloc_usable_size(ptr));
+}
+
+void ra__hooks_on_alloc_of(void *ptr, size_t size)
+{
+    if (reporting(ptr))
+        dispatch(true, ra__tag_of_addr(ptr), ptr, size);
 }
 
 void ra__hooks_on_free(void *ptr)

@@ -461,6 +461,8 @@ extern RA__TLS unsigned ra__hooks_muted;
  * the block can be reused. */
 void ra__hooks_on_alloc(void *ptr);
 void ra__hooks_on_free(void *ptr);
+/* Reports the allocation of ptr, of usable size known to the caller. */
+void ra__hooks_on_alloc_of(void *ptr, size_t size);
 /* Reports a free of ptr, of tag and usable size, known to the caller. */
 void ra__hooks_on_free_of(ra_tag_t tag, void *ptr, size_t size);
 /* Fork handlers for the install lock; in the child, the callbacks that other

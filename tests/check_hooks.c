@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "regionalloc.h"
 #include "testutil.h"
@@ -380,6 +382,221 @@ START_TEST(test_hooks_removed_hook_is_never_called_again)
     for (unsigned i = 0; i < RM_THREADS; i++)
         ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
     ck_assert_uint_eq(late, 0);
+}
+END_TEST
+
+/* A callback that removes a hook installed after its own: once the removal
+ * returned, the later hook is not called, not even for the event being
+ * dispatched (the first event may be a passing check's allocation). */
+static int later_id = -1;
+static unsigned later_calls, remover_calls;
+
+static void remove_later(void *ctx, ra_tag_t tag, void *ptr, size_t size)
+{
+    (void)ctx; (void)tag; (void)ptr; (void)size;
+    if (remover_calls++ == 0 && ra_hooks_remove(later_id) != 0)
+        abort();
+}
+
+static void count_later(void *ctx, ra_tag_t tag, void *ptr, size_t size)
+{
+    (void)ctx; (void)tag; (void)ptr; (void)size;
+    later_calls++;
+}
+
+START_TEST(test_hooks_callback_may_remove_a_later_hook)
+{
+    ra_hooks_t first = {remove_later, NULL, NULL};
+    ra_hooks_t later = {count_later, NULL, NULL};
+    int first_id = ra_hooks_install(&first);
+    unsigned calls;
+    void *p;
+
+    later_id = ra_hooks_install(&later);
+    ck_assert_int_ge(first_id, 0);
+    ck_assert_int_gt(later_id, first_id);
+    p = ra_malloc(8);
+    ra_free(ra_malloc(8));
+    ra_hooks_remove(first_id);
+    calls = later_calls;
+    ra_free(p);
+    ck_assert_uint_ge(remover_calls, 2);
+    ck_assert_uint_eq(calls, 0);
+}
+END_TEST
+
+/* More threads than the dispatcher keeps a word for each (256): the ones
+ * beyond count themselves in a shared word, and a removal waits for them
+ * too. The threads come one at a time, each dispatching once before the
+ * next starts, and stay: the first ones hold words, the last ones cannot.
+ * Then a few of the first, and later a few of the last, block inside the
+ * callback; a removal started then must not return before they are let
+ * go. */
+enum { MANY_THREADS = 300, MANY_BLOCKED = 10 };
+
+static pthread_mutex_t many_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t many_cond = PTHREAD_COND_INITIALIZER;
+static unsigned many_ready, many_inside, many_phase;
+static bool many_release, remove_returned;
+static int many_id;
+/* Only workers block: the main thread's pthread_create allocates too. */
+static __thread bool many_blocks;
+
+static void block_inside(void *ctx, ra_tag_t tag, void *ptr, size_t size)
+{
+    (void)ctx; (void)tag; (void)ptr; (void)size;
+    if (!many_blocks)
+        return;
+    many_blocks = false;
+    pthread_mutex_lock(&many_lock);
+    many_inside++;
+    pthread_cond_broadcast(&many_cond);
+    while (!many_release)
+        pthread_cond_wait(&many_cond, &many_lock);
+    pthread_mutex_unlock(&many_lock);
+}
+
+/* Worker i: dispatches once, then, in phase 1 (i among the first) or 2
+ * (among the last), allocates again with its callback blocking. */
+static void *many_worker(void *arg)
+{
+    unsigned i = (unsigned)(uintptr_t)arg;
+    unsigned mine = i < MANY_BLOCKED ? 1
+                    : i >= MANY_THREADS - MANY_BLOCKED ? 2 : 0;
+
+    ra_free(ra_malloc(24));
+    pthread_mutex_lock(&many_lock);
+    many_ready++;
+    pthread_cond_broadcast(&many_cond);
+    while (many_phase < 3 && many_phase != mine)
+        pthread_cond_wait(&many_cond, &many_lock);
+    pthread_mutex_unlock(&many_lock);
+    if (mine != 0) {
+        many_blocks = true;
+        ra_free(ra_malloc(24));
+    }
+    pthread_mutex_lock(&many_lock);
+    while (many_phase < 3)
+        pthread_cond_wait(&many_cond, &many_lock);
+    pthread_mutex_unlock(&many_lock);
+    return NULL;
+}
+
+static void *many_remover(void *arg)
+{
+    (void)arg;
+    if (ra_hooks_remove(many_id) != 0)
+        abort();
+    pthread_mutex_lock(&many_lock);
+    remove_returned = true;
+    pthread_mutex_unlock(&many_lock);
+    return NULL;
+}
+
+static void many_wait_for(unsigned *counter, unsigned n)
+{
+    pthread_mutex_lock(&many_lock);
+    while (*counter < n)
+        pthread_cond_wait(&many_cond, &many_lock);
+    pthread_mutex_unlock(&many_lock);
+}
+
+START_TEST(test_hooks_removal_waits_for_more_threads_than_words)
+{
+    static pthread_t threads[MANY_THREADS];
+    ra_hooks_t hooks = {block_inside, NULL, NULL};
+    bool early[3] = {false, false, false};
+
+    if ((many_id = ra_hooks_install(&hooks)) < 0)
+        ck_abort_msg("install failed");
+    for (unsigned i = 0; i < MANY_THREADS; i++) {
+        if (pthread_create(&threads[i], NULL, many_worker,
+                           (void *)(uintptr_t)i) != 0)
+            abort();
+        many_wait_for(&many_ready, i + 1);
+    }
+    for (unsigned phase = 1; phase <= 2; phase++) {
+        pthread_t remover;
+
+        pthread_mutex_lock(&many_lock);
+        many_inside = 0;
+        many_release = remove_returned = false;
+        many_phase = phase;
+        pthread_cond_broadcast(&many_cond);
+        pthread_mutex_unlock(&many_lock);
+        many_wait_for(&many_inside, MANY_BLOCKED);
+        if (pthread_create(&remover, NULL, many_remover, NULL) != 0)
+            abort();
+        for (unsigned i = 0; i < 2000; i++)
+            sched_yield();
+        pthread_mutex_lock(&many_lock);
+        early[phase] = remove_returned;
+        many_release = true;
+        pthread_cond_broadcast(&many_cond);
+        pthread_mutex_unlock(&many_lock);
+        pthread_join(remover, NULL);
+        if (phase == 1 && (many_id = ra_hooks_install(&hooks)) < 0)
+            ck_abort_msg("install failed");
+    }
+    pthread_mutex_lock(&many_lock);
+    many_phase = 3;
+    pthread_cond_broadcast(&many_cond);
+    pthread_mutex_unlock(&many_lock);
+    for (unsigned i = 0; i < MANY_THREADS; i++)
+        pthread_join(threads[i], NULL);
+    ck_assert_msg(!early[1], "removal returned while the first threads ran it");
+    ck_assert_msg(!early[2], "removal returned while the last threads ran it");
+}
+END_TEST
+
+/* A child forked while another thread runs a callback has only the forking
+ * thread: that dispatch is over for it, and a removal there must not wait
+ * for it. */
+static atomic_bool fork_cb_inside, fork_cb_release;
+
+static void block_until_released(void *ctx, ra_tag_t tag, void *ptr,
+                                 size_t size)
+{
+    (void)ctx; (void)tag; (void)ptr; (void)size;
+    if (!many_blocks)
+        return;
+    many_blocks = false;
+    atomic_store(&fork_cb_inside, true);
+    while (!atomic_load(&fork_cb_release))
+        sched_yield();
+}
+
+static void *fork_cb_worker(void *arg)
+{
+    (void)arg;
+    many_blocks = true;
+    ra_free(ra_malloc(24));
+    return NULL;
+}
+
+START_TEST(test_hooks_child_removes_a_hook_another_thread_was_running)
+{
+    ra_hooks_t hooks = {block_until_released, NULL, NULL};
+    int id = ra_hooks_install(&hooks);
+    pthread_t worker;
+    int status;
+    pid_t pid;
+
+    ck_assert_int_ge(id, 0);
+    ck_assert_int_eq(pthread_create(&worker, NULL, fork_cb_worker, NULL), 0);
+    while (!atomic_load(&fork_cb_inside))
+        sched_yield();
+    pid = fork();
+    if (pid == 0) {
+        alarm(10);
+        _exit(ra_hooks_remove(id) == 0 ? 0 : 1);
+    }
+    atomic_store(&fork_cb_release, true);
+    pthread_join(worker, NULL);
+    ck_assert_int_gt(pid, 0);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "the child's removal failed or waited (status %#x)", status);
 }
 END_TEST
 
@@ -814,7 +1031,15 @@ static Suite *hooks_suite(void)
     tc = tcase_create("removal");
     tcase_add_test(tc, test_hooks_callback_may_remove_its_own_hook);
     tcase_add_test(tc, test_hooks_removed_hook_is_never_called_again);
+    tcase_add_test(tc, test_hooks_callback_may_remove_a_later_hook);
+    tcase_add_test(tc, test_hooks_removal_waits_for_more_threads_than_words);
     tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("removal after fork");
+    tcase_add_test(tc, test_hooks_child_removes_a_hook_another_thread_was_running);
+    tcase_set_tags(tc, "multithreaded-fork");
+    tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("the library's own work");
