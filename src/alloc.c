@@ -418,9 +418,19 @@ static inline void free_plain(void *ptr)
         free_tagged_fast(ptr, tag);
 }
 
+/* The page table knows the class of a tagged small block that a front
+ * cache has held: its size without a lookup of the block. */
 RA__COLD static void free_hooked(void *ptr)
 {
-    ra__hooks_on_free(ptr);
+    ra_tag_t tag = ra__tag_of_addr(ptr);
+    unsigned bin;
+
+    if (tag != RA_TAG_NONE &&
+        (bin = __atomic_load_n(ra__page_bin_entry(ptr), __ATOMIC_RELAXED)) <
+            RA__PAGE_SAMPLED)
+        ra__hooks_on_free_of(tag, ptr, ra__bin_size[bin]);
+    else
+        ra__hooks_on_free(ptr);
     free_plain(ptr);
 }
 
