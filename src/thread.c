@@ -76,8 +76,15 @@ static void release_oldest(struct ra__tag_slot *s, unsigned bin, unsigned n)
     memmove(b->items, b->items + n, b->count * sizeof b->items[0]);
 }
 
+/* A bin's capacity is set at its first use (0 until then: the fast paths
+ * see it full, or empty, and come here or to the refill), so that a
+ * (thread, tag) pair touches only the pages of the bins it uses. */
 void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
 {
+    if (s->bins[bin].cap == 0) {
+        s->bins[bin].cap = ra__bin_cap[bin];
+        return;
+    }
     release_oldest(s, bin, ra__bin_cap[bin] / 2);
 }
 
@@ -107,6 +114,7 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
         return first;
     }
     ra__page_bin_set(first, bin);
+    b->cap = ra__bin_cap[bin]; /* first use, maybe (ra__fc_make_room) */
     while (b->count < want) {
         void *p = ra__je_mallocx(size, s->alloc_flags);
         if (p == NULL)
@@ -244,11 +252,10 @@ static void setup_slot(struct ra__tag_slot *s, ra_tag_t tag)
         s->free_flags = MALLOCX_TCACHE_NONE;
     }
     /* The front cache needs the page table to sort frees by size class. */
+    /* Zeroed, capacities included: each bin is set up at its first use
+     * (ra__fc_make_room, ra__fc_refill), so unused bins cost no page. */
     if (nbins != 0 && ra__page_bin != NULL)
         s->bins = ra__meta_calloc(nbins, sizeof s->bins[0]);
-    if (s->bins != NULL)
-        for (unsigned bin = 0; bin < nbins; bin++)
-            s->bins[bin].cap = ra__bin_cap[bin];
     s->alloc_flags = RA__ARENA_FLAGS(arena) | s->free_flags;
 }
 
