@@ -427,7 +427,7 @@ RA__COLD static void free_hooked(void *ptr)
 
     if (tag != RA_TAG_NONE &&
         (bin = __atomic_load_n(ra__page_bin_entry(ptr), __ATOMIC_RELAXED)) <
-            RA__PAGE_SAMPLED)
+            RA__MAX_BINS)
         ra__hooks_on_free_of(tag, ptr, ra__bin_size[bin]);
     else
         ra__hooks_on_free(ptr);
