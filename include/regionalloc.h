@@ -99,11 +99,14 @@ RA_EXPORT int ra_tag_pop(ra_tag_t tag);
 
 /* The thread's tag stack and the number of tags, for the inline push and
  * pop only: not an API. items[0] stays RA_TAG_NONE, so the tag that
- * allocations go to is items[depth], cached in top. */
+ * allocations go to is items[depth], cached in top. top and depth are
+ * kept apart: side by side, a compiler merges their stores into one
+ * vector store, which the next push or pop's load of depth waits on
+ * (a push+pop took 3.4 ns that way, 0.8 ns apart). */
 struct ra__tag_stack {
     ra_tag_t top;
-    unsigned depth;
     ra_tag_t items[RA_TAG_STACK_MAX + 1];
+    unsigned depth;
 };
 RA_EXPORT extern __thread struct ra__tag_stack ra__tag_stack
     __attribute__((tls_model("initial-exec")));
