@@ -115,6 +115,9 @@ done
 # The allocation bench again with the live stats segment published every
 # second by a thread of the library: rows of their own (the suffix).
 REGIONALLOC_SHM=1 BENCH_WORKLOAD_SUFFIX=", stats segment on" timed ring
+# Many tags: 256 cycled through by one thread, 300 by each of 16 threads.
+REGIONALLOC_MAX_TAGS=512 timed tag_cycle
+REGIONALLOC_MAX_TAGS=512 timed pairs
 
 # -- memory: one contender per process, so each RSS delta is its own ------
 echo "bench: memory" >&2
@@ -163,6 +166,38 @@ if command -v heaptrack >/dev/null 2>&1 && [ -x "$bindir/ring_glibc" ]; then
     done
 else
     note "heaptrack: not installed (Debian: apt-get install heaptrack)"
+fi
+
+# -- the demo, whole process: tagged against --untagged, in turn --------------
+# Each pair's ratio goes in the tagged row; the untagged row is the
+# baseline of the workload (ratio 1).
+indexer=$bindir/../examples/indexer
+wall_ns() { # COMMAND...: its wall time in ns, or a failure
+    local t0
+    t0=$(date +%s%N)
+    timeout "$limit" "$@" >/dev/null 2>&1 || return 1
+    echo $(( $(date +%s%N) - t0 ))
+}
+demo_pairs=5
+[ $quick = 1 ] && demo_pairs=1
+if [ -x "$indexer" ] && [ -d /usr/include ]; then
+    echo "bench: the demo, whole process" >&2
+    wl="the demo (indexer), whole process"
+    "$indexer" >/dev/null 2>&1 # the page cache, for both
+    for ((p = 1; p <= demo_pairs; p++)); do
+        # The order alternates from pair to pair.
+        if [ $((p % 2)) = 1 ]; then
+            t_untagged=$(wall_ns "$indexer" --untagged) && t_tagged=$(wall_ns "$indexer")
+        else
+            t_tagged=$(wall_ns "$indexer") && t_untagged=$(wall_ns "$indexer" --untagged)
+        fi || { note "examples/indexer failed or was killed after $limit s"; break; }
+        awk -v w="$wl" -v a="$t_tagged" -v b="$t_untagged" 'BEGIN {
+            printf "row\t%s\t%s\t%.3f\ts\t1.000\t%.3f\t%.3f\n", w, "indexer --untagged (baseline)", b / 1e9, b / 1e9, b / 1e9
+            printf "row\t%s\t%s\t%.3f\ts\t%.4f\t%.3f\t%.3f\n", w, "indexer (tagged)", a / 1e9, a / b, a / 1e9, a / 1e9
+        }' >>"$raw"
+    done
+else
+    note "examples/indexer: not built, or no /usr/include"
 fi
 
 elapsed=$(( $(date +%s) - start_s ))
@@ -272,7 +307,7 @@ END {
             ratio[k] = med[k] / med[b]
     }
     fmt = "%-46s %-34s %10s %-8s %7s  %s\n"
-    printf fmt, "workload", "contender", "median", "unit", "x jemalloc", "range"
+    printf fmt, "workload", "contender", "median", "unit", "x base", "range"
     printf fmt, "--------", "---------", "------", "----", "----------", "-----"
     last = ""
     for (i = 1; i <= nk; i++) {
@@ -290,10 +325,11 @@ END {
     }
 
     print ""
-    print "x jemalloc: the median over processes of the ratio to jemalloc measured in"
-    print "the same process; for rows from other processes (glibc, memory), the median"
-    print "over the jemalloc median. Under noise it can differ from the quotient of the"
-    print "medians shown. range: the fastest and slowest single round in any process."
+    print "x base: the median over processes of the ratio to the baseline measured in"
+    print "the same process: jemalloc, or the contender marked (baseline); for rows from"
+    print "other processes (glibc, memory), the median over the jemalloc median. Under"
+    print "noise it can differ from the quotient of the medians shown. range: the fastest"
+    print "and slowest single round in any process."
 
     R256 = "ring 8-256 B, 1 thread"; R4K = "ring 8-4096 B, 1 thread"
     SW = "ring 8-256 B, push/pop 1 of 4 tags per 10 ops"
@@ -306,7 +342,7 @@ END {
     ratio_target("2 threads, cross-thread frees, tagged <= 1.5x jemalloc",
                  "2 threads, producer mallocs, consumer frees", TAG, 1.5)
     ns_target("ra_tag_of <= 1 ns", "ra_tag_of alone", "libregionalloc ra_tag_of", 1)
-    ns_target("push+pop <= 5 ns", "tag push+pop alone", "libregionalloc push+pop", 5)
+    ns_target("push+pop <= 3 ns", "tag push+pop alone", "libregionalloc push+pop", 3)
     ratio_target("RSS of 10M 16-byte blocks, tagged, within 2% of jemalloc",
                  "10M live 16-byte blocks: RSS per block", TAG, 1.02)
     faster_target("tagged faster than header tracker, ring 8-256", R256, "header tracker")
@@ -324,7 +360,8 @@ END {
     HOOK = "tagged + 1 no-op hook"; PROF = "tagged, profiler at 512 KiB"
     print ""
     print "targets (hooks and profiler), judged from the medians above:"
-    pair_target("profiling at 512 KiB <= 1.10x the unprofiled tagged pair", R256, PROF, TAG, 1.10)
+    pair_target("profiling at 512 KiB <= 1.05x the unprofiled tagged pair", R256, PROF, TAG, 1.05)
+    pair_target("one no-op hook <= 2x the tagged pair", R256, HOOK, TAG, 2)
     ratio_target("no hooks, no profiler: tagged path unchanged (<= 1.25x)", R256, TAG, 1.25)
 
     # Tag lifetime and budgets: reset against freeing one by one and
@@ -342,8 +379,38 @@ END {
     pair_target("a budget on the tag: <= 1.02x without, ring 8-256", R256, BUDGET, TAG, 1.02)
     pair_target("a budget on the tag: <= 1.02x without, ring 8-4096", R4K, BUDGET, TAG, 1.02)
 
+    # Many tags: a thread cycling through them, many threads each with
+    # many, an empty tag, and the demo as a whole process.
+    TC = "push, 64 malloc+free, pop, cycling through N tags"
+    MC = "64 malloc+free per visit, cycling through N mimalloc heaps"
+    PM = "16 threads x 300 tags: memory per idle pair"
+    PT = "16 threads x 300 tags: ns per malloc+free"
+    IDX = "the demo (indexer), whole process"
+    print ""
+    print "targets (many tags), judged from the medians above:"
+    pair_target("cycling through 64 tags <= 1.25x one tag", TC, "64 tags", "1 tag (baseline)", 1.25)
+    pair_target("cycling through 256 tags <= 1.5x one tag", TC, "256 tags", "1 tag (baseline)", 1.5)
+    ns_target("an empty tag (one malloc/free) <= 64 KiB resident",
+              "256 empty tags: RSS per tag", TAG, 64)
+    ns_target("memory per idle (thread, tag) pair <= 8 KiB", PM, TAG, 8)
+    pair_target("16 x 300 pairs <= 1.15x 16 x 1, per malloc+free", PT, "16 x 300 tags", "16 x 1 tag", 1.15)
+    pair_target("the demo, tagged <= 1.02x --untagged, whole process", IDX,
+                "indexer (tagged)", "indexer --untagged (baseline)", 1.02)
+
     print ""
     print "other findings:"
+    x = pair_ratio(MC, "64 mimalloc heaps", "1 mimalloc heap (baseline)")
+    y = pair_ratio(MC, "256 mimalloc heaps", "1 mimalloc heap (baseline)")
+    if (x != "" && y != "")
+        printf "  mimalloc heaps on the same visits: 64 heaps %.2fx one heap, 256 heaps %.2fx\n", x, y
+    if (has(PM, "mimalloc, 16 x 300 heaps"))
+        printf "  mimalloc, 16 threads x 300 heaps: %s KiB per idle pair\n", num(med[key(PM, "mimalloc, 16 x 300 heaps")])
+    x = pair_ratio(PT, "mimalloc, 16 x 300 heaps", "mimalloc, 16 x 1 heap")
+    if (x != "")
+        printf "  mimalloc, 16 x 300 heaps: %.2fx 16 x 1 heap per malloc+free\n", x
+    x = pair_ratio(PT, "16 x 250 tags (4,000 pairs, each with a tcache)", "16 x 1 tag")
+    if (x != "")
+        printf "  16 x 250 tags (every pair with a tcache of its own): %.2fx 16 x 1\n", x
     # The publisher of the stats segment runs in processes of its own: a
     # comparison across processes, which their address layouts alone move
     # by about 10%, so a finding, not a verdict.
@@ -381,13 +448,6 @@ END {
         printf "  phases: RSS after drop+purge %s MiB tagged vs %s MiB untagged (%.2fx)\n",
                num(med[key(D, TAG)]), num(med[key(D, "libregionalloc untagged")]),
                med[key(D, TAG)] / med[key(D, "libregionalloc untagged")]
-    x = pair_ratio(R256, HOOK, TAG)
-    if (x != "")
-        printf "  one no-op hook: %.2fx the tagged pair, ring 8-256 (%s vs %s ns)\n",
-               x, num(med[key(R256, HOOK)]), num(med[key(R256, TAG)])
-    E = "256 empty tags: RSS per tag"
-    if (has(E, TAG))
-        printf "  an empty tag costs %s KiB resident (one malloc/free under it)\n", num(med[key(E, TAG)])
     for (i = 1; i <= nnotes; i++) print "  note: " notes[i]
 }' "$raw"
 
