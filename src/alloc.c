@@ -277,46 +277,29 @@ RA__COLD static void *alloc_tick_slow(ra_tag_t tag, size_t size, int flags)
     return alloc_plain(tag, size, flags);
 }
 
-/* Hooks or the profiler are on (instrumented, ra__instrumented's value).
- * With the profiler only, a tagged allocation pays an inline countdown (a
- * subtract, a compare and a store) and every call here is a tail call. */
-static inline __attribute__((always_inline)) void *
-alloc_instrumented_body(unsigned instrumented, ra_tag_t tag, size_t size,
-                        int flags)
-{
-    if (instrumented != RA__INSTRUMENT_PROF)
-        return alloc_hooked(tag, size, flags);
-    if (tag != RA_TAG_NONE && !ra__prof_countdown_holds(size))
-        return alloc_tick_slow(tag, size, flags);
-    return alloc_plain(tag, size, flags);
-}
-
+/* Hooks are installed, or the profiler's countdown ran out. */
 __attribute__((noinline)) static void *
 alloc_instrumented(unsigned instrumented, ra_tag_t tag, size_t size,
                    int flags)
 {
-    return alloc_instrumented_body(instrumented, tag, size, flags);
-}
-
-/* The same for malloc's own case, no flags: the compiler drops their
- * tests, and size stays in the register it arrived in. */
-__attribute__((noinline)) static void *
-alloc_instrumented_plain(size_t size, ra_tag_t tag, unsigned instrumented)
-{
-    return alloc_instrumented_body(instrumented, tag, size, 0);
+    if (instrumented != RA__INSTRUMENT_PROF)
+        return alloc_hooked(tag, size, flags);
+    return alloc_tick_slow(tag, size, flags);
 }
 
 /* With no hook installed and the profiler off, one predictable branch more
- * than the plain path; with the profiler only, an inline countdown. */
+ * than the plain path. With the profiler only, a tagged allocation pays an
+ * inline countdown (a subtract, a compare and a store) and goes on down the
+ * plain path: no call of its own until the countdown runs out. */
 static inline void *alloc_as(ra_tag_t tag, size_t size, int flags)
 {
     unsigned instrumented = atomic_load_explicit(&ra__instrumented,
                                                  memory_order_relaxed);
 
-    if (RA__UNLIKELY(instrumented != 0))
-        return flags == 0
-                   ? alloc_instrumented_plain(size, tag, instrumented)
-                   : alloc_instrumented(instrumented, tag, size, flags);
+    if (RA__UNLIKELY(instrumented != 0) &&
+        (instrumented != RA__INSTRUMENT_PROF ||
+         (tag != RA_TAG_NONE && !ra__prof_countdown_holds(size))))
+        return alloc_instrumented(instrumented, tag, size, flags);
     return alloc_plain(tag, size, flags);
 }
 
