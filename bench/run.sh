@@ -381,8 +381,8 @@ END {
 
     # Many tags: a thread cycling through them, many threads each with
     # many, an empty tag, and the demo as a whole process.
-    TC = "push, 64 malloc+free, pop, cycling through N tags"
-    MC = "64 malloc+free per visit, cycling through N mimalloc heaps"
+    TC = "cycling through N tags, 64 ops a visit"
+    MC = "cycling through N mimalloc heaps, 64 ops"
     PM = "16 threads x 300 tags: memory per idle pair"
     PT = "16 threads x 300 tags: ns per malloc+free"
     IDX = "the demo (indexer), whole process"
@@ -408,7 +408,7 @@ END {
     x = pair_ratio(PT, "mimalloc, 16 x 300 heaps", "mimalloc, 16 x 1 heap")
     if (x != "")
         printf "  mimalloc, 16 x 300 heaps: %.2fx 16 x 1 heap per malloc+free\n", x
-    x = pair_ratio(PT, "16 x 250 tags (4,000 pairs, each with a tcache)", "16 x 1 tag")
+    x = pair_ratio(PT, "16 x 250 tags (all with a tcache)", "16 x 1 tag")
     if (x != "")
         printf "  16 x 250 tags (every pair with a tcache of its own): %.2fx 16 x 1\n", x
     # The publisher of the stats segment runs in processes of its own: a
