@@ -164,6 +164,7 @@ __attribute__((noinline)) static void *alloc_tagged(ra_tag_t tag,
         return b->items[--b->count];
     }
     if (RA__LIKELY(s->alloc_flags != 0) && RA__LIKELY(size <= PTRDIFF_MAX)) {
+        ra__slot_miss(s);
         p = ra__je_mallocx(at_least_one(size), s->alloc_flags | flags);
         if (RA__LIKELY(p != NULL)) {
             count_alloc(s, tag, p);
@@ -354,6 +355,7 @@ __attribute__((noinline)) static void free_tagged(void *ptr, ra_tag_t tag)
         }
     }
     if (RA__LIKELY(s->alloc_flags != 0)) {
+        ra__slot_miss(s);
         ra__count_one(&s->ndalloc);
         ra__je_dallocx(ptr, s->free_flags);
         return;
@@ -619,6 +621,7 @@ static void *realloc_tagged(void *ptr, ra_tag_t tag, size_t size, int flags)
 
     if (RA__LIKELY(ts != NULL) && RA__LIKELY(ts->slots[tag].alloc_flags != 0)) {
         struct ra__tag_slot *s = &ts->slots[tag];
+        ra__slot_miss(s);
         p = ra__je_rallocx(ptr, size, s->alloc_flags | flags);
         if (RA__LIKELY(p != NULL)) {
             count_realloc(s, tag, p);

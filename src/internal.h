@@ -278,6 +278,7 @@ struct ra__tag_slot {
     int alloc_flags;          /* MALLOCX_ARENA | MALLOCX_TCACHE*, 0 = unset */
     int free_flags;           /* MALLOCX_TCACHE* */
     unsigned tcache;          /* explicit tcache id, or RA__NO_TCACHE */
+    unsigned misses;          /* slow events without a tcache (see thread.c) */
     struct ra__fc_bin *bins;  /* front cache by small bin, NULL = none */
     /* Written only by the owning thread, read by ra_tag_stats(): relaxed
      * atomics make the plain increments race-free at no cost on x86-64. */
@@ -318,6 +319,14 @@ struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag)
  * thread exit (jemalloc's thread-exit redirection, doc/design.md), NULL on failure. */
 void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     __attribute__((noinline, cold));
+/* A pair's slow event (a front cache miss, or a block no front cache
+ * takes) while it has no tcache: the pair may be busy enough for one. */
+void ra__slot_miss_slow(struct ra__tag_slot *s) __attribute__((noinline, cold));
+static inline void ra__slot_miss(struct ra__tag_slot *s)
+{
+    if (RA__UNLIKELY(s->tcache == RA__NO_TCACHE))
+        ra__slot_miss_slow(s);
+}
 /* Gives half of a full bin back to jemalloc. */
 void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
     __attribute__((noinline, cold));

@@ -507,6 +507,59 @@ START_TEST(test_threads_out_of_tcache_ids_goes_uncached)
 }
 END_TEST
 
+/* A (thread, tag) pair takes one of jemalloc's explicit tcache ids only
+ * once it is busy: pairs that make a block or two and go idle take none (a
+ * thread visiting many tags once would otherwise hold an id and a tcache
+ * per tag), and a busy pair takes exactly one. */
+enum { LZ_IDLE_TAGS = 3, LZ_BUSY_BLOCKS = 5000 };
+static ra_tag_t lz_idle[LZ_IDLE_TAGS], lz_busy;
+static unsigned lz_free_before, lz_free_idle, lz_free_busy;
+static void *lz_blocks[LZ_BUSY_BLOCKS];
+
+static void *lz_worker(void *arg)
+{
+    (void)arg;
+    lz_free_before = count_free_tcache_ids();
+    for (unsigned k = 0; k < LZ_IDLE_TAGS; k++) {
+        push(lz_idle[k]);
+        void *p = ra_malloc(100);
+        if (p == NULL || ra_tag_of(p) != lz_idle[k])
+            count_error();
+        ra_free(p);
+        pop(lz_idle[k]);
+    }
+    lz_free_idle = count_free_tcache_ids();
+    /* Many blocks of one class, all freed: refills, then full bins. */
+    push(lz_busy);
+    for (unsigned i = 0; i < LZ_BUSY_BLOCKS; i++)
+        if ((lz_blocks[i] = ra_malloc(64)) == NULL)
+            count_error();
+    pop(lz_busy);
+    for (unsigned i = 0; i < LZ_BUSY_BLOCKS; i++)
+        ra_free(lz_blocks[i]);
+    lz_free_busy = count_free_tcache_ids();
+    return NULL;
+}
+
+START_TEST(test_threads_tcache_only_for_busy_pairs)
+{
+    pthread_t thread;
+
+    for (unsigned k = 0; k < LZ_IDLE_TAGS; k++)
+        lz_idle[k] = create_tag("idle-pair-%u", k);
+    lz_busy = create_tag("busy-pair-%u", 0);
+    ck_assert_int_eq(pthread_create(&thread, NULL, lz_worker, NULL), 0);
+    ck_assert_int_eq(pthread_join(thread, NULL), 0);
+    ck_assert_uint_eq(atomic_load(&errors), 0);
+    ck_assert_uint_gt(lz_free_before, 4000);
+    ck_assert_uint_eq(lz_free_idle, lz_free_before);
+    ck_assert_uint_eq(lz_free_busy, lz_free_before - 1);
+    /* The busy pair's tcache went with its thread, flushed. */
+    check_exact(lz_busy, &(struct truth){0, 0}, "after the thread exited");
+    ck_assert_uint_eq(count_free_tcache_ids(), lz_free_before);
+}
+END_TEST
+
 /* -- "fork" --------------------------------------------------------------- */
 
 /* Three threads allocate; a fourth starts short-lived threads and creates
@@ -979,6 +1032,7 @@ static Suite *threads_suite(void)
     tc = tcase_create("many short-lived threads");
     tcase_add_test(tc, test_threads_short_lived_threads_release_caches);
     tcase_add_test(tc, test_threads_out_of_tcache_ids_goes_uncached);
+    tcase_add_test(tc, test_threads_tcache_only_for_busy_pairs);
     tcase_set_timeout(tc, 40);
     suite_add_tcase(s, tc);
 
