@@ -266,6 +266,7 @@ static inline void ra__tag_resume(ra_tag_t saved)
 struct ra__fc_bin {
     unsigned count;
     unsigned cap; /* ra__bin_cap of the bin, kept on the same cache line */
+    unsigned fill; /* blocks the next refill takes (see ra__fc_refill) */
     void *items[RA__FC_SLOTS];
 };
 

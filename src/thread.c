@@ -89,12 +89,12 @@ void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
     release_oldest(s, bin, ra__bin_cap[bin] / 2);
 }
 
-/* A pair gets its jemalloc tcache only once it is busy: at its second slow
- * event that is not a bin's first use. A pair that makes a few blocks and
- * goes idle (a short request's tag, each of many tags a thread visits
- * once) then holds no tcache, which is about half of what an idle pair
- * kept (107 against 52 KiB in bench/pairs), and takes none of jemalloc's
- * 4,093 ids. The creation is under threads_lock: a reset of the tag, from
+/* A pair gets its jemalloc tcache only once it is busy: at its second miss
+ * (a refill at full size, a full bin, or a block no front cache takes). A
+ * pair that makes a few blocks and goes idle (a short request's tag, each
+ * of many tags a thread visits once) then holds no tcache, which was about
+ * half of what an idle pair kept (107 against 52 KiB in bench/pairs), and
+ * takes none of jemalloc's 4,093 ids. The creation is under threads_lock: a reset of the tag, from
  * any thread, flushes the slot's tcache under it. */
 #define MISSES_BEFORE_TCACHE 2
 
@@ -131,11 +131,13 @@ static void flush_slot(struct ra__tag_slot *s)
     flush_tcache(s->tcache);
 }
 
+#define FIRST_FILL 4
+
 void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
 {
     struct ra__fc_bin *b = &s->bins[bin];
     size_t size = ra__bin_size[bin];
-    unsigned want = ra__bin_cap[bin] / 2, got = 0;
+    unsigned want, got = 0;
     void *first = ra__je_mallocx(size, s->alloc_flags);
 
     if (first == NULL || ra__tag_of_addr(first) != tag) {
@@ -144,10 +146,17 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
         return first;
     }
     ra__page_bin_set(first, bin);
-    if (b->cap == 0)
-        b->cap = ra__bin_cap[bin]; /* first use (ra__fc_make_room) */
-    else
+    b->cap = ra__bin_cap[bin]; /* first use, maybe (ra__fc_make_room) */
+    /* A bin's refills grow from a few blocks to half the bin: a pair that
+     * makes a few blocks of a class and goes idle holds a few, not half a
+     * bin of blocks nobody asked for (most of an idle pair's memory). A
+     * refill at full size is a miss of a busy pair. */
+    want = b->fill < FIRST_FILL ? FIRST_FILL : b->fill;
+    if (want >= ra__bin_cap[bin] / 2) {
+        want = ra__bin_cap[bin] / 2;
         ra__slot_miss(s);
+    }
+    b->fill = want * 2;
     /* The cache hands out from its top, so the blocks go in from the top
      * down: they then leave in jemalloc's order (ascending addresses within
      * a slab), the order in which a program's walks over what it allocated

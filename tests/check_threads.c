@@ -560,6 +560,66 @@ START_TEST(test_threads_tcache_only_for_busy_pairs)
 }
 END_TEST
 
+/* A bin's first refill takes a few blocks, not half the bin: a pair that
+ * made a block or two and went idle holds a few blocks of its class in its
+ * front cache (they count as allocated until a flush); a busy pair keeps
+ * more. The worker stays alive, its caches unflushed, while the main
+ * thread reads the stats. */
+static ra_tag_t fl_tag;
+static pthread_barrier_t fl_idle, fl_read, fl_busy;
+
+static void *fl_worker(void *arg)
+{
+    static void *blocks[1000];
+
+    (void)arg;
+    push(fl_tag);
+    /* The thread's first block of the tag sets its slot up, uncached; the
+     * second fills the bin. */
+    blocks[0] = ra_malloc(16);
+    ra_free(ra_malloc(16));
+    ra_free(blocks[0]);
+    pthread_barrier_wait(&fl_idle);
+    pthread_barrier_wait(&fl_read);
+    for (unsigned i = 0; i < 1000; i++)
+        blocks[i] = ra_malloc(16);
+    for (unsigned i = 0; i < 1000; i++)
+        ra_free(blocks[i]);
+    pop(fl_tag);
+    pthread_barrier_wait(&fl_busy);
+    pthread_barrier_wait(&fl_read);
+    return NULL;
+}
+
+START_TEST(test_threads_first_refill_is_small)
+{
+    pthread_t thread;
+    size_t idle_bytes, busy_bytes;
+
+    fl_tag = create_tag("first-fill-%u", 0);
+    pthread_barrier_init(&fl_idle, NULL, 2);
+    pthread_barrier_init(&fl_read, NULL, 2);
+    pthread_barrier_init(&fl_busy, NULL, 2);
+    ck_assert_int_eq(pthread_create(&thread, NULL, fl_worker, NULL), 0);
+    pthread_barrier_wait(&fl_idle);
+    idle_bytes = tu_tag_stats(fl_tag).allocated;
+    pthread_barrier_wait(&fl_read);
+    pthread_barrier_wait(&fl_busy);
+    busy_bytes = tu_tag_stats(fl_tag).allocated;
+    pthread_barrier_wait(&fl_read);
+    ck_assert_int_eq(pthread_join(thread, NULL), 0);
+    /* The block and a few more; a bin holds 64 of them. */
+    ck_assert_uint_ge(idle_bytes, 2 * 16);
+    ck_assert_uint_le(idle_bytes, 8 * 16);
+    /* Busy, the front cache (and the tcache behind it) keep more. */
+    ck_assert_uint_gt(busy_bytes, 32 * 16);
+    check_exact(fl_tag, &(struct truth){0, 0}, "after the thread exited");
+    pthread_barrier_destroy(&fl_idle);
+    pthread_barrier_destroy(&fl_read);
+    pthread_barrier_destroy(&fl_busy);
+}
+END_TEST
+
 /* -- "fork" --------------------------------------------------------------- */
 
 /* Three threads allocate; a fourth starts short-lived threads and creates
@@ -1033,6 +1093,7 @@ static Suite *threads_suite(void)
     tcase_add_test(tc, test_threads_short_lived_threads_release_caches);
     tcase_add_test(tc, test_threads_out_of_tcache_ids_goes_uncached);
     tcase_add_test(tc, test_threads_tcache_only_for_busy_pairs);
+    tcase_add_test(tc, test_threads_first_refill_is_small);
     tcase_set_timeout(tc, 40);
     suite_add_tcase(s, tc);
 
