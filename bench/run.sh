@@ -410,7 +410,7 @@ END {
         printf "  mimalloc, 16 x 300 heaps: %.2fx 16 x 1 heap per malloc+free\n", x
     x = pair_ratio(PT, "16 x 250 tags (4,000 pairs)", "16 x 1 tag")
     if (x != "")
-        printf "  16 x 250 tags (within jemalloc's 4,093 tcache ids): %.2fx 16 x 1\n", x
+        printf "  16 x 250 tags (within the 4,093 tcache ids): %.2fx 16 x 1\n", x
     # The publisher of the stats segment runs in processes of its own: a
     # comparison across processes, which their address layouts alone move
     # by about 10%, so a finding, not a verdict.
