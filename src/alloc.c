@@ -252,22 +252,19 @@ RA__COLD static void *alloc_sampled_or_plain(ra_tag_t tag, size_t size,
 
 /* Hooks are installed (and the profiler maybe on). A small block without
  * alignment has its size class's size, from the table the front caches
- * use: no lookup of the block's size. */
-RA__COLD static void *alloc_hooked(ra_tag_t tag, size_t size, int flags)
+ * use: no lookup of the block's size. Not cold: with a hook installed this
+ * is every allocation's path. */
+static void *alloc_hooked(ra_tag_t tag, size_t size, int flags)
 {
     void *p;
 
-    if (prof_samples(tag, size)) {
-        p = alloc_sampled_or_plain(tag, size, flags);
-        ra__hooks_on_alloc(p);
-        return p;
-    }
+    if (prof_samples(tag, size))
+        return ra__hooks_on_alloc(alloc_sampled_or_plain(tag, size, flags));
     p = alloc_plain(tag, size, flags);
     if ((flags & RA__LG_ALIGN_BITS) == 0 && size <= ra__small_max)
-        ra__hooks_on_alloc_of(p, ra__bin_size[ra__size_bin[(size + 7) >> 3]]);
-    else
-        ra__hooks_on_alloc(p);
-    return p;
+        return ra__hooks_on_alloc_of(
+            p, ra__bin_size[ra__size_bin[(size + 7) >> 3]]);
+    return ra__hooks_on_alloc(p);
 }
 
 /* The countdown ran out (or was never drawn). */
@@ -405,18 +402,25 @@ static inline void free_plain(void *ptr)
 
 /* The page table knows the class of a tagged small block that a front
  * cache has held: its size without a lookup of the block. */
-RA__COLD static void free_hooked(void *ptr)
+static void free_hooked(void *ptr)
 {
     ra_tag_t tag = ra__tag_of_addr(ptr);
     unsigned bin;
 
-    if (tag != RA_TAG_NONE &&
-        (bin = __atomic_load_n(ra__page_bin_entry(ptr), __ATOMIC_RELAXED)) <
-            RA__MAX_BINS)
+    if (tag == RA_TAG_NONE) {
+        ra__hooks_on_free(ptr);
+        free_untagged(ptr);
+        return;
+    }
+    /* No page table (it could not be mapped): no front caches either. */
+    bin = ra__page_bin != NULL
+              ? __atomic_load_n(ra__page_bin_entry(ptr), __ATOMIC_RELAXED)
+              : RA__PAGE_UNCACHED;
+    if (bin < RA__MAX_BINS)
         ra__hooks_on_free_of(tag, ptr, ra__bin_size[bin]);
     else
         ra__hooks_on_free(ptr);
-    free_plain(ptr);
+    free_tagged_fast(ptr, tag);
 }
 
 /* Frees of sampled blocks need no flag: their page tells. */

@@ -37,9 +37,12 @@ static _Atomic unsigned overflow_inflight;
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t reader_key;
 static pthread_once_t reader_key_once = PTHREAD_ONCE_INIT;
-static bool reader_key_ok;
+/* Set by the first install; a thread may dispatch having seen only the
+ * installed bit, hence atomic (reader_key is read after it). */
+static atomic_bool reader_key_ok;
 /* Set once, before the first hook is installed, when membarrier is not
- * available: then every dispatch pays a full fence instead. */
+ * available (or in a ThreadSanitizer build): then every dispatch pays a
+ * sequentially consistent increment (a locked instruction) instead. */
 static atomic_bool fence_mode;
 static bool barrier_checked;
 
@@ -89,7 +92,9 @@ static void release_reader(void *r)
 
 static void create_reader_key(void)
 {
-    reader_key_ok = pthread_key_create(&reader_key, release_reader) == 0;
+    atomic_store_explicit(&reader_key_ok,
+                          pthread_key_create(&reader_key, release_reader) == 0,
+                          memory_order_release);
 }
 
 /* The calling thread's reader, taken on its first dispatch; NULL when it
@@ -99,7 +104,7 @@ static struct reader *my_reader(void)
     if (RA__LIKELY(tls_reader != NULL) || tls_overflow)
         return tls_reader;
     tls_overflow = true;
-    if (!reader_key_ok)
+    if (!atomic_load_explicit(&reader_key_ok, memory_order_acquire))
         return NULL;
     for (int i = 0; i < READERS; i++) {
         bool free_reader = false;
@@ -119,14 +124,20 @@ static struct reader *my_reader(void)
     return NULL;
 }
 
-/* Under install_lock, before the first hook: membarrier, or fences. */
+/* Under install_lock, before the first hook: membarrier, or sequentially
+ * consistent operations on both sides. ThreadSanitizer does not model
+ * membarrier, so its builds take the second way. */
 static void choose_barrier(void)
 {
     if (barrier_checked)
         return;
     barrier_checked = true;
+#ifdef RA_TSAN
+    atomic_store(&fence_mode, true);
+#else
     if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0)
         atomic_store(&fence_mode, true);
+#endif
 }
 
 int ra_hooks_install(const ra_hooks_t *hooks)
@@ -164,21 +175,23 @@ int ra_hooks_install(const ra_hooks_t *hooks)
 /* Every thread that might have seen the bits as they were before this call
  * has left its dispatch: waits for each dispatch in progress to end, after
  * a barrier that makes any dispatch started before it visible. A callback
- * of this thread that removes a hook waits only for the other threads. */
+ * of this thread that removes a hook waits only for the other threads.
+ * Without membarrier, the bit's clearing and these loads are sequentially
+ * consistent, as are a reader's increment and its load of the bits: one of
+ * the two sides sees the other. */
 static void wait_for_readers(void)
 {
     unsigned own;
 
-    if (atomic_load(&fence_mode))
-        atomic_thread_fence(memory_order_seq_cst);
-    else if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
+    if (!atomic_load(&fence_mode) &&
+        membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
         abort(); /* registered in choose_barrier: cannot fail */
     for (int i = 0; i < READERS; i++) {
         unsigned long seq;
 
         if (&readers[i] == tls_reader)
             continue;
-        seq = atomic_load_explicit(&readers[i].seq, memory_order_acquire);
+        seq = atomic_load_explicit(&readers[i].seq, memory_order_seq_cst);
         if (seq & 1)
             while (atomic_load_explicit(&readers[i].seq,
                                         memory_order_acquire) == seq)
@@ -214,42 +227,12 @@ int ra_hooks_remove(int id)
     return 0;
 }
 
-/* The installed bits, read after this thread said it dispatches. Under
- * membarrier the order of the two needs no instruction here: a remover's
- * barrier either sees this thread's count odd or comes before the read. */
-static unsigned enter_mask(void)
+/* Calls every hook in mask and those installed meanwhile at later slots.
+ * The bits are read again after each callback: one may remove a hook that
+ * comes later, which must not be called once its removal returned. */
+static void call_hooks(bool alloc, unsigned mask, ra_tag_t tag, void *ptr,
+                       size_t size)
 {
-    unsigned mask;
-
-    atomic_signal_fence(memory_order_seq_cst);
-    mask = atomic_load_explicit(&active_mask, memory_order_acquire);
-    if (mask != 0 && atomic_load_explicit(&fence_mode, memory_order_relaxed)) {
-        atomic_thread_fence(memory_order_seq_cst);
-        mask = atomic_load_explicit(&active_mask, memory_order_acquire);
-    }
-    return mask;
-}
-
-static void dispatch(bool alloc, ra_tag_t tag, void *ptr, size_t size)
-{
-    struct reader *r;
-    unsigned long seq = 0;
-    unsigned mask;
-
-    tls_in_hook = true;
-    r = my_reader();
-    if (RA__LIKELY(r != NULL)) {
-        seq = atomic_load_explicit(&r->seq, memory_order_relaxed);
-        atomic_store_explicit(&r->seq, seq + 1, memory_order_relaxed);
-        mask = enter_mask();
-    } else {
-        atomic_fetch_add(&overflow_inflight, 1);
-        tls_in_overflow = true;
-        mask = atomic_load(&active_mask);
-    }
-    /* The bits are read again after each callback: one may remove a hook
-     * that comes later, which must not be called once its removal
-     * returned. */
     for (int i = 0; mask != 0; mask = atomic_load_explicit(
                                    &active_mask, memory_order_acquire) &
                                (~0u << i)) {
@@ -262,6 +245,33 @@ static void dispatch(bool alloc, ra_tag_t tag, void *ptr, size_t size)
         if (++i == RA__HOOKS_MAX)
             break;
     }
+}
+
+/* A thread without a reader word (past READERS threads, or exiting), or
+ * no membarrier. */
+RA__COLD static void dispatch_slow(bool alloc, ra_tag_t tag, void *ptr,
+                                  size_t size)
+{
+    struct reader *r = my_reader();
+    unsigned long seq = 0;
+    unsigned mask;
+
+    if (RA__LIKELY(r != NULL) &&
+        atomic_load_explicit(&fence_mode, memory_order_relaxed)) {
+        seq = atomic_fetch_add_explicit(&r->seq, 1, memory_order_seq_cst);
+        mask = atomic_load_explicit(&active_mask, memory_order_seq_cst);
+    } else if (r != NULL) {
+        /* A reader word taken just now, under membarrier. */
+        seq = atomic_load_explicit(&r->seq, memory_order_relaxed);
+        atomic_store_explicit(&r->seq, seq + 1, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);
+        mask = atomic_load_explicit(&active_mask, memory_order_acquire);
+    } else {
+        atomic_fetch_add(&overflow_inflight, 1);
+        tls_in_overflow = true;
+        mask = atomic_load(&active_mask);
+    }
+    call_hooks(alloc, mask, tag, ptr, size);
     if (RA__LIKELY(r != NULL)) {
         atomic_signal_fence(memory_order_seq_cst);
         atomic_store_explicit(&r->seq, seq + 2, memory_order_release);
@@ -269,6 +279,47 @@ static void dispatch(bool alloc, ra_tag_t tag, void *ptr, size_t size)
         tls_in_overflow = false;
         atomic_fetch_sub(&overflow_inflight, 1);
     }
+}
+
+/* The common case costs a call, not a loop: the thread has its reader word,
+ * membarrier orders it against removals, and one hook is installed. Only
+ * this thread writes its word, so the count is read back from it after the
+ * callback instead of being kept in a register saved across the call. */
+static inline __attribute__((always_inline)) void
+dispatch(bool alloc, ra_tag_t tag, void *ptr, size_t size)
+{
+    struct reader *r = tls_reader;
+    unsigned mask;
+
+    tls_in_hook = true;
+    if (RA__UNLIKELY(r == NULL) ||
+        RA__UNLIKELY(atomic_load_explicit(&fence_mode, memory_order_relaxed))) {
+        dispatch_slow(alloc, tag, ptr, size);
+        tls_in_hook = false;
+        return;
+    }
+    atomic_store_explicit(
+        &r->seq, atomic_load_explicit(&r->seq, memory_order_relaxed) + 1,
+        memory_order_relaxed);
+    /* Under membarrier the order of the store and the load needs no
+     * instruction: a remover's barrier either sees the count odd or comes
+     * before the load. */
+    atomic_signal_fence(memory_order_seq_cst);
+    mask = atomic_load_explicit(&active_mask, memory_order_acquire);
+    if (RA__UNLIKELY((mask & (mask - 1)) != 0)) {
+        call_hooks(alloc, mask, tag, ptr, size);
+    } else if (mask != 0) {
+        const ra_hooks_t *h = &slots[__builtin_ctz(mask)];
+        void (*fn)(void *, ra_tag_t, void *, size_t) =
+            alloc ? h->on_alloc : h->on_free;
+        if (fn != NULL)
+            fn(h->ctx, tag, ptr, size);
+    }
+    r = tls_reader;
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(
+        &r->seq, atomic_load_explicit(&r->seq, memory_order_relaxed) + 1,
+        memory_order_release);
     tls_in_hook = false;
 }
 
@@ -277,16 +328,18 @@ static bool reporting(const void *ptr)
     return ptr != NULL && !tls_in_hook && ra__hooks_muted == 0;
 }
 
-void ra__hooks_on_alloc(void *ptr)
+void *ra__hooks_on_alloc(void *ptr)
 {
     if (reporting(ptr))
         dispatch(true, ra__tag_of_addr(ptr), ptr, ra_malloc_usable_size(ptr));
+    return ptr;
 }
 
-void ra__hooks_on_alloc_of(void *ptr, size_t size)
+void *ra__hooks_on_alloc_of(void *ptr, size_t size)
 {
     if (reporting(ptr))
         dispatch(true, ra__tag_of_addr(ptr), ptr, size);
+    return ptr;
 }
 
 void ra__hooks_on_free(void *ptr)

@@ -468,11 +468,12 @@ static inline bool ra__hooks_any(void)
 extern RA__TLS unsigned ra__hooks_muted;
 /* Report to the installed hooks, unless the calling thread is inside one
  * or muted. ptr may be NULL (nothing reported). on_free is called before
- * the block can be reused. */
-void ra__hooks_on_alloc(void *ptr);
+ * the block can be reused. The allocation reports return ptr, so that an
+ * allocation path ends in a tail call. */
+void *ra__hooks_on_alloc(void *ptr);
 void ra__hooks_on_free(void *ptr);
 /* Reports the allocation of ptr, of usable size known to the caller. */
-void ra__hooks_on_alloc_of(void *ptr, size_t size);
+void *ra__hooks_on_alloc_of(void *ptr, size_t size);
 /* Reports a free of ptr, of tag and usable size, known to the caller. */
 void ra__hooks_on_free_of(ra_tag_t tag, void *ptr, size_t size);
 /* Fork handlers for the install lock; in the child, the callbacks that other
