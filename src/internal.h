@@ -279,7 +279,7 @@ struct ra__tag_slot {
     int alloc_flags;          /* MALLOCX_ARENA | MALLOCX_TCACHE*, 0 = unset */
     int free_flags;           /* MALLOCX_TCACHE* */
     unsigned tcache;          /* explicit tcache id, or RA__NO_TCACHE */
-    unsigned misses;          /* slow events without a tcache (see thread.c) */
+    unsigned misses;          /* up to RA__TCACHE_AFTER_MISSES (thread.c) */
     struct ra__fc_bin *bins;  /* front cache by small bin, NULL = none */
     /* Written only by the owning thread, read by ra_tag_stats(): relaxed
      * atomics make the plain increments race-free at no cost on x86-64. */
@@ -321,11 +321,13 @@ struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag)
 void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     __attribute__((noinline, cold));
 /* A pair's slow event (a front cache miss, or a block no front cache
- * takes) while it has no tcache: the pair may be busy enough for one. */
+ * takes): counted until the pair is busy enough for a tcache, then, with
+ * the tcache taken or refused (or caches off), never again. */
+#define RA__TCACHE_AFTER_MISSES 2
 void ra__slot_miss_slow(struct ra__tag_slot *s) __attribute__((noinline, cold));
 static inline void ra__slot_miss(struct ra__tag_slot *s)
 {
-    if (RA__UNLIKELY(s->tcache == RA__NO_TCACHE))
+    if (RA__UNLIKELY(s->misses < RA__TCACHE_AFTER_MISSES))
         ra__slot_miss_slow(s);
 }
 /* Gives half of a full bin back to jemalloc. */

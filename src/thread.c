@@ -94,17 +94,15 @@ void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
  * pair that makes a few blocks and goes idle (a short request's tag, each
  * of many tags a thread visits once) then holds no tcache, which was about
  * half of what an idle pair kept (107 against 52 KiB in bench/pairs), and
- * takes none of jemalloc's 4,093 ids. The creation is under threads_lock: a reset of the tag, from
- * any thread, flushes the slot's tcache under it. */
-#define MISSES_BEFORE_TCACHE 2
-
+ * takes none of jemalloc's 4,093 ids. The creation is under threads_lock:
+ * a reset of the tag, from any thread, flushes the slot's tcache under
+ * it. */
 void ra__slot_miss_slow(struct ra__tag_slot *s)
 {
     unsigned tcache;
     size_t len = sizeof tcache;
 
-    if (!caches_on || s->misses >= MISSES_BEFORE_TCACHE ||
-        ++s->misses < MISSES_BEFORE_TCACHE)
+    if (++s->misses < RA__TCACHE_AFTER_MISSES)
         return;
     /* Out of ids (4093 per process): the pair stays uncached behind its
      * front cache, correct and slower, and asks no more. */
@@ -293,7 +291,8 @@ static void setup_slot(struct ra__tag_slot *s, ra_tag_t tag)
     unsigned arena = ra__tag_arena[tag];
 
     s->tcache = RA__NO_TCACHE;
-    s->misses = 0;
+    /* MALLOC_CONF=tcache:false: never a tcache, nothing to count. */
+    s->misses = caches_on ? 0 : RA__TCACHE_AFTER_MISSES;
     s->free_flags = MALLOCX_TCACHE_NONE;
     /* The front cache needs the page table to sort frees by size class. */
     /* Zeroed, capacities included: each bin is set up at its first use
