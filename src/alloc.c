@@ -285,20 +285,26 @@ alloc_instrumented(unsigned instrumented, ra_tag_t tag, size_t size,
     return alloc_tick_slow(tag, size, flags);
 }
 
-/* With no hook installed and the profiler off, one predictable branch more
- * than the plain path. With the profiler only, a tagged allocation pays an
- * inline countdown (a subtract, a compare and a store) and goes on down the
- * plain path: no call of its own until the countdown runs out. */
-static inline void *alloc_as(ra_tag_t tag, size_t size, int flags)
+/* instrumented: ra__instrumented as the caller read it. With no hook
+ * installed and the profiler off, one predictable branch more than the
+ * plain path. With the profiler only, a tagged allocation pays an inline
+ * countdown (a subtract, a compare and a store) and goes on down the plain
+ * path: no call of its own until the countdown runs out. */
+static inline void *alloc_with(unsigned instrumented, ra_tag_t tag,
+                               size_t size, int flags)
 {
-    unsigned instrumented = atomic_load_explicit(&ra__instrumented,
-                                                 memory_order_relaxed);
-
     if (RA__UNLIKELY(instrumented != 0) &&
         (instrumented != RA__INSTRUMENT_PROF ||
          (tag != RA_TAG_NONE && !ra__prof_countdown_holds(size))))
         return alloc_instrumented(instrumented, tag, size, flags);
     return alloc_plain(tag, size, flags);
+}
+
+static inline void *alloc_as(ra_tag_t tag, size_t size, int flags)
+{
+    return alloc_with(
+        atomic_load_explicit(&ra__instrumented, memory_order_relaxed), tag,
+        size, flags);
 }
 
 RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag)
@@ -441,7 +447,7 @@ void *ra_malloc(size_t size)
 
     if (RA__LIKELY((top | instrumented) == 0))
         return ra__je_malloc(size);
-    return alloc_as(top, size, 0);
+    return alloc_with(instrumented, top, size, 0);
 }
 
 void *ra_malloc_tag(ra_tag_t tag, size_t size)
