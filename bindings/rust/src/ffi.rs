@@ -1,29 +1,26 @@
 //! The C API of include/regionalloc.h, declared by hand (no bindgen, no libc
 //! crate), and the few C library functions the reports need.
 
+use std::io;
 use std::os::raw::{c_char, c_int, c_uint, c_void};
+
+/// The result of a C call that returns 0, or -1 with errno.
+pub(crate) fn check(rc: c_int) -> io::Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+pub(crate) fn einval() -> io::Error {
+    io::Error::from_raw_os_error(22 /* EINVAL */)
+}
 
 /// `ra_tag_t`: an unsigned int, 0 for untagged.
 pub type RaTag = c_uint;
 
 pub const RA_TAG_ALL: RaTag = RaTag::MAX;
-
-/// `ra_tag_stats_t`, field for field.
-#[repr(C)]
-#[derive(Default)]
-pub struct RaTagStats {
-    pub allocated: usize,
-    pub active: usize,
-    pub resident: usize,
-    pub mapped: usize,
-    pub dirty: usize,
-    pub muzzy: usize,
-    pub retained: usize,
-    pub reserved: usize,
-    pub nmalloc: u64,
-    pub ndalloc: u64,
-    pub peak_mapped: usize,
-}
 
 pub type OnSoft = extern "C" fn(ctx: *mut c_void, tag: RaTag, mapped: usize);
 
@@ -68,7 +65,7 @@ extern "C" {
     #[allow(dead_code)] // used by the tests
     pub fn ra_malloc_usable_size(ptr: *const c_void) -> usize;
 
-    pub fn ra_tag_stats(tag: RaTag, out: *mut RaTagStats) -> c_int;
+    pub fn ra_tag_stats(tag: RaTag, out: *mut crate::TagStats) -> c_int;
     pub fn ra_tag_purge(tag: RaTag) -> c_int;
     pub fn ra_thread_flush();
     pub fn ra_tag_rss(tag: RaTag, bytes: *mut usize) -> c_int;

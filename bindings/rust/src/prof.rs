@@ -4,7 +4,7 @@
 use std::io;
 use std::os::raw::c_int;
 
-use crate::ffi;
+use crate::ffi::{self, check};
 use crate::report::write_to_memory;
 use crate::Tag;
 
@@ -29,14 +29,6 @@ impl ProfFormat {
             ProfFormat::Pprof => 2,
             ProfFormat::HeapV2 => 3,
         }
-    }
-}
-
-fn check(rc: c_int) -> io::Result<()> {
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
     }
 }
 

@@ -7,7 +7,7 @@ use std::os::raw::{c_char, c_int, c_void};
 use std::ptr;
 use std::slice;
 
-use crate::ffi;
+use crate::ffi::{self, check, einval};
 
 /// The format of [`report`] and [`checkpoint_report`] (`ra_format_t`).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -41,18 +41,9 @@ pub(crate) fn write_to_memory(write: impl FnOnce(*mut ffi::File) -> c_int) -> io
     if f.is_null() {
         return Err(io::Error::last_os_error());
     }
-    let failed = if write(f) == 0 {
-        None
-    } else {
-        Some(io::Error::last_os_error())
-    };
+    let failed = check(write(f)).err();
     // fclose flushes: buf and len are final only after it.
-    let closed = unsafe { ffi::fclose(f) };
-    let close_error = if closed != 0 {
-        Some(io::Error::last_os_error())
-    } else {
-        None
-    };
+    let close_error = check(unsafe { ffi::fclose(f) }).err();
     let out = if buf.is_null() {
         Vec::new()
     } else {
@@ -88,12 +79,8 @@ pub fn report(f: Format) -> io::Result<String> {
 /// to 63 bytes at a character boundary; "" allowed), `ra_checkpoint`. A
 /// label holding a NUL is refused with EINVAL.
 pub fn checkpoint(label: &str) -> io::Result<()> {
-    let c = CString::new(label).map_err(|_| io::Error::from_raw_os_error(22 /* EINVAL */))?;
-    if unsafe { ffi::ra_checkpoint(c.as_ptr()) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    let c = CString::new(label).map_err(|_| einval())?;
+    check(unsafe { ffi::ra_checkpoint(c.as_ptr()) })
 }
 
 /// The kept checkpoints (the last 1024), oldest first

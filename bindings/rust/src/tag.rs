@@ -6,10 +6,10 @@ use std::fmt;
 use std::io;
 use std::marker::PhantomData;
 use std::num::NonZeroU32;
-use std::os::raw::{c_char, c_int, c_void};
+use std::os::raw::{c_char, c_void};
 use std::ptr;
 
-use crate::ffi;
+use crate::ffi::{self, check, einval};
 
 /// A memory category of the process: a tag of libregionalloc.
 ///
@@ -26,6 +26,8 @@ pub struct Tag(NonZeroU32);
 /// blocks) once every thread that used the tag has called
 /// [`thread_flush`] or exited; before that it may exceed the sum by what
 /// those threads' caches hold for the tag.
+/// The layout is `ra_tag_stats_t`'s, field for field: the C call fills it.
+#[repr(C)]
 #[derive(Copy, Clone, Default, PartialEq, Eq, Hash, Debug)]
 pub struct TagStats {
     /// Bytes in live blocks (usable sizes).
@@ -97,19 +99,6 @@ pub struct TagGuard {
 
 /// The largest name a tag may have, in bytes (`RA_TAG_NAME_MAX`).
 const NAME_MAX: usize = 63;
-
-fn einval() -> io::Error {
-    io::Error::from_raw_os_error(22 /* EINVAL */)
-}
-
-/// The result of a C call that returns 0 or -1 with errno.
-fn check(rc: c_int) -> io::Result<()> {
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
 
 /// Calls f with name as a C string held on the stack, so that the binding
 /// adds no allocation of its own (under the caller's tag) to a create or a
@@ -216,21 +205,9 @@ impl Tag {
     /// once per report, not per allocation). Errors: EINVAL (destroyed),
     /// ENOTSUP (pass-through mode, `REGIONALLOC=0`).
     pub fn stats(&self) -> io::Result<TagStats> {
-        let mut s = ffi::RaTagStats::default();
+        let mut s = TagStats::default();
         check(unsafe { ffi::ra_tag_stats(self.raw(), &mut s) })?;
-        Ok(TagStats {
-            allocated: s.allocated,
-            active: s.active,
-            resident: s.resident,
-            mapped: s.mapped,
-            dirty: s.dirty,
-            muzzy: s.muzzy,
-            retained: s.retained,
-            reserved: s.reserved,
-            nmalloc: s.nmalloc,
-            ndalloc: s.ndalloc,
-            peak_mapped: s.peak_mapped,
-        })
+        Ok(s)
     }
 
     /// The resident bytes of the tag's region as the kernel counts them
