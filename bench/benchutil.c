@@ -179,6 +179,14 @@ void bench_compare(const char *workload, const char *unit,
 
 /* -- jemalloc ---------------------------------------------------------------------- */
 
+void bench_fill_sizes(size_t *sizes, unsigned n, uint32_t seed, size_t max)
+{
+    for (unsigned i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        sizes[i] = 8 + (seed >> 8) % (max - 7);
+    }
+}
+
 bool bench_open_jemalloc(void)
 {
     /* Loaded as libregionalloc's dependency: take that copy, never load a
@@ -241,4 +249,15 @@ bool bench_open_mimalloc(void)
     }
     bench_mi_missing = NULL;
     return true;
+}
+
+void bench_je_purge_all(void)
+{
+    char name[64];
+
+    /* 4096: jemalloc's MALLCTL_ARENAS_ALL, as in its header. */
+    snprintf(name, sizeof name, "arena.%u.purge", 4096u);
+    if (bench_je.mallctl("thread.tcache.flush", NULL, NULL, NULL, 0) != 0 ||
+        bench_je.mallctl(name, NULL, NULL, NULL, 0) != 0)
+        bench_die("jemalloc purge");
 }

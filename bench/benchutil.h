@@ -54,6 +54,10 @@ struct bench_contender {
 void bench_compare(const char *workload, const char *unit,
                    struct bench_contender *c, unsigned n, int baseline);
 
+/* sizes[0..n): pseudo-random sizes of 8 to max bytes, the same for a seed
+ * in every run and for every contender. */
+void bench_fill_sizes(size_t *sizes, unsigned n, uint32_t seed, size_t max);
+
 /* -- jemalloc's own functions ----------------------------------------------------
  * Reached through a handle to libjemalloc.so.2 itself: in a program linked
  * with libregionalloc the plain names malloc/free are libregionalloc's.
@@ -71,6 +75,8 @@ struct bench_jemalloc {
 extern struct bench_jemalloc bench_je;
 extern const char *bench_je_missing;
 bool bench_open_jemalloc(void);
+/* jemalloc's thread.tcache.flush, then arena.<all>.purge; dies on failure. */
+void bench_je_purge_all(void);
 
 /* -- mimalloc's heap API ----------------------------------------------------------
  * dlopen'ed RTLD_LOCAL at run time, so the bench builds without mimalloc and

@@ -21,7 +21,6 @@
 
 #include "contenders.h"
 
-#define MALLCTL_ARENAS_ALL 4096 /* jemalloc's, as in its header */
 #define KEPT_TAGS 32            /* tags per create pass */
 
 static size_t nblocks, min_size, max_size;
@@ -45,16 +44,6 @@ static void fill(bench_alloc_fn m)
     }
 }
 
-static void je_purge_all(void)
-{
-    char name[64];
-
-    snprintf(name, sizeof name, "arena.%u.purge", MALLCTL_ARENAS_ALL);
-    if (bench_je.mallctl("thread.tcache.flush", NULL, NULL, NULL, 0) != 0 ||
-        bench_je.mallctl(name, NULL, NULL, NULL, 0) != 0)
-        bench_die("jemalloc purge");
-}
-
 static double drop_jemalloc(void *arg)
 {
     double t0;
@@ -64,7 +53,7 @@ static double drop_jemalloc(void *arg)
     t0 = bench_now_ns();
     for (size_t i = 0; i < nblocks; i++)
         bench_je.free(blocks[i]);
-    je_purge_all();
+    bench_je_purge_all();
     return (bench_now_ns() - t0) / (double)nblocks;
 }
 

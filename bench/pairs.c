@@ -141,7 +141,6 @@ static double run(unsigned ntags, double *kib)
 
 int main(void)
 {
-    uint32_t x = 777;
     double kib1, kib_some, kib_many, ns1, ns_some, ns_many;
 
     bench_open_contenders();
@@ -153,10 +152,7 @@ int main(void)
         if ((tags[i] = ra_tag_create(name)) == RA_TAG_NONE)
             bench_die("ra_tag_create (REGIONALLOC_MAX_TAGS >= 301?)");
     }
-    for (unsigned i = 0; i < PER_VISIT; i++) {
-        x = x * 1664525u + 1013904223u;
-        sizes[i] = 8 + (x >> 8) % 249;
-    }
+    bench_fill_sizes(sizes, PER_VISIT, 777, 256);
     /* The pairs of a run stay after it (threads exit, their caches are
      * given back; arenas, tags and their dirty pages stay): the one-tag
      * run first, then the one whose memory is reported. */

@@ -24,7 +24,6 @@
 #define NDOCS 2000
 #define TOKENS 1000
 #define NEW_EVERY 8 /* one token in 8 is a new identifier */
-#define MALLCTL_ALL_ARENAS 4096 /* jemalloc's MALLCTL_ARENAS_ALL */
 
 struct token {
     uint32_t id;
@@ -150,16 +149,6 @@ BENCH_INLINE void run_phases(bench_alloc_fn m, bench_free_fn f,
               -1, mib(end, start), mib(end, start));
 }
 
-static void purge_jemalloc(void)
-{
-    char ctl[32];
-
-    snprintf(ctl, sizeof ctl, "arena.%u.purge", MALLCTL_ALL_ARENAS);
-    if (bench_je.mallctl("thread.tcache.flush", NULL, NULL, NULL, 0) != 0 ||
-        bench_je.mallctl(ctl, NULL, NULL, NULL, 0) != 0)
-        bench_die("jemalloc purge");
-}
-
 static void purge_regionalloc(void)
 {
     ra_thread_flush();
@@ -178,7 +167,7 @@ int main(int argc, char **argv)
     free(malloc(16));
     if (strcmp(who, "jemalloc") == 0) {
         run_phases(alloc_jemalloc, free_jemalloc, realloc_jemalloc, enter_none,
-                   enter_none, purge_jemalloc, NAME_JEMALLOC);
+                   enter_none, bench_je_purge_all, NAME_JEMALLOC);
     } else if (strcmp(who, "untagged") == 0) {
         run_phases(alloc_process, free_process, realloc_process, enter_none,
                    enter_none, purge_regionalloc, NAME_UNTAGGED);

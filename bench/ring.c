@@ -24,16 +24,6 @@
 static size_t sizes[NSIZES];
 static uint64_t ops;
 
-static void fill_sizes(size_t max)
-{
-    uint32_t x = 12345;
-
-    for (unsigned i = 0; i < NSIZES; i++) {
-        x = x * 1664525u + 1013904223u;
-        sizes[i] = 8 + (x >> 8) % (max - 7);
-    }
-}
-
 /* ns per free+malloc. The ring is filled before the clock starts, so every
  * timed step frees a live block. */
 BENCH_INLINE double ring_run(bench_alloc_fn m, bench_free_fn f)
@@ -135,7 +125,7 @@ static void bench_mix(const char *workload, size_t max, const char *profile_name
     if (tag == RA_TAG_NONE && (tag = ra_tag_create("bench-ring")) == RA_TAG_NONE)
         bench_die("ra_tag_create");
 #endif
-    fill_sizes(max);
+    bench_fill_sizes(sizes, NSIZES, 12345, max);
     if (profile_name != NULL) {
         struct bench_contender p = {profile_name, run_process, NULL, NULL};
         bench_compare(workload, "ns/op", &p, 1, -1);

@@ -10,7 +10,6 @@
  * REGIONALLOC_MAX_TAGS of at least 257 (run.sh does). */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <regionalloc.h>
 
@@ -78,17 +77,13 @@ static double cycle_heaps(void *arg)
 int main(void)
 {
     struct bench_contender t[] = CONTENDERS(cycle_tags, "tag", NULL);
-    struct bench_contender h[4];
-    uint32_t x = 12345;
 
     bench_open_contenders();
     if (!ra_enabled())
         bench_die("pass-through mode: no tags");
-    {
-        struct bench_contender mi[] =
-            CONTENDERS(cycle_heaps, "mimalloc heap", bench_mi_missing);
-        memcpy(h, mi, sizeof h);
-    }
+    /* After bench_open_contenders: whether mimalloc is there. */
+    struct bench_contender h[] =
+        CONTENDERS(cycle_heaps, "mimalloc heap", bench_mi_missing);
     for (unsigned i = 0; i < MAX_CYCLE; i++) {
         char name[32];
         snprintf(name, sizeof name, "cycle-%u", i);
@@ -98,14 +93,11 @@ int main(void)
             (heaps[i] = bench_mi.heap_new()) == NULL)
             bench_die("mi_heap_new");
     }
-    for (unsigned i = 0; i < PER_VISIT; i++) {
-        x = x * 1664525u + 1013904223u;
-        sizes[i] = 8 + (x >> 8) % 249;
-    }
+    bench_fill_sizes(sizes, PER_VISIT, 12345, 256);
     visits = bench_scaled(100000, 500);
-    bench_compare("cycling through N tags, 64 ops a visit",
-                  "ns/op", t, 4, 0);
-    bench_compare("cycling through N mimalloc heaps, 64 ops",
-                  "ns/op", h, 4, 0);
+    bench_compare("cycling through N tags, 64 ops a visit", "ns/op", t,
+                  sizeof t / sizeof t[0], 0);
+    bench_compare("cycling through N mimalloc heaps, 64 ops", "ns/op", h,
+                  sizeof h / sizeof h[0], 0);
     return 0;
 }

@@ -106,7 +106,6 @@ static double run_tracker(void *arg)
 
 int main(void)
 {
-    uint32_t x = 12345;
     struct bench_contender c[] = {
         {NAME_JEMALLOC, run_jemalloc, NULL, NULL},
         {NAME_TAGGED, run_tagged, NULL, NULL},
@@ -127,10 +126,7 @@ int main(void)
         if (!bench_mi_missing && (heaps[t] = bench_mi.heap_new()) == NULL)
             bench_die("mi_heap_new");
     }
-    for (unsigned i = 0; i < NSIZES; i++) {
-        x = x * 1664525u + 1013904223u;
-        sizes[i] = 8 + (x >> 8) % 249;
-    }
+    bench_fill_sizes(sizes, NSIZES, 12345, 256);
     ops = bench_scaled(2000000, 10000);
     bench_compare("ring 8-256 B, push/pop 1 of 4 tags per 10 ops", "ns/op",
                   c, sizeof c / sizeof c[0], 0);

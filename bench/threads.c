@@ -203,13 +203,9 @@ static double run_pair(void *arg)
 int main(void)
 {
     const char *workload = "2 threads, producer mallocs, consumer frees";
-    uint32_t x = 54321;
 
     bench_open_contenders();
-    for (unsigned i = 0; i < NSIZES; i++) {
-        x = x * 1664525u + 1013904223u;
-        sizes[i] = 8 + (x >> 8) % 249;
-    }
+    bench_fill_sizes(sizes, NSIZES, 54321, 256);
     nbatches = bench_scaled(2000000, 100 * BATCH) / BATCH;
     {
 #ifdef BENCH_GLIBC
