@@ -69,7 +69,7 @@ ra_install_missing() {
     [ -z "$missing" ] && return 0
     # shellcheck disable=SC2086  # one package a word, on one line
     echo "deps: missing Debian packages for $what:" $missing >&2
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086,SC2046
     ra_apt_install "$what" $(ra_install_names $missing)
 }
 
@@ -103,14 +103,7 @@ ra_install_deps() {
 RA_BENCH_DEPS=(libmimalloc-dev heaptrack)
 
 ra_install_bench_deps() {
-    local missing
-    command -v dpkg-query >/dev/null 2>&1 || return 0
-    missing=$(ra_missing_of "${RA_BENCH_DEPS[@]}")
-    [ -z "$missing" ] && return 0
-    # shellcheck disable=SC2086  # one package a word
-    echo "deps: optional bench packages missing:" $missing >&2
-    # shellcheck disable=SC2086
-    ra_apt_install "the optional bench packages" $missing
+    ra_install_missing "the optional bench packages" "${RA_BENCH_DEPS[@]}"
 }
 
 # Run directly: install.

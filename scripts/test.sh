@@ -30,7 +30,7 @@ show_failures() {
 # already configured"); refuse instead of guessing what to delete.
 if [ -f config.status ] || [ -f Makefile ]; then
     echo "test.sh: the source tree was configured in place; run 'make distclean'" >&2
-    echo "test.sh: here first (builds go to build/ and build-ubsan/)." >&2
+    echo "test.sh: here first (builds go to build*/ directories)." >&2
     exit 1
 fi
 
@@ -58,11 +58,12 @@ step "ThreadSanitizer build (build-tsan/): the suites whose threads share state"
 mkdir -p build-tsan
 (cd build-tsan && "$top/configure" --enable-tsan --disable-override \
     --enable-werror)
-make -C build-tsan -j"$jobs" tests/check_threads tests/check_hooks \
-    tests/check_lifetime tests/check_limit tests/check_http
 # suite[:case]: a whole suite, or the test case of it that runs threads.
-for run in check_threads check_hooks check_lifetime:threads \
-    check_limit:hard check_limit:soft check_http; do
+tsan_runs=(check_threads check_hooks check_lifetime:threads check_limit:hard
+    check_limit:soft check_http)
+# shellcheck disable=SC2046  # one target a word
+make -C build-tsan -j"$jobs" $(printf 'tests/%s\n' "${tsan_runs[@]%%:*}" | sort -u)
+for run in "${tsan_runs[@]}"; do
     suite=${run%%:*}
     case_name=
     [ "$suite" != "$run" ] && case_name=${run#*:}
