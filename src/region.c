@@ -42,10 +42,13 @@ static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void ra__free_gate_update(void)
 {
-    unsigned count = __atomic_load_n(&ra__layout.count, __ATOMIC_ACQUIRE);
-    uintptr_t n = count;
+    uintptr_t n;
 
+    /* The count is read under the lock: read before it, a hook's removal
+     * could write an older count after a new tag's creation wrote its own,
+     * and send the new tag's blocks to jemalloc's plain free. */
     ra__lock(&gate_lock);
+    n = __atomic_load_n(&ra__layout.count, __ATOMIC_ACQUIRE);
     if (ra__hooks_any())
         n = ra__free_gate.shift == 0 ? UINTPTR_MAX
                                      : (UINTPTR_MAX >> ra__free_gate.shift) + 1;
