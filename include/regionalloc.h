@@ -59,7 +59,8 @@ RA_EXPORT int ra_tag_reset(ra_tag_t tag);
  * created and destroyed without bound; REGIONALLOC_MAX_TAGS bounds those
  * alive at once. Until its id is handed out again, every call on it fails
  * with EINVAL (ra_tag_name: NULL, ENOENT). 0, or -1 with errno EBUSY (the
- * tag is on the calling thread's stack; nothing done), or as ra_tag_reset. */
+ * tag is on the calling thread's stack, or is a thread's base tag; nothing
+ * done), or as ra_tag_reset. */
 RA_EXPORT int ra_tag_destroy(ra_tag_t tag);
 
 /* A tag's budget, on the memory it holds from the OS (ra_tag_stats'
@@ -98,7 +99,8 @@ RA_EXPORT int ra_tag_push(ra_tag_t tag);
 RA_EXPORT int ra_tag_pop(ra_tag_t tag);
 
 /* The thread's tag stack and the number of tags, for the inline push and
- * pop only: not an API. items[0] stays RA_TAG_NONE, so the tag that
+ * pop only: not an API. items[0] is the thread's base tag (RA_TAG_NONE
+ * unless REGIONALLOC_THREAD_TAGS gives it one), so the tag that
  * allocations go to is items[depth], cached in top. top and depth are
  * kept apart: side by side, a compiler merges their stores into one
  * vector store, which the next push or pop's load of depth waits on
@@ -147,7 +149,8 @@ static inline int ra__tag_pop_inline(ra_tag_t tag)
 #define ra_tag_push(tag) ra__tag_push_inline(tag)
 #define ra_tag_pop(tag) ra__tag_pop_inline(tag)
 
-/* Top of this thread's stack, RA_TAG_NONE when empty. */
+/* Top of this thread's stack; when nothing is pushed, the thread's base
+ * tag (RA_TAG_NONE unless REGIONALLOC_THREAD_TAGS gives it one). */
 RA_EXPORT ra_tag_t ra_tag_current(void);
 
 /* The tag that owns the block at ptr (any address inside a tagged region),

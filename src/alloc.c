@@ -144,6 +144,8 @@ RA__COLD static void *alloc_refill(struct ra__tag_slot *s, ra_tag_t tag,
     return p;
 }
 
+/* What the front cache does not serve: a thread without state yet, a
+ * large size, flags, a slot without a front cache. */
 __attribute__((noinline)) static void *alloc_tagged(ra_tag_t tag,
                                                     size_t size, int flags)
 {
@@ -154,15 +156,6 @@ __attribute__((noinline)) static void *alloc_tagged(ra_tag_t tag,
     if (RA__UNLIKELY(ts == NULL))
         return alloc_tagged_slow(tag, size, flags);
     s = &ts->slots[tag];
-    if (flags == 0 && RA__LIKELY(size <= ra__small_max) &&
-        RA__LIKELY(s->bins != NULL)) {
-        unsigned bin = ra__size_bin[(size + 7) >> 3];
-        struct ra__fc_bin *b = &s->bins[bin];
-        if (RA__UNLIKELY(b->count == 0))
-            return alloc_refill(s, tag, bin, size);
-        ra__count_one(&s->nmalloc);
-        return b->items[--b->count];
-    }
     if (RA__LIKELY(s->alloc_flags != 0) && RA__LIKELY(size <= PTRDIFF_MAX)) {
         ra__slot_miss(s);
         p = ra__je_mallocx(at_least_one(size), s->alloc_flags | flags);
@@ -184,13 +177,14 @@ static inline void *alloc_tagged_fast(ra_tag_t tag, size_t size)
         struct ra__tag_slot *s = &ts->slots[tag];
         struct ra__fc_bin *bins = s->bins;
         if (RA__LIKELY(bins != NULL)) {
-            struct ra__fc_bin *b = &bins[ra__size_bin[(size + 7) >> 3]];
+            unsigned bin = ra__size_bin[(size + 7) >> 3];
+            struct ra__fc_bin *b = &bins[bin];
             unsigned count = b->count;
-            if (RA__LIKELY(count != 0)) {
-                b->count = count - 1;
-                ra__count_one(&s->nmalloc);
-                return b->items[count - 1];
-            }
+            if (RA__UNLIKELY(count == 0))
+                return alloc_refill(s, tag, bin, size);
+            b->count = count - 1;
+            ra__count_one(&s->nmalloc);
+            return b->items[count - 1];
         }
     }
     return alloc_tagged(tag, size, 0);
@@ -494,17 +488,11 @@ extern void *ra__own_malloc(size_t size)
     __attribute__((alias("ra_malloc"), visibility("hidden")));
 #endif
 
+/* The size is not trusted (free_tagged): the same path as free. */
 void ra_free_sized(void *ptr, size_t size)
 {
     (void)size;
-    free_block(ptr);
-}
-
-void ra__free_aligned_sized(void *ptr, size_t align, size_t size)
-{
-    (void)align;
-    (void)size;
-    free_block(ptr);
+    ra_free(ptr);
 }
 
 /* A caller of dallocx or sdallocx named a thread cache or an arena for an
@@ -521,9 +509,9 @@ RA__COLD static void free_untagged_flags(void *ptr, size_t size, int flags)
 
 void ra__free_as(void *ptr, size_t size, int flags)
 {
-    if (ra__tag_of_addr(ptr) != RA_TAG_NONE ||
-        (flags & RA__CACHE_ARENA_BITS) == 0)
-        free_block(ptr);
+    if ((flags & RA__CACHE_ARENA_BITS) == 0 ||
+        ra__tag_of_addr(ptr) != RA_TAG_NONE)
+        ra_free(ptr);
     else
         free_untagged_flags(ptr, size, flags);
 }
@@ -672,9 +660,9 @@ RA__COLD static void *realloc_by_copy(void *ptr, ra_tag_t tag, size_t size,
     return p;
 }
 
-/* Tagged flags: the block's alignment and zeroing, never a caller's arena
- * or thread cache (the block stays in its tag). */
-#define BLOCK_FLAGS(flags) ((flags) & (RA__LG_ALIGN_BITS | MALLOCX_ZERO))
+/* Tagged flags: never a caller's arena or thread cache (the block stays
+ * in its tag). */
+#define BLOCK_FLAGS(flags) ((flags) & RA__BLOCK_BITS)
 
 /* size is at least 1. */
 static void *realloc_plain(void *ptr, size_t size, int flags)
@@ -690,7 +678,7 @@ static void *realloc_plain(void *ptr, size_t size, int flags)
     flags = BLOCK_FLAGS(flags);
     /* A sampled block, or one the profiler picks, moves by hand: the
      * profile forgets the old address before it can be reused. */
-    sample = RA__UNLIKELY(ra__instrumented_any()) && prof_samples(tag, size);
+    sample = prof_samples(tag, size);
     if (RA__UNLIKELY(sample) || RA__UNLIKELY(page_is_sampled(ptr)))
         return realloc_by_copy(ptr, tag, size, flags, sample, false);
     return realloc_tagged(ptr, tag, size, flags);

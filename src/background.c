@@ -35,10 +35,25 @@ static void *run(void *p)
     return s.fn(s.arg);
 }
 
+void ra__spawn_begin(sigset_t *old)
+{
+    sigset_t all;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, old);
+    ra__library_spawning = true;
+}
+
+void ra__spawn_end(const sigset_t *old)
+{
+    ra__library_spawning = false;
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 bool ra__background_start(void *(*fn)(void *), void *arg, pthread_t *thread)
 {
     struct start *s = ra__meta_alloc(sizeof *s);
-    sigset_t all, old;
+    sigset_t old;
     int rc;
 
     if (s == NULL) {
@@ -46,14 +61,11 @@ bool ra__background_start(void *(*fn)(void *), void *arg, pthread_t *thread)
         return true;
     }
     *s = (struct start){fn, arg};
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
     /* Through the library's own pthread_create when it exports one: never
      * a thread's tag for this thread. */
-    ra__library_spawning = true;
+    ra__spawn_begin(&old);
     rc = pthread_create(thread, NULL, run, s);
-    ra__library_spawning = false;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    ra__spawn_end(&old);
     if (rc != 0) {
         ra__meta_free(s);
         errno = rc;

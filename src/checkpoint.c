@@ -131,10 +131,8 @@ int ra__checkpoint_take(const char *label, bool reset_peak)
 
 int ra_checkpoint(const char *label)
 {
-    if (!ra__init()) {
-        errno = ENOTSUP;
+    if (ra__check_call(true) != 0)
         return -1;
-    }
     return ra__checkpoint_take(label, true);
 }
 

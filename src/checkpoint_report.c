@@ -23,19 +23,6 @@ struct phase_table {
 };
 
 
-/* Whether a kept checkpoint has a figure that no tag column can show: one
- * of a destroyed tag, or of an earlier holder of a recycled id. */
-static bool has_past_figures(const struct ra__checkpoint_set *set)
-{
-    for (size_t i = 0; i < set->kept; i++) {
-        const struct ra__checkpoint *cp = &set->items[i];
-        for (unsigned t = 1; t <= cp->ntags; t++)
-            if (!ra__checkpoint_figure_current(set, cp, t))
-                return true;
-    }
-    return false;
-}
-
 /* Picks the tag columns, among the tags alive now: every one when they
  * fit, else the SHOWN_TAGS_MAX with the largest allocated over the kept
  * checkpoints (ties: the older tag), in id order. "other" gathers the
@@ -45,19 +32,21 @@ static void choose_tags(struct phase_table *pt)
     const struct ra__checkpoint_set *set = pt->set;
     size_t *tag_max = set->tag_max;
     unsigned live = 0;
+    bool past = false; /* a figure of a tag gone, which only "other" shows */
 
     memset(tag_max, 0, sizeof tag_max[0] * (set->ntags + 1));
     for (size_t i = 0; i < set->kept; i++) {
         const struct ra__checkpoint *cp = &set->items[i];
         for (unsigned t = 1; t <= cp->ntags; t++)
-            if (ra__checkpoint_figure_current(set, cp, t) &&
-                cp->tag_allocated[t - 1] > tag_max[t])
+            if (!ra__checkpoint_figure_current(set, cp, t))
+                past = true;
+            else if (cp->tag_allocated[t - 1] > tag_max[t])
                 tag_max[t] = cp->tag_allocated[t - 1];
     }
     for (unsigned t = 1; t <= set->ntags; t++)
         live += set->holders[t].live;
     pt->nshown = 0;
-    pt->other = live > SHOWN_TAGS_MAX || has_past_figures(set);
+    pt->other = live > SHOWN_TAGS_MAX || past;
     while (pt->nshown < SHOWN_TAGS_MAX && pt->nshown < live) {
         unsigned best = 0;
         for (unsigned t = 1; t <= set->ntags; t++) {

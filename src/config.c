@@ -126,23 +126,28 @@ static void read_region_size(void)
     config.region_size = n;
 }
 
-/* Reads var, "stderr" or a file path, into path (4096 bytes); "" when unset
- * or empty. */
-static void read_output(const char *var, char path[4096])
+/* Reads var into out (size bytes); "" when unset, empty or too long (then
+ * said, with what the variable is and what follows). */
+static void read_string(const char *var, char *out, size_t size,
+                        const char *what, const char *instead)
 {
     const char *v = secure_getenv(var);
     size_t len;
 
-    path[0] = '\0';
+    out[0] = '\0';
     if (v == NULL || v[0] == '\0')
         return;
     len = strlen(v);
-    if (len >= 4096) {
-        warn_default(var, v, "path too long", "(no report)");
+    if (len >= size) {
+        warn_default(var, v, what, instead);
         return;
     }
-    memcpy(path, v, len + 1);
+    memcpy(out, v, len + 1);
 }
+
+/* "stderr" or a file path. */
+#define read_output(var, path)                                              \
+    read_string(var, path, sizeof(path), "path too long", "(no report)")
 
 static void read_stats_format(void)
 {
@@ -301,32 +306,11 @@ static void read_shm_interval(void)
     config.shm_interval_ns = n * unit;
 }
 
-static void read_http(void)
-{
-    const char *v = secure_getenv("REGIONALLOC_HTTP");
-    size_t len;
-
-    config.http_addr[0] = '\0';
-    if (v == NULL || v[0] == '\0')
-        return;
-    len = strlen(v);
-
-    if (len >= sizeof config.http_addr) {
-        warn_default("REGIONALLOC_HTTP", v, "too long", "(no server)");
-        return;
-    }
-    memcpy(config.http_addr, v, len + 1);
-}
-
 static void read_config(void)
 {
     read_flag("REGIONALLOC", true, &config.enabled);
     read_max_tags();
     read_region_size();
-    _Static_assert(sizeof config.stats_path == 4096 &&
-                       sizeof config.checkpoints_path == 4096 &&
-                       sizeof config.prof_dump_path == 4096,
-                   "read_output() writes 4096-byte paths");
     read_output("REGIONALLOC_STATS", config.stats_path);
     read_stats_format();
     read_output("REGIONALLOC_CHECKPOINTS", config.checkpoints_path);
@@ -336,7 +320,8 @@ static void read_config(void)
                                parse_limit_entry);
     read_flag("REGIONALLOC_SHM", false, &config.shm);
     read_shm_interval();
-    read_http();
+    read_string("REGIONALLOC_HTTP", config.http_addr, sizeof config.http_addr,
+                "too long", "(no server)");
     read_flag("REGIONALLOC_HTTP_WRITE", false, &config.http_write);
     read_flag("REGIONALLOC_HTTP_ALLOW_REMOTE", false,
               &config.http_allow_remote);

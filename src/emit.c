@@ -41,11 +41,22 @@ static void json_item(struct ra__emitter *e)
     level->items++;
 }
 
+/* "s", escaped. */
+static void json_string(struct ra__out *o, const char *s)
+{
+    char buf[RA__ESCAPED_MAX];
+
+    ra__escape(buf, sizeof buf, s, RA__ESCAPE_JSON);
+    ra__out_str(o, "\"");
+    ra__out_str(o, buf);
+    ra__out_str(o, "\"");
+}
+
 static void json_key(struct ra__emitter *e, const char *key)
 {
     json_item(e);
     if (key != NULL) {
-        ra__out_json_string(e->out, key);
+        json_string(e->out, key);
         ra__out_str(e->out, ": ");
     }
 }
@@ -99,7 +110,7 @@ void ra__json_array_end(struct ra__emitter *e)
 void ra__json_u64(struct ra__emitter *e, const char *key, uint64_t v)
 {
     json_key(e, key);
-    ra__out_u64(e->out, v);
+    ra__out_fmt(e->out, "%" PRIu64, v);
 }
 
 void ra__json_bool(struct ra__emitter *e, const char *key, bool v)
@@ -111,7 +122,7 @@ void ra__json_bool(struct ra__emitter *e, const char *key, bool v)
 void ra__json_str(struct ra__emitter *e, const char *key, const char *s)
 {
     json_key(e, key);
-    ra__out_json_string(e->out, s);
+    json_string(e->out, s);
 }
 
 void ra__json_null(struct ra__emitter *e, const char *key)

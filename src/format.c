@@ -1,5 +1,5 @@
-/* Output shared by the reports: checked writes, human units, JSON strings,
- * Prometheus family headers and aligned text tables. */
+/* Output shared by the reports: checked writes, human units, the rounding
+ * of the profile's estimates and aligned text tables. */
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
@@ -45,21 +45,6 @@ void ra__out_scratch(struct ra__out *o, int written)
         o->failed = true;
     else
         ra__out_write(o, o->scratch, (size_t)written);
-}
-
-void ra__out_u64(struct ra__out *o, uint64_t v)
-{
-    ra__out_fmt(o, "%" PRIu64, v);
-}
-
-void ra__out_json_string(struct ra__out *o, const char *s)
-{
-    char buf[RA__ESCAPED_MAX];
-
-    ra__escape(buf, sizeof buf, s, RA__ESCAPE_JSON);
-    ra__out_str(o, "\"");
-    ra__out_str(o, buf);
-    ra__out_str(o, "\"");
 }
 
 uint64_t ra__round_count(double x)

@@ -25,7 +25,6 @@ struct reader {
     atomic_bool taken;
 } __attribute__((aligned(64)));
 
-_Atomic unsigned ra__hooks_installed;
 /* Bit i: slot i is installed. Written under install_lock. */
 static _Atomic unsigned active_mask;
 /* Bit i: slot i was removed and its grace period is not over, so it cannot
@@ -160,9 +159,9 @@ int ra_hooks_install(const ra_hooks_t *hooks)
             continue;
         slots[i] = *hooks;
         atomic_fetch_or(&active_mask, 1u << i);
-        atomic_fetch_add(&ra__hooks_installed, 1);
-        ra__free_gate_update();
+        /* Counted before the gate opens every free to the hooks. */
         ra__instrument_add(RA__INSTRUMENT_HOOK);
+        ra__free_gate_update();
         id = i;
         break;
     }
@@ -216,9 +215,8 @@ int ra_hooks_remove(int id)
     }
     atomic_fetch_and(&active_mask, ~(1u << id));
     draining_mask |= 1u << id;
-    atomic_fetch_sub(&ra__hooks_installed, 1);
-    ra__free_gate_update();
     ra__instrument_sub(RA__INSTRUMENT_HOOK);
+    ra__free_gate_update();
     ra__unlock(&install_lock);
     wait_for_readers();
     ra__lock(&install_lock);

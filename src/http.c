@@ -415,7 +415,7 @@ static int open_listener(const char *addr, int *port)
 static int start_locked(const char *addr)
 {
     struct MHD_Daemon *d;
-    sigset_t all, old;
+    sigset_t old;
     int fd, port = 0;
 
     if (daemon_ != NULL) {
@@ -425,9 +425,7 @@ static int start_locked(const char *addr)
     fd = open_listener(addr, &port);
     if (fd < 0)
         return -1;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    ra__library_spawning = true;
+    ra__spawn_begin(&old);
     d = MHD_start_daemon(
         MHD_USE_POLL_INTERNAL_THREAD, 0, NULL, NULL, answer, NULL,
         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
@@ -435,8 +433,7 @@ static int start_locked(const char *addr)
         (unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)CONNECTION_MEMORY, MHD_OPTION_EXTERNAL_LOGGER, log_nothing,
         NULL, MHD_OPTION_END);
-    ra__library_spawning = false;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    ra__spawn_end(&old);
     if (d == NULL) {
         close(fd);
         errno = ENOMEM;
@@ -452,10 +449,8 @@ int ra_http_start(const char *addr)
     ra_tag_t saved;
     int port;
 
-    if (!ra__init()) {
-        errno = ENOTSUP;
+    if (ra__check_call(true) != 0)
         return -1;
-    }
     saved = ra__quiet_begin();
     ra__lock(&http_lock);
     port = start_locked(addr);

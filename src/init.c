@@ -72,8 +72,6 @@ static void init_library(void)
         ra__prof_begin(config->prof_interval);
 }
 
-/* The library's load: before main() (or at dlopen). Reads no
- * configuration: that waits for the first use. */
 /* The background services, asked for by the environment, start at load:
  * the one case where the configuration is read then rather than at first
  * use. */

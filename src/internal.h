@@ -99,8 +99,9 @@ bool ra__parse_size(const char *s, size_t *out);
 
 /* -- init.c: the process's start and end, and the library's first use ----- */
 /* At load, init.c's constructor calls, in this order, ra__clock_start,
- * ra__report_at_load and ra__override_check; at exit its destructor calls
- * ra__report_at_exit. */
+ * ra__report_at_load, ra__override_check and the services the environment
+ * asks for (HTTP, stats segment); at exit its destructor calls
+ * ra__report_at_exit, ra__http_at_exit and ra__shm_at_exit. */
 /* Reads the configuration, makes the reservation and registers the fork and
  * thread-exit handlers, once. Returns whether tagging is on (false: pass-
  * through mode). Safe to call from any thread, at any time, often. */
@@ -365,8 +366,6 @@ static inline void ra__count_one(_Atomic uint64_t *counter)
 /* Allocates under the current tag; align is a power of two, checked by the
  * caller. NULL with errno ENOMEM on failure. */
 void *ra__alloc_aligned(size_t align, size_t size);
-/* Frees a block of size bytes allocated with alignment align (C23). */
-void ra__free_aligned_sized(void *ptr, size_t align, size_t size);
 /* Allocates size bytes under tag (RA_TAG_NONE: untagged) with jemalloc's
  * flags: MALLOCX_ZERO and an alignment; for an untagged block also a
  * caller's arena or thread cache, honoured as jemalloc would. Reported to
@@ -389,11 +388,6 @@ void *ra__realloc_as(void *ptr, size_t size, int flags);
 #define RA__INSTRUMENT_PROF 1u
 #define RA__INSTRUMENT_HOOK 2u
 extern _Atomic unsigned ra__instrumented;
-
-static inline bool ra__instrumented_any(void)
-{
-    return atomic_load_explicit(&ra__instrumented, memory_order_relaxed) != 0;
-}
 
 static inline void ra__instrument_add(unsigned what)
 {
@@ -439,8 +433,6 @@ static inline void ra__limit_check_soft(void)
 
 /* -- hooks.c: user callbacks ------------------------------------------------ */
 #define RA__HOOKS_MAX 16
-/* Number of hooks installed. */
-extern _Atomic unsigned ra__hooks_installed;
 
 /* region.c: the first test of ra_free, one comparison: a block is
  * untagged, and no hook wants its free, when (ptr - base) >> shift >=
@@ -460,10 +452,11 @@ void ra__free_gate_update(void);
 /* alloc.c, with the override: the library's malloc, a hidden alias. */
 void *ra__own_malloc(size_t size);
 
+/* Whether a hook is installed: ra__instrumented counts them. */
 static inline bool ra__hooks_any(void)
 {
-    return atomic_load_explicit(&ra__hooks_installed,
-                                memory_order_relaxed) != 0;
+    return (atomic_load_explicit(&ra__instrumented, memory_order_relaxed) &
+            ~RA__INSTRUMENT_PROF) != 0;
 }
 /* Non-zero while the calling thread does the library's own work (see
  * ra__quiet_begin): nothing is reported then. */
@@ -650,6 +643,10 @@ extern RA__TLS bool ra__library_thread;
 extern RA__TLS bool ra__library_spawning;
 /* Makes the calling thread the library's for good: quiet, untagged. */
 void ra__become_library_thread(void);
+/* Around a call that starts the library's threads: every signal blocked
+ * (old: the mask to restore) and ra__library_spawning set. */
+void ra__spawn_begin(sigset_t *old);
+void ra__spawn_end(const sigset_t *old);
 /* Starts fn(arg) on a new thread with every signal blocked, quiet for its
  * whole life. Returns true on failure (errno set). */
 bool ra__background_start(void *(*fn)(void *), void *arg, pthread_t *thread);
@@ -666,8 +663,8 @@ void ra__shm_at_exit(void);
 void ra__http_start_configured(void);
 /* thread_tags.c: REGIONALLOC_THREAD_TAGS. Whether it gives tags (rules and
  * tagging on). A thread was named (by pthread_setname_np or prctl): its
- * base tag follows. At a thread's start (and the main thread's at load):
- * the name it has gives its base. ra_tag_destroy's kill: EBUSY when the
+ * base tag follows. At a thread's start (and the main thread's at load),
+ * and after a prctl(PR_SET_NAME): the name the kernel has gives its base. ra_tag_destroy's kill: EBUSY when the
  * tag is a thread's base, else as ra__tag_kill (0, or EINVAL). */
 bool ra__thread_tags_on(void);
 void ra__thread_tags_named(pthread_t thread, const char *name);

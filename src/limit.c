@@ -40,17 +40,16 @@ static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit)
     ra__unlock(&budget_lock);
 }
 
+static const ra_tag_limit_t no_limit = {0, 0, NULL, NULL};
+
 int ra_tag_set_limit(ra_tag_t tag, const ra_tag_limit_t *limit)
 {
-    static const ra_tag_limit_t none = {0, 0, NULL, NULL};
+    bool soft_fits = limit == NULL || limit->hard == 0 ||
+                     limit->soft <= limit->hard;
 
-    if (limit != NULL && limit->hard != 0 && limit->soft > limit->hard) {
-        errno = EINVAL;
+    if (ra__check_call(soft_fits && ra__tag_valid(tag)) != 0)
         return -1;
-    }
-    if (ra__check_call(ra__tag_valid(tag)) != 0)
-        return -1;
-    set_budget(tag, limit != NULL ? limit : &none);
+    set_budget(tag, limit != NULL ? limit : &no_limit);
     return 0;
 }
 
@@ -83,9 +82,7 @@ void ra__limit_apply_config(ra_tag_t tag, const char *name)
 
 void ra__limit_forget(ra_tag_t tag)
 {
-    static const ra_tag_limit_t none = {0, 0, NULL, NULL};
-
-    set_budget(tag, &none);
+    set_budget(tag, &no_limit);
     atomic_store_explicit(&budgets[tag].failures, 0, memory_order_relaxed);
 }
 

@@ -52,9 +52,6 @@ void ra__out_scratch(struct ra__out *o, int written);
  * analyzes several files in one run. */
 #define ra__out_fmt(o, ...)                                                 \
     ra__out_scratch((o), snprintf((o)->scratch, RA__OUT_FMT_MAX, __VA_ARGS__))
-void ra__out_u64(struct ra__out *o, uint64_t v);
-/* Writes "s" as a JSON string (quotes included), escaped. */
-void ra__out_json_string(struct ra__out *o, const char *s);
 /* The checks every public report function makes first: 0, or -1 with errno
  * EINVAL (NULL out, unknown format) or ENOTSUP (pass-through mode). */
 int ra__out_check_args(FILE *out, ra_format_t fmt);

@@ -41,14 +41,12 @@ RA_EXPORT void free_sized(void *ptr, size_t size)
     ra_free_sized(ptr, size);
 }
 
+/* Neither hint is trusted (ra_free_sized): a plain free. */
 RA_EXPORT void free_aligned_sized(void *ptr, size_t align, size_t size)
 {
-    if (align == 0 || (align & (align - 1)) != 0) {
-        /* Not a valid aligned_alloc alignment: free without the hint. */
-        ra_free(ptr);
-        return;
-    }
-    ra__free_aligned_sized(ptr, align, size);
+    (void)align;
+    (void)size;
+    ra_free(ptr);
 }
 
 RA_EXPORT void *aligned_alloc(size_t align, size_t size)
@@ -100,7 +98,7 @@ RA_EXPORT size_t malloc_usable_size(void *ptr)
 }
 
 /* At load, so that a program that never calls the library hears of it
- * too; not in pass-through mode, where nothing is tagged anyway. */
+ * too; not with REGIONALLOC=0, where nothing is tagged anyway. */
 void ra__override_check(void)
 {
     const char *enabled = secure_getenv("REGIONALLOC");

@@ -7,9 +7,6 @@
 
 #include "internal.h"
 
-/* The bits of a flags word that describe the block, not where it goes. */
-#define BLOCK_BITS (RA__LG_ALIGN_BITS | MALLOCX_ZERO)
-
 /* Without an arena or a thread cache, the current tag. A caller's own
  * arena or thread cache is jemalloc's to honour, untagged; a tag's arena
  * named by a caller who looked it up means that tag. */
@@ -20,7 +17,7 @@ RA_EXPORT void *mallocx(size_t size, int flags)
     if ((flags & RA__CACHE_ARENA_BITS) != 0) {
         tag = ra__tag_of_arena(RA__FLAGS_ARENA(flags));
         if (tag != RA_TAG_NONE)
-            flags &= BLOCK_BITS;
+            flags &= RA__BLOCK_BITS;
     }
     return ra__alloc_as(tag, size, flags);
 }

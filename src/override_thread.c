@@ -100,12 +100,8 @@ RA_EXPORT int prctl(int option, ...)
         arg[i] = va_arg(ap, unsigned long); // NOLINT(clang-analyzer-valist.Uninitialized)
     va_end(ap);
     rc = syscall(SYS_prctl, option, arg[0], arg[1], arg[2], arg[3]);
-    if (rc == 0 && option == PR_SET_NAME) {
-        char name[17];
-        /* The kernel keeps 15 bytes and a NUL; so does the tag's rule. */
-        if (syscall(SYS_prctl, PR_GET_NAME, (unsigned long)name, 0UL, 0UL,
-                    0UL) == 0)
-            ra__thread_tags_named(pthread_self(), name);
-    }
+    /* The name as the kernel kept it (15 bytes and a NUL). */
+    if (rc == 0 && option == PR_SET_NAME)
+        ra__thread_tags_start_thread();
     return (int)rc;
 }

@@ -202,6 +202,21 @@ static bool add_mapping(char *line, size_t len, void *ctx)
     return false;
 }
 
+/* The index of the first mapping that ends after addr; m->count if none. */
+static size_t first_ending_after(const struct mappings *m, uintptr_t addr)
+{
+    size_t lo = 0, hi = m->count;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->items[mid].limit <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* -- build IDs -------------------------------------------------------------------- */
 
 /* The desc of the first NT_GNU_BUILD_ID note of the n bytes of notes at p,
@@ -275,20 +290,13 @@ static int copy_build_id(struct dl_phdr_info *info, size_t size, void *ctx)
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-        size_t j = 0, top = m->count;
 
         if (ph->p_type != PT_LOAD || ph->p_memsz == 0)
             continue;
         /* The first mapping that ends after lo, then those that start
          * before hi: the segment's bytes lie in its object's pages only. */
-        while (j < top) {
-            size_t mid = j + (top - j) / 2;
-            if (m->items[mid].limit <= lo)
-                j = mid + 1;
-            else
-                top = mid;
-        }
-        for (; j < m->count && m->items[j].start < hi; j++) {
+        for (size_t j = first_ending_after(m, lo);
+             j < m->count && m->items[j].start < hi; j++) {
             memcpy(m->items[j].build_id_raw, id, len);
             m->items[j].build_id_len = len;
         }
@@ -348,18 +356,9 @@ static bool read_mappings(struct mappings *m, struct strings *st)
 /* The mapping holding pc, or NULL. */
 static struct mapping *find_mapping(const struct mappings *m, uintptr_t pc)
 {
-    size_t lo = 0, hi = m->count;
+    size_t i = first_ending_after(m, pc);
 
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (pc < m->items[mid].start)
-            hi = mid;
-        else if (pc >= m->items[mid].limit)
-            lo = mid + 1;
-        else
-            return &m->items[mid];
-    }
-    return NULL;
+    return i < m->count && m->items[i].start <= pc ? &m->items[i] : NULL;
 }
 
 /* -- the profile ------------------------------------------------------------------ */

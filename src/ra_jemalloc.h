@@ -111,6 +111,9 @@ static inline size_t ra__je_nallocx(size_t size, int flags)
 #define RA__LG_ALIGN_BITS 0x3f
 /* The bits of a flags word that name a thread cache or an arena. */
 #define RA__CACHE_ARENA_BITS (~0xff)
+/* The bits of a flags word that describe the block (its alignment, its
+ * zeroing), not where it goes: all a tagged block keeps. */
+#define RA__BLOCK_BITS (RA__LG_ALIGN_BITS | MALLOCX_ZERO)
 /* The arena a flags word names, or UINT32_MAX for none. */
 #define RA__FLAGS_ARENA(flags) (((unsigned)(flags) >> 20) - 1u)
 

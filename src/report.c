@@ -19,8 +19,8 @@ static const char *const text_headers[] = {
     "limit",   "soft_limit",  "limit_failures"};
 #define TEXT_COLS (sizeof text_headers / sizeof text_headers[0])
 
-/* name (already escaped), then u's figures; tagged rows have an RSS from
- * the kernel and a peak. */
+/* Columns 1..: u's figures; only tagged rows have a kernel RSS, a peak and
+ * budgets ("-" otherwise). */
 static void fill_usage(struct ra__table_row *row, const struct ra__usage *u,
                        bool tagged)
 {

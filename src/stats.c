@@ -167,20 +167,23 @@ int ra_tag_stats(ra_tag_t tag, ra_tag_stats_t *out)
     return 0;
 }
 
-bool ra__stats_purge_arena(unsigned arena)
+/* arena.<arena>.<verb>, a mallctl that reads and writes nothing. */
+static bool arena_do(const char *verb, unsigned arena)
 {
     char name[64];
 
-    snprintf(name, sizeof name, "arena.%u.purge", arena);
+    snprintf(name, sizeof name, "arena.%u.%s", arena, verb);
     return mallctl(name, NULL, NULL, NULL, 0) != 0;
+}
+
+bool ra__stats_purge_arena(unsigned arena)
+{
+    return arena_do("purge", arena);
 }
 
 bool ra__stats_reset_arena(unsigned arena)
 {
-    char name[64];
-
-    snprintf(name, sizeof name, "arena.%u.reset", arena);
-    return mallctl(name, NULL, NULL, NULL, 0) != 0;
+    return arena_do("reset", arena);
 }
 
 void ra__stats_forget(ra_tag_t tag)

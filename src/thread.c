@@ -212,8 +212,8 @@ static void release_thread_state(void *arg)
 /* Reads jemalloc's small size classes into the tables the fast path uses:
  * the bin of every size up to the largest small class, in 8-byte steps
  * (classes are multiples of 8, so rounding a size up to 8 keeps its bin),
- * and how many blocks of each bin a front cache may hold: 32, fewer for big
- * classes, so that a cache holds at most about 64 KiB per class. */
+ * and how many blocks of each bin a front cache may hold: RA__FC_SLOTS,
+ * fewer for big classes, so that a cache holds at most about 64 KiB per class. */
 static void read_size_classes(void)
 {
     unsigned n = 0;

@@ -21,12 +21,11 @@
 struct named_thread {
     struct named_thread *prev, *next;
     pthread_t id;
-    struct ra__tag_stack *stack;
-    ra_tag_t base;
+    struct ra__tag_stack *stack; /* items[0]: the base, under named_lock */
 };
 
 static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct named_thread named = {&named, &named, 0, NULL, 0};
+static struct named_thread named = {&named, &named, 0, NULL};
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static RA__TLS struct named_thread *tls_me;
@@ -73,9 +72,8 @@ static ra_tag_t tag_for(const char *name)
 static void set_base(struct named_thread *e, ra_tag_t tag)
 {
     struct ra__tag_stack *s = e->stack;
-    ra_tag_t old = e->base;
+    ra_tag_t old = __atomic_load_n(&s->items[0], __ATOMIC_RELAXED);
 
-    e->base = tag;
     __atomic_store_n(&s->items[0], tag, __ATOMIC_RELAXED);
     if (e == tls_me) {
         if (s->depth == 0 && ra__hooks_muted == 0)
@@ -181,7 +179,7 @@ int ra__thread_tags_kill(ra_tag_t tag)
     ra__lock(&named_lock);
     for (struct named_thread *t = named.next; t != &named && !used;
          t = t->next)
-        used = t->base == tag;
+        used = __atomic_load_n(&t->stack->items[0], __ATOMIC_RELAXED) == tag;
     rc = used ? EBUSY : ra__tag_kill(tag) ? EINVAL : 0;
     ra__unlock(&named_lock);
     return rc;
