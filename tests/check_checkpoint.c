@@ -146,14 +146,6 @@ static void free_blocks(void **blocks, size_t n)
         ra_free(blocks[i]);
 }
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {0, (long)ms * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 /* -- ground truth ------------------------------------------------------------ */
 
 /* A phase that allocates a known number of bytes under a tag shows exactly
@@ -269,7 +261,7 @@ START_TEST(test_checkpoint_phase_within_elapsed_and_both_monotonic)
     char *json;
 
     for (int i = 0; i < 20; i++) {
-        sleep_ms(2);
+        tu_sleep_ms(2);
         checkpoint("tick");
     }
     json = checkpoints(RA_FORMAT_JSON);
@@ -294,7 +286,7 @@ START_TEST(test_checkpoint_elapsed_counts_from_library_load)
 {
     char *json;
 
-    sleep_ms(30);
+    tu_sleep_ms(30);
     checkpoint("after 30 ms");
     json = checkpoints(RA_FORMAT_JSON);
     ck_assert_uint_ge(number_after(json, "\"time_ns\": "), 30 * NS_PER_MS);
@@ -307,7 +299,7 @@ START_TEST(test_checkpoint_text_shows_human_durations)
     char *text;
     const char *row;
 
-    sleep_ms(20);
+    tu_sleep_ms(20);
     checkpoint("slow");
     text = checkpoints(RA_FORMAT_TEXT);
     row = nth_line(text, 1);
@@ -864,16 +856,8 @@ static void temp_path(char *path)
 /* The contents of path, which is then removed (free() the result). */
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    char *buf = NULL;
-    size_t len = 0;
+    char *buf = tu_read_file(path);
 
-    ck_assert_ptr_nonnull(f);
-    if (getdelim(&buf, &len, '\0', f) < 0) {
-        free(buf);
-        buf = strdup("");
-    }
-    fclose(f);
     unlink(path);
     return buf;
 }

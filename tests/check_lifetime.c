@@ -272,23 +272,10 @@ END_TEST
 
 /* -- "profile" -------------------------------------------------------------- */
 
-/* ra_prof_dump(fmt, tag) into a string (free() it). */
-static char *dump_of(ra_tag_t tag, ra_prof_format_t fmt)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(ra_prof_dump(f, fmt, tag), 0);
-    ck_assert_int_eq(fclose(f), 0);
-    return buf;
-}
-
 static void assert_dump_starts(ra_tag_t tag, ra_prof_format_t fmt,
                                const char *want)
 {
-    char *dump = dump_of(tag, fmt);
+    char *dump = tu_prof_dump_string(fmt, tag, NULL);
 
     ck_assert_msg(strncmp(dump, want, strlen(want)) == 0, "want %s got %.300s",
                   want, dump);

@@ -42,24 +42,6 @@ static char err[8192];
 
 /* -- reading dumps ------------------------------------------------------------ */
 
-/* ra_prof_dump(fmt, tag) into a string (free() it). Call with no tag
- * pushed: the stream's buffer is then untagged, and never sampled. */
-static char *dump_string(ra_prof_format_t fmt, ra_tag_t tag)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    int rc;
-
-    ck_assert_ptr_nonnull(f);
-    errno = 0;
-    rc = ra_prof_dump(f, fmt, tag);
-    ck_assert_int_eq(fclose(f), 0);
-    ck_assert_msg(rc == 0, "ra_prof_dump(format %d, tag %u) failed: errno %d",
-                  (int)fmt, tag, errno);
-    return buf;
-}
-
 /* Checks that every line of a folded dump is
  * "tag:<name>;<frame>;...;<frame> <bytes>": frames not empty, no space but
  * the one before the count, a count of digits. Returns the number of
@@ -211,7 +193,7 @@ static struct heap_counts heap_v2_read(const char *dump, const char *function,
 
 static struct heap_counts heap_site(ra_tag_t tag, const char *function)
 {
-    char *dump = dump_string(RA_PROF_HEAP_V2, tag);
+    char *dump = tu_prof_dump_string(RA_PROF_HEAP_V2, tag, NULL);
     struct heap_counts c = heap_v2_read(dump, function, NULL, NULL);
 
     free(dump);
@@ -349,7 +331,7 @@ struct estimates {
 
 static struct estimates folded_estimates(void)
 {
-    char *dump = dump_string(RA_PROF_FOLDED, RA_TAG_ALL);
+    char *dump = tu_prof_dump_string(RA_PROF_FOLDED, RA_TAG_ALL, NULL);
     struct estimates e;
     struct folded_site small, medium, large;
 
@@ -616,7 +598,7 @@ START_TEST(test_prof_exact_at_interval_1)
 
     /* The raw counts (heap_v2), per site and in the header: every block
      * once, live and cumulative. */
-    dump = dump_string(RA_PROF_HEAP_V2, RA_TAG_ALL);
+    dump = tu_prof_dump_string(RA_PROF_HEAP_V2, RA_TAG_ALL, NULL);
     small = heap_v2_read(dump, "prof_site_small", &total, NULL);
     medium = heap_v2_read(dump, "prof_site_medium", NULL, NULL);
     large = heap_v2_read(dump, "prof_site_large", NULL, NULL);
@@ -640,7 +622,7 @@ START_TEST(test_prof_exact_at_interval_1)
     large = heap_site(s.b, "prof_site_large");
     ck_assert_uint_eq(small.stacks, 0);
     ck_assert_uint_eq(large.live, EXACT_LARGE);
-    dump = dump_string(RA_PROF_FOLDED, s.b);
+    dump = tu_prof_dump_string(RA_PROF_FOLDED, s.b, NULL);
     ck_assert_uint_ge(check_folded_syntax(dump), 1);
     ck_assert_uint_eq(folded_site(dump, "prof-a", "prof_site_small").lines, 0);
     ck_assert_uint_eq(folded_site(dump, "prof-b", "prof_site_large").bytes,
@@ -663,10 +645,10 @@ START_TEST(test_prof_exact_at_interval_1)
     /* Everything freed: no folded line is left, the cumulative figures
      * are all still there. */
     sites_free(&s);
-    dump = dump_string(RA_PROF_FOLDED, RA_TAG_ALL);
+    dump = tu_prof_dump_string(RA_PROF_FOLDED, RA_TAG_ALL, NULL);
     ck_assert_msg(dump[0] == '\0', "live stacks left: %.300s", dump);
     free(dump);
-    dump = dump_string(RA_PROF_HEAP_V2, RA_TAG_ALL);
+    dump = tu_prof_dump_string(RA_PROF_HEAP_V2, RA_TAG_ALL, NULL);
     heap_v2_read(dump, NULL, &total, NULL);
     free(dump);
     ck_assert_uint_eq(total.live, 0);
@@ -685,7 +667,7 @@ START_TEST(test_prof_tree_totals_at_interval_1)
     ck_assert_int_eq(ra_prof_start(1), 0);
     prof_driver(&s);
     ck_assert_uint_eq(s.failed, 0);
-    dump = dump_string(RA_PROF_TREE, s.a);
+    dump = tu_prof_dump_string(RA_PROF_TREE, s.a, NULL);
     snprintf(want, sizeof want, "tag prof-a\nAll (%zu, #%zu)\n",
              EXACT_SMALL * SMALL_SIZE + EXACT_MEDIUM * MEDIUM_SIZE,
              EXACT_SMALL + EXACT_MEDIUM);
@@ -766,14 +748,14 @@ START_TEST(test_prof_untagged_allocations_are_never_sampled)
     ck_assert_uint_eq(failed, 0);
     ck_assert_uint_eq(ra_tag_of(untagged[0]), RA_TAG_NONE);
 
-    dump = dump_string(RA_PROF_HEAP_V2, RA_TAG_ALL);
+    dump = tu_prof_dump_string(RA_PROF_HEAP_V2, RA_TAG_ALL, NULL);
     heap_v2_read(dump, NULL, &total, NULL);
     ck_assert_uint_eq(heap_v2_read(dump, "prof_site_other", NULL, NULL).stacks,
                       0);
     free(dump);
     ck_assert_uint_eq(total.live, 10);
     ck_assert_uint_eq(total.alloc, 10);
-    dump = dump_string(RA_PROF_FOLDED, RA_TAG_ALL);
+    dump = tu_prof_dump_string(RA_PROF_FOLDED, RA_TAG_ALL, NULL);
     ck_assert_uint_eq(check_folded_syntax(dump), 1);
     ck_assert_uint_eq(folded_site(dump, "prof-tagged", "prof_site_small").bytes,
                       10 * SMALL_SIZE);
@@ -816,7 +798,7 @@ START_TEST(test_prof_stop_keeps_profile_and_frees_leave_it)
     c = heap_site(tag, "prof_site_small");
     ck_assert_uint_eq(c.live, 0);
     ck_assert_uint_eq(c.alloc, 20);
-    dump = dump_string(RA_PROF_FOLDED, RA_TAG_ALL);
+    dump = tu_prof_dump_string(RA_PROF_FOLDED, RA_TAG_ALL, NULL);
     ck_assert_msg(dump[0] == '\0', "%s", dump);
     free(dump);
     free_all(after, 20);
@@ -1003,7 +985,7 @@ START_TEST(test_prof_threads_lose_and_double_count_nothing)
     ck_assert_uint_eq(atomic_load(&xt_dump_failures), 0);
     ck_assert_uint_ge(atomic_load(&xt_dumps), 4);
 
-    dump = dump_string(RA_PROF_HEAP_V2, RA_TAG_ALL);
+    dump = tu_prof_dump_string(RA_PROF_HEAP_V2, RA_TAG_ALL, NULL);
     site = heap_v2_read(dump, "prof_site_thread", &total, &max_live);
     free(dump);
     ck_assert_uint_eq(max_live, 0);
@@ -1019,7 +1001,7 @@ START_TEST(test_prof_threads_lose_and_double_count_nothing)
         ck_assert_uint_eq(site.alloc, XT_BLOCKS);
         ck_assert_uint_eq(site.live, 0);
     }
-    dump = dump_string(RA_PROF_FOLDED, RA_TAG_ALL);
+    dump = tu_prof_dump_string(RA_PROF_FOLDED, RA_TAG_ALL, NULL);
     ck_assert_msg(dump[0] == '\0', "live stacks left: %.300s", dump);
     free(dump);
 }

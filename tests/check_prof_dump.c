@@ -36,26 +36,6 @@ static void check_blocks(void)
         ck_assert_ptr_nonnull(blocks[i]);
 }
 
-/* What ra_prof_dump(fmt, tag) writes, on a memory stream; the call must
- * succeed. NUL-terminated; *len (if not NULL) is its length. free() it. */
-static char *dump_string(ra_prof_format_t fmt, ra_tag_t tag, size_t *len)
-{
-    char *buf = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&buf, &n);
-    int rc;
-
-    ck_assert_ptr_nonnull(f);
-    errno = 0;
-    rc = ra_prof_dump(f, fmt, tag);
-    ck_assert_int_eq(fclose(f), 0);
-    ck_assert_msg(rc == 0, "ra_prof_dump(%d, %u) failed: errno %d", (int)fmt,
-                  tag, errno);
-    if (len != NULL)
-        *len = n;
-    return buf;
-}
-
 /* ra_prof_dump(fmt, tag) must fail with err, writing nothing. */
 static void expect_error(FILE *f, ra_prof_format_t fmt, ra_tag_t tag,
                          int err)
@@ -182,7 +162,7 @@ START_TEST(test_prof_dump_after_stop_keeps_the_profile)
     /* Not sampled: the profiler is stopped. */
     prof_site_alpha(tag_a, 5, 1000);
     check_blocks();
-    doc = dump_string(RA_PROF_FOLDED, RA_TAG_ALL, NULL);
+    doc = tu_prof_dump_string(RA_PROF_FOLDED, RA_TAG_ALL, NULL);
     ck_assert_ptr_nonnull(folded_line(doc, "prof_site_alpha"));
     ck_assert_uint_eq(line_count(folded_line(doc, "prof_site_alpha")),
                       10000);
@@ -199,7 +179,7 @@ START_TEST(test_prof_dump_folded_lines_name_sites_with_exact_bytes)
     unsigned lines;
 
     profile_three_sites();
-    doc = dump_string(RA_PROF_FOLDED, RA_TAG_ALL, NULL);
+    doc = tu_prof_dump_string(RA_PROF_FOLDED, RA_TAG_ALL, NULL);
     lines = tu_count_lines(doc);
     ck_assert_uint_eq(lines, 3);
     line = folded_line(doc, "prof_site_alpha");
@@ -239,7 +219,7 @@ START_TEST(test_prof_dump_folded_freed_blocks_leave)
         ra_free(blocks[i]);
     for (size_t i = 10; i < 13; i++)
         ra_free(blocks[i]);
-    doc = dump_string(RA_PROF_FOLDED, RA_TAG_ALL, NULL);
+    doc = tu_prof_dump_string(RA_PROF_FOLDED, RA_TAG_ALL, NULL);
     ck_assert_uint_eq(tu_count_lines(doc), 2);
     ck_assert_uint_eq(line_count(folded_line(doc, "prof_site_alpha")), 5000);
     ck_assert_ptr_null(folded_line(doc, "prof_site_beta"));
@@ -255,7 +235,7 @@ START_TEST(test_prof_dump_folded_escapes_tag_names)
     ck_assert_int_eq(ra_prof_start(1), 0);
     prof_site_alpha(t, 2, 64);
     check_blocks();
-    doc = dump_string(RA_PROF_FOLDED, t, NULL);
+    doc = tu_prof_dump_string(RA_PROF_FOLDED, t, NULL);
     ck_assert_uint_eq(tu_count_lines(doc), 1);
     /* Escaped as in the text reports (\n, \t), then ';' and ' ' as '_'. */
     ck_assert_msg(starts_with(doc, "tag:x_y_z\\nw\\tv;"), "%s", doc);
@@ -269,7 +249,7 @@ START_TEST(test_prof_dump_one_tag_only)
     char *doc;
 
     profile_three_sites();
-    doc = dump_string(RA_PROF_FOLDED, tag_b, NULL);
+    doc = tu_prof_dump_string(RA_PROF_FOLDED, tag_b, NULL);
     ck_assert_uint_eq(tu_count_lines(doc), 1);
     ck_assert_msg(starts_with(doc, "tag:b;"), "%s", doc);
     ck_assert_ptr_nonnull(folded_line(doc, "prof_site_beta"));
@@ -285,7 +265,7 @@ START_TEST(test_prof_dump_tree_has_totals_and_sites_largest_first)
     const char *a, *b, *alpha, *gamma, *beta;
 
     profile_three_sites();
-    doc = dump_string(RA_PROF_TREE, RA_TAG_ALL, NULL);
+    doc = tu_prof_dump_string(RA_PROF_TREE, RA_TAG_ALL, NULL);
     ck_assert_msg(starts_with(doc, "tag a\nAll (10700, #17)\n"), "%s", doc);
     a = doc;
     b = strstr(doc, "\n\ntag b\nAll (15000, #3)\n");
@@ -317,7 +297,7 @@ START_TEST(test_prof_dump_tree_of_a_tag_without_samples)
 
     profile_three_sites();
     t = tu_tag_create("quiet");
-    doc = dump_string(RA_PROF_TREE, t, NULL);
+    doc = tu_prof_dump_string(RA_PROF_TREE, t, NULL);
     ck_assert_str_eq(doc, "tag quiet\nAll (0, #0)\n");
     free(doc);
 }
@@ -333,7 +313,7 @@ START_TEST(test_prof_dump_heap_v2_has_raw_counts_stacks_and_maps)
 
     profile_three_sites();
     ra_free(blocks[0]);
-    doc = dump_string(RA_PROF_HEAP_V2, RA_TAG_ALL, NULL);
+    doc = tu_prof_dump_string(RA_PROF_HEAP_V2, RA_TAG_ALL, NULL);
     ck_assert_msg(starts_with(doc, "heap_v2/1\n"
                                    "  t*: 19: 24700 [20: 25700]\n@ 0x"),
                   "%.300s", doc);
@@ -359,7 +339,7 @@ START_TEST(test_prof_dump_heap_v2_header_names_the_interval)
     char *doc;
 
     ck_assert_int_eq(ra_prof_start(65536), 0);
-    doc = dump_string(RA_PROF_HEAP_V2, RA_TAG_ALL, NULL);
+    doc = tu_prof_dump_string(RA_PROF_HEAP_V2, RA_TAG_ALL, NULL);
     ck_assert_msg(starts_with(doc, "heap_v2/65536\n  t*: 0: 0 [0: 0]\n"),
                   "%s", doc);
     free(doc);
@@ -415,7 +395,7 @@ START_TEST(test_prof_dump_pprof_is_gzip_with_types_tags_and_sites)
     unsigned char *raw;
 
     profile_three_sites();
-    doc = dump_string(RA_PROF_PPROF, RA_TAG_ALL, &len);
+    doc = tu_prof_dump_string(RA_PROF_PPROF, RA_TAG_ALL, &len);
     ck_assert_uint_ge(len, 18);
     ck_assert_uint_eq((unsigned char)doc[0], 0x1f);
     ck_assert_uint_eq((unsigned char)doc[1], 0x8b);

@@ -529,22 +529,6 @@ START_TEST(test_region_hopeless_request_fails_without_flushing_or_purging)
 }
 END_TEST
 
-/* The VmData figure of /proc/self/status, in bytes. */
-static size_t data_vm_bytes(void)
-{
-    char line[256];
-    size_t kib = 0;
-    FILE *f = fopen("/proc/self/status", "r");
-
-    ck_assert_ptr_nonnull(f);
-    while (fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "VmData: %zu kB", &kib) == 1)
-            break;
-    fclose(f);
-    ck_assert_uint_gt(kib, 0);
-    return kib << 10;
-}
-
 /* The kernel refuses to commit (RLIMIT_DATA counts writable private
  * memory, as overcommit_memory=2 or max_map_count would refuse it): a burst
  * of refused requests, each bigger than a quarter of the region, must not
@@ -563,7 +547,7 @@ START_TEST(test_region_refused_commit_loses_no_address_space)
     ck_assert_ptr_nonnull(first);
     ck_assert_int_eq(getrlimit(RLIMIT_DATA, &old), 0);
     squeezed = old;
-    squeezed.rlim_cur = data_vm_bytes() + 16 * MIB;
+    squeezed.rlim_cur = tu_data_vm_bytes() + 16 * MIB;
     ck_assert_int_eq(setrlimit(RLIMIT_DATA, &squeezed), 0);
     for (unsigned i = 0; i < 64; i++) {
         void *p = ra_malloc_tag(tag, 300 * MIB);

@@ -717,21 +717,6 @@ static void remove_dir(const char *path)
     ck_assert_int_eq(system(cmd), 0);
 }
 
-static char *read_file(const char *path)
-{
-    size_t len = 0;
-    char *buf = NULL;
-    FILE *f = fopen(path, "r");
-
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    if (getdelim(&buf, &len, '\0', f) < 0) {
-        free(buf);
-        buf = strdup("");
-    }
-    fclose(f);
-    return buf;
-}
-
 static unsigned count_of(const char *s, const char *what)
 {
     unsigned n = 0;
@@ -783,13 +768,13 @@ START_TEST(test_report_forked_child_does_not_overwrite_the_files)
     snprintf(env_prof, sizeof env_prof, "REGIONALLOC_PROF_DUMP=%s", prof);
     status = tu_exec_self(env, "fork_before_first_use", err, sizeof err);
     ck_assert_msg(status == 0, "exit %d; stderr: %s", status, err);
-    out = read_file(stats);
+    out = tu_read_file(stats);
     ck_assert_msg(strstr(out, "\"name\": \"parent\"") != NULL, "%s", out);
     free(out);
-    out = read_file(checkpoints);
+    out = tu_read_file(checkpoints);
     ck_assert_msg(strstr(out, "\"parent\"") != NULL, "%s", out);
     free(out);
-    out = read_file(prof);
+    out = tu_read_file(prof);
     ck_assert_msg(strstr(out, "tag:parent;") != NULL, "%s", out);
     free(out);
     remove_dir(dir);
@@ -835,7 +820,7 @@ START_TEST(test_report_pid_in_the_path_gives_each_process_its_file)
         char *out;
         ck_assert_msg(pid != 0, "stats file %u missing", i);
         snprintf(path, sizeof path, "%s/stats.%lu", dir, pid);
-        out = read_file(path);
+        out = tu_read_file(path);
         ck_assert_uint_eq(
             count_of(out, "\"schema\": \"regionalloc-report-1\""), 1);
         with_parent += strstr(out, "\"name\": \"parent\"") != NULL;
@@ -864,7 +849,7 @@ START_TEST(test_report_exit_stream_is_not_charged_to_the_pushed_tag)
     snprintf(setting, sizeof setting, "REGIONALLOC_STATS=%s", path);
     status = tu_exec_self(env, "exit_with_the_tag_pushed", err, sizeof err);
     ck_assert_msg(status == 0, "exit %d; stderr: %s", status, err);
-    out = read_file(path);
+    out = tu_read_file(path);
     ck_assert_uint_eq(
         number_after(out, "\"name\": \"held\", \"allocated\": "), 1280);
     ck_assert_uint_eq(number_after(out, "\"nmalloc\": "), 10);

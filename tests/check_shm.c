@@ -25,14 +25,6 @@ static void path_of(pid_t pid, char *path, size_t len)
     snprintf(path, len, "/dev/shm/" RA_SHM_PREFIX "%ld", (long)pid);
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 /* A consistent copy of the segment of pid into buf (len bytes): 0, or -1
  * if it cannot be read or never holds still. */
 static int read_segment(pid_t pid, void *buf, size_t len)
@@ -64,7 +56,7 @@ static int read_segment(pid_t pid, void *buf, size_t len)
         close(fd);
         if (seq % 2 == 0 && seq == h->seq)
             return 0;
-        sleep_ms(1);
+        tu_sleep_ms(1);
     }
     return -1;
 }
@@ -80,7 +72,7 @@ static int wait_publication(pid_t pid, void *buf, size_t len)
         return -1;
     seen = h->published;
     for (int i = 0; i < 3000; i++) {
-        sleep_ms(10);
+        tu_sleep_ms(10);
         if (read_segment(pid, buf, len) == 0 && h->published >= seen + 2)
             return 0;
     }

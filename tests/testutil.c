@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 int tu_run_suite(Suite *s)
@@ -195,6 +196,24 @@ char *tu_report_string(int (*report)(FILE *, ra_format_t), ra_format_t fmt)
     return buf;
 }
 
+char *tu_prof_dump_string(ra_prof_format_t fmt, ra_tag_t tag, size_t *len)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    int rc;
+
+    ck_assert_ptr_nonnull(f);
+    errno = 0;
+    rc = ra_prof_dump(f, fmt, tag);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_msg(rc == 0, "ra_prof_dump(format %d, tag %u) failed: errno %d",
+                  (int)fmt, tag, errno);
+    if (len != NULL)
+        *len = n;
+    return buf;
+}
+
 unsigned tu_count_lines(const char *s)
 {
     unsigned n = 0;
@@ -206,4 +225,43 @@ unsigned tu_count_lines(const char *s)
     if (p != s && p[-1] != '\n')
         n++;
     return n;
+}
+
+size_t tu_data_vm_bytes(void)
+{
+    char line[256];
+    size_t kib = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "VmData: %zu kB", &kib) == 1)
+            break;
+    fclose(f);
+    ck_assert_uint_gt(kib, 0);
+    return kib << 10;
+}
+
+char *tu_read_file(const char *path)
+{
+    size_t len = 0;
+    char *buf = NULL;
+    FILE *f = fopen(path, "r");
+
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    if (getdelim(&buf, &len, '\0', f) < 0) {
+        free(buf);
+        buf = strdup("");
+        ck_assert_ptr_nonnull(buf);
+    }
+    fclose(f);
+    return buf;
+}
+
+void tu_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
 }

@@ -134,10 +134,24 @@ size_t tu_check_pattern(const void *p, size_t len, unsigned seed);
  * terminated; free() it). The stream's buffer is untagged when no tag is
  * pushed. */
 char *tu_report_string(int (*report)(FILE *, ra_format_t), ra_format_t fmt);
+/* What ra_prof_dump(fmt, tag) writes, on a memory stream; the call must
+ * succeed. NUL-terminated; *len (if not NULL) is its length. free() it.
+ * Call with no tag pushed: the stream's buffer is then untagged, and never
+ * sampled. */
+char *tu_prof_dump_string(ra_prof_format_t fmt, ra_tag_t tag, size_t *len);
 
 /* Number of '\n'-terminated lines in s; a trailing unterminated fragment
  * counts as one more. */
 unsigned tu_count_lines(const char *s);
+
+/* The VmData figure of /proc/self/status, in bytes. */
+size_t tu_data_vm_bytes(void);
+
+/* The whole file at path (it must open), NUL-terminated; "" if empty.
+ * free() it. */
+char *tu_read_file(const char *path);
+/* Sleeps ms milliseconds, whatever signals come. */
+void tu_sleep_ms(long ms);
 
 #ifdef __cplusplus
 }

@@ -62,22 +62,6 @@ START_TEST(test_region_unit_what_does_not_fit_is_refused)
 }
 END_TEST
 
-/* The VmData figure of /proc/self/status, in bytes. */
-static size_t data_vm_bytes(void)
-{
-    char line[256];
-    size_t kib = 0;
-    FILE *f = fopen("/proc/self/status", "r");
-
-    ck_assert_ptr_nonnull(f);
-    while (fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "VmData: %zu kB", &kib) == 1)
-            break;
-    fclose(f);
-    ck_assert_uint_gt(kib, 0);
-    return kib << 10;
-}
-
 /* When the kernel refuses to make the space writable (here RLIMIT_DATA;
  * not 0, which Linux reads as "no limit below the hard one"), nothing is
  * taken: the next carving starts where this one would have. */
@@ -90,7 +74,7 @@ START_TEST(test_region_unit_refused_commit_takes_nothing)
     ra__carving_init(&c, base, SPAN);
     ck_assert_int_eq(getrlimit(RLIMIT_DATA, &old), 0);
     tight = old;
-    tight.rlim_cur = data_vm_bytes() + MIB;
+    tight.rlim_cur = tu_data_vm_bytes() + MIB;
     ck_assert_int_eq(setrlimit(RLIMIT_DATA, &tight), 0);
     got = ra__carve_extent(&c, 0, 16 * MIB, 4096);
     ck_assert_int_eq(setrlimit(RLIMIT_DATA, &old), 0);
