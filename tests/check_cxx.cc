@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "regionalloc.h"
+#include "testutil.h"
 
 namespace {
 
@@ -353,11 +354,12 @@ START_TEST(test_cxx_budget_throws_bad_alloc_and_recovers)
     for (std::size_t i = 0; i < blocks.size(); i += 2)
         delete[] blocks[i];
     try {
-        for (int i = 0;; i++)
+        for (int i = 0;; i++) {
+            kept_size = grown.size();
             grown.push_back(i);
+        }
     } catch (const std::bad_alloc &) {
         growth_thrown = true;
-        kept_size = grown.size();
     }
     ck_assert_int_eq(ra_tag_pop(t), 0);
 
@@ -500,11 +502,5 @@ static Suite *cxx_suite(void)
 
 int main()
 {
-    SRunner *sr = srunner_create(cxx_suite());
-
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(cxx_suite());
 }

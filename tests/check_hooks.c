@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -141,10 +142,13 @@ START_TEST(test_hooks_sixteen_at_once)
     /* A removed hook's slot serves the next one, which is called. */
     ids[0] = ra_hooks_install(&hooks);
     ck_assert_int_ge(ids[0], 0);
-    r[16].on = true;
+    /* Every recorder listens: the removed ones must hear nothing. */
+    for (int i = 0; i <= 16; i++)
+        r[i].on = true;
     p = ra_malloc(10);
     ra_free(p);
-    r[16].on = false;
+    for (int i = 0; i <= 16; i++)
+        r[i].on = false;
     ck_assert_uint_eq(r[16].n, 2);
     for (int i = 0; i < 16; i++)
         ck_assert_uint_eq(r[i].n, 2);
@@ -489,6 +493,7 @@ static void *many_remover(void *arg)
         abort();
     pthread_mutex_lock(&many_lock);
     remove_returned = true;
+    pthread_cond_broadcast(&many_cond);
     pthread_mutex_unlock(&many_lock);
     return NULL;
 }
@@ -516,6 +521,7 @@ START_TEST(test_hooks_removal_waits_for_more_threads_than_words)
         many_wait_for(&many_ready, i + 1);
     }
     for (unsigned phase = 1; phase <= 2; phase++) {
+        struct timespec deadline;
         pthread_t remover;
 
         pthread_mutex_lock(&many_lock);
@@ -527,9 +533,18 @@ START_TEST(test_hooks_removal_waits_for_more_threads_than_words)
         many_wait_for(&many_inside, MANY_BLOCKED);
         if (pthread_create(&remover, NULL, many_remover, NULL) != 0)
             abort();
-        for (unsigned i = 0; i < 2000; i++)
-            sched_yield();
+        /* A removal that does not wait returns within this, however busy
+         * the machine; one that waits returns only after the release. */
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_nsec += 200 * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
         pthread_mutex_lock(&many_lock);
+        while (!remove_returned &&
+               pthread_cond_timedwait(&many_cond, &many_lock, &deadline) == 0)
+            ;
         early[phase] = remove_returned;
         many_release = true;
         pthread_cond_broadcast(&many_cond);

@@ -582,6 +582,19 @@ START_TEST(test_limit_in_every_report_format)
     ck_assert_msg(strstr(text, "limit") != NULL, "%s", text);
     ck_assert_msg(strstr(text, "soft_limit") != NULL, "%s", text);
     ck_assert_msg(strstr(text, "limit_failures") != NULL, "%s", text);
+    {
+        /* The budgeted tag's row: its limits and its failures. */
+        const char *row = strstr(text, "\nbudgeted ");
+        char line_of[512];
+        size_t len;
+        ck_assert_msg(row != NULL, "%s", text);
+        len = strcspn(row + 1, "\n");
+        snprintf(line_of, sizeof line_of, "%.*s", (int)len, row + 1);
+        ck_assert_msg(strstr(line_of, " 8.0 MiB ") != NULL, "%s", line_of);
+        ck_assert_msg(strstr(line_of, " 6.0 MiB ") != NULL, "%s", line_of);
+        ck_assert_msg(len > 2 && strcmp(line_of + strlen(line_of) - 2, " 2") == 0,
+                      "%s", line_of);
+    }
     free(text);
 }
 END_TEST

@@ -314,7 +314,7 @@ expect_status 1 "a directory that does not exist" "$top" --dir "$tmp/none"
 # (a live process, so the list reports the file instead of calling it
 # stale).
 need python3 python3 || finish
-python3 - "$tmp/crafted" "$$" <<'EOF'
+python3 - "$tmp/crafted" "$$" <<'EOF' || { fail "cannot craft the segments"; finish; }
 import os, random, struct, sys
 root, pid = sys.argv[1], int(sys.argv[2])
 HEADER = "=8sIIIIQiIQQQQ16Q16QQ176x"
