@@ -401,8 +401,10 @@ static inline void free_plain(void *ptr)
 }
 
 /* The page table knows the class of a tagged small block that a front
- * cache has held: its size without a lookup of the block. */
-static void free_hooked(void *ptr)
+ * cache has held: its size without a lookup of the block. Out of line: it
+ * calls out and goes on, so inlined it would make free save registers on
+ * every call, hooked or not. */
+__attribute__((noinline)) static void free_hooked(void *ptr)
 {
     ra_tag_t tag = ra__tag_of_addr(ptr);
     unsigned bin;
