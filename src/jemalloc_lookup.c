@@ -1,7 +1,6 @@
 /* jemalloc's own functions, found in jemalloc's library: the library exports
  * malloc, free, mallocx and the rest under the same names, so a call by name
  * would reach its own definitions. */
-#include <elf.h>
 #include <link.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -11,6 +10,7 @@
 #define RA__JEMALLOC_NAMES_ALLOWED
 #include "ra_jemalloc.h"
 
+#include "dynsym.h"
 #include "internal.h"
 
 /* Until the lookup has run, each pointer is a function that runs it and
@@ -105,129 +105,16 @@ struct ra__jemalloc ra__je = {
     first_nallocx,
 };
 
-/* The dynamic symbol table of a loaded object. */
-struct dynamic_symbols {
-    uintptr_t base;
-    const Elf64_Sym *symtab;
-    const char *strtab;
-    const uint32_t *gnu_hash;
-    const Elf64_Word *sysv_hash;
-    bool found;
-};
-
-/* glibc relocates the addresses of the dynamic section in place where it
- * is writable; elsewhere they are offsets from the object's base. */
-static uintptr_t dynamic_address(const struct dynamic_symbols *d,
-                                 Elf64_Addr value)
-{
-    return value < d->base ? d->base + value : value;
-}
-
-static void read_dynamic(struct dynamic_symbols *d, const Elf64_Dyn *dyn)
-{
-    for (; dyn->d_tag != DT_NULL; dyn++) {
-        uintptr_t addr = dynamic_address(d, dyn->d_un.d_ptr);
-        switch (dyn->d_tag) {
-        case DT_SYMTAB: d->symtab = (const Elf64_Sym *)addr; break;
-        case DT_STRTAB: d->strtab = (const char *)addr; break;
-        case DT_GNU_HASH: d->gnu_hash = (const uint32_t *)addr; break;
-        case DT_HASH: d->sysv_hash = (const Elf64_Word *)addr; break;
-        default: break;
-        }
-    }
-}
-
-static void *find_function(const struct dynamic_symbols *d,
-                           const char *name);
-
 /* dl_iterate_phdr callback: stops at the first object, in load order, that
  * defines mallctl, a name the library never defines: jemalloc's. */
 static int find_jemalloc_object(struct dl_phdr_info *info, size_t size,
                                 void *ctx)
 {
-    struct dynamic_symbols *d = ctx;
+    struct ra__dynsym *d = ctx;
 
     (void)size;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const Elf64_Phdr *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_DYNAMIC)
-            continue;
-        *d = (struct dynamic_symbols){.base = info->dlpi_addr};
-        read_dynamic(d, (const Elf64_Dyn *)(info->dlpi_addr + ph->p_vaddr));
-        d->found = d->symtab != NULL && d->strtab != NULL &&
-                   (d->gnu_hash != NULL || d->sysv_hash != NULL) &&
-                   find_function(d, "mallctl") != NULL;
-        return d->found;
-    }
-    return 0;
-}
-
-static bool is_definition_of(const struct dynamic_symbols *d, uint32_t index,
-                             const char *name)
-{
-    const Elf64_Sym *sym = &d->symtab[index];
-
-    return sym->st_shndx != SHN_UNDEF && sym->st_value != 0 &&
-           ELF64_ST_TYPE(sym->st_info) == STT_FUNC &&
-           strcmp(d->strtab + sym->st_name, name) == 0;
-}
-
-/* The GNU hash table's lookup (the layout of binutils' and glibc's
- * dl-lookup.c): buckets of symbol indices, then a chain of hashes whose
- * low bit ends a bucket's run. */
-static uint32_t gnu_lookup(const struct dynamic_symbols *d, const char *name)
-{
-    const uint32_t *h = d->gnu_hash;
-    uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2];
-    const uint32_t *buckets =
-        h + 4 + bloom_size * (sizeof(Elf64_Addr) / sizeof(uint32_t));
-    const uint32_t *chain = buckets + nbuckets;
-    uint32_t hash = 5381, index;
-
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
-        hash = hash * 33 + *c;
-    if (nbuckets == 0)
-        return 0;
-    index = buckets[hash % nbuckets];
-    if (index < symoffset)
-        return 0;
-    for (;; index++) {
-        uint32_t chained = chain[index - symoffset];
-        if ((chained | 1) == (hash | 1) && is_definition_of(d, index, name))
-            return index;
-        if (chained & 1)
-            return 0;
-    }
-}
-
-static uint32_t sysv_lookup(const struct dynamic_symbols *d, const char *name)
-{
-    const Elf64_Word *h = d->sysv_hash;
-    Elf64_Word nbuckets = h[0], hash = 0;
-    const Elf64_Word *buckets = h + 2, *chain = buckets + nbuckets;
-
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
-        Elf64_Word high;
-        hash = (hash << 4) + *c;
-        high = hash & 0xf0000000u;
-        hash ^= high >> 24;
-        hash &= ~high;
-    }
-    if (nbuckets == 0)
-        return 0;
-    for (Elf64_Word i = buckets[hash % nbuckets]; i != 0; i = chain[i])
-        if (is_definition_of(d, i, name))
-            return i;
-    return 0;
-}
-
-/* The address of jemalloc's definition of name, or NULL. */
-static void *find_function(const struct dynamic_symbols *d, const char *name)
-{
-    uint32_t index = d->gnu_hash != NULL ? gnu_lookup(d, name)
-                                         : sysv_lookup(d, name);
-
-    return index == 0 ? NULL : (void *)(d->base + d->symtab[index].st_value);
+    return !ra__dynsym_open(d, info) &&
+           ra__dynsym_find(d, "mallctl") != NULL;
 }
 
 #define STORE(member, value)                                                \
@@ -300,16 +187,17 @@ static void use_fallbacks(void)
 
 static void look_up_jemalloc(void)
 {
-    struct dynamic_symbols d = {.found = false};
+    struct ra__dynsym d;
+    bool found;
     void *f[13];
     static const char *const names[13] = {
         "malloc",  "free",    "calloc",  "realloc", "aligned_alloc",
         "malloc_usable_size", "mallocx", "rallocx", "xallocx", "sallocx",
         "dallocx", "sdallocx", "nallocx"};
 
-    dl_iterate_phdr(find_jemalloc_object, &d);
+    found = dl_iterate_phdr(find_jemalloc_object, &d) != 0;
     for (int i = 0; i < 13; i++) {
-        f[i] = d.found ? find_function(&d, names[i]) : NULL;
+        f[i] = found ? ra__dynsym_find(&d, names[i]) : NULL;
         if (f[i] == NULL) {
             use_fallbacks();
             return;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dynsym.h"
 #include "internal.h"
 
 /* C23 names that glibc 2.36 does not declare yet. */
@@ -98,11 +99,14 @@ RA_EXPORT size_t malloc_usable_size(void *ptr)
 }
 
 /* At load, so that a program that never calls the library hears of it
- * too; not with REGIONALLOC=0, where nothing is tagged anyway. */
+ * too; not with REGIONALLOC=0, where nothing is tagged anyway. What counts
+ * is the definition that calls reach, the first in the global scope: not
+ * what dlsym says, which for a non-PIE executable that takes malloc's
+ * address is a PLT stub of the executable's own. */
 void ra__override_check(void)
 {
     const char *enabled = secure_getenv("REGIONALLOC");
-    void *bound = dlsym(RTLD_DEFAULT, "malloc");
+    void *bound = ra__dynsym_first_definition("malloc");
     Dl_info info;
     char msg[768];
 

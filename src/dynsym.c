@@ -1,0 +1,145 @@
+/* The dynamic symbol tables of the loaded objects, read in place: which
+ * object defines a name, and where. Used before anything else works (inside
+ * the first malloc, from other libraries' constructors), so nothing here
+ * allocates or takes a lock of the library's. */
+#include <elf.h>
+#include <link.h>
+#include <string.h>
+
+#include "dynsym.h"
+#include "internal.h"
+
+/* glibc relocates the addresses of the dynamic section in place where it
+ * is writable; elsewhere they are offsets from the object's base. */
+static uintptr_t dynamic_address(uintptr_t base, Elf64_Addr value)
+{
+    return value < base ? base + value : value;
+}
+
+bool ra__dynsym_open(struct ra__dynsym *d, const struct dl_phdr_info *info)
+{
+    *d = (struct ra__dynsym){.base = info->dlpi_addr};
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const Elf64_Phdr *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_DYNAMIC)
+            continue;
+        for (const Elf64_Dyn *dyn =
+                 (const Elf64_Dyn *)(info->dlpi_addr + ph->p_vaddr);
+             dyn->d_tag != DT_NULL; dyn++) {
+            uintptr_t addr = dynamic_address(d->base, dyn->d_un.d_ptr);
+            switch (dyn->d_tag) {
+            case DT_SYMTAB: d->symtab = (const Elf64_Sym *)addr; break;
+            case DT_STRTAB: d->strtab = (const char *)addr; break;
+            case DT_GNU_HASH: d->gnu_hash = (const uint32_t *)addr; break;
+            case DT_HASH: d->sysv_hash = (const Elf64_Word *)addr; break;
+            default: break;
+            }
+        }
+        break;
+    }
+    return d->symtab == NULL || d->strtab == NULL ||
+           (d->gnu_hash == NULL && d->sysv_hash == NULL);
+}
+
+/* A definition: not an undefined symbol, whatever its value. A non-PIE
+ * executable that takes a function's address gives the undefined symbol
+ * the address of a PLT stub of its own (a "canonical PLT entry"), and
+ * dlsym returns that; calls still reach the first real definition. */
+static bool is_definition_of(const struct ra__dynsym *d, uint32_t index,
+                             const char *name)
+{
+    const Elf64_Sym *sym = &d->symtab[index];
+    unsigned type = ELF64_ST_TYPE(sym->st_info);
+
+    return sym->st_shndx != SHN_UNDEF && sym->st_value != 0 &&
+           ELF64_ST_BIND(sym->st_info) != STB_LOCAL &&
+           (type == STT_FUNC || type == STT_GNU_IFUNC) &&
+           strcmp(d->strtab + sym->st_name, name) == 0;
+}
+
+/* The GNU hash table's lookup (the layout of binutils' and glibc's
+ * dl-lookup.c): buckets of symbol indices, then a chain of hashes whose
+ * low bit ends a bucket's run. */
+static uint32_t gnu_lookup(const struct ra__dynsym *d, const char *name)
+{
+    const uint32_t *h = d->gnu_hash;
+    uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2];
+    const uint32_t *buckets =
+        h + 4 + bloom_size * (sizeof(Elf64_Addr) / sizeof(uint32_t));
+    const uint32_t *chain = buckets + nbuckets;
+    uint32_t hash = 5381, index;
+
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        hash = hash * 33 + *c;
+    if (nbuckets == 0)
+        return 0;
+    index = buckets[hash % nbuckets];
+    if (index < symoffset)
+        return 0;
+    for (;; index++) {
+        uint32_t chained = chain[index - symoffset];
+        if ((chained | 1) == (hash | 1) && is_definition_of(d, index, name))
+            return index;
+        if (chained & 1)
+            return 0;
+    }
+}
+
+static uint32_t sysv_lookup(const struct ra__dynsym *d, const char *name)
+{
+    const Elf64_Word *h = d->sysv_hash;
+    Elf64_Word nbuckets = h[0], hash = 0;
+    const Elf64_Word *buckets = h + 2, *chain = buckets + nbuckets;
+
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+        Elf64_Word high;
+        hash = (hash << 4) + *c;
+        high = hash & 0xf0000000u;
+        hash ^= high >> 24;
+        hash &= ~high;
+    }
+    if (nbuckets == 0)
+        return 0;
+    for (Elf64_Word i = buckets[hash % nbuckets]; i != 0; i = chain[i])
+        if (is_definition_of(d, i, name))
+            return i;
+    return 0;
+}
+
+void *ra__dynsym_find(const struct ra__dynsym *d, const char *name)
+{
+    uint32_t index = d->gnu_hash != NULL ? gnu_lookup(d, name)
+                                         : sysv_lookup(d, name);
+
+    return index == 0 ? NULL : (void *)(d->base + d->symtab[index].st_value);
+}
+
+struct first_definition {
+    const char *name;
+    void *found;
+};
+
+static int find_first_definition(struct dl_phdr_info *info, size_t size,
+                                 void *ctx)
+{
+    struct first_definition *f = ctx;
+    struct ra__dynsym d;
+
+    (void)size;
+    if (ra__dynsym_open(&d, info))
+        return 0;
+    f->found = ra__dynsym_find(&d, f->name);
+    return f->found != NULL;
+}
+
+/* dl_iterate_phdr visits the objects in load order: the program, what is
+ * preloaded, then the libraries it needs, breadth first, then what was
+ * opened later. That is the order of the global scope in which the dynamic
+ * linker binds the program's calls. */
+void *ra__dynsym_first_definition(const char *name)
+{
+    struct first_definition f = {name, NULL};
+
+    dl_iterate_phdr(find_first_definition, &f);
+    return f.found;
+}
