@@ -18,7 +18,7 @@ void ra__become_library_thread(void)
     if (ra__library_thread)
         return;
     ra__library_thread = true;
-    (void)ra__quiet_begin(); /* never ended: the thread is the library's */
+    ra__quiet_begin(); /* never ended: the thread is the library's */
 }
 
 struct start {

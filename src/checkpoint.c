@@ -119,13 +119,13 @@ static int record(const char *label, bool reset_peak)
 
 int ra__checkpoint_take(const char *label, bool reset_peak)
 {
-    ra_tag_t saved = ra__quiet_begin();
     int rc;
 
+    ra__quiet_begin();
     ra__lock(&ring_lock);
     rc = record(label, reset_peak);
     ra__unlock(&ring_lock);
-    ra__quiet_end(saved);
+    ra__quiet_end();
     return rc;
 }
 
@@ -201,20 +201,19 @@ int ra_checkpoint_report(FILE *out, ra_format_t fmt)
 {
     struct ra__out o = RA__OUT_INIT(out, true);
     struct ra__checkpoint_set set;
-    ra_tag_t saved;
     int rc;
 
     if (ra__out_check_args(out, fmt) != 0)
         return -1;
-    saved = ra__quiet_begin();
+    ra__quiet_begin();
     if (ra__checkpoint_copy(&set)) {
-        ra__quiet_end(saved);
+        ra__quiet_end();
         errno = ENOMEM;
         return -1;
     }
     ra__checkpoint_write(&o, fmt, &set);
     rc = ra__out_finish(&o);
     ra__checkpoint_set_free(&set);
-    ra__quiet_end(saved);
+    ra__quiet_end();
     return rc;
 }

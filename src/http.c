@@ -446,25 +446,23 @@ static int start_locked(const char *addr)
 
 int ra_http_start(const char *addr)
 {
-    ra_tag_t saved;
     int port;
 
     if (ra__check_call(true) != 0)
         return -1;
-    saved = ra__quiet_begin();
+    ra__quiet_begin();
     ra__lock(&http_lock);
     port = start_locked(addr);
     ra__unlock(&http_lock);
-    ra__quiet_end(saved);
+    ra__quiet_end();
     return port;
 }
 
 int ra_http_stop(void)
 {
-    ra_tag_t saved;
     int rc = 0;
 
-    saved = ra__quiet_begin();
+    ra__quiet_begin();
     ra__lock(&http_lock);
     if (daemon_ == NULL) {
         errno = EINVAL;
@@ -478,7 +476,7 @@ int ra_http_stop(void)
         listen_fd = -1;
     }
     ra__unlock(&http_lock);
-    ra__quiet_end(saved);
+    ra__quiet_end();
     return rc;
 }
 

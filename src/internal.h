@@ -241,21 +241,27 @@ uint64_t ra__tag_creations(void);
  * for an id whose tag is gone. */
 const char *ra__tag_label(ra_tag_t tag, char buf[RA_TAG_NAME_MAX + 1]);
 
-/* Makes the calling thread's allocations untagged until ra__tag_resume().
- * Returns what to resume. The stack itself is untouched: a push/pop in
- * between still pairs up. */
-static inline ra_tag_t ra__tag_suspend(void)
-{
-    ra_tag_t top = ra__tag_stack.top;
+/* Makes the calling thread's allocations untagged until the matching
+ * ra__tag_resume() (they nest). The stack itself is untouched: a push/pop
+ * in between still pairs up. The end sets the top from the stack as it is
+ * then, never from a copy taken at the start: another thread may have
+ * given this one a new base meanwhile (ra__tag_set_base). */
+void ra__tag_suspend(void);
+void ra__tag_resume(void);
 
-    ra__tag_stack.top = RA_TAG_NONE;
-    return top;
-}
-
-static inline void ra__tag_resume(ra_tag_t saved)
-{
-    ra__tag_stack.top = saved;
-}
+/* A thread's tag stack as other threads reach it, to give it a base tag
+ * (thread_tags.c): valid until the thread exits. */
+struct ra__tag_thread;
+/* The calling thread's. Never NULL; allocates nothing. */
+struct ra__tag_thread *ra__tag_thread_self(void);
+/* Makes tag t's thread's base (item 0 of its stack). The thread moves to
+ * it at once when nothing is pushed and its tag is not suspended, else at
+ * its last pop or at the end of the suspension. Calls for one thread must
+ * not run at once (thread_tags.c holds its lock). */
+void ra__tag_set_base(struct ra__tag_thread *t, ra_tag_t tag);
+/* Whether t's thread will allocate into tag without pushing it: tag is its
+ * base, or its top while nothing is pushed. */
+bool ra__tag_thread_holds(struct ra__tag_thread *t, ra_tag_t tag);
 
 /* -- thread.c: per-thread, per-tag state ---------------------------------- */
 #define RA__NO_TCACHE UINT32_MAX
@@ -482,15 +488,15 @@ void ra__hooks_postfork(bool child);
  * included: a FILE of its own, qsort's buffer), is the library's: untagged,
  * never sampled, never reported to hooks. Sections nest. User code called
  * inside one (a caller's FILE, see ra__out_write) runs outside it. */
-static inline ra_tag_t ra__quiet_begin(void)
+static inline void ra__quiet_begin(void)
 {
     ra__hooks_muted++;
-    return ra__tag_suspend();
+    ra__tag_suspend();
 }
 
-static inline void ra__quiet_end(ra_tag_t saved)
+static inline void ra__quiet_end(void)
 {
-    ra__tag_resume(saved);
+    ra__tag_resume();
     ra__hooks_muted--;
 }
 

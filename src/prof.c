@@ -281,13 +281,12 @@ void ra__prof_record(ra_tag_t tag, void *ptr, size_t size)
     size_t interval = atomic_load_explicit(&mean_interval,
                                            memory_order_relaxed);
     struct sample s = {ptr, NULL, size, 1.0};
-    ra_tag_t saved;
     unsigned n;
 
     tls_in_prof = true;
     /* The unwinder may allocate (its first call loads libgcc_s): that is
      * the library's work, not the caller's. */
-    saved = ra__quiet_begin();
+    ra__quiet_begin();
     n = capture_stack(frames);
     if (interval > 1)
         s.weight = 1.0 / -expm1(-(double)size / (double)interval);
@@ -305,7 +304,7 @@ void ra__prof_record(ra_tag_t tag, void *ptr, size_t size)
         st->alloc_bytes += s.weight * (double)size;
     }
     ra__unlock(&prof_lock);
-    ra__quiet_end(saved);
+    ra__quiet_end();
     tls_in_prof = false;
 }
 
@@ -399,7 +398,6 @@ void ra__prof_begin(size_t mean_interval_bytes)
 {
     Dl_info info;
     void *warm[4];
-    ra_tag_t saved;
 
     if (!own_base_known) {
         Dl_info program;
@@ -418,9 +416,9 @@ void ra__prof_begin(size_t mean_interval_bytes)
     /* Load the unwinder now, outside any allocation; what loading it
      * allocates is the library's work. */
     tls_in_prof = true;
-    saved = ra__quiet_begin();
+    ra__quiet_begin();
     backtrace(warm, 4);
-    ra__quiet_end(saved);
+    ra__quiet_end();
     tls_in_prof = false;
     ra__lock(&prof_lock);
     atomic_store(&mean_interval, mean_interval_bytes);

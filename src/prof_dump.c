@@ -631,9 +631,9 @@ int ra__prof_dump_write(struct ra__out *o, ra_prof_format_t fmt,
 {
     struct ra__prof_dump d = {0, 0, NULL, 0, NULL, NULL};
     struct collect c = {&d, 0, false};
-    ra_tag_t saved = ra__quiet_begin();
     int err;
 
+    ra__quiet_begin();
     d.interval = ra__prof_visit(tag, collect_stack, &c);
     if (d.interval == 0) {
         err = ENOTSUP;
@@ -647,7 +647,7 @@ int ra__prof_dump_write(struct ra__out *o, ra_prof_format_t fmt,
             err = EIO;
     }
     free_dump(&d);
-    ra__quiet_end(saved);
+    ra__quiet_end();
     return err;
 }
 

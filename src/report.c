@@ -321,16 +321,15 @@ int ra__report_write(struct ra__out *o, ra_format_t fmt)
 int ra_report(FILE *out, ra_format_t fmt)
 {
     struct ra__out o = RA__OUT_INIT(out, true);
-    ra_tag_t saved;
     int rc;
 
     if (ra__out_check_args(out, fmt) != 0)
         return -1;
-    saved = ra__quiet_begin();
+    ra__quiet_begin();
     rc = ra__report_write(&o, fmt);
     if (rc == 0)
         rc = ra__out_finish(&o);
-    ra__quiet_end(saved);
+    ra__quiet_end();
     return rc;
 }
 
@@ -527,12 +526,11 @@ void ra__report_at_exit(void)
     bool checkpoints = reports_here(config->checkpoints_path);
     bool prof = reports_here(config->prof_dump_path);
     bool tagging;
-    ra_tag_t saved;
     FILE *out;
 
     if (!stats && !checkpoints && !prof)
         return;
-    saved = ra__quiet_begin();
+    ra__quiet_begin();
     tagging = ra__init();
     /* The exiting thread's caches would otherwise count as allocated. */
     ra_thread_flush();
@@ -566,5 +564,5 @@ void ra__report_at_exit(void)
         fclose(st.err);
     if (st.file != NULL)
         fclose(st.file);
-    ra__quiet_end(saved);
+    ra__quiet_end();
 }

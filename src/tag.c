@@ -268,6 +268,102 @@ ra_tag_t ra_tag_current(void)
     return ra__tag_stack.top;
 }
 
+/* -- who writes a thread's top ----------------------------------------------
+ * The thread itself (push, pop, suspension) with plain stores, and another
+ * thread that gives it a new base (ra__tag_set_base) with a compare-and-
+ * swap. The suspension count and the top change together under a
+ * per-thread lock that only those two take, for a few instructions: so a
+ * base given while the tag is suspended never becomes the top inside the
+ * suspension, and the suspension's end reads the base as it is then. */
+struct ra__tag_thread {
+    struct ra__tag_stack *stack;
+    atomic_flag lock;
+    unsigned suspended; /* nesting depth of ra__tag_suspend */
+};
+
+static RA__TLS struct ra__tag_thread tls_thread = {NULL, ATOMIC_FLAG_INIT, 0};
+
+static void lock_thread(struct ra__tag_thread *t)
+{
+    while (atomic_flag_test_and_set_explicit(&t->lock, memory_order_acquire))
+        __builtin_ia32_pause();
+}
+
+static void unlock_thread(struct ra__tag_thread *t)
+{
+    atomic_flag_clear_explicit(&t->lock, memory_order_release);
+}
+
+struct ra__tag_thread *ra__tag_thread_self(void)
+{
+    tls_thread.stack = &ra__tag_stack;
+    return &tls_thread;
+}
+
+static ra_tag_t load_tag(const ra_tag_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+void ra__tag_suspend(void)
+{
+    struct ra__tag_thread *t = &tls_thread;
+
+    lock_thread(t);
+    if (t->suspended++ == 0)
+        __atomic_store_n(&ra__tag_stack.top, RA_TAG_NONE, __ATOMIC_RELAXED);
+    unlock_thread(t);
+}
+
+void ra__tag_resume(void)
+{
+    struct ra__tag_thread *t = &tls_thread;
+    struct ra__tag_stack *s = &ra__tag_stack;
+
+    lock_thread(t);
+    if (--t->suspended == 0)
+        __atomic_store_n(&s->top, load_tag(&s->items[s->depth]),
+                         __ATOMIC_RELAXED);
+    unlock_thread(t);
+}
+
+/* The top is the base whenever nothing is pushed (and the tag is not
+ * suspended); any other value there is stale (a pop that read the base
+ * just before a rename stored it) and is replaced. The top is read before
+ * the depth: a push stores the depth first, so a top that a push wrote is
+ * seen with its depth, and left alone. */
+void ra__tag_set_base(struct ra__tag_thread *t, ra_tag_t tag)
+{
+    struct ra__tag_stack *s = t->stack;
+
+    lock_thread(t);
+    __atomic_store_n(&s->items[0], tag, __ATOMIC_RELAXED);
+    if (t->suspended == 0) {
+        if (t == &tls_thread) {
+            if (s->depth == 0)
+                s->top = tag;
+        } else {
+            ra_tag_t top;
+            atomic_thread_fence(memory_order_seq_cst);
+            top = __atomic_load_n(&s->top, __ATOMIC_ACQUIRE);
+            if (top != tag && __atomic_load_n(&s->depth, __ATOMIC_RELAXED) == 0)
+                __atomic_compare_exchange_n(&s->top, &top, tag, false,
+                                            __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED);
+        }
+    }
+    unlock_thread(t);
+}
+
+bool ra__tag_thread_holds(struct ra__tag_thread *t, ra_tag_t tag)
+{
+    const struct ra__tag_stack *s = t->stack;
+
+    return load_tag(&s->items[0]) == tag ||
+           (__atomic_load_n(&s->depth, __ATOMIC_RELAXED) == 0 &&
+            load_tag(&s->top) == tag);
+}
+
 ra_tag_t ra__tag_scope_begin(ra_tag_t tag)
 {
     return ra_tag_push(tag) == 0 ? tag : RA_TAG_NONE;

@@ -305,18 +305,17 @@ static void setup_slot(struct ra__tag_slot *s, ra_tag_t tag)
 struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag)
 {
     struct ra__thread_state *ts = ra__thread;
-    ra_tag_t saved_top;
 
     if (tls_busy || tls_exited)
         return NULL;
     tls_busy = true;
     /* Whatever glibc allocates for us meanwhile is the library's. */
-    saved_top = ra__tag_suspend();
+    ra__tag_suspend();
     if (ts == NULL)
         ts = create_thread_state();
     if (ts != NULL && ts->slots[tag].alloc_flags == 0)
         setup_slot(&ts->slots[tag], tag);
-    ra__tag_resume(saved_top);
+    ra__tag_resume();
     tls_busy = false;
     return ts == NULL ? NULL : &ts->slots[tag];
 }

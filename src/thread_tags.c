@@ -21,7 +21,7 @@
 struct named_thread {
     struct named_thread *prev, *next;
     pthread_t id;
-    struct ra__tag_stack *stack; /* items[0]: the base, under named_lock */
+    struct ra__tag_thread *stack; /* its base is set under named_lock */
 };
 
 static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -65,25 +65,6 @@ static ra_tag_t tag_for(const char *name)
     return RA_TAG_NONE;
 }
 
-/* With named_lock held: makes tag the base of e. The thread itself moves
- * its top too when nothing is pushed; another thread swaps the top only if
- * it still holds the old base (a compare-and-swap: a push racing it wins,
- * a pop racing it at worst applies the base at the thread's next pop). */
-static void set_base(struct named_thread *e, ra_tag_t tag)
-{
-    struct ra__tag_stack *s = e->stack;
-    ra_tag_t old = __atomic_load_n(&s->items[0], __ATOMIC_RELAXED);
-
-    __atomic_store_n(&s->items[0], tag, __ATOMIC_RELAXED);
-    if (e == tls_me) {
-        if (s->depth == 0 && ra__hooks_muted == 0)
-            s->top = tag;
-    } else if (__atomic_load_n(&s->depth, __ATOMIC_RELAXED) == 0) {
-        __atomic_compare_exchange_n(&s->top, &old, tag, false,
-                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-    }
-}
-
 /* pthread key destructor: the thread is exiting. */
 static void forget_thread(void *p)
 {
@@ -115,7 +96,7 @@ static struct named_thread *me(void)
     if (e == NULL)
         return NULL;
     e->id = pthread_self();
-    e->stack = &ra__tag_stack;
+    e->stack = ra__tag_thread_self();
     ra__lock(&named_lock);
     e->next = &named;
     e->prev = named.prev;
@@ -135,7 +116,7 @@ static void name_thread(struct named_thread *e, const char *name)
     ra__lock(&named_lock);
     if (tag != RA_TAG_NONE && !ra__tag_valid(tag))
         tag = RA_TAG_NONE;
-    set_base(e, tag);
+    ra__tag_set_base(e->stack, tag);
     ra__unlock(&named_lock);
 }
 
@@ -179,7 +160,7 @@ int ra__thread_tags_kill(ra_tag_t tag)
     ra__lock(&named_lock);
     for (struct named_thread *t = named.next; t != &named && !used;
          t = t->next)
-        used = __atomic_load_n(&t->stack->items[0], __ATOMIC_RELAXED) == tag;
+        used = ra__tag_thread_holds(t->stack, tag);
     rc = used ? EBUSY : ra__tag_kill(tag) ? EINVAL : 0;
     ra__unlock(&named_lock);
     return rc;

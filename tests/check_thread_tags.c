@@ -149,6 +149,99 @@ static int child_base_tag_cannot_be_destroyed(void)
     return 0;
 }
 
+/* A FILE whose first write blocks until the test says go on: the thread
+ * that writes a report to it is held inside the library's call. */
+static pthread_barrier_t in_call, renamed;
+static int hold_first_write;
+
+static ssize_t blocking_write(void *cookie, const char *buf, size_t len)
+{
+    (void)cookie;
+    (void)buf;
+    if (hold_first_write) {
+        hold_first_write = 0;
+        pthread_barrier_wait(&in_call);
+        pthread_barrier_wait(&renamed);
+    }
+    return (ssize_t)len;
+}
+
+/* Which of the library's calls that write to a FILE thread W is inside,
+ * and what it returned. */
+static int held_call, held_rc;
+
+/* Thread W: named w-old, then held inside a report while the main thread
+ * renames it, then allocates. */
+static void *report_while_renamed(void *arg)
+{
+    cookie_io_functions_t io = {NULL, blocking_write, NULL, NULL};
+    FILE *f;
+
+    (void)arg;
+    /* Untagged (made before the name gives a base): the FILE outlives the
+     * old base's destruction. */
+    f = fopencookie(NULL, "w", io);
+    setvbuf(f, NULL, _IONBF, 0);
+    pthread_setname_np(pthread_self(), "w-old");
+    hold_first_write = 1;
+    if (held_call == 0)
+        held_rc = ra_report(f, RA_FORMAT_TEXT);
+    else if (held_call == 1)
+        held_rc = ra_checkpoint_report(f, RA_FORMAT_TEXT);
+    else
+        held_rc = ra_prof_dump(f, RA_PROF_TREE, RA_TAG_ALL);
+    if (hold_first_write) { /* it wrote nothing: the test is wrong */
+        held_rc = -2;
+        pthread_barrier_wait(&in_call);
+        pthread_barrier_wait(&renamed);
+    }
+    fclose(f);
+    seen = tag_of_new_block();
+    return NULL;
+}
+
+/* The base a thread gets by a rename while it is inside one of the
+ * library's calls (whose quiet section suspends its tag) is the one its
+ * allocations go to after the call: the old base, no longer anyone's, can
+ * be destroyed, and nothing lands in it. */
+static int child_renamed_inside_a_library_call(void)
+{
+    ra_tag_t sampled = ra_tag_create("sampled");
+    void *kept;
+
+    /* Something in each report: a checkpoint, a sampled block. */
+    TU_REQUIRE(ra_checkpoint("start") == 0);
+    TU_REQUIRE(ra_prof_start(1) == 0);
+    TU_REQUIRE(ra_tag_push(sampled) == 0);
+    kept = malloc(4000);
+    TU_REQUIRE(ra_tag_pop(sampled) == 0);
+    TU_REQUIRE(kept != NULL && ra_prof_stop() == 0);
+    for (held_call = 0; held_call < 3; held_call++) {
+        ra_tag_t old, new;
+        pthread_t w;
+        int rc;
+        pthread_barrier_init(&in_call, NULL, 2);
+        pthread_barrier_init(&renamed, NULL, 2);
+        TU_REQUIRE(pthread_create(&w, NULL, report_while_renamed, NULL) == 0);
+        pthread_barrier_wait(&in_call);
+        old = ra_tag_lookup("old");
+        TU_REQUIRE(old != RA_TAG_NONE);
+        TU_REQUIRE(pthread_setname_np(w, "w-new") == 0);
+        new = ra_tag_lookup("new");
+        rc = ra_tag_destroy(old);
+        pthread_barrier_wait(&renamed);
+        TU_REQUIRE(pthread_join(w, NULL) == 0);
+        TU_REQUIRE(held_rc == 0);
+        TU_REQUIRE(rc == 0);
+        TU_REQUIRE(new != RA_TAG_NONE && seen == new);
+        TU_REQUIRE(ra_tag_destroy(new) == 0);
+        pthread_barrier_destroy(&in_call);
+        pthread_barrier_destroy(&renamed);
+    }
+    free(kept);
+    return 0;
+}
+
 #ifdef RA_HTTP
 /* The library's own threads (the HTTP server's) never take a tag, even
  * from a rule that matches every name. */
@@ -180,6 +273,7 @@ static const struct tu_child children[] = {
     {"other", child_named_by_another_thread},
     {"inherited", child_name_inherited_at_start},
     {"destroy", child_base_tag_cannot_be_destroyed},
+    {"renamed-inside", child_renamed_inside_a_library_call},
 #ifdef RA_HTTP
     {"library", child_library_threads_untagged},
 #endif
@@ -222,6 +316,12 @@ START_TEST(test_thread_tags_base_tag_cannot_be_destroyed)
 }
 END_TEST
 
+START_TEST(test_thread_tags_rename_inside_a_library_call_takes_effect)
+{
+    run_child("renamed-inside", "w-old=old,w-new=new");
+}
+END_TEST
+
 #ifdef RA_HTTP
 START_TEST(test_thread_tags_library_threads_untagged)
 {
@@ -255,6 +355,8 @@ static Suite *thread_tags_suite(void)
     tcase_add_test(tc, test_thread_tags_named_by_another_thread);
     tcase_add_test(tc, test_thread_tags_name_inherited_at_start);
     tcase_add_test(tc, test_thread_tags_base_tag_cannot_be_destroyed);
+    tcase_add_test(tc,
+                   test_thread_tags_rename_inside_a_library_call_takes_effect);
 #ifdef RA_HTTP
     tcase_add_test(tc, test_thread_tags_library_threads_untagged);
 #endif
