@@ -154,13 +154,19 @@ size_t ra__region_committed(unsigned idx);
  * commit that reaches soft is reported (re-armed when committed falls
  * below soft). */
 void ra__region_set_limit(unsigned idx, size_t hard, size_t soft);
-/* A recycled region's peak starts again from what it holds. */
-void ra__region_forget_peak(unsigned idx);
+/* Region idx's tag was destroyed: its peak starts again from what it
+ * holds, and crossings of its soft limit not yet delivered are dropped. */
+void ra__region_forget(unsigned idx);
 /* Set by an extent hook of the calling thread: the tag whose hard limit
- * refused a commit, and the tag whose soft limit a commit reached (0 when
- * none). The allocation paths read them after jemalloc returns. */
+ * refused a commit (0 when none), and the number of soft limits its
+ * commits crossed that are not yet delivered. The allocation paths read
+ * them after jemalloc returns. */
 extern RA__TLS ra_tag_t ra__limit_refused;
-extern RA__TLS ra_tag_t ra__soft_crossed;
+extern RA__TLS unsigned ra__soft_pending;
+/* The tag of the oldest crossing not yet delivered (taken off the list),
+ * or RA_TAG_NONE when none is left; a crossing of a tag destroyed since is
+ * skipped. */
+ra_tag_t ra__region_take_crossing(void);
 /* Names region idx "regionalloc:<tag_name>" in /proc/<pid>/maps where the
  * kernel supports it; silently does nothing elsewhere. */
 void ra__region_name(unsigned idx, const char *tag_name);
@@ -425,15 +431,17 @@ void ra__limit_count_failure(ra_tag_t tag);
 /* The tag's budget and refusals, for the reports. */
 void ra__limit_read(ra_tag_t tag, size_t *hard, size_t *soft,
                     uint64_t *failures);
-/* Runs the soft limit's callback of the tag that ra__soft_crossed names,
- * and clears it: outside every lock, on the thread whose commit crossed. */
+/* Runs the soft limits' callbacks of the crossings this thread's commits
+ * made, each once, oldest first: outside every lock, on the thread whose
+ * commit crossed; inside a callback, nothing (the crossings it makes are
+ * delivered when it returns). */
 void ra__limit_fire_soft(void) __attribute__((noinline, cold));
 
 /* After an allocation that jemalloc may have committed memory for: the
  * soft limit's callback, if the commit reached it. A thread-local load. */
 static inline void ra__limit_check_soft(void)
 {
-    if (RA__UNLIKELY(ra__soft_crossed != 0))
+    if (RA__UNLIKELY(ra__soft_pending != 0))
         ra__limit_fire_soft();
 }
 

@@ -26,7 +26,7 @@ static void empty_tag(ra_tag_t tag, bool forget)
     if (forget) {
         ra__stats_forget(tag);
         ra__limit_forget(tag);
-        ra__region_forget_peak(tag - 1);
+        ra__region_forget(tag - 1);
     }
 }
 

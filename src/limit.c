@@ -19,7 +19,7 @@ static struct budget budgets[RA__MAX_TAGS_LIMIT + 1];
  * runs. */
 static pthread_mutex_t budget_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Set while this thread runs a soft limit's callback: a crossing that the
- * callback's own allocations cause is not reported inside it. */
+ * callback's own allocations cause waits until it returns. */
 static RA__TLS bool tls_in_callback;
 
 void ra__limit_prefork(void)
@@ -105,20 +105,21 @@ void ra__limit_read(ra_tag_t tag, size_t *hard, size_t *soft,
 
 void ra__limit_fire_soft(void)
 {
-    ra_tag_t tag = ra__soft_crossed;
-    void (*on_soft)(void *, ra_tag_t, size_t);
-    void *ctx;
+    ra_tag_t tag;
 
-    ra__soft_crossed = RA_TAG_NONE;
     if (tls_in_callback)
         return;
-    ra__lock(&budget_lock);
-    on_soft = budgets[tag].limit.on_soft;
-    ctx = budgets[tag].limit.ctx;
-    ra__unlock(&budget_lock);
-    if (on_soft == NULL)
-        return;
-    tls_in_callback = true;
-    on_soft(ctx, tag, ra__region_committed(tag - 1));
-    tls_in_callback = false;
+    while ((tag = ra__region_take_crossing()) != RA_TAG_NONE) {
+        void (*on_soft)(void *, ra_tag_t, size_t);
+        void *ctx;
+        ra__lock(&budget_lock);
+        on_soft = budgets[tag].limit.on_soft;
+        ctx = budgets[tag].limit.ctx;
+        ra__unlock(&budget_lock);
+        if (on_soft == NULL)
+            continue;
+        tls_in_callback = true;
+        on_soft(ctx, tag, ra__region_committed(tag - 1));
+        tls_in_callback = false;
+    }
 }

@@ -33,6 +33,9 @@ struct region {
      * commit that reaches soft while soft_armed is reported once. */
     _Atomic size_t hard, soft;
     atomic_bool soft_armed;
+    /* Bumped when the region's tag is destroyed: a crossing noted for the
+     * old tag and not yet delivered is dropped. */
+    _Atomic uint32_t holder;
 };
 
 struct ra__layout ra__layout;
@@ -127,7 +130,19 @@ uintptr_t ra__carve_extent(struct ra__carving *r, uintptr_t new_addr,
 }
 
 RA__TLS ra_tag_t ra__limit_refused;
-RA__TLS ra_tag_t ra__soft_crossed;
+RA__TLS unsigned ra__soft_pending;
+
+/* The soft limits this thread's commits crossed, oldest first, with the
+ * holder each was crossed for: delivered by ra__limit_fire_soft once the
+ * allocation is back in the library's hands (and after the callback it
+ * may be running). A few suffice: a crossing waits only while a callback
+ * runs; when they are all taken, a crossing is left armed, to be noted at
+ * the region's next commit. */
+#define PENDING_MAX 8
+static RA__TLS struct pending_crossing {
+    unsigned region;
+    uint32_t holder;
+} tls_pending[PENDING_MAX];
 
 static ra_tag_t tag_of_region(const struct region *r)
 {
@@ -168,10 +183,26 @@ static bool try_commit(struct region *r, size_t bytes)
         memory_order_relaxed));
     raise_peak(r, next);
     soft = atomic_load_explicit(&r->soft, memory_order_relaxed);
-    if (soft != 0 && now < soft && next >= soft &&
+    if (soft != 0 && next >= soft && ra__soft_pending < PENDING_MAX &&
         atomic_exchange_explicit(&r->soft_armed, false, memory_order_relaxed))
-        ra__soft_crossed = tag_of_region(r);
+        tls_pending[ra__soft_pending++] = (struct pending_crossing){
+            (unsigned)(r - regions),
+            atomic_load_explicit(&r->holder, memory_order_relaxed)};
     return true;
+}
+
+ra_tag_t ra__region_take_crossing(void)
+{
+    while (ra__soft_pending > 0) {
+        struct pending_crossing c = tls_pending[0];
+        ra__soft_pending--;
+        memmove(&tls_pending[0], &tls_pending[1],
+                ra__soft_pending * sizeof tls_pending[0]);
+        if (c.holder == atomic_load_explicit(&regions[c.region].holder,
+                                             memory_order_relaxed))
+            return c.region + 1;
+    }
+    return RA_TAG_NONE;
 }
 
 /* Falling below the soft limit arms it again. */
@@ -464,10 +495,11 @@ void ra__region_set_limit(unsigned idx, size_t hard, size_t soft)
                           memory_order_relaxed);
 }
 
-void ra__region_forget_peak(unsigned idx)
+void ra__region_forget(unsigned idx)
 {
     atomic_store_explicit(&regions[idx].peak_committed,
                           ra__region_committed(idx), memory_order_relaxed);
+    atomic_fetch_add_explicit(&regions[idx].holder, 1, memory_order_relaxed);
 }
 
 /* Kernels without CONFIG_ANON_VMA_NAME say EINVAL: naming is a courtesy to

@@ -402,6 +402,161 @@ START_TEST(test_limit_soft_and_hard_together)
 }
 END_TEST
 
+/* Tag A's callback allocates in tag B past B's soft limit: B's crossing is
+ * not lost, but delivered once A's callback has returned, on the same
+ * thread, before the allocation that crossed A's limit returns. */
+struct nested {
+    ra_tag_t a, b;
+    void *b_block;
+    unsigned a_calls, b_calls;
+    bool b_inside_a;   /* B's callback ran while A's was running */
+    bool in_a;
+    pthread_t b_thread;
+};
+
+static void on_soft_b(void *ctx, ra_tag_t tag, size_t mapped)
+{
+    struct nested *n = ctx;
+
+    (void)mapped;
+    n->b_calls += tag == n->b;
+    n->b_inside_a |= n->in_a;
+    n->b_thread = pthread_self();
+}
+
+static void on_soft_a(void *ctx, ra_tag_t tag, size_t mapped)
+{
+    struct nested *n = ctx;
+
+    (void)mapped;
+    n->a_calls += tag == n->a;
+    n->in_a = true;
+    n->b_block = ra_malloc_tag(n->b, 8 * MIB);
+    n->in_a = false;
+}
+
+START_TEST(test_limit_soft_crossed_inside_another_callback_is_delivered)
+{
+    struct nested n = {tu_tag_create("outer"), tu_tag_create("inner"), NULL,
+                       0, 0, false, false, 0};
+    void *a_block, *more;
+
+    set_limit(n.a, 0, 4 * MIB, on_soft_a, &n);
+    set_limit(n.b, 0, 4 * MIB, on_soft_b, &n);
+    a_block = ra_malloc_tag(n.a, 8 * MIB);
+    ck_assert_ptr_nonnull(a_block);
+    ck_assert_ptr_nonnull(n.b_block);
+    ck_assert_uint_eq(n.a_calls, 1);
+    ck_assert_uint_eq(n.b_calls, 1);
+    ck_assert(!n.b_inside_a);
+    ck_assert(pthread_equal(n.b_thread, pthread_self()));
+    /* Once each: B growing on does not call again. */
+    more = ra_malloc_tag(n.b, 8 * MIB);
+    ck_assert_ptr_nonnull(more);
+    ck_assert_uint_eq(n.b_calls, 1);
+    ck_assert_uint_eq(n.a_calls, 1);
+    ra_free(more);
+    ra_free(n.b_block);
+    ra_free(a_block);
+}
+END_TEST
+
+/* A callback that crosses its own tag's limit again (it frees and purges
+ * below it, then allocates past it) is called again after it returns, not
+ * inside itself. */
+struct recross {
+    ra_tag_t tag;
+    unsigned calls, depth, max_depth;
+    void *below, *again;
+};
+
+static void on_soft_recross(void *ctx, ra_tag_t tag, size_t mapped)
+{
+    struct recross *r = ctx;
+
+    (void)tag;
+    (void)mapped;
+    r->calls++;
+    if (++r->depth > r->max_depth)
+        r->max_depth = r->depth;
+    if (r->calls == 1) {
+        ra_free(r->below);
+        ra_thread_flush();
+        ra_tag_purge(r->tag);
+        r->again = ra_malloc_tag(r->tag, 1 * MIB);
+    }
+    r->depth--;
+}
+
+START_TEST(test_limit_soft_crossed_again_by_its_own_callback_runs_after_it)
+{
+    struct recross r = {tu_tag_create("recross"), 0, 0, 0, NULL, NULL};
+    void *crossing;
+
+    set_limit(r.tag, 0, tu_tag_stats(r.tag).mapped + 2 * MIB,
+              on_soft_recross, &r);
+    r.below = ra_malloc_tag(r.tag, 1 * MIB);
+    ck_assert_ptr_nonnull(r.below);
+    ck_assert_uint_eq(r.calls, 0);
+    crossing = ra_malloc_tag(r.tag, 1536 * KIB);
+    ck_assert_ptr_nonnull(crossing);
+    ck_assert_ptr_nonnull(r.again);
+    ck_assert_uint_eq(r.calls, 2);
+    ck_assert_uint_eq(r.max_depth, 1);
+    ra_free(crossing);
+    ra_free(r.again);
+}
+END_TEST
+
+/* A tag destroyed by the callback of another tag before its own crossing
+ * is delivered: nothing is called for it (its budget is gone). */
+struct doomed {
+    ra_tag_t a, b;
+    unsigned b_calls;
+};
+
+static void on_soft_doomed_b(void *ctx, ra_tag_t tag, size_t mapped)
+{
+    struct doomed *d = ctx;
+
+    (void)tag;
+    (void)mapped;
+    d->b_calls++;
+}
+
+static void on_soft_destroys_b(void *ctx, ra_tag_t tag, size_t mapped)
+{
+    struct doomed *d = ctx;
+    void *p;
+
+    (void)tag;
+    (void)mapped;
+    p = ra_malloc_tag(d->b, 8 * MIB);
+    if (p != NULL)
+        ra_tag_destroy(d->b);
+}
+
+START_TEST(test_limit_soft_of_a_tag_destroyed_before_delivery_is_dropped)
+{
+    struct doomed d = {tu_tag_create("destroyer"), tu_tag_create("doomed"),
+                       0};
+    ra_tag_t heir;
+    void *p;
+
+    set_limit(d.a, 0, 4 * MIB, on_soft_destroys_b, &d);
+    set_limit(d.b, 0, 4 * MIB, on_soft_doomed_b, &d);
+    p = ra_malloc_tag(d.a, 8 * MIB);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(d.b_calls, 0);
+    /* Its id's next holder is not called for the old crossing either. */
+    heir = tu_tag_create("heir");
+    ck_assert_uint_eq(heir, d.b);
+    ra_free(ra_malloc_tag(heir, 100));
+    ck_assert_uint_eq(d.b_calls, 0);
+    ra_free(p);
+}
+END_TEST
+
 /* -- "errors" --------------------------------------------------------------- */
 
 static void soft_ignored(void *ctx, ra_tag_t tag, size_t mapped)
@@ -619,6 +774,12 @@ static Suite *limit_suite(void)
     tcase_add_test(tc, test_limit_soft_runs_on_the_crossing_thread);
     tcase_add_test(tc, test_limit_soft_already_passed_waits_for_a_fall);
     tcase_add_test(tc, test_limit_soft_and_hard_together);
+    tcase_add_test(tc,
+                   test_limit_soft_crossed_inside_another_callback_is_delivered);
+    tcase_add_test(
+        tc, test_limit_soft_crossed_again_by_its_own_callback_runs_after_it);
+    tcase_add_test(tc,
+                   test_limit_soft_of_a_tag_destroyed_before_delivery_is_dropped);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("errors");
