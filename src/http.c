@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "output.h"
 
@@ -168,18 +169,32 @@ static int write_profile(FILE *f, const void *arg)
     return ra_prof_dump(f, RA_PROF_PPROF, ((const struct document *)arg)->tag);
 }
 
-static const char *argument(struct MHD_Connection *c, const char *key)
+/* What a request says of key: nothing, the key without a value ("?tag",
+ * "?tag="), or a value. */
+enum given { ABSENT, NO_VALUE, VALUE };
+
+static enum given argument(struct MHD_Connection *c, const char *key,
+                           const char **value)
 {
-    return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
+    size_t len = 0;
+
+    *value = NULL;
+    if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, key,
+                                      strlen(key), value, &len) != MHD_YES)
+        return ABSENT;
+    return *value == NULL || len == 0 ? NO_VALUE : VALUE;
 }
 
 /* ?format=text|json|prometheus (default text) into *fmt. False if bad. */
 static bool format_argument(struct MHD_Connection *c, ra_format_t *fmt)
 {
-    const char *v = argument(c, "format");
+    const char *v;
+    enum given g = argument(c, "format", &v);
 
     *fmt = RA_FORMAT_TEXT;
-    if (v == NULL || strcmp(v, "text") == 0)
+    if (g == NO_VALUE)
+        return false;
+    if (g == ABSENT || strcmp(v, "text") == 0)
         return true;
     if (strcmp(v, "json") == 0)
         *fmt = RA_FORMAT_JSON;
@@ -198,21 +213,37 @@ static const char *type_of(ra_format_t fmt)
                : "text/plain; charset=utf-8";
 }
 
-/* ?tag=NAME into *tag (RA_TAG_ALL without one). False: no such tag. */
-static bool tag_argument(struct MHD_Connection *c, ra_tag_t *tag)
+/* ?tag=NAME into *tag, or answers: 400 for "?tag" or "?tag=" (never
+ * "every tag"), 404 for a name no tag has; without ?tag, RA_TAG_ALL when
+ * every_tag, else 400. Returns whether *tag is set; else *answered holds
+ * what was queued. */
+static bool tag_argument(struct MHD_Connection *c, bool every_tag,
+                         ra_tag_t *tag, enum MHD_Result *answered)
 {
-    const char *name = argument(c, "tag");
+    const char *name;
+    enum given g = argument(c, "tag", &name);
 
     *tag = RA_TAG_ALL;
-    if (name == NULL)
+    if (g == ABSENT && every_tag)
         return true;
+    if (g != VALUE) {
+        *answered = respond_text(c, MHD_HTTP_BAD_REQUEST, NULL,
+                                 "?tag needs a tag's name: ?tag=NAME\n");
+        return false;
+    }
     *tag = ra_tag_lookup(name);
-    return *tag != RA_TAG_NONE;
+    if (*tag != RA_TAG_NONE)
+        return true;
+    *answered = respond_text(c, MHD_HTTP_NOT_FOUND, NULL,
+                             "no tag named \"%s\"\n", name);
+    return false;
 }
 
 static enum MHD_Result serve_get(struct MHD_Connection *c, const char *url)
 {
     struct document doc = {RA_FORMAT_PROMETHEUS, RA_TAG_ALL};
+    enum MHD_Result answered;
+    const char *v;
 
     if (strcmp(url, "/metrics") == 0)
         return respond_with(c, type_of(doc.fmt), write_report, &doc);
@@ -220,9 +251,8 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *url)
      * profilers scrape /allocs by default. */
     if (strcmp(url, "/debug/pprof/heap") == 0 ||
         strcmp(url, "/debug/pprof/allocs") == 0) {
-        if (!tag_argument(c, &doc.tag))
-            return respond_text(c, MHD_HTTP_NOT_FOUND, NULL,
-                                "no tag named \"%s\"\n", argument(c, "tag"));
+        if (!tag_argument(c, true, &doc.tag, &answered))
+            return answered;
         return respond_with(c, "application/octet-stream", write_profile,
                             &doc);
     }
@@ -231,7 +261,8 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *url)
         if (!format_argument(c, &doc.fmt))
             return respond_text(c, MHD_HTTP_BAD_REQUEST, NULL,
                                 "format must be text, json or prometheus, "
-                                "not \"%s\"\n", argument(c, "format"));
+                                "not \"%s\"\n",
+                                argument(c, "format", &v) == VALUE ? v : "");
         return respond_with(c, type_of(doc.fmt),
                             strcmp(url, "/debug/regionalloc/report") == 0
                                 ? write_report
@@ -242,22 +273,26 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *url)
                         url);
 }
 
+/* A page in a browser may send a POST to a loopback address, but not a
+ * header of its own to another origin without a preflight, which the
+ * server never grants: the header is what a purge needs. */
 static enum MHD_Result serve_purge(struct MHD_Connection *c)
 {
-    const char *name = argument(c, "tag");
+    const char *write = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                    "X-Regionalloc-Write");
+    enum MHD_Result answered;
     ra_tag_t tag;
 
-    if (name == NULL)
-        return respond_text(c, MHD_HTTP_BAD_REQUEST, NULL,
-                            "purge needs ?tag=NAME\n");
-    tag = ra_tag_lookup(name);
-    if (tag == RA_TAG_NONE)
-        return respond_text(c, MHD_HTTP_NOT_FOUND, NULL,
-                            "no tag named \"%s\"\n", name);
+    if (write == NULL || strcmp(write, "1") != 0)
+        return respond_text(c, MHD_HTTP_FORBIDDEN, NULL,
+                            "a purge needs the header "
+                            "X-Regionalloc-Write: 1\n");
+    if (!tag_argument(c, false, &tag, &answered))
+        return answered;
     if (ra_tag_purge(tag) != 0)
         return respond_text(c, 500, NULL, "ra_tag_purge: %s\n",
                             strerror(errno));
-    return respond_text(c, MHD_HTTP_OK, NULL, "purged %s\n", name);
+    return respond_text(c, MHD_HTTP_OK, NULL, "purged\n");
 }
 
 static bool is_read_path(const char *url)
@@ -267,6 +302,80 @@ static bool is_read_path(const char *url)
            strcmp(url, "/debug/pprof/allocs") == 0 ||
            strcmp(url, "/debug/regionalloc/report") == 0 ||
            strcmp(url, "/debug/regionalloc/checkpoints") == 0;
+}
+
+/* "PORT" after a host: 1 to 5 digits, at most 65535. */
+static bool is_port(const char *p)
+{
+    size_t n = strspn(p, "0123456789");
+
+    return n >= 1 && n <= 5 && p[n] == '\0' && atoi(p) <= 65535;
+}
+
+/* A Host header that names this machine's loopback: localhost (any case),
+ * an address of 127.0.0.0/8 or [::1], each with an optional port. A name
+ * that an attacker's DNS points to 127.0.0.1 (rebinding) is not one. */
+static bool is_loopback_host(const char *host)
+{
+    char name[64];
+    const char *port;
+    size_t n;
+    struct in_addr v4;
+    struct in6_addr v6;
+
+    if (host[0] == '[') {
+        const char *close = strchr(host, ']');
+        if (close == NULL || (n = (size_t)(close - host - 1)) >= sizeof name)
+            return false;
+        memcpy(name, host + 1, n);
+        name[n] = '\0';
+        port = close + 1;
+        return (port[0] == '\0' || (port[0] == ':' && is_port(port + 1))) &&
+               inet_pton(AF_INET6, name, &v6) == 1 &&
+               (IN6_IS_ADDR_LOOPBACK(&v6) ||
+                (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127));
+    }
+    port = strchr(host, ':');
+    n = port != NULL ? (size_t)(port - host) : strlen(host);
+    if (n >= sizeof name || (port != NULL && !is_port(port + 1)))
+        return false;
+    memcpy(name, host, n);
+    name[n] = '\0';
+    return strcasecmp(name, "localhost") == 0 ||
+           (inet_pton(AF_INET, name, &v4) == 1 &&
+            (ntohl(v4.s_addr) >> 24) == 127);
+}
+
+static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind,
+                                  const char *key, const char *value)
+{
+    (void)kind;
+    (void)value;
+    if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
+        ++*(unsigned *)cls;
+    return MHD_YES;
+}
+
+/* The status a request's Host earns before anything else is looked at: 0
+ * (go on), 400 (an HTTP/1.1 request without exactly one, non-empty Host)
+ * or 403 (a Host that is not loopback, unless remote clients are
+ * allowed). */
+static unsigned host_status(struct MHD_Connection *c, const char *version)
+{
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                   MHD_HTTP_HEADER_HOST);
+    unsigned hosts = 0;
+
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_host, &hosts);
+    if (hosts > 1 || (host != NULL && host[0] == '\0'))
+        return MHD_HTTP_BAD_REQUEST;
+    if (host == NULL)
+        return strcmp(version, MHD_HTTP_VERSION_1_0) == 0
+                   ? 0
+                   : MHD_HTTP_BAD_REQUEST;
+    if (!ra__config()->http_allow_remote && !is_loopback_host(host))
+        return MHD_HTTP_FORBIDDEN;
+    return 0;
 }
 
 /* libmicrohttpd calls it once the headers are in (req_cls still NULL),
@@ -280,9 +389,9 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
     static int headers_seen;
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     bool purge = strcmp(url, "/debug/regionalloc/purge") == 0;
+    unsigned refused;
 
     (void)cls;
-    (void)version;
     (void)upload_data;
     tls_answering = true;
     if (*req_cls == NULL) {
@@ -293,6 +402,14 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
         *upload_data_size = 0;
         return MHD_YES;
     }
+    refused = host_status(c, version);
+    if (refused == MHD_HTTP_BAD_REQUEST)
+        return respond_text(c, refused, NULL,
+                            "an HTTP/1.1 request needs one Host header\n");
+    if (refused != 0)
+        return respond_text(c, refused, NULL,
+                            "this server answers requests for a loopback "
+                            "host only (localhost, 127.0.0.1, [::1])\n");
     if (purge) {
         if (strcmp(method, "POST") == 0 && ra__config()->http_write)
             return serve_purge(c);
@@ -425,10 +542,13 @@ static int start_locked(const char *addr)
     fd = open_listener(addr, &port);
     if (fd < 0)
         return -1;
+    /* libmicrohttpd gets its connections from the front door
+     * (http_door.c), which answers what it would drop unanswered. */
     ra__spawn_begin(&old);
     d = MHD_start_daemon(
-        MHD_USE_POLL_INTERNAL_THREAD, 0, NULL, NULL, answer, NULL,
-        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+        MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_NO_LISTEN_SOCKET |
+            MHD_USE_ITC,
+        0, NULL, NULL, answer, NULL, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)CONNECTION_MEMORY, MHD_OPTION_EXTERNAL_LOGGER, log_nothing,
@@ -437,6 +557,13 @@ static int start_locked(const char *addr)
     if (d == NULL) {
         close(fd);
         errno = ENOMEM;
+        return -1;
+    }
+    if (ra__http_door_open(fd, d, CONNECTION_TIMEOUT_S)) {
+        int e = errno;
+        MHD_stop_daemon(d);
+        close(fd);
+        errno = e;
         return -1;
     }
     daemon_ = d;
@@ -471,7 +598,9 @@ int ra_http_stop(void)
         errno = EDEADLK;
         rc = -1;
     } else {
-        MHD_stop_daemon(daemon_); /* joins its thread, closes the socket */
+        ra__http_door_close(); /* no new connection reaches the daemon */
+        MHD_stop_daemon(daemon_); /* joins its thread */
+        close(listen_fd);
         daemon_ = NULL;
         listen_fd = -1;
     }
@@ -519,6 +648,7 @@ void ra__http_postfork_parent(void)
  * listening socket so that the child does not hold the port. */
 void ra__http_postfork_child(void)
 {
+    ra__http_door_forget();
     if (listen_fd >= 0)
         close(listen_fd);
     listen_fd = -1;

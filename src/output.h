@@ -296,4 +296,20 @@ void ra__snapshot_free(struct ra__snapshot *snap);
  * Returns 0, or -1 with errno ENOMEM (nothing written). Tagging on. */
 int ra__report_write(struct ra__out *o, ra_format_t fmt);
 
+/* -- http_door.c: the server's front door (with libmicrohttpd) ------------- */
+struct MHD_Daemon;
+/* Starts the thread that accepts the connections of listen_fd (listening,
+ * non-blocking), answers 400 to a request line with no space in it and
+ * hands the others to daemon (started with MHD_USE_NO_LISTEN_SOCKET);
+ * closes a connection silent for timeout_s seconds before its line. Returns
+ * true on failure (errno set). One door at a time, under http.c's lock. */
+bool ra__http_door_open(int listen_fd, struct MHD_Daemon *daemon,
+                        unsigned timeout_s);
+/* Stops the thread (joined) and closes the connections it held; the
+ * listening socket is the caller's. */
+void ra__http_door_close(void);
+/* In a forked child, where the thread does not exist: closes the
+ * connections it held. */
+void ra__http_door_forget(void);
+
 #endif /* RA_OUTPUT_H */

@@ -99,6 +99,30 @@ static int request(int port, const char *method, const char *target,
     return exchange(port, req, (size_t)len, answer);
 }
 
+/* A request with headers of the caller's (each ending in \r\n), and
+ * "Connection: close". Returns the status; the answer in *answer. */
+static int request_with(int port, const char *method, const char *target,
+                        const char *headers, char **answer)
+{
+    char req[2048];
+    int len = snprintf(req, sizeof req,
+                       "%s %s HTTP/1.1\r\n%sConnection: close\r\n\r\n",
+                       method, target, headers);
+
+    return exchange(port, req, (size_t)len, answer);
+}
+
+/* The status of a request with the caller's headers, its answer dropped. */
+static int status_with(int port, const char *method, const char *target,
+                       const char *headers)
+{
+    char *answer;
+    int status = request_with(port, method, target, headers, &answer);
+
+    free(answer);
+    return status;
+}
+
 /* The status of a request, its answer dropped. */
 static int status_of(int port, const char *method, const char *target)
 {
@@ -343,6 +367,9 @@ START_TEST(test_http_bad_paths_methods_and_arguments)
 }
 END_TEST
 
+/* What a purge must carry (a loopback Host, the write header). */
+#define WRITE_HEADERS "Host: localhost\r\nX-Regionalloc-Write: 1\r\n"
+
 static int child_purge_allowed(void)
 {
     ra_tag_t tag = ra_tag_create("purged");
@@ -358,12 +385,13 @@ static int child_purge_allowed(void)
     TU_REQUIRE(ra_tag_stats(tag, &st) == 0 && st.dirty > 0);
     port = ra_http_start("127.0.0.1:0");
     TU_REQUIRE(port > 0);
-    TU_REQUIRE(status_of(port, "POST", "/debug/regionalloc/purge?tag=purged") ==
-               200);
+    TU_REQUIRE(status_with(port, "POST", "/debug/regionalloc/purge?tag=purged",
+                           WRITE_HEADERS) == 200);
     TU_REQUIRE(ra_tag_stats(tag, &st) == 0 && st.dirty == 0);
-    TU_REQUIRE(status_of(port, "POST", "/debug/regionalloc/purge?tag=none") ==
-               404);
-    TU_REQUIRE(status_of(port, "POST", "/debug/regionalloc/purge") == 400);
+    TU_REQUIRE(status_with(port, "POST", "/debug/regionalloc/purge?tag=none",
+                           WRITE_HEADERS) == 404);
+    TU_REQUIRE(status_with(port, "POST", "/debug/regionalloc/purge",
+                           WRITE_HEADERS) == 400);
     TU_REQUIRE(status_of(port, "GET", "/debug/regionalloc/purge?tag=purged") ==
                405);
     TU_REQUIRE(ra_http_stop() == 0);
@@ -408,8 +436,7 @@ START_TEST(test_http_survives_garbage_and_oversized_requests)
     for (size_t i = 0; i < sizeof garbage / sizeof garbage[0]; i++) {
         status = exchange(port, garbage[i].bytes, garbage[i].len, &answer);
         free(answer);
-        ck_assert_msg(status == 0 || (status >= 400 && status < 500) ||
-                          status == 505,
+        ck_assert_msg((status >= 400 && status < 500) || status == 505,
                       "garbage %zu: status %d", i, status);
         ck_assert_int_eq(status_of(port, "GET", "/metrics"), 200);
     }
@@ -429,6 +456,178 @@ START_TEST(test_http_survives_garbage_and_oversized_requests)
     ck_assert_int_eq(status_of(port, "GET", "/metrics"), 200);
     free(huge);
     ck_assert_int_eq(ra_http_stop(), 0);
+}
+END_TEST
+
+/* What cannot be parsed as a request is answered, with 400, never met by a
+ * silent close: a line without a target, bytes that are no request, an
+ * HTTP/1.1 request without Host, a request with two. */
+START_TEST(test_http_malformed_requests_are_answered_400)
+{
+    static const struct {
+        const char *bytes;
+        size_t len;
+    } bad[] = {
+#define BYTES(s) {s, sizeof s - 1}
+        BYTES("garbage\r\n\r\n"),
+        BYTES("GET\r\n\r\n"),
+        BYTES("GET\n\n"),
+        BYTES("\x00\x01\x02\xff\xfe\r\n\r\n"),
+        BYTES("GET /metrics HTTP/1.1\r\n\r\n"),
+        BYTES("GET /metrics HTTP/1.1\r\nHost: localhost\r\n"
+              "Host: 127.0.0.1\r\n\r\n"),
+        BYTES("GET /metrics HTTP/1.1\r\nHost:\r\n\r\n"),
+#undef BYTES
+    };
+    int port = start_loopback();
+    char *answer;
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int status = exchange(port, bad[i].bytes, bad[i].len, &answer);
+        ck_assert_msg(status == 400, "request %zu: status %d: %s", i,
+                      status, answer);
+        free(answer);
+    }
+    /* HTTP/1.0 needs no Host. */
+    ck_assert_int_eq(exchange(port, "GET /metrics HTTP/1.0\r\n\r\n", 25,
+                              &answer),
+                     200);
+    free(answer);
+    ck_assert_int_eq(status_of(port, "GET", "/metrics"), 200);
+    ck_assert_int_eq(ra_http_stop(), 0);
+}
+END_TEST
+
+/* A key that needs a value, given without one, is 400, not "every tag". */
+START_TEST(test_http_arguments_without_values_are_400)
+{
+    static const char *const bad[] = {
+        "/debug/pprof/heap?tag", "/debug/pprof/heap?tag=",
+        "/debug/pprof/allocs?tag", "/debug/pprof/allocs?tag=",
+        "/debug/regionalloc/report?format",
+        "/debug/regionalloc/report?format=",
+        "/debug/regionalloc/checkpoints?format="};
+    int port = start_loopback();
+
+    ck_assert_int_eq(ra_prof_start(4096), 0);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(status_of(port, "GET", bad[i]) == 400, "%s: %d",
+                      bad[i], status_of(port, "GET", bad[i]));
+    ck_assert_int_eq(status_of(port, "GET", "/debug/pprof/heap"), 200);
+    ck_assert_int_eq(ra_http_stop(), 0);
+}
+END_TEST
+
+/* A loopback server is not a web site: a Host that is not a loopback name
+ * or address (DNS rebinding: a page of evil.example whose name now points
+ * to 127.0.0.1) is refused, whatever the path; loopback ones, with any
+ * port, are served. */
+START_TEST(test_http_foreign_host_is_refused_403)
+{
+    static const char *const foreign[] = {
+        "Host: evil.example\r\n", "Host: evil.example:8080\r\n",
+        "Host: localhost.evil.example\r\n", "Host: 127.0.0.1.nip.io\r\n",
+        "Host: 10.0.0.1\r\n", "Host: [::2]:80\r\n",
+        "Host: 127.0.0.1:99999\r\n", "Host: 127.1\r\n"};
+    static const char *const loopback[] = {
+        "Host: localhost\r\n",    "Host: LocalHost:9090\r\n",
+        "Host: 127.0.0.1\r\n",    "Host: 127.0.0.1:80\r\n",
+        "Host: 127.1.2.3:5\r\n",  "Host: [::1]\r\n",
+        "Host: [::1]:9090\r\n"};
+    static const char *const paths[] = {"/metrics", "/debug/pprof/heap",
+                                        "/debug/regionalloc/report",
+                                        "/debug/regionalloc/checkpoints"};
+    int port = start_loopback();
+
+    ck_assert_int_eq(ra_prof_start(4096), 0);
+    for (size_t i = 0; i < sizeof foreign / sizeof foreign[0]; i++)
+        for (size_t j = 0; j < sizeof paths / sizeof paths[0]; j++)
+            ck_assert_msg(status_with(port, "GET", paths[j], foreign[i]) ==
+                              403,
+                          "%s %s", paths[j], foreign[i]);
+    for (size_t i = 0; i < sizeof loopback / sizeof loopback[0]; i++)
+        ck_assert_msg(status_with(port, "GET", "/metrics", loopback[i]) ==
+                          200,
+                      "%s", loopback[i]);
+    ck_assert_int_eq(ra_http_stop(), 0);
+}
+END_TEST
+
+static int child_foreign_host_allowed_when_remote_is(void)
+{
+    int port = ra_http_start("127.0.0.1:0");
+
+    TU_REQUIRE(port > 0);
+    TU_REQUIRE(status_with(port, "GET", "/metrics",
+                           "Host: metrics.example.com:9100\r\n") == 200);
+    TU_REQUIRE(ra_http_stop() == 0);
+    return 0;
+}
+
+START_TEST(test_http_foreign_host_allowed_with_allow_remote)
+{
+    static const char *const env[] = {"REGIONALLOC_HTTP_ALLOW_REMOTE=1", NULL};
+    char err[512];
+
+    ck_assert_int_eq(tu_run_with_env(env,
+                                     child_foreign_host_allowed_when_remote_is,
+                                     err, sizeof err),
+                     0);
+}
+END_TEST
+
+/* A page in the user's browser can send a POST to loopback, but not a
+ * custom header cross-site without a preflight, which is never granted:
+ * a purge needs X-Regionalloc-Write: 1. */
+static int child_purge_needs_the_write_header(void)
+{
+    ra_tag_t tag = ra_tag_create("guarded");
+    char *answer;
+    int port;
+
+    TU_REQUIRE(tag != RA_TAG_NONE);
+    port = ra_http_start("127.0.0.1:0");
+    TU_REQUIRE(port > 0);
+    /* The cross-site form post of the attack. */
+    TU_REQUIRE(status_with(port, "POST", "/debug/regionalloc/purge?tag=guarded",
+                           "Host: evil.example\r\n"
+                           "Origin: http://evil.example\r\n") == 403);
+    TU_REQUIRE(status_with(port, "POST", "/debug/regionalloc/purge?tag=guarded",
+                           "Host: localhost\r\n"
+                           "Origin: http://evil.example\r\n") == 403);
+    TU_REQUIRE(status_with(port, "POST", "/debug/regionalloc/purge?tag=guarded",
+                           "Host: localhost\r\n"
+                           "X-Regionalloc-Write: 0\r\n") == 403);
+    TU_REQUIRE(status_with(port, "POST", "/debug/regionalloc/purge?tag=guarded",
+                           "Host: localhost\r\n"
+                           "X-Regionalloc-Write: 1\r\n") == 200);
+    TU_REQUIRE(status_with(port, "POST", "/debug/regionalloc/purge?tag=",
+                           "Host: localhost\r\n"
+                           "X-Regionalloc-Write: 1\r\n") == 400);
+    TU_REQUIRE(status_with(port, "POST", "/debug/regionalloc/purge?tag",
+                           "Host: localhost\r\n"
+                           "X-Regionalloc-Write: 1\r\n") == 400);
+    /* A preflight grants nothing: no Access-Control-Allow-* at all. */
+    request_with(port, "OPTIONS", "/debug/regionalloc/purge?tag=guarded",
+                 "Host: localhost\r\nOrigin: http://evil.example\r\n"
+                 "Access-Control-Request-Method: POST\r\n"
+                 "Access-Control-Request-Headers: x-regionalloc-write\r\n",
+                 &answer);
+    TU_REQUIRE(strncmp(answer, "HTTP/1.1 2", 10) != 0);
+    TU_REQUIRE(strcasestr(answer, "Access-Control-Allow") == NULL);
+    free(answer);
+    TU_REQUIRE(ra_http_stop() == 0);
+    return 0;
+}
+
+START_TEST(test_http_purge_needs_the_write_header)
+{
+    static const char *const env[] = {"REGIONALLOC_HTTP_WRITE=1", NULL};
+    char err[512];
+
+    ck_assert_int_eq(tu_run_with_env(env, child_purge_needs_the_write_header,
+                                     err, sizeof err),
+                     0);
 }
 END_TEST
 
@@ -667,10 +866,18 @@ static Suite *http_suite(void)
     tcase_add_test(tc, test_http_endpoints_answer);
     tcase_add_test(tc, test_http_bad_paths_methods_and_arguments);
     tcase_add_test(tc, test_http_purge_when_allowed);
+    tcase_add_test(tc, test_http_arguments_without_values_are_400);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("browsers");
+    tcase_add_test(tc, test_http_foreign_host_is_refused_403);
+    tcase_add_test(tc, test_http_foreign_host_allowed_with_allow_remote);
+    tcase_add_test(tc, test_http_purge_needs_the_write_header);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("hostile clients");
     tcase_add_test(tc, test_http_survives_garbage_and_oversized_requests);
+    tcase_add_test(tc, test_http_malformed_requests_are_answered_400);
     tcase_add_test(tc, test_http_survives_many_and_stalled_clients);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);

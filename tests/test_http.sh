@@ -51,9 +51,11 @@ start_server() {
     return 1
 }
 
-# code METHOD URL: the HTTP status.
+# code METHOD URL [CURL-ARGS...]: the HTTP status.
 code() {
-    curl -s -o /dev/null -w '%{http_code}' -X "$1" "$2"
+    local method=$1 target=$2
+    shift 2
+    curl -s -o /dev/null -w '%{http_code}' -X "$method" "$@" "$target"
 }
 
 # serves URL PATTERN: waits (up to 20 s) until URL answers a page with a
@@ -127,6 +129,13 @@ EOF
 [ "$(code GET "$url/debug/pprof/heap?tag=nobody")" = 404 ] || fail "?tag=nobody is not 404"
 [ "$(code GET "$url/debug/regionalloc/report?format=xml")" = 400 ] || fail "format=xml is not 400"
 [ "$(code PUT "$url/metrics")" = 405 ] || fail "PUT /metrics is not 405"
+[ "$(code GET "$url/debug/pprof/heap?tag")" = 400 ] || fail "?tag (no value) is not 400"
+[ "$(code GET "$url/debug/pprof/heap?tag=")" = 400 ] || fail "?tag= is not 400"
+# DNS rebinding: a name of the attacker's that resolves to 127.0.0.1.
+[ "$(code GET "$url/metrics" -H 'Host: evil.example')" = 403 ] ||
+    fail "/metrics for Host: evil.example is not 403"
+[ "$(code GET "$url/metrics" -H "Host: localhost:${url##*:}")" = 200 ] ||
+    fail "/metrics for Host: localhost:PORT is not 200"
 [ "$(code POST "$url/debug/regionalloc/purge?tag=cache")" = 405 ] ||
     fail "purge without REGIONALLOC_HTTP_WRITE is not 405"
 python3 - "${url##*:}" <<'EOF' || fail "raw socket: see above"
@@ -158,7 +167,7 @@ for data in [os.urandom(4096), b"\r\n" * 1000, b"GET /" + b"a" * (1 << 20),
     if status not in (b"none", b"400", b"404", b"405", b"413", b"414", b"431", b"505"):
         print("FAIL: garbage answered %r" % answer[:60])
         sys.exit(1)
-    ok = send(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    ok = send(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
     if not ok.startswith(b"HTTP/1.1 200"):
         print("FAIL: /metrics after garbage: %r" % ok[:60])
         sys.exit(1)
@@ -168,8 +177,24 @@ EOF
 # -- the opt-in purge, and tags by thread name ---------------------------------------
 start_server write REGIONALLOC_HTTP_WRITE=1 \
     'REGIONALLOC_THREAD_TAGS=worker-*=workers' || exit 1
-[ "$(code POST "$url/debug/regionalloc/purge?tag=sessions")" = 200 ] ||
-    fail "purge with REGIONALLOC_HTTP_WRITE=1 is not 200"
+[ "$(code POST "$url/debug/regionalloc/purge?tag=sessions" \
+    -H 'X-Regionalloc-Write: 1')" = 200 ] ||
+    fail "purge with REGIONALLOC_HTTP_WRITE=1 and the write header is not 200"
+# What a page in a browser sends cross-site: no custom header; or the
+# Host of a rebound name.
+[ "$(code POST "$url/debug/regionalloc/purge?tag=sessions" \
+    -H 'Origin: http://evil.example')" = 403 ] ||
+    fail "a cross-site purge (no X-Regionalloc-Write) is not 403"
+[ "$(code POST "$url/debug/regionalloc/purge?tag=sessions" \
+    -H 'X-Regionalloc-Write: 1' -H 'Host: evil.example')" = 403 ] ||
+    fail "a purge with a foreign Host is not 403"
+if curl -s -D - -o /dev/null -X OPTIONS \
+    -H 'Origin: http://evil.example' \
+    -H 'Access-Control-Request-Method: POST' \
+    -H 'Access-Control-Request-Headers: x-regionalloc-write' \
+    "$url/debug/regionalloc/purge?tag=sessions" | grep -qi '^access-control-allow'; then
+    fail "a preflight was granted"
+fi
 # Tags by thread name stand in front of pthread_setname_np: override only.
 if [ "${RA_OVERRIDE:-1}" = 1 ]; then
     serves "$url/metrics" '^regionalloc_tag_allocated_bytes{tag="workers"} [1-9]' ||
