@@ -96,16 +96,25 @@ size_t ra__proc_peak_rss(void)
     return (size_t)strtoull(p + 7, NULL, 10) * 1024; /* "   1234 kB" */
 }
 
+/* Set once the kernel refused the reset (no /proc, not permitted, a kernel
+ * before 4.0): it is not asked again at every checkpoint. */
+static bool peak_reset_refused;
+
 bool ra__proc_reset_peak_rss(void)
 {
-    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    int fd;
     bool failed;
 
-    if (fd < 0)
+    if (__atomic_load_n(&peak_reset_refused, __ATOMIC_RELAXED))
         return true;
+    fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
     /* 5: reset the peak RSS (VmHWM) to the current RSS. */
-    failed = write(fd, "5", 1) != 1;
-    close(fd);
+    failed = fd < 0 || write(fd, "5", 1) != 1;
+    if (failed && (errno == ENOENT || errno == EACCES || errno == EPERM ||
+                   errno == EINVAL))
+        __atomic_store_n(&peak_reset_refused, true, __ATOMIC_RELAXED);
+    if (fd >= 0)
+        close(fd);
     return failed;
 }
 

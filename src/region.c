@@ -502,8 +502,13 @@ void ra__region_forget(unsigned idx)
     atomic_fetch_add_explicit(&regions[idx].holder, 1, memory_order_relaxed);
 }
 
-/* Kernels without CONFIG_ANON_VMA_NAME say EINVAL: naming is a courtesy to
- * smaps and pmap readers, never a failure. */
+/* Whether the kernel names anonymous mappings: 0 until the first try, then
+ * 1, or -1 when it refused (no CONFIG_ANON_VMA_NAME: EINVAL), after which
+ * the library never asks again: a call known to fail would otherwise be
+ * made on every tag's creation. */
+static int naming_works;
+
+/* Naming is a courtesy to smaps and pmap readers, never a failure. */
 void ra__region_name(unsigned idx, const char *tag_name)
 {
     /* The kernel takes 80 bytes at most, printable ASCII but \`$[]. */
@@ -512,6 +517,8 @@ void ra__region_name(unsigned idx, const char *tag_name)
                                 tag_name);
     const struct region *r = &regions[idx];
 
+    if (__atomic_load_n(&naming_works, __ATOMIC_RELAXED) < 0)
+        return;
     if (n >= sizeof name)
         n = sizeof name - 1;
     for (size_t i = 0; i < n; i++) {
@@ -519,8 +526,12 @@ void ra__region_name(unsigned idx, const char *tag_name)
         if (c < 0x20 || c > 0x7e || strchr("\\`$[]", c) != NULL)
             name[i] = '_';
     }
-    prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, r->carving.start,
-          r->carving.end - r->carving.start, (unsigned long)name);
+    if (prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, r->carving.start,
+              r->carving.end - r->carving.start, (unsigned long)name) == 0)
+        __atomic_store_n(&naming_works, 1, __ATOMIC_RELAXED);
+    else if (errno == EINVAL &&
+             __atomic_load_n(&naming_works, __ATOMIC_RELAXED) == 0)
+        __atomic_store_n(&naming_works, -1, __ATOMIC_RELAXED);
 }
 
 int ra_tag_rss(ra_tag_t tag, size_t *bytes)
