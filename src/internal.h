@@ -649,6 +649,12 @@ bool ra__proc_reset_peak_rss(void);
 bool ra__proc_maps(bool (*line)(char *text, size_t len, void *ctx),
                    void *ctx);
 
+/* -- jemalloc_lookup.c: jemalloc's own functions (ra_jemalloc.h) ---------- */
+/* Whether addr lies in jemalloc's library (the object its functions were
+ * found in): code of jemalloc's, such as the caller of a function the
+ * library stands in front of. Not fast: dladdr. */
+bool ra__jemalloc_owns(const void *addr);
+
 /* -- background.c: the library's own threads ------------------------------ */
 /* True on the library's background threads: never given a thread's tag. */
 extern RA__TLS bool ra__library_thread;
@@ -683,6 +689,8 @@ void ra__http_start_configured(void);
 bool ra__thread_tags_on(void);
 void ra__thread_tags_named(pthread_t thread, const char *name);
 void ra__thread_tags_start_thread(void);
+/* The calling thread will never have a base tag (it is jemalloc's). */
+void ra__thread_tags_leave(void);
 int ra__thread_tags_kill(ra_tag_t tag);
 void ra__thread_tags_prefork(void);
 void ra__thread_tags_postfork_parent(void);

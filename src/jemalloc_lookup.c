@@ -1,6 +1,7 @@
 /* jemalloc's own functions, found in jemalloc's library: the library exports
  * malloc, free, mallocx and the rest under the same names, so a call by name
  * would reach its own definitions. */
+#include <dlfcn.h>
 #include <link.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -216,4 +217,15 @@ static void look_up_jemalloc(void)
     STORE(dallocx_fn, (void (*)(void *, int))f[10]);
     STORE(sdallocx_fn, (void (*)(void *, size_t, int))f[11]);
     STORE(nallocx_fn, (size_t(*)(size_t, int))f[12]);
+}
+
+bool ra__jemalloc_owns(const void *addr)
+{
+    Dl_info in, je;
+
+    if (RA__JE(mallocx) == first_mallocx)
+        look_up_jemalloc();
+    return addr != NULL && dladdr(addr, &in) != 0 &&
+           dladdr((void *)RA__JE(mallocx), &je) != 0 &&
+           in.dli_fbase == je.dli_fbase;
 }

@@ -72,6 +72,23 @@ RA_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     return rc;
 }
 
+/* A thread was named by code at caller. jemalloc names its own threads
+ * (its background thread: "jemalloc_bg_thd"): those are the allocator's,
+ * like the library's, and no rule tags them. */
+static void named(pthread_t thread, const char *name, const void *caller)
+{
+    if (!ra__thread_tags_on())
+        return;
+    if (ra__jemalloc_owns(caller)) {
+        if (pthread_equal(thread, pthread_self())) {
+            ra__thread_tags_leave();
+            ra__become_library_thread();
+        }
+        return;
+    }
+    ra__thread_tags_named(thread, name);
+}
+
 RA_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
 {
     static void *volatile cache;
@@ -83,7 +100,7 @@ RA_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
         return ENOSYS;
     rc = real(thread, name);
     if (rc == 0)
-        ra__thread_tags_named(thread, name);
+        named(thread, name, __builtin_return_address(0));
     return rc;
 }
 
@@ -100,8 +117,12 @@ RA_EXPORT int prctl(int option, ...)
         arg[i] = va_arg(ap, unsigned long); // NOLINT(clang-analyzer-valist.Uninitialized)
     va_end(ap);
     rc = syscall(SYS_prctl, option, arg[0], arg[1], arg[2], arg[3]);
-    /* The name as the kernel kept it (15 bytes and a NUL). */
-    if (rc == 0 && option == PR_SET_NAME)
-        ra__thread_tags_start_thread();
+    if (rc == 0 && option == PR_SET_NAME) {
+        /* The name as the kernel kept it (15 bytes and a NUL). */
+        char name[17] = "";
+        if (syscall(SYS_prctl, PR_GET_NAME, (unsigned long)name, 0UL, 0UL,
+                    0UL) == 0)
+            named(pthread_self(), name, __builtin_return_address(0));
+    }
     return (int)rc;
 }

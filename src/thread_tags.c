@@ -150,6 +150,15 @@ void ra__thread_tags_start_thread(void)
         ra__thread_tags_named(pthread_self(), name);
 }
 
+void ra__thread_tags_leave(void)
+{
+    if (tls_me == NULL)
+        return;
+    ra__lock(&named_lock);
+    ra__tag_set_base(tls_me->stack, RA_TAG_NONE);
+    ra__unlock(&named_lock);
+}
+
 int ra__thread_tags_kill(ra_tag_t tag)
 {
     bool used = false;

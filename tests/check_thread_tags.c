@@ -4,6 +4,7 @@
  * Every test is a child run with the variable set, since the library reads
  * it once. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -12,6 +13,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
+
+#include <jemalloc/jemalloc.h>
 
 #include "regionalloc.h"
 #include "testutil.h"
@@ -242,6 +245,49 @@ static int child_renamed_inside_a_library_call(void)
     return 0;
 }
 
+/* Whether a thread of this process is called name (/proc/self/task). */
+static bool thread_named(const char *name)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    bool found = false;
+
+    while (d != NULL && !found && (e = readdir(d)) != NULL) {
+        char path[300], comm[32];
+        FILE *f;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        if ((f = fopen(path, "r")) == NULL)
+            continue;
+        found = fgets(comm, sizeof comm, f) != NULL &&
+                strncmp(comm, name, strlen(name)) == 0;
+        fclose(f);
+    }
+    if (d != NULL)
+        closedir(d);
+    return found;
+}
+
+/* jemalloc's background thread (MALLOC_CONF background_thread, or
+ * mallctl("background_thread") as redis calls it) names itself: it is the
+ * allocator's, and no rule tags it, not even "*". */
+static int child_jemalloc_threads_untagged(void)
+{
+    bool on = true;
+    unsigned before;
+
+    TU_REQUIRE(tag_of_new_block() != RA_TAG_NONE); /* "*" tags main */
+    before = ra_tag_count();
+    TU_REQUIRE(mallctl("background_thread", NULL, NULL, &on, sizeof on) == 0);
+    for (int i = 0; i < 500 && !thread_named("jemalloc_bg_thd"); i++)
+        tu_sleep_ms(10);
+    TU_REQUIRE(thread_named("jemalloc_bg_thd"));
+    TU_REQUIRE(ra_tag_lookup("jemalloc_bg_thd") == RA_TAG_NONE);
+    TU_REQUIRE(ra_tag_count() == before);
+    return 0;
+}
+
 #ifdef RA_HTTP
 /* The library's own threads (the HTTP server's) never take a tag, even
  * from a rule that matches every name. */
@@ -274,6 +320,7 @@ static const struct tu_child children[] = {
     {"inherited", child_name_inherited_at_start},
     {"destroy", child_base_tag_cannot_be_destroyed},
     {"renamed-inside", child_renamed_inside_a_library_call},
+    {"jemalloc", child_jemalloc_threads_untagged},
 #ifdef RA_HTTP
     {"library", child_library_threads_untagged},
 #endif
@@ -322,6 +369,12 @@ START_TEST(test_thread_tags_rename_inside_a_library_call_takes_effect)
 }
 END_TEST
 
+START_TEST(test_thread_tags_jemalloc_threads_untagged)
+{
+    run_child("jemalloc", "*");
+}
+END_TEST
+
 #ifdef RA_HTTP
 START_TEST(test_thread_tags_library_threads_untagged)
 {
@@ -357,6 +410,7 @@ static Suite *thread_tags_suite(void)
     tcase_add_test(tc, test_thread_tags_base_tag_cannot_be_destroyed);
     tcase_add_test(tc,
                    test_thread_tags_rename_inside_a_library_call_takes_effect);
+    tcase_add_test(tc, test_thread_tags_jemalloc_threads_untagged);
 #ifdef RA_HTTP
     tcase_add_test(tc, test_thread_tags_library_threads_untagged);
 #endif
