@@ -67,7 +67,7 @@ static inline void count_alloc(struct ra__tag_slot *s, ra_tag_t tag, void *p)
     if (RA__UNLIKELY(ra__tag_of_addr(p) != tag))
         return;
     if (ra__page_bin != NULL)
-        ra__page_bin_set(p, RA__PAGE_UNCACHED);
+        ra__page_mark(p, RA__PAGE_UNCACHED);
     if (RA__LIKELY(s != NULL))
         ra__count_one(&s->nmalloc);
     else
@@ -100,9 +100,7 @@ static int slot_alloc_flags(const struct ra__tag_slot *s, ra_tag_t tag)
 /* Whether ptr's block was sampled by the profiler (its page is marked). */
 static bool page_is_sampled(const void *ptr)
 {
-    return ra__page_bin != NULL &&
-           __atomic_load_n(ra__page_bin_entry(ptr), __ATOMIC_RELAXED) ==
-               RA__PAGE_SAMPLED;
+    return ra__page_bin != NULL && ra__page_bin_get(ptr) == RA__PAGE_SAMPLED;
 }
 
 RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
@@ -223,7 +221,7 @@ static void *alloc_sampled(ra_tag_t tag, size_t size, int flags)
         return NULL;
     }
     count_alloc(s, tag, p);
-    ra__page_bin_set(p, RA__PAGE_SAMPLED);
+    ra__page_mark(p, RA__PAGE_SAMPLED);
     ra__prof_record(tag, p, size);
     return p;
 }
@@ -330,9 +328,15 @@ static inline void free_untagged(void *ptr)
 __attribute__((noinline)) static void free_tagged(void *ptr, ra_tag_t tag)
 {
     struct ra__thread_state *ts = ra__thread;
+    unsigned entry = ra__page_bin != NULL ? ra__page_bin_get(ptr)
+                                          : RA__PAGE_UNCACHED;
     struct ra__tag_slot *s;
 
-    if (page_is_sampled(ptr))
+    if (RA__UNLIKELY(entry == RA__PAGE_NONE)) {
+        free_untagged(ptr); /* no tag's block (ra__block_tag) */
+        return;
+    }
+    if (entry == RA__PAGE_SAMPLED)
         ra__prof_on_free(ptr);
     if (RA__UNLIKELY(ts == NULL)) {
         free_tagged_slow(ptr, tag);
@@ -340,9 +344,8 @@ __attribute__((noinline)) static void free_tagged(void *ptr, ra_tag_t tag)
     }
     s = &ts->slots[tag];
     if (RA__LIKELY(s->bins != NULL)) {
-        unsigned bin = __atomic_load_n(ra__page_bin_entry(ptr),
-                                       __ATOMIC_RELAXED);
-        if (RA__LIKELY(bin < RA__PAGE_SAMPLED)) {
+        unsigned bin = ra__page_entry_bin(entry);
+        if (RA__LIKELY(bin < RA__MAX_BINS)) {
             struct ra__fc_bin *b = &s->bins[bin];
             if (RA__UNLIKELY(b->count == b->cap))
                 ra__fc_make_room(s, bin);
@@ -370,11 +373,10 @@ static inline void free_tagged_fast(void *ptr, ra_tag_t tag)
         struct ra__tag_slot *s = &ts->slots[tag];
         struct ra__fc_bin *bins = s->bins;
         if (RA__LIKELY(bins != NULL)) {
-            unsigned bin = __atomic_load_n(ra__page_bin_entry(ptr),
-                                           __ATOMIC_RELAXED);
-            /* Sampled blocks and blocks of unknown class take the general
-             * path. */
-            if (RA__LIKELY(bin < RA__PAGE_SAMPLED)) {
+            unsigned bin = ra__page_entry_bin(ra__page_bin_get(ptr));
+            /* Sampled blocks, blocks of unknown class and what is no
+             * block of the library's take the general path. */
+            if (RA__LIKELY(bin < RA__MAX_BINS)) {
                 struct ra__fc_bin *b = &bins[bin];
                 unsigned count = b->count;
                 if (RA__LIKELY(count < b->cap)) {
@@ -406,7 +408,7 @@ static inline void free_plain(void *ptr)
  * every call, hooked or not. */
 __attribute__((noinline)) static void free_hooked(void *ptr)
 {
-    ra_tag_t tag = ra__tag_of_addr(ptr);
+    ra_tag_t tag = ra__block_tag(ptr);
     unsigned bin;
 
     if (tag == RA_TAG_NONE) {
@@ -415,9 +417,8 @@ __attribute__((noinline)) static void free_hooked(void *ptr)
         return;
     }
     /* No page table (it could not be mapped): no front caches either. */
-    bin = ra__page_bin != NULL
-              ? __atomic_load_n(ra__page_bin_entry(ptr), __ATOMIC_RELAXED)
-              : RA__PAGE_UNCACHED;
+    bin = ra__page_entry_bin(ra__page_bin != NULL ? ra__page_bin_get(ptr)
+                                                  : RA__PAGE_UNCACHED);
     if (bin < RA__MAX_BINS)
         ra__hooks_on_free_of(tag, ptr, ra__bin_size[bin]);
     else
@@ -512,7 +513,7 @@ RA__COLD static void free_untagged_flags(void *ptr, size_t size, int flags)
 void ra__free_as(void *ptr, size_t size, int flags)
 {
     if ((flags & RA__CACHE_ARENA_BITS) == 0 ||
-        ra__tag_of_addr(ptr) != RA_TAG_NONE)
+        ra__block_tag(ptr) != RA_TAG_NONE)
         ra_free(ptr);
     else
         free_untagged_flags(ptr, size, flags);
@@ -557,7 +558,7 @@ size_t ra_malloc_usable_size(const void *ptr)
 {
     if (ptr == NULL)
         return 0;
-    if (ra__tag_of_addr(ptr) == RA_TAG_NONE)
+    if (ra__block_tag(ptr) == RA_TAG_NONE)
         return ra__je_usable_size((void *)ptr);
     return ra__je_sallocx(ptr, 0);
 }
@@ -674,7 +675,7 @@ static void *realloc_plain(void *ptr, size_t size, int flags)
 
     if (size > PTRDIFF_MAX)
         return fail_enomem();
-    tag = ra__tag_of_addr(ptr);
+    tag = ra__block_tag(ptr);
     if (RA__LIKELY(tag == RA_TAG_NONE))
         return realloc_untagged(ptr, size, flags);
     flags = BLOCK_FLAGS(flags);
@@ -742,7 +743,7 @@ RA__COLD static void *realloc_hooked(void *ptr, size_t size, int flags)
 
     if (size > PTRDIFF_MAX)
         return fail_enomem();
-    tag = ra__tag_of_addr(ptr);
+    tag = ra__block_tag(ptr);
     if (tag == RA_TAG_NONE)
         return realloc_untagged_hooked(ptr, size, flags);
     return realloc_tagged_hooked(ptr, tag, size, BLOCK_FLAGS(flags));
@@ -776,7 +777,7 @@ void *ra__realloc_as(void *ptr, size_t size, int flags)
  * a sampled block out of the profile, as a realloc does. */
 size_t ra__resize_in_place(void *ptr, size_t size, size_t extra, int flags)
 {
-    ra_tag_t tag = ra__tag_of_addr(ptr);
+    ra_tag_t tag = ra__block_tag(ptr);
     size_t old_size = ra_malloc_usable_size(ptr);
     size_t new_size = ra__je_xallocx(ptr, size, extra, BLOCK_FLAGS(flags));
 

@@ -329,21 +329,21 @@ static bool reporting(const void *ptr)
 void *ra__hooks_on_alloc(void *ptr)
 {
     if (reporting(ptr))
-        dispatch(true, ra__tag_of_addr(ptr), ptr, ra_malloc_usable_size(ptr));
+        dispatch(true, ra__block_tag(ptr), ptr, ra_malloc_usable_size(ptr));
     return ptr;
 }
 
 void *ra__hooks_on_alloc_of(void *ptr, size_t size)
 {
     if (reporting(ptr))
-        dispatch(true, ra__tag_of_addr(ptr), ptr, size);
+        dispatch(true, ra__block_tag(ptr), ptr, size);
     return ptr;
 }
 
 void ra__hooks_on_free(void *ptr)
 {
     if (reporting(ptr))
-        dispatch(false, ra__tag_of_addr(ptr), ptr, ra_malloc_usable_size(ptr));
+        dispatch(false, ra__block_tag(ptr), ptr, ra_malloc_usable_size(ptr));
 }
 
 void ra__hooks_on_free_of(ra_tag_t tag, void *ptr, size_t size)

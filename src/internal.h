@@ -171,13 +171,19 @@ ra_tag_t ra__region_take_crossing(void);
  * kernel supports it; silently does nothing elsewhere. */
 void ra__region_name(unsigned idx, const char *tag_name);
 
-/* One byte per 4 KiB page of the reservation: the small bin of the blocks
- * that start on the page, or RA__PAGE_UNCACHED. Every tagged allocation path
- * writes the entry of its block's first page; since live blocks that start
- * on one page always share a size class (a slab) or own the page (large),
- * the entry is right for every live block, and free learns a block's class
- * from one load. NULL when the table could not be mapped (no front caches). */
+/* One byte per 4 KiB page of the reservation: for the blocks that start on
+ * the page, their small bin plus one, RA__PAGE_UNCACHED or RA__PAGE_SAMPLED;
+ * RA__PAGE_NONE (0, what the kernel's fresh pages read) when no block of
+ * the library's starts there. Every tagged allocation path writes the entry
+ * of its block's first page; since live blocks that start on one page
+ * always share a size class (a slab) or own the page (large), the entry is
+ * right for every live block, and free learns a block's class from one
+ * load. A pointer whose entry is RA__PAGE_NONE is no tag's block although
+ * its address lies in a region: once the library gave address space back
+ * (ra__region_give_back), another mapping may sit there. NULL when the
+ * table could not be mapped (no front caches). */
 #define RA__PAGE_SHIFT 12
+#define RA__PAGE_NONE 0u
 #define RA__PAGE_UNCACHED 0xffu
 /* The page's block was sampled by the profiler (see prof.c); such a block
  * starts on a page of its own (it is at least 4 KiB). */
@@ -190,10 +196,30 @@ static inline uint8_t *ra__page_bin_entry(const void *ptr)
                          RA__PAGE_SHIFT];
 }
 
+static inline unsigned ra__page_bin_get(const void *ptr)
+{
+    return __atomic_load_n(ra__page_bin_entry(ptr), __ATOMIC_RELAXED);
+}
+
+/* mark: RA__PAGE_UNCACHED or RA__PAGE_SAMPLED. */
+static inline void ra__page_mark(const void *ptr, unsigned mark)
+{
+    __atomic_store_n(ra__page_bin_entry(ptr), (uint8_t)mark,
+                     __ATOMIC_RELAXED);
+}
+
+/* The page's blocks are of small bin. */
 static inline void ra__page_bin_set(const void *ptr, unsigned bin)
 {
-    __atomic_store_n(ra__page_bin_entry(ptr), (uint8_t)bin,
-                     __ATOMIC_RELAXED);
+    ra__page_mark(ptr, bin + 1);
+}
+
+/* The small bin an entry names, as an unsigned below RA__MAX_BINS; any
+ * other value (RA__PAGE_NONE, the marks) wraps to one above it, so that one
+ * comparison tells a bin from everything else. */
+static inline unsigned ra__page_entry_bin(unsigned entry)
+{
+    return entry - 1u;
 }
 
 /* ra__layout is exported data: a program's copy relocation may move it, so
@@ -201,6 +227,20 @@ static inline void ra__page_bin_set(const void *ptr, unsigned bin)
 static inline ra_tag_t ra__tag_of_addr(const void *ptr)
 {
     return ra__tag_of_inline(ptr);
+}
+
+/* The tag of the block at ptr, a pointer the program got from an
+ * allocation function: its region's, unless the page table says that no
+ * block of the library's starts on its page (another mapping's block in
+ * address space the library gave back: untagged). */
+static inline ra_tag_t ra__block_tag(const void *ptr)
+{
+    ra_tag_t tag = ra__tag_of_addr(ptr);
+
+    if (tag != RA_TAG_NONE && ra__page_bin != NULL &&
+        ra__page_bin_get(ptr) == RA__PAGE_NONE)
+        return RA_TAG_NONE;
+    return tag;
 }
 
 /* -- tag.c: registry of names and ids, thread-local stack ------------------ */
