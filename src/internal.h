@@ -128,6 +128,11 @@ struct ra__carving {
     /* [start, writable_end) is readable and writable; it only grows, and
      * is always at least next. */
     _Atomic uintptr_t writable_end;
+    /* [writable_end, reserved_end) is reserved (PROT_NONE) and made
+     * writable by mprotect; past reserved_end the address space was given
+     * back (ra__carving_give_back) and is mapped anew as it is carved, if
+     * nothing else took it meanwhile. */
+    _Atomic uintptr_t reserved_end;
 };
 /* Prepares c for [start, start + size), a PROT_NONE reservation. */
 void ra__carving_init(struct ra__carving *c, uintptr_t start, size_t size);
@@ -139,13 +144,27 @@ void ra__carving_init(struct ra__carving *c, uintptr_t start, size_t size);
  * lock-free. */
 uintptr_t ra__carve_extent(struct ra__carving *c, uintptr_t new_addr,
                            size_t size, size_t alignment);
+/* Unmaps the reserved part that nothing was carved from yet, so that it
+ * no longer counts towards the address-space limit; later carvings map it
+ * again. Returns the bytes given back. Not concurrent with carvings of c
+ * (region.c's growth lock). */
+size_t ra__carving_give_back(struct ra__carving *c);
 /* Reserves max_tags regions of region_size bytes (retrying with smaller
  * regions when the address space is short). Returns true on failure, after
  * printing one line on stderr. Called once, from ra__init. */
 bool ra__region_reserve(unsigned max_tags, size_t region_size);
 /* Creates the jemalloc arena whose extents come from region idx. Returns the
- * arena index, or -1 with errno set. Called with the registry lock held. */
+ * arena index, or -1 with errno set (ENOMEM: the address space the region
+ * needs is not to be had, see ra__region_give_back). Called with the
+ * registry lock held. */
 int ra__region_create_arena(unsigned idx);
+/* Gives back the part of the reservation that no tag uses, so that a
+ * lowered address-space limit (RLIMIT_AS) leaves room for the rest of the
+ * program: the regions not handed to a tag yet, their part of the page
+ * table, and what each tag's region has not carved. From then on regions
+ * map what they carve as they carve it. Returns whether anything was given
+ * back. Called with the registry lock held (tag.c). */
+bool ra__region_give_back(void);
 /* High-water mark of the bytes jemalloc held committed in region idx. */
 size_t ra__region_peak_committed(unsigned idx);
 /* The bytes jemalloc holds committed in region idx now. */
@@ -258,6 +277,10 @@ static inline unsigned ra__tag_published(void)
 }
 /* The tag whose arena is arena, or RA_TAG_NONE. Not fast: a scan. */
 ra_tag_t ra__tag_of_arena(unsigned arena);
+/* ra__region_give_back under the registry lock, when tagging is on: the
+ * process's address-space limit was lowered (override_limits.c). Returns
+ * whether anything was given back. */
+bool ra__tag_give_back_address_space(void);
 /* Fork handlers for the registry lock. */
 void ra__tag_prefork(void);
 void ra__tag_postfork(void);

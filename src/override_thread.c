@@ -1,7 +1,8 @@
 /* The thread functions the library stands in front of: pthread_create,
  * so that a new thread can take its base tag from its name
- * (REGIONALLOC_THREAD_TAGS) and so that threads a library starts for us
- * (libmicrohttpd's) are the library's own; pthread_setname_np and
+ * (REGIONALLOC_THREAD_TAGS), so that threads a library starts for us
+ * (libmicrohttpd's) are the library's own, and so that a stack that an
+ * address-space limit refuses gets a second chance; pthread_setname_np and
  * prctl(PR_SET_NAME), so that naming a thread can tag it. Each does what
  * the C library's does, then that. */
 #include <dlfcn.h>
@@ -49,6 +50,20 @@ static void *start_thread(void *p)
     return s.fn(s.arg);
 }
 
+/* A thread's stack could not be mapped: an address-space limit lowered
+ * from outside (prlimit --pid), which setrlimit's stand-in did not see,
+ * may be why. The library gives back what no tag uses and tries again. */
+static int create_or_retry(create_fn real, pthread_t *thread,
+                           const pthread_attr_t *attr, void *(*fn)(void *),
+                           void *arg)
+{
+    int rc = real(thread, attr, fn, arg);
+
+    if (rc == EAGAIN && ra__tag_give_back_address_space())
+        rc = real(thread, attr, fn, arg);
+    return rc;
+}
+
 RA_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
                              void *(*fn)(void *), void *arg)
 {
@@ -61,12 +76,12 @@ RA_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
         return EAGAIN;
     /* Most programs: straight through. */
     if (!ra__library_spawning && !ra__thread_tags_on())
-        return real(thread, attr, fn, arg);
+        return create_or_retry(real, thread, attr, fn, arg);
     s = ra__meta_alloc(sizeof *s);
     if (s == NULL)
         return EAGAIN;
     *s = (struct start){fn, arg, ra__library_spawning};
-    rc = real(thread, attr, start_thread, s);
+    rc = create_or_retry(real, thread, attr, start_thread, s);
     if (rc != 0)
         ra__meta_free(s);
     return rc;

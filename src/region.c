@@ -1,5 +1,6 @@
-/* The reservation, tag <-> address math and the extent hooks: the only mmap
- * user of the library. */
+/* The reservation, tag <-> address math and the extent hooks: the address
+ * space the tags live in, reserved, carved, and given back under a lowered
+ * address-space limit. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,25 +76,62 @@ static bool region_contains(const struct region *r, const void *addr,
            size <= r->carving.end - a;
 }
 
-/* Makes the region writable up to end, as far as it is not yet. Returns
- * true when the kernel refuses (RLIMIT_DATA, overcommit_memory=2,
- * max_map_count): then nothing was carved, and nothing is lost. */
-static bool make_writable(struct ra__carving *r, uintptr_t end)
-{
-    uintptr_t done = atomic_load_explicit(&r->writable_end,
-                                          memory_order_relaxed);
+/* Growth of a carving's writable part, and the give-back, one at a time:
+ * growth is rare (jemalloc grows an arena by large extents), and a give-back
+ * must not unmap what a growth just made writable. */
+static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Set when this thread's carving failed for want of address space (a
+ * mapping refused after a give-back), for ra__region_create_arena's errno. */
+static RA__TLS bool tls_space_refused;
 
-    while (end > done) {
-        if (mprotect((void *)done, end - done, PROT_READ | PROT_WRITE) != 0)
-            return true;
-        /* Another thread may have gone further meanwhile: then done is
-         * its end, and the loop ends or covers the rest. */
-        if (atomic_compare_exchange_weak_explicit(
-                &r->writable_end, &done, end, memory_order_relaxed,
-                memory_order_relaxed))
-            break;
+/* Maps [addr, addr + len) readable and writable where nothing is mapped.
+ * Returns true when the kernel refuses (the address-space limit) or
+ * something else is there. */
+static bool map_anew(uintptr_t addr, size_t len)
+{
+    void *p = mmap((void *)addr, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+                       MAP_FIXED_NOREPLACE,
+                   -1, 0);
+
+    if (p == MAP_FAILED)
+        return true;
+    if (p != (void *)addr) { /* a kernel before 4.17 took it as a hint */
+        munmap(p, len);
+        return true;
     }
     return false;
+}
+
+/* Makes the region writable up to end, as far as it is not yet: reserved
+ * space by mprotect, space given back by a new mapping. Returns true when
+ * the kernel refuses (RLIMIT_DATA, RLIMIT_AS, overcommit_memory=2,
+ * max_map_count) or the space is taken: then nothing was carved, and
+ * nothing is lost. */
+static bool make_writable(struct ra__carving *r, uintptr_t end)
+{
+    uintptr_t done, reserved, from;
+    bool failed = false;
+
+    if (end <= atomic_load_explicit(&r->writable_end, memory_order_acquire))
+        return false;
+    ra__lock(&grow_lock);
+    done = atomic_load_explicit(&r->writable_end, memory_order_relaxed);
+    reserved = atomic_load_explicit(&r->reserved_end, memory_order_relaxed);
+    from = reserved > done ? reserved : done;
+    if (end > done) {
+        if (reserved > done &&
+            mprotect((void *)done, (end < reserved ? end : reserved) - done,
+                     PROT_READ | PROT_WRITE) != 0)
+            failed = true;
+        else if (end > from && map_anew(from, end - from))
+            failed = tls_space_refused = true;
+        else
+            atomic_store_explicit(&r->writable_end, end,
+                                  memory_order_release);
+    }
+    ra__unlock(&grow_lock);
+    return failed;
 }
 
 void ra__carving_init(struct ra__carving *c, uintptr_t start, size_t size)
@@ -102,6 +140,24 @@ void ra__carving_init(struct ra__carving *c, uintptr_t start, size_t size)
     c->end = start + size;
     atomic_init(&c->next, start);
     atomic_init(&c->writable_end, start);
+    atomic_init(&c->reserved_end, start + size);
+}
+
+size_t ra__carving_give_back(struct ra__carving *c)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), keep, reserved;
+    size_t given = 0;
+
+    ra__lock(&grow_lock);
+    keep = (atomic_load_explicit(&c->writable_end, memory_order_relaxed) +
+            page - 1) & ~(page - 1);
+    reserved = atomic_load_explicit(&c->reserved_end, memory_order_relaxed);
+    if (keep < reserved && munmap((void *)keep, reserved - keep) == 0) {
+        atomic_store_explicit(&c->reserved_end, keep, memory_order_relaxed);
+        given = reserved - keep;
+    }
+    ra__unlock(&grow_lock);
+    return given;
 }
 
 uintptr_t ra__carve_extent(struct ra__carving *r, uintptr_t new_addr,
@@ -337,6 +393,13 @@ static void *reserve_aligned(size_t size, size_t align)
     return aligned;
 }
 
+/* The page table's bytes that are mapped: all of it, until a give-back
+ * unmaps the part of the regions no tag has; a region handed out after
+ * that maps its part again (map_table_for). Under the registry lock. */
+static size_t table_mapped, table_size;
+/* The regions of the reservation (REGIONALLOC_MAX_TAGS). */
+static unsigned nregions;
+
 /* The page table of internal.h: virtual, touched a page at a time (one
  * byte of it per 4 KiB used). Without it, tags work without front caches. */
 static void map_page_table(size_t bytes)
@@ -346,9 +409,58 @@ static void map_page_table(size_t bytes)
 
     if (table == MAP_FAILED)
         return;
-    /* Entries are 0 (bin 0) until written; only pages of blocks handed out
-     * by the library are ever read, and those were written first. */
+    /* Entries are 0 (RA__PAGE_NONE) until written. */
     ra__page_bin = table;
+    table_mapped = table_size = bytes;
+}
+
+static size_t page_round_up(size_t n)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+    return (n + page - 1) & ~(page - 1);
+}
+
+/* The bytes of the page table that regions [0, n) need. */
+static size_t table_part(unsigned n)
+{
+    return (size_t)n << (ra__layout.shift - RA__PAGE_SHIFT);
+}
+
+/* Maps the page table's part of region idx, given back earlier. Returns
+ * true when the address-space limit (or another mapping) refuses it. */
+static bool map_table_for(unsigned idx)
+{
+    size_t need = page_round_up(table_part(idx + 1));
+
+    if (need > table_size)
+        need = table_size;
+    if (need <= table_mapped)
+        return false;
+    if (map_anew((uintptr_t)ra__page_bin + table_mapped, need - table_mapped))
+        return true;
+    table_mapped = need;
+    return false;
+}
+
+bool ra__region_give_back(void)
+{
+    unsigned used = __atomic_load_n(&ra__layout.count, __ATOMIC_ACQUIRE);
+    size_t given = 0, keep;
+
+    /* Without the page table, free could not tell another mapping's blocks
+     * in given-back space from a tag's: nothing is given back. */
+    if (ra__page_bin == NULL)
+        return false;
+    for (unsigned i = 0; i < nregions; i++)
+        given += ra__carving_give_back(&regions[i].carving);
+    keep = page_round_up(table_part(used));
+    if (keep < table_mapped &&
+        munmap(ra__page_bin + keep, table_mapped - keep) == 0) {
+        given += table_mapped - keep;
+        table_mapped = keep;
+    }
+    return given != 0;
 }
 
 static void print_size(char *buf, size_t len, size_t bytes)
@@ -418,6 +530,7 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
     }
 
     warn_about_jemalloc_options();
+    nregions = max_tags;
     ra__layout.base = (uintptr_t)base;
     ra__layout.shift = (unsigned)__builtin_ctzll(region_size);
     ra__free_gate.base = ra__layout.base;
@@ -454,10 +567,17 @@ int ra__region_create_arena(unsigned idx)
     size_t grow_limit = (size_t)1 << (ra__layout.shift - 3);
     int rc;
 
+    if (ra__page_bin != NULL && map_table_for(idx)) {
+        errno = ENOMEM;
+        return -1;
+    }
+    tls_space_refused = false;
     rc = mallctl("arenas.create", &arena, &len, &hooks,
                  sizeof(extent_hooks_t *));
     if (rc != 0) {
-        errno = rc == EAGAIN ? ENOSPC : rc;
+        /* jemalloc says EAGAIN when it has no arena index left, and when
+         * the new arena's metadata could not be had. */
+        errno = tls_space_refused ? ENOMEM : rc == EAGAIN ? ENOSPC : rc;
         return -1;
     }
     /* Without opt.retain jemalloc asks for each extent as needed, never a

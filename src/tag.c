@@ -144,6 +144,19 @@ out:
     return tag;
 }
 
+bool ra__tag_give_back_address_space(void)
+{
+    bool given;
+
+    if (!atomic_load_explicit(&ra__tagging, memory_order_acquire))
+        return false;
+    /* No region is handed to a new tag meanwhile. */
+    ra__lock(&registry_lock);
+    given = ra__region_give_back();
+    ra__unlock(&registry_lock);
+    return given;
+}
+
 bool ra__tag_kill(ra_tag_t tag)
 {
     bool was_live;

@@ -3,11 +3,16 @@
  * small regions to thousands of large ones. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "regionalloc.h"
 #include "testutil.h"
@@ -776,6 +781,183 @@ START_TEST(test_region_arena_limit_is_enospc)
 }
 END_TEST
 
+#ifdef RA_OVERRIDE
+/* -- "address-space limit": RLIMIT_AS lowered once tags exist ------------- */
+
+#define GIB ((size_t)1 << 30)
+
+/* The process's address space (VmSize), in bytes; without stdio or malloc,
+ * which a low limit may refuse. */
+static size_t vm_size(void)
+{
+    char status[8192];
+    int fd = open("/proc/self/status", O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, status, sizeof status - 1) : -1;
+    const char *line;
+
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 0;
+    status[n] = '\0';
+    line = strstr(status, "VmSize:");
+    return line != NULL ? (size_t)strtoull(line + 7, NULL, 10) << 10 : 0;
+}
+
+/* Allocates and touches (size_t)arg bytes, frees them; returns whether
+ * the allocation worked. */
+static void *allocate_and_touch(void *arg)
+{
+    size_t size = (size_t)(uintptr_t)arg;
+    void *p = malloc(size);
+    bool worked = p != NULL;
+
+    if (worked)
+        memset(p, 1, size);
+    free(p);
+    return (void *)(uintptr_t)worked;
+}
+
+static int lower_as_limit(size_t bytes)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_AS, &rl) != 0)
+        return -1;
+    rl.rlim_cur = bytes;
+    return setrlimit(RLIMIT_AS, &rl);
+}
+
+/* glibc's tst-malloc-thread-fail, as a user runs it: tags exist (the
+ * main thread's, by name), then the program lowers its address-space
+ * limit far below the reservation. Threads start, untagged and tagged
+ * memory is served, and new tags are made, within the limit. */
+static int child_as_limit_lowered_later(void)
+{
+    ra_tag_t main_tag, late;
+    pthread_t t;
+    void *big, *result = NULL;
+
+    free(malloc(100));
+    main_tag = ra_tag_current();
+    TU_REQUIRE(main_tag != RA_TAG_NONE);
+    TU_REQUIRE(vm_size() > 4 * GIB);
+    TU_REQUIRE(lower_as_limit(1 * GIB) == 0);
+    TU_REQUIRE(vm_size() < 1 * GIB);
+    TU_REQUIRE(pthread_create(&t, NULL, allocate_and_touch,
+                              (void *)(uintptr_t)(8 * MIB)) == 0);
+    TU_REQUIRE(pthread_join(t, &result) == 0 && result != NULL);
+    big = malloc(64 * MIB);
+    TU_REQUIRE(big != NULL && ra_tag_of(big) == main_tag);
+    memset(big, 2, 64 * MIB);
+    free(big);
+    big = ra_malloc_tag(RA_TAG_NONE, 64 * MIB);
+    TU_REQUIRE(big != NULL && ra_tag_of(big) == RA_TAG_NONE);
+    memset(big, 3, 64 * MIB);
+    free(big);
+    late = ra_tag_create("after the limit");
+    TU_REQUIRE(late != RA_TAG_NONE);
+    big = ra_malloc_tag(late, 32 * MIB);
+    TU_REQUIRE(big != NULL && ra_tag_of(big) == late);
+    memset(big, 4, 32 * MIB);
+    free(big);
+    TU_REQUIRE(ra_tag_destroy(late) == 0);
+    TU_REQUIRE(vm_size() < 1 * GIB);
+    return 0;
+}
+
+/* The same limit set from outside the process (prlimit --pid, here the
+ * system call itself, which the library does not stand in front of): the
+ * first thread whose stack the limit refuses makes the library give the
+ * address space back, and the thread starts. */
+static int child_as_limit_lowered_from_outside(void)
+{
+    struct rlimit rl;
+    pthread_t t;
+    void *result = NULL, *big;
+
+    free(malloc(100));
+    TU_REQUIRE(getrlimit(RLIMIT_AS, &rl) == 0);
+    rl.rlim_cur = 1 * GIB;
+    TU_REQUIRE(syscall(SYS_prlimit64, 0, RLIMIT_AS, &rl, NULL) == 0);
+    TU_REQUIRE(pthread_create(&t, NULL, allocate_and_touch,
+                              (void *)(uintptr_t)(8 * MIB)) == 0);
+    TU_REQUIRE(pthread_join(t, &result) == 0 && result != NULL);
+    TU_REQUIRE(vm_size() < 1 * GIB);
+    big = malloc(64 * MIB);
+    TU_REQUIRE(big != NULL);
+    memset(big, 2, 64 * MIB);
+    free(big);
+    return 0;
+}
+
+START_TEST(test_region_as_limit_lowered_later_keeps_the_process_working)
+{
+    static const char *const env[] = {"REGIONALLOC_THREAD_TAGS=*", NULL};
+    char err[2048];
+
+    ck_assert_msg(tu_exec_self(env, "as_later", err, sizeof err) == 0,
+                  "stderr: %s", err);
+    ck_assert_msg(err[0] == '\0', "stderr: %s", err);
+}
+END_TEST
+
+START_TEST(test_region_as_limit_lowered_from_outside_lets_threads_start)
+{
+    static const char *const env[] = {"REGIONALLOC_THREAD_TAGS=*", NULL};
+    char err[2048];
+
+    ck_assert_msg(tu_exec_self(env, "as_outside", err, sizeof err) == 0,
+                  "stderr: %s", err);
+}
+END_TEST
+
+/* Under a low limit, what no longer fits fails cleanly: an allocation
+ * with ENOMEM (the tag and the others go on), a tag with ENOMEM once no
+ * region's bookkeeping fits; the earlier tags keep working. */
+static int child_as_limit_exhausted(void)
+{
+    ra_tag_t first = ra_tag_create("first"), t = RA_TAG_NONE;
+    void *blocks[64];
+    unsigned n = 0, tags = 0;
+    int e = 0;
+
+    TU_REQUIRE(first != RA_TAG_NONE);
+    free(ra_malloc_tag(first, 100));
+    TU_REQUIRE(lower_as_limit(768 * MIB) == 0);
+    while (n < 64 && (blocks[n] = ra_malloc_tag(first, 32 * MIB)) != NULL)
+        n++;
+    e = errno;
+    TU_REQUIRE(n > 0 && n < 64 && e == ENOMEM);
+    while (n > 0)
+        free(blocks[--n]);
+    TU_REQUIRE((blocks[0] = ra_malloc_tag(first, 32 * MIB)) != NULL);
+    free(blocks[0]);
+    for (tags = 0; tags < 1000; tags++) {
+        char name[32];
+        snprintf(name, sizeof name, "more-%u", tags);
+        errno = 0;
+        if ((t = ra_tag_create(name)) == RA_TAG_NONE)
+            break;
+    }
+    e = errno;
+    TU_REQUIRE(tags < 1000 && e == ENOMEM);
+    TU_REQUIRE((blocks[0] = ra_malloc_tag(first, 1 * MIB)) != NULL);
+    free(blocks[0]);
+    return 0;
+}
+
+START_TEST(test_region_as_limit_exhausted_fails_cleanly)
+{
+    static const char *const env[] = {"REGIONALLOC_MAX_TAGS=1000", NULL};
+    char err[2048];
+
+    ck_assert_msg(tu_exec_self(env, "as_exhausted", err, sizeof err) == 0,
+                  "stderr: %s", err);
+}
+END_TEST
+#endif
+
 static Suite *region_suite(void)
 {
     Suite *s = suite_create("region");
@@ -821,6 +1003,16 @@ static Suite *region_suite(void)
     tcase_add_test(tc, test_region_arena_limit_is_enospc);
     suite_add_tcase(s, tc);
 
+#ifdef RA_OVERRIDE
+    tc = tcase_create("address-space limit");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc,
+                   test_region_as_limit_lowered_later_keeps_the_process_working);
+    tcase_add_test(tc,
+                   test_region_as_limit_lowered_from_outside_lets_threads_start);
+    tcase_add_test(tc, test_region_as_limit_exhausted_fails_cleanly);
+    suite_add_tcase(s, tc);
+#endif
     return s;
 }
 
@@ -828,6 +1020,11 @@ int main(int argc, char **argv)
 {
     static const struct tu_child children[] = {
         {"arena_limit", child_arena_limit},
+#ifdef RA_OVERRIDE
+        {"as_later", child_as_limit_lowered_later},
+        {"as_outside", child_as_limit_lowered_from_outside},
+        {"as_exhausted", child_as_limit_exhausted},
+#endif
         {NULL, NULL},
     };
 
