@@ -99,9 +99,11 @@ bool ra__parse_size(const char *s, size_t *out);
 
 /* -- init.c: the process's start and end, and the library's first use ----- */
 /* At load, init.c's constructor calls, in this order, ra__clock_start,
- * ra__report_at_load, ra__override_check and the services the environment
- * asks for (HTTP, stats segment); at exit its destructor calls
- * ra__report_at_exit, ra__http_at_exit and ra__shm_at_exit. */
+ * ra__report_at_load, ra__override_check and, when the environment asks
+ * for them, ra__thread_tags_start_thread (the main thread's base tag),
+ * ra__shm_start (the stats segment) and ra__http_start_configured; at exit
+ * its destructor calls ra__report_at_exit, ra__http_at_exit and
+ * ra__shm_at_exit. */
 /* Reads the configuration, makes the reservation and registers the fork and
  * thread-exit handlers, once. Returns whether tagging is on (false: pass-
  * through mode). Safe to call from any thread, at any time, often. */
