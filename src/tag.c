@@ -296,10 +296,14 @@ struct ra__tag_thread {
 
 static RA__TLS struct ra__tag_thread tls_thread = {NULL, ATOMIC_FLAG_INIT, 0};
 
+/* Held for a few instructions at a time: spinning beats sleeping. */
 static void lock_thread(struct ra__tag_thread *t)
 {
-    while (atomic_flag_test_and_set_explicit(&t->lock, memory_order_acquire))
+    while (atomic_flag_test_and_set_explicit(&t->lock, memory_order_acquire)) {
+#if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
+#endif
+    }
 }
 
 static void unlock_thread(struct ra__tag_thread *t)
