@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ra_jemalloc.h"
+#include "backend.h"
 
 #include "internal.h"
 
@@ -55,7 +55,7 @@ static inline bool region_cannot_hold(size_t size)
 RA__COLD static void make_room(ra_tag_t tag)
 {
     ra__thread_flush_tag(tag);
-    ra__stats_purge_arena(ra__tag_arena[tag]);
+    ra__be_arena_purge(ra__tag_arena[tag]);
 }
 
 /* Counts a block allocated under tag, unless jemalloc put it outside the

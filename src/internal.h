@@ -654,9 +654,9 @@ void ra__prof_begin(size_t mean_interval_bytes);
 void ra__prof_prefork(void);
 void ra__prof_postfork(void);
 
-/* -- stats.c: mallctl reads, purge ----------------------------------------- */
-/* Refreshes jemalloc's statistics (the "epoch"); not cheap (doc/design.md, jemalloc facts): once per
- * report, then read as many figures as needed. */
+/* -- stats.c: per-tag usage and purge ------------------------------------- */
+/* Refreshes jemalloc's statistics (the "epoch"); not cheap (doc/design.md,
+ * jemalloc facts): once per report, then read as many figures as needed. */
 void ra__stats_refresh(void);
 /* Fills *out for tag (RA_TAG_NONE: the untagged arenas) as of the last
  * refresh. tag must be valid and tagging on. */
@@ -672,11 +672,6 @@ size_t ra__stats_allocated(ra_tag_t tag);
 /* Purges asked for tag (RA_TAG_NONE: the untagged arenas) through
  * ra_tag_purge() and ra_purge_all() so far. */
 uint64_t ra__stats_purges(ra_tag_t tag);
-/* Purges the arena of tag without the public checks. Returns true on failure. */
-bool ra__stats_purge_arena(unsigned arena);
-/* Discards every allocation of the arena (arena.<i>.reset): every tcache
- * that touched it must have been flushed. Returns true on failure. */
-bool ra__stats_reset_arena(unsigned arena);
 /* A destroyed tag's count of purges starts again from 0. */
 void ra__stats_forget(ra_tag_t tag);
 

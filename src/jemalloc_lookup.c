@@ -9,7 +9,7 @@
 #include <string.h>
 
 #define RA__JEMALLOC_NAMES_ALLOWED
-#include "ra_jemalloc.h"
+#include "backend.h"
 
 #include "dynsym.h"
 #include "internal.h"

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include "backend.h"
 #include "internal.h"
 
 /* One reset or destroy at a time: each walks every thread's caches. */
@@ -21,8 +22,8 @@ static void empty_tag(ra_tag_t tag, bool forget)
 
     ra__thread_wipe_tag(tag, forget);
     ra__prof_forget(tag, forget);
-    ra__stats_reset_arena(arena);
-    ra__stats_purge_arena(arena);
+    ra__be_arena_reset(arena);
+    ra__be_arena_purge(arena);
     if (forget) {
         ra__stats_forget(tag);
         ra__limit_forget(tag);

@@ -3,7 +3,7 @@
  * malloc family, so a tagged block never reaches jemalloc's own thread
  * cache, where the next untagged malloc would reuse it. */
 #define RA__JEMALLOC_NAMES_ALLOWED
-#include "ra_jemalloc.h"
+#include "backend.h"
 
 #include "internal.h"
 

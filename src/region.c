@@ -8,7 +8,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "ra_jemalloc.h"
+#include "backend.h"
 
 #include "internal.h"
 
@@ -476,23 +476,14 @@ static void print_size(char *buf, size_t len, size_t bytes)
     snprintf(buf, len, "%zu%c", bytes, units[u]);
 }
 
-/* A boolean option of jemalloc's; false when it has no such option. */
-static bool jemalloc_option(const char *name)
-{
-    bool on = false;
-    size_t len = sizeof on;
-
-    return mallctl(name, &on, &len, NULL, 0) == 0 && on;
-}
-
 /* MALLOC_CONF options that tag arenas cannot follow, one line each. */
 static void warn_about_jemalloc_options(void)
 {
-    if (!jemalloc_option("opt.retain"))
+    if (!ra__be_option("opt.retain"))
         ra__warn("regionalloc: MALLOC_CONF retain:false does not apply to "
                  "tags: a tag keeps its freed address space reserved (its "
                  "pages still go back to the OS)");
-    if (jemalloc_option("opt.hpa"))
+    if (ra__be_option("opt.hpa"))
         ra__warn("regionalloc: MALLOC_CONF hpa:true does not apply to "
                  "tags: jemalloc's huge page allocator serves only arenas "
                  "without extent hooks (untagged memory uses it)");
@@ -558,39 +549,29 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
 
 int ra__region_create_arena(unsigned idx)
 {
-    extent_hooks_t *hooks = &regions[idx].hooks;
-    unsigned arena;
-    size_t len = sizeof arena;
-    char name[64];
     /* jemalloc grows a retained arena by an exponential series of extents;
-     * cap the step so a small region is filled before a grow fails. */
+     * the step is capped so that a small region is filled before a grow
+     * fails. */
     size_t grow_limit = (size_t)1 << (ra__layout.shift - 3);
-    int rc;
+    int arena;
 
     if (ra__page_bin != NULL && map_table_for(idx)) {
         errno = ENOMEM;
         return -1;
     }
     tls_space_refused = false;
-    rc = mallctl("arenas.create", &arena, &len, &hooks,
-                 sizeof(extent_hooks_t *));
-    if (rc != 0) {
+    arena = ra__be_arena_create(&regions[idx].hooks, grow_limit);
+    if (arena < 0) {
         /* jemalloc says EAGAIN when it has no arena index left, and when
          * the new arena's metadata could not be had. */
-        errno = tls_space_refused ? ENOMEM : rc == EAGAIN ? ENOSPC : rc;
+        errno = tls_space_refused ? ENOMEM : errno == EAGAIN ? ENOSPC : errno;
         return -1;
-    }
-    /* Without opt.retain jemalloc asks for each extent as needed, never a
-     * series, and refuses the setting. */
-    if (jemalloc_option("opt.retain")) {
-        snprintf(name, sizeof name, "arena.%u.retain_grow_limit", arena);
-        mallctl(name, NULL, NULL, &grow_limit, sizeof grow_limit);
     }
     /* Regions are handed out in order, under the registry lock: publishing
      * the count makes addresses of region idx resolve to its tag. */
     __atomic_store_n(&ra__layout.count, idx + 1, __ATOMIC_RELEASE);
     ra__free_gate_update();
-    return (int)arena;
+    return arena;
 }
 
 size_t ra__region_peak_committed(unsigned idx)

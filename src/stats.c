@@ -1,14 +1,11 @@
-/* Per-tag usage read from jemalloc's mallctl statistics, and purge. */
+/* Floor: API. Per-tag usage (ra_tag_stats, from jemalloc's per-arena
+ * statistics through the backend) and purge (ra_tag_purge, ra_purge_all),
+ * with the count of purges each tag was asked for. */
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 
-#include "ra_jemalloc.h"
-
+#include "backend.h"
 #include "internal.h"
-
-/* MALLCTL_ARENAS_ALL: the index that names every arena at once. */
-#define ALL_ARENAS 4096u
 
 /* Purges asked through the public calls, per tag; [0] is the untagged
  * arenas. Reports show them as counters (regionalloc_tag_purges_total). */
@@ -24,44 +21,25 @@ uint64_t ra__stats_purges(ra_tag_t tag)
     return atomic_load_explicit(&purges[tag], memory_order_relaxed);
 }
 
-static int ctl_read(const char *fmt, unsigned arena, void *out, size_t len)
-{
-    char name[96];
-    size_t got = len;
-
-    snprintf(name, sizeof name, fmt, arena);
-    return mallctl(name, out, &got, NULL, 0);
-}
-
-static size_t arena_size(const char *fmt, unsigned arena)
-{
-    size_t v = 0;
-    return ctl_read(fmt, arena, &v, sizeof v) == 0 ? v : 0;
-}
-
-static uint64_t arena_u64(const char *fmt, unsigned arena)
-{
-    uint64_t v = 0;
-    return ctl_read(fmt, arena, &v, sizeof v) == 0 ? v : 0;
-}
-
 /* Adds arena's figures to *out. Returns true when the arena has no stats
  * (never initialized, or destroyed). */
-static bool add_arena(unsigned arena, size_t page, ra_tag_stats_t *out)
+static bool add_arena(unsigned arena, ra_tag_stats_t *out, bool counts)
 {
-    size_t pactive;
+    struct ra__be_arena_stats a;
 
-    if (ctl_read("stats.arenas.%u.pactive", arena, &pactive,
-                 sizeof pactive) != 0)
+    if (ra__be_arena_stats(arena, &a))
         return true;
-    out->active += pactive * page;
-    out->allocated += arena_size("stats.arenas.%u.small.allocated", arena) +
-                      arena_size("stats.arenas.%u.large.allocated", arena);
-    out->resident += arena_size("stats.arenas.%u.resident", arena);
-    out->mapped += arena_size("stats.arenas.%u.mapped", arena);
-    out->retained += arena_size("stats.arenas.%u.retained", arena);
-    out->dirty += arena_size("stats.arenas.%u.pdirty", arena) * page;
-    out->muzzy += arena_size("stats.arenas.%u.pmuzzy", arena) * page;
+    out->allocated += a.allocated;
+    out->active += a.active;
+    out->resident += a.resident;
+    out->mapped += a.mapped;
+    out->retained += a.retained;
+    out->dirty += a.dirty;
+    out->muzzy += a.muzzy;
+    if (counts) {
+        out->nmalloc += a.nmalloc;
+        out->ndalloc += a.ndalloc;
+    }
     return false;
 }
 
@@ -75,30 +53,16 @@ static bool arena_is_tagged(unsigned arena)
     return false;
 }
 
-static unsigned arena_count(void)
-{
-    unsigned n = 0;
-    size_t len = sizeof n;
-
-    mallctl("arenas.narenas", &n, &len, NULL, 0);
-    return n;
-}
-
 /* The untagged side has no per-thread counters (its fast path is jemalloc's
  * own): its counts are the arenas' block movements, which thread caches
  * batch. */
-static void add_untagged(size_t page, ra_tag_stats_t *out)
+static void add_untagged(ra_tag_stats_t *out)
 {
-    unsigned n = arena_count();
+    unsigned n = ra__be_arena_count();
 
-    for (unsigned a = 0; a < n; a++) {
-        if (arena_is_tagged(a) || add_arena(a, page, out))
-            continue;
-        out->nmalloc += arena_u64("stats.arenas.%u.small.nmalloc", a) +
-                        arena_u64("stats.arenas.%u.large.nmalloc", a);
-        out->ndalloc += arena_u64("stats.arenas.%u.small.ndalloc", a) +
-                        arena_u64("stats.arenas.%u.large.ndalloc", a);
-    }
+    for (unsigned a = 0; a < n; a++)
+        if (!arena_is_tagged(a))
+            add_arena(a, out, true);
 }
 
 /* RA_TAG_NONE stands for untagged memory here. */
@@ -109,23 +73,17 @@ static int check_tag(ra_tag_t tag)
 
 void ra__stats_refresh(void)
 {
-    uint64_t epoch = 1;
-    size_t len = sizeof epoch;
-
-    mallctl("epoch", &epoch, &len, &epoch, sizeof epoch);
+    ra__be_refresh();
 }
 
 void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out)
 {
-    size_t page = 0, len = sizeof page;
-
-    mallctl("arenas.page", &page, &len, NULL, 0);
     memset(out, 0, sizeof *out);
     if (tag == RA_TAG_NONE) {
-        add_untagged(page, out);
+        add_untagged(out);
         return;
     }
-    add_arena(ra__tag_arena[tag], page, out);
+    add_arena(ra__tag_arena[tag], out, false);
     out->reserved = (size_t)1 << ra__layout.shift;
     out->peak_mapped = ra__region_peak_committed(tag - 1);
     ra__thread_counts(tag, &out->nmalloc, &out->ndalloc);
@@ -133,24 +91,13 @@ void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out)
 
 size_t ra__stats_allocated(ra_tag_t tag)
 {
-    unsigned arena = ra__tag_arena[tag];
-
-    return arena_size("stats.arenas.%u.small.allocated", arena) +
-           arena_size("stats.arenas.%u.large.allocated", arena);
+    return ra__be_arena_allocated(ra__tag_arena[tag]);
 }
 
 void ra__stats_global(struct ra__global_stats *out)
 {
-    static const char *const names[] = {"stats.allocated", "stats.active",
-                                        "stats.resident", "stats.mapped"};
-    size_t *fields[] = {&out->allocated, &out->active, &out->resident,
-                        &out->mapped};
-
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        size_t len = sizeof *fields[i];
-        *fields[i] = 0;
-        mallctl(names[i], fields[i], &len, NULL, 0);
-    }
+    ra__be_totals(&out->allocated, &out->active, &out->resident,
+                  &out->mapped);
 }
 
 int ra_tag_stats(ra_tag_t tag, ra_tag_stats_t *out)
@@ -165,25 +112,6 @@ int ra_tag_stats(ra_tag_t tag, ra_tag_stats_t *out)
     ra__stats_refresh();
     ra__stats_read(tag, out);
     return 0;
-}
-
-/* arena.<arena>.<verb>, a mallctl that reads and writes nothing. */
-static bool arena_do(const char *verb, unsigned arena)
-{
-    char name[64];
-
-    snprintf(name, sizeof name, "arena.%u.%s", arena, verb);
-    return mallctl(name, NULL, NULL, NULL, 0) != 0;
-}
-
-bool ra__stats_purge_arena(unsigned arena)
-{
-    return arena_do("purge", arena);
-}
-
-bool ra__stats_reset_arena(unsigned arena)
-{
-    return arena_do("reset", arena);
 }
 
 void ra__stats_forget(ra_tag_t tag)
@@ -201,14 +129,14 @@ int ra_tag_purge(ra_tag_t tag)
     if (tag != RA_TAG_NONE) {
         /* Blocks cached by this thread keep their pages: return them first. */
         ra__thread_flush_tag(tag);
-        ra__stats_purge_arena(ra__tag_arena[tag]);
+        ra__be_arena_purge(ra__tag_arena[tag]);
         return 0;
     }
-    mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
-    n = arena_count();
+    ra__be_flush_thread_cache();
+    n = ra__be_arena_count();
     for (unsigned a = 0; a < n; a++)
         if (!arena_is_tagged(a))
-            ra__stats_purge_arena(a);
+            ra__be_arena_purge(a);
     return 0;
 }
 
@@ -222,6 +150,6 @@ int ra_purge_all(void)
     for (ra_tag_t t = 0; t <= count; t++)
         count_purge(t);
     ra_thread_flush();
-    ra__stats_purge_arena(ALL_ARENAS);
+    ra__be_arena_purge(RA__BE_ALL_ARENAS);
     return 0;
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ra_jemalloc.h"
+#include "backend.h"
 
 #include "internal.h"
 
@@ -62,7 +62,7 @@ void ra__count_orphan(ra_tag_t tag, bool alloc)
 static void flush_tcache(unsigned tcache)
 {
     if (tcache != RA__NO_TCACHE)
-        mallctl("tcache.flush", NULL, NULL, &tcache, sizeof tcache);
+        ra__be_tcache_flush(tcache);
 }
 
 /* Gives back the oldest n blocks of a bin, through the slot's tcache. */
@@ -100,13 +100,12 @@ void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
 void ra__slot_miss_slow(struct ra__tag_slot *s)
 {
     unsigned tcache;
-    size_t len = sizeof tcache;
 
     if (++s->misses < RA__TCACHE_AFTER_MISSES)
         return;
     /* Out of ids (4093 per process): the pair stays uncached behind its
      * front cache, correct and slower, and asks no more. */
-    if (mallctl("tcache.create", &tcache, &len, NULL, 0) != 0)
+    if (ra__be_tcache_create(&tcache))
         return;
     ra__lock(&threads_lock);
     s->tcache = tcache;
@@ -193,8 +192,7 @@ static void release_thread_state(void *arg)
             continue;
         flush_slot(s);
         if (s->tcache != RA__NO_TCACHE)
-            mallctl("tcache.destroy", NULL, NULL, &s->tcache,
-                    sizeof s->tcache);
+            ra__be_tcache_destroy(s->tcache);
         ra__meta_free(s->bins);
         atomic_fetch_add_explicit(&orphan_nmalloc[t],
                                   atomic_load(&s->nmalloc),
@@ -216,20 +214,14 @@ static void release_thread_state(void *arg)
  * fewer for big classes, so that a cache holds at most about 64 KiB per class. */
 static void read_size_classes(void)
 {
-    unsigned n = 0;
-    size_t len = sizeof n, bin_len;
-    char name[64];
+    size_t sizes[RA__MAX_BINS];
+    unsigned n = ra__be_small_classes(sizes, RA__MAX_BINS);
 
-    if (mallctl("arenas.nbins", &n, &len, NULL, 0) != 0 || n == 0)
+    if (n == 0)
         return;
-    if (n > RA__MAX_BINS)
-        n = RA__MAX_BINS;
     for (unsigned i = 0; i < n; i++) {
-        size_t size = 0;
-        bin_len = sizeof size;
-        snprintf(name, sizeof name, "arenas.bin.%u.size", i);
-        if (mallctl(name, &size, &bin_len, NULL, 0) != 0 ||
-            (size & 7) != 0 || (i > 0 && size <= ra__bin_size[i - 1]))
+        size_t size = sizes[i];
+        if ((size & 7) != 0 || (i > 0 && size <= ra__bin_size[i - 1]))
             return;
         ra__bin_size[i] = size;
         ra__bin_cap[i] = size <= 1024 ? RA__FC_SLOTS
@@ -250,12 +242,9 @@ static void read_size_classes(void)
 
 void ra__thread_init(void)
 {
-    size_t len = sizeof caches_on;
-
     if (pthread_key_create(&exit_key, release_thread_state) != 0)
         abort();
-    if (mallctl("opt.tcache", &caches_on, &len, NULL, 0) != 0)
-        caches_on = true;
+    caches_on = ra__be_option("opt.tcache");
     if (caches_on)
         read_size_classes();
 }
@@ -324,7 +313,7 @@ void ra_thread_flush(void)
 {
     struct ra__thread_state *ts = ra__thread;
 
-    mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
+    ra__be_flush_thread_cache();
     if (ts == NULL)
         return;
     ra__lock(&threads_lock);

@@ -1,15 +1,21 @@
-/* jemalloc, as the library's files that talk to it see it: its header, its
- * own functions reached through pointers, and its non-standard names made
- * unusable, because the library exports functions of those names itself. */
-#ifndef RA_JEMALLOC_H
-#define RA_JEMALLOC_H
+/* Floor: backend. jemalloc as this library uses it: its header, its own
+ * allocation functions reached through pointers (the mallocx family, on
+ * every path), and backend.c's calls of everything else (mallctl: arenas,
+ * thread caches, statistics, size classes, options). Only backend.c calls
+ * mallctl; jemalloc's non-standard names are unusable elsewhere, because
+ * the library exports functions of those names itself. */
+#ifndef RA_BACKEND_H
+#define RA_BACKEND_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jemalloc/jemalloc.h>
 
-/* jemalloc's own definitions, found in its library at the first call of any
+/* -- jemalloc_lookup.c: jemalloc's own allocation functions ---------------
+ * jemalloc's own definitions, found in its library at the first call of any
  * of them (jemalloc_lookup.c): never NULL. A plain call of mallocx() here
  * would reach the library's exported mallocx, which routes by tag, and
  * recurse; so would malloc(). */
@@ -117,10 +123,71 @@ static inline size_t ra__je_nallocx(size_t size, int flags)
 /* The arena a flags word names, or UINT32_MAX for none. */
 #define RA__FLAGS_ARENA(flags) (((unsigned)(flags) >> 20) - 1u)
 
+/* -- backend.c: jemalloc's control interface, as the library uses it -------
+ * Each function is one mallctl (or a few), and tells failure as jemalloc
+ * does not: by its return, never by aborting. */
+
+/* A boolean option of jemalloc's (opt.retain, opt.hpa, opt.tcache): false
+ * when jemalloc has no such option. */
+bool ra__be_option(const char *name);
+/* A new arena whose extents come from hooks (which must outlive it), grown
+ * by steps of at most grow_limit when jemalloc retains (opt.retain).
+ * Returns its index, or -1 with errno what jemalloc said: EAGAIN both when
+ * it has no arena index left and when it could not make the arena's
+ * metadata. */
+int ra__be_arena_create(extent_hooks_t *hooks, size_t grow_limit);
+/* Every arena at once, for ra__be_arena_purge. */
+#define RA__BE_ALL_ARENAS 4096u
+/* arena.<i>.purge: its unused pages back to the OS. arena.<i>.reset: every
+ * allocation of the arena discarded; every thread cache that touched it
+ * must have been flushed (jemalloc facts, doc/design.md). Return true on
+ * failure. */
+bool ra__be_arena_purge(unsigned arena);
+bool ra__be_arena_reset(unsigned arena);
+/* The number of arena indices in use (arenas.narenas). */
+unsigned ra__be_arena_count(void);
+/* jemalloc's page size. */
+size_t ra__be_page(void);
+
+/* Refreshes jemalloc's statistics (the "epoch"); not cheap: once per
+ * report, then read as many figures as needed. */
+void ra__be_refresh(void);
+/* One arena's figures as of the last refresh, in bytes (pages already
+ * multiplied). */
+struct ra__be_arena_stats {
+    size_t allocated, active, resident, mapped, retained, dirty, muzzy;
+    uint64_t nmalloc, ndalloc;
+};
+/* Returns true when the arena has no statistics (never used, or
+ * destroyed): then *out is zero. */
+bool ra__be_arena_stats(unsigned arena, struct ra__be_arena_stats *out);
+/* The allocated bytes of an arena alone, as of the last refresh. */
+size_t ra__be_arena_allocated(unsigned arena);
+/* jemalloc's process-wide totals, as of the last refresh. */
+void ra__be_totals(size_t *allocated, size_t *active, size_t *resident,
+                   size_t *mapped);
+
+/* Explicit thread caches (at most 4093 per process). create: true on
+ * failure (out of ids). flush: empties it (jemalloc 5.3 destroys it and
+ * builds it again at its next use). The calling thread's automatic cache
+ * is flushed by ra__be_flush_thread_cache. */
+bool ra__be_tcache_create(unsigned *id);
+void ra__be_tcache_flush(unsigned id);
+void ra__be_tcache_destroy(unsigned id);
+void ra__be_flush_thread_cache(void);
+
+/* jemalloc's small size classes, ascending: writes up to max sizes and
+ * returns how many there are, or 0 when they cannot be read. */
+unsigned ra__be_small_classes(size_t *sizes, unsigned max);
+
 /* The names the library exports itself (override_jemalloc.c), or the
- * --disable-override build's fallback (jemalloc_lookup.c): nowhere else. */
+ * --disable-override build's fallback (jemalloc_lookup.c): nowhere else.
+ * mallctl: backend.c's alone. */
 #ifndef RA__JEMALLOC_NAMES_ALLOWED
 #pragma GCC poison mallocx rallocx xallocx sallocx dallocx sdallocx nallocx
 #endif
+#ifndef RA__MALLCTL_ALLOWED
+#pragma GCC poison mallctl
+#endif
 
-#endif /* RA_JEMALLOC_H */
+#endif /* RA_BACKEND_H */
