@@ -168,20 +168,50 @@ void ra__be_flush_thread_cache(void)
     mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
 }
 
-unsigned ra__be_small_classes(size_t *sizes, unsigned max)
+bool ra__be_caches = true;
+unsigned ra__small_max;
+unsigned ra__nbins;
+uint8_t ra__size_bin[RA__SIZE_BIN_ENTRIES];
+size_t ra__bin_size[RA__MAX_BINS];
+
+/* Reads jemalloc's small size classes into the tables the fast path uses:
+ * the bin of every size up to the largest small class, in 8-byte steps
+ * (classes are multiples of 8, so rounding a size up to 8 keeps its bin).
+ * Leaves them empty (no front caches) when they are not as expected. */
+static void read_size_classes(void)
 {
+    size_t sizes[RA__MAX_BINS];
     unsigned n = 0;
     size_t len = sizeof n;
 
-    if (mallctl("arenas.nbins", &n, &len, NULL, 0) != 0)
-        return 0;
-    if (n > max)
-        n = max;
+    if (mallctl("arenas.nbins", &n, &len, NULL, 0) != 0 || n == 0)
+        return;
+    if (n > RA__MAX_BINS)
+        n = RA__MAX_BINS;
     for (unsigned i = 0; i < n; i++) {
         len = sizeof sizes[i];
         if (ctl_arena("arenas.bin.%u.size", i, &sizes[i], &len, NULL, 0) !=
-            0)
-            return 0;
+                0 ||
+            (sizes[i] & 7) != 0 || (i > 0 && sizes[i] <= sizes[i - 1]))
+            return;
     }
-    return n;
+    if ((sizes[n - 1] >> 3) >= RA__SIZE_BIN_ENTRIES)
+        return;
+    for (unsigned i = 0; i < n; i++)
+        ra__bin_size[i] = sizes[i];
+    for (unsigned i = 0, step = 0; step <= sizes[n - 1] >> 3; step++) {
+        while (sizes[i] < (size_t)step << 3)
+            i++;
+        ra__size_bin[step] = (uint8_t)i;
+    }
+    ra__nbins = n;
+    ra__small_max = (unsigned)sizes[n - 1];
+}
+
+void ra__be_start(void)
+{
+    /* MALLOC_CONF=tcache:false: no (thread, tag) pair caches either. */
+    ra__be_caches = ra__be_option("opt.tcache");
+    if (ra__be_caches)
+        read_size_classes();
 }

@@ -176,9 +176,23 @@ void ra__be_tcache_flush(unsigned id);
 void ra__be_tcache_destroy(unsigned id);
 void ra__be_flush_thread_cache(void);
 
-/* jemalloc's small size classes, ascending: writes up to max sizes and
- * returns how many there are, or 0 when they cannot be read. */
-unsigned ra__be_small_classes(size_t *sizes, unsigned max);
+#define RA__MAX_BINS 64           /* jemalloc 5.3 has 36 small bins */
+#define RA__SIZE_BIN_ENTRIES 4097 /* small sizes / 8, up to 32 KiB */
+
+/* Reads what the library needs of jemalloc's configuration, once, at the
+ * library's first use (ready.c), before any tag exists. */
+void ra__be_start(void);
+/* false under MALLOC_CONF=tcache:false: then no (thread, tag) pair caches,
+ * neither in a front cache nor in a tcache of its own. */
+extern bool ra__be_caches;
+/* jemalloc's small size classes: the bin of a size s <= ra__small_max is
+ * ra__size_bin[(s + 7) >> 3], of size ra__bin_size[bin], for ra__nbins
+ * bins. ra__small_max is 0 when the classes could not be read or caches
+ * are off (no front caches then). */
+extern unsigned ra__small_max;
+extern unsigned ra__nbins;
+extern uint8_t ra__size_bin[RA__SIZE_BIN_ENTRIES];
+extern size_t ra__bin_size[RA__MAX_BINS];
 
 /* The names the library exports itself (override_jemalloc.c), or the
  * --disable-override build's fallback (jemalloc_lookup.c): nowhere else.

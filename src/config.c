@@ -329,6 +329,25 @@ static void read_config(void)
                                     RA__THREAD_TAGS_MAX, parse_thread_tag);
 }
 
+bool ra__config_peek_is(const char *var, const char *value)
+{
+    const char *v = secure_getenv(var);
+
+    return v != NULL && strcmp(v, value) == 0;
+}
+
+bool ra__config_asked_at_load(void)
+{
+    static const char *const at_load[] = {
+        "REGIONALLOC_SHM", "REGIONALLOC_HTTP", "REGIONALLOC_THREAD_TAGS",
+        "REGIONALLOC_PROF"};
+
+    for (size_t i = 0; i < sizeof at_load / sizeof at_load[0]; i++)
+        if (secure_getenv(at_load[i]) != NULL)
+            return true;
+    return false;
+}
+
 const struct ra__config *ra__config(void)
 {
     if (pthread_once(&config_once, read_config) != 0)

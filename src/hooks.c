@@ -34,11 +34,6 @@ static ra_hooks_t slots[RA__HOOKS_MAX];
 static struct reader readers[READERS];
 static _Atomic unsigned overflow_inflight;
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_key_t reader_key;
-static pthread_once_t reader_key_once = PTHREAD_ONCE_INIT;
-/* Set by the first install; a thread may dispatch having seen only the
- * installed bit, hence atomic (reader_key is read after it). */
-static atomic_bool reader_key_ok;
 /* Set once, before the first hook is installed, when membarrier is not
  * available (or in a ThreadSanitizer build): then every dispatch pays a
  * sequentially consistent increment (a locked instruction) instead. */
@@ -80,20 +75,14 @@ void ra__hooks_postfork(bool child)
     ra__unlock(&install_lock);
 }
 
-/* pthread key destructor: the thread exits. Whatever it still allocates
- * is dispatched through the overflow count. */
-static void release_reader(void *r)
+void ra__hooks_thread_exit(void)
 {
-    atomic_store(&((struct reader *)r)->taken, false);
+    if (tls_reader != NULL)
+        atomic_store(&tls_reader->taken, false);
+    /* Whatever the thread still allocates is dispatched through the
+     * overflow count. */
     tls_reader = NULL;
     tls_overflow = true;
-}
-
-static void create_reader_key(void)
-{
-    atomic_store_explicit(&reader_key_ok,
-                          pthread_key_create(&reader_key, release_reader) == 0,
-                          memory_order_release);
 }
 
 /* The calling thread's reader, taken on its first dispatch; NULL when it
@@ -103,8 +92,6 @@ static struct reader *my_reader(void)
     if (RA__LIKELY(tls_reader != NULL) || tls_overflow)
         return tls_reader;
     tls_overflow = true;
-    if (!atomic_load_explicit(&reader_key_ok, memory_order_acquire))
-        return NULL;
     for (int i = 0; i < READERS; i++) {
         bool free_reader = false;
         if (atomic_load_explicit(&readers[i].taken, memory_order_relaxed) ||
@@ -112,7 +99,7 @@ static struct reader *my_reader(void)
                                             true))
             continue;
         /* pthread_setspecific may allocate: not reported (tls_in_hook). */
-        if (pthread_setspecific(reader_key, &readers[i]) != 0) {
+        if (ra__thread_exit_arm()) {
             atomic_store(&readers[i].taken, false);
             return NULL;
         }
@@ -150,7 +137,6 @@ int ra_hooks_install(const ra_hooks_t *hooks)
     }
     /* First use of the library: registers the fork handlers for our lock. */
     ra__init();
-    pthread_once(&reader_key_once, create_reader_key);
     ra__lock(&install_lock);
     choose_barrier();
     taken = atomic_load(&active_mask) | draining_mask;

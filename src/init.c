@@ -1,14 +1,11 @@
-/* The process's start and end (the library's one constructor and
- * destructor), and its first use: configuration, reservation, fork
- * handlers. */
-#include <errno.h>
+/* Floor: lifecycle (the top: it calls every floor, none calls it). The
+ * process's start and end (the library's one constructor and destructor),
+ * fork, and a thread's end, each calling the modules in a stated order.
+ * The library's first use is ready.c's. */
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "internal.h"
-
-atomic_bool ra__tagging;
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 /* The library's own locks are taken before fork and released on both sides,
  * so a child never inherits one held by a thread that no longer exists.
@@ -57,19 +54,17 @@ static void postfork_child(void)
     ra__http_postfork_child();
 }
 
-static void init_library(void)
+/* A thread's end (the destructor of ready.c's key, which a module arms
+ * when it gives the thread state): first its tag stack leaves the named
+ * threads (no rename reaches it any more), then its caches and tag state
+ * go (they may still dispatch frees), last its hooks' reader word. What it
+ * allocates afterwards (other destructors) goes uncached and untracked. */
+void ra__thread_end(void *armed)
 {
-    const struct ra__config *config = ra__config();
-    bool tagging = false;
-
-    if (config->enabled)
-        tagging = !ra__region_reserve(config->max_tags, config->region_size);
-    if (pthread_atfork(prefork, postfork_parent, postfork_child) != 0)
-        abort();
-    ra__thread_init();
-    atomic_store_explicit(&ra__tagging, tagging, memory_order_release);
-    if (tagging && config->prof_interval != 0)
-        ra__prof_begin(config->prof_interval);
+    (void)armed;
+    ra__thread_tags_thread_exit();
+    ra__thread_exit();
+    ra__hooks_thread_exit();
 }
 
 /* The background services, asked for by the environment, start at load:
@@ -79,11 +74,11 @@ static void start_services(void)
 {
     const struct ra__config *config;
 
-    if (secure_getenv("REGIONALLOC_SHM") == NULL &&
-        secure_getenv("REGIONALLOC_HTTP") == NULL &&
-        secure_getenv("REGIONALLOC_THREAD_TAGS") == NULL)
+    if (!ra__config_asked_at_load())
         return;
     config = ra__config();
+    if (config->prof_interval != 0 && ra__init())
+        ra__prof_begin(config->prof_interval);
     /* The main thread's name is the program's. */
     ra__thread_tags_start_thread();
     if (config->shm)
@@ -96,6 +91,8 @@ __attribute__((constructor)) static void process_start(void)
 {
     ra__clock_start();
     ra__report_at_load();
+    if (pthread_atfork(prefork, postfork_parent, postfork_child) != 0)
+        abort();
     ra__override_check();
     start_services();
 }
@@ -107,27 +104,3 @@ __attribute__((destructor)) static void process_end(void)
     ra__shm_at_exit();
 }
 
-bool ra__init(void)
-{
-    if (pthread_once(&init_once, init_library) != 0)
-        abort();
-    return atomic_load_explicit(&ra__tagging, memory_order_acquire);
-}
-
-int ra__check_call(bool arguments_valid)
-{
-    if (!arguments_valid) {
-        errno = EINVAL;
-        return -1;
-    }
-    if (!ra__init()) {
-        errno = ENOTSUP;
-        return -1;
-    }
-    return 0;
-}
-
-int ra_enabled(void)
-{
-    return ra__init() ? 1 : 0;
-}

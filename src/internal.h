@@ -91,28 +91,44 @@ struct ra__config {
  * secure_getenv) and returns the parsed values; bad values are reported on
  * stderr, one line each, and replaced by the default. Never NULL. */
 const struct ra__config *ra__config(void);
+/* Before the configuration is read (at load, where reading it would warn
+ * about bad values in processes that never use the library): whether the
+ * variable var is set to value, and whether a variable asks for something
+ * started at load (the stats segment, HTTP, thread tags, the profiler). */
+bool ra__config_peek_is(const char *var, const char *value);
+bool ra__config_asked_at_load(void);
 /* Writes msg and a newline to stderr without allocating. */
 void ra__warn(const char *msg);
 /* Parses "<digits>[K|M|G|T][i][B]" (suffix case-insensitive, binary
  * multiples) into *out. Returns true on failure (syntax or overflow). */
 bool ra__parse_size(const char *s, size_t *out);
 
-/* -- init.c: the process's start and end, and the library's first use ----- */
-/* At load, init.c's constructor calls, in this order, ra__clock_start,
- * ra__report_at_load, ra__override_check and, when the environment asks
- * for them, ra__thread_tags_start_thread (the main thread's base tag),
- * ra__shm_start (the stats segment) and ra__http_start_configured; at exit
- * its destructor calls ra__report_at_exit, ra__http_at_exit and
- * ra__shm_at_exit. */
-/* Reads the configuration, makes the reservation and registers the fork and
- * thread-exit handlers, once. Returns whether tagging is on (false: pass-
- * through mode). Safe to call from any thread, at any time, often. */
+/* -- ready.c: the library's first use, and the thread-exit key ------------- */
+/* Reads the configuration and jemalloc's classes and makes the reservation,
+ * once. Returns whether tagging is on (false: pass-through mode). Safe to
+ * call from any thread, at any time, often. */
 bool ra__init(void);
 /* What a public call checks first, in this order: 0, or -1 with errno
  * EINVAL (its arguments are not valid) or ENOTSUP (pass-through mode). */
 int ra__check_call(bool arguments_valid);
 /* The state ra__init settled on; false before ra__init has run. */
 extern atomic_bool ra__tagging;
+/* The calling thread holds state to release at its exit: arms the one
+ * thread-exit key, whose destructor is init.c's ra__thread_end. Returns
+ * true on failure (pthread_setspecific could not allocate). */
+bool ra__thread_exit_arm(void);
+
+/* -- init.c: the process's start and end, fork, a thread's end ------------- */
+/* At load, init.c's constructor calls, in this order, ra__clock_start,
+ * ra__report_at_load, pthread_atfork with its fork handlers,
+ * ra__override_check and, when the environment asks for them, the profiler
+ * (REGIONALLOC_PROF), ra__thread_tags_start_thread (the main thread's base
+ * tag), ra__shm_start (the stats segment) and ra__http_start_configured;
+ * at exit its destructor calls ra__report_at_exit, ra__http_at_exit and
+ * ra__shm_at_exit. At a thread's exit ra__thread_end calls
+ * ra__thread_tags_thread_exit, ra__thread_exit and ra__hooks_thread_exit,
+ * in this order. */
+void ra__thread_end(void *armed);
 
 /* -- region.c: the reservation and the extent hooks ----------------------- */
 /* The reservation (ra__layout, declared in regionalloc.h for the inline
@@ -336,14 +352,12 @@ bool ra__tag_thread_holds(struct ra__tag_thread *t, ra_tag_t tag);
 
 /* -- thread.c: per-thread, per-tag state ---------------------------------- */
 #define RA__NO_TCACHE UINT32_MAX
-#define RA__MAX_BINS 64          /* jemalloc 5.3 has 36 small bins */
-#define RA__SIZE_BIN_ENTRIES 4097 /* small sizes / 8, up to 32 KiB */
 #define RA__FC_SLOTS 64          /* blocks per bin of a front cache */
 
 /* A front cache bin: a stack of free blocks of one small size class. */
 struct ra__fc_bin {
     unsigned count;
-    unsigned cap; /* ra__bin_cap of the bin, kept on the same cache line */
+    unsigned cap; /* blocks it may hold (0 until its first use) */
     unsigned fill; /* blocks the next refill takes (see ra__fc_refill) */
     void *items[RA__FC_SLOTS];
 };
@@ -374,17 +388,10 @@ struct ra__thread_state {
 /* This thread's state, NULL until it first uses a tag. */
 extern RA__TLS struct ra__thread_state *ra__thread;
 
-/* jemalloc's small size classes, read once by ra__thread_init: the bin of a
- * size s <= ra__small_max is ra__size_bin[(s + 7) >> 3]. ra__small_max is 0
- * when the classes could not be read (no front caches then). */
-extern unsigned ra__small_max;
-extern uint8_t ra__size_bin[RA__SIZE_BIN_ENTRIES];
-extern size_t ra__bin_size[RA__MAX_BINS];
-extern unsigned ra__bin_cap[RA__MAX_BINS]; /* front cache capacity per bin */
-
-/* Creates the thread-exit key and reads the size classes; called once from
- * ra__init. Aborts on failure (no key means caches never released). */
-void ra__thread_init(void);
+/* At thread exit (init.c): the thread's caches are flushed, its tcaches
+ * destroyed and its state freed; what it allocates afterwards goes
+ * uncached. */
+void ra__thread_exit(void);
 /* Fork handlers for the list of threads that hold caches. */
 void ra__thread_prefork(void);
 void ra__thread_postfork_parent(void);
@@ -550,6 +557,9 @@ void ra__hooks_on_free(void *ptr);
 void *ra__hooks_on_alloc_of(void *ptr, size_t size);
 /* Reports a free of ptr, of tag and usable size, known to the caller. */
 void ra__hooks_on_free_of(ra_tag_t tag, void *ptr, size_t size);
+/* At thread exit (init.c): the thread's reader word goes back; what it
+ * dispatches afterwards counts in the shared overflow counter. */
+void ra__hooks_thread_exit(void);
 /* Fork handlers for the install lock; in the child, the callbacks that other
  * threads were running are over. */
 void ra__hooks_prefork(void);
@@ -748,6 +758,8 @@ void ra__http_start_configured(void);
  * tag is a thread's base, else as ra__tag_kill (0, or EINVAL). */
 bool ra__thread_tags_on(void);
 void ra__thread_tags_named(pthread_t thread, const char *name);
+/* At thread exit (init.c): the thread leaves the named threads. */
+void ra__thread_tags_thread_exit(void);
 void ra__thread_tags_start_thread(void);
 /* The calling thread will never have a base tag (it is jemalloc's). */
 void ra__thread_tags_leave(void);

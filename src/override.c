@@ -105,12 +105,11 @@ RA_EXPORT size_t malloc_usable_size(void *ptr)
  * address is a PLT stub of the executable's own. */
 void ra__override_check(void)
 {
-    const char *enabled = secure_getenv("REGIONALLOC");
     void *bound = ra__dynsym_first_definition("malloc");
     Dl_info info;
     char msg[768];
 
-    if ((enabled != NULL && strcmp(enabled, "0") == 0) || bound == NULL ||
+    if (ra__config_peek_is("REGIONALLOC", "0") || bound == NULL ||
         bound == (void *)ra__own_malloc)
         return;
     snprintf(msg, sizeof msg,

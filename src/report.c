@@ -343,20 +343,13 @@ static int report_fd = -1;
  * A child it forks inherits the value, and so knows it is a child. */
 static pid_t loaded_by;
 
-static bool wants_stderr(const char *var)
-{
-    const char *v = secure_getenv(var);
-
-    return v != NULL && strcmp(v, "stderr") == 0;
-}
-
 void ra__report_at_load(void)
 {
     loaded_by = getpid();
     /* Only the variables are peeked at here; the configuration is still
      * read at first use. */
-    if (wants_stderr("REGIONALLOC_STATS") ||
-        wants_stderr("REGIONALLOC_CHECKPOINTS"))
+    if (ra__config_peek_is("REGIONALLOC_STATS", "stderr") ||
+        ra__config_peek_is("REGIONALLOC_CHECKPOINTS", "stderr"))
         report_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
 }
 

@@ -18,16 +18,6 @@ static RA__TLS bool tls_busy;
  * go uncached instead of creating state nobody would release. */
 static RA__TLS bool tls_exited;
 
-unsigned ra__small_max;
-uint8_t ra__size_bin[RA__SIZE_BIN_ENTRIES];
-size_t ra__bin_size[RA__MAX_BINS];
-unsigned ra__bin_cap[RA__MAX_BINS];
-static unsigned nbins;
-/* false under MALLOC_CONF=tcache:false: then no (thread, tag) pair caches
- * either, neither in a front cache nor in a tcache of its own. */
-static bool caches_on = true;
-
-static pthread_key_t exit_key;
 static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ra__thread_state all_threads = {
     .prev = &all_threads, .next = &all_threads, .nslots = 0};
@@ -76,17 +66,27 @@ static void release_oldest(struct ra__tag_slot *s, unsigned bin, unsigned n)
     memmove(b->items, b->items + n, b->count * sizeof b->items[0]);
 }
 
+/* How many blocks of a bin a front cache may hold: RA__FC_SLOTS, fewer for
+ * big classes, so that a cache holds at most about 64 KiB per class. */
+static unsigned bin_cap(unsigned bin)
+{
+    size_t size = ra__bin_size[bin];
+    unsigned cap = size <= 1024 ? RA__FC_SLOTS : (unsigned)((64 << 10) / size);
+
+    return cap < 2 ? 2 : cap;
+}
+
 /* A bin's capacity is set at its first use (0 until then: the fast paths
  * see it full, or empty, and come here or to the refill), so that a
  * (thread, tag) pair touches only the pages of the bins it uses. */
 void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
 {
     if (s->bins[bin].cap == 0) {
-        s->bins[bin].cap = ra__bin_cap[bin];
+        s->bins[bin].cap = bin_cap(bin);
         return;
     }
     ra__slot_miss(s);
-    release_oldest(s, bin, ra__bin_cap[bin] / 2);
+    release_oldest(s, bin, s->bins[bin].cap / 2);
 }
 
 /* A pair gets its jemalloc tcache only once it is busy: at its second miss
@@ -122,7 +122,7 @@ void ra__slot_miss_slow(struct ra__tag_slot *s)
 static void flush_slot(struct ra__tag_slot *s)
 {
     if (s->bins != NULL)
-        for (unsigned bin = 0; bin < nbins; bin++)
+        for (unsigned bin = 0; bin < ra__nbins; bin++)
             if (s->bins[bin].count != 0)
                 release_oldest(s, bin, s->bins[bin].count);
     flush_tcache(s->tcache);
@@ -143,14 +143,14 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
         return first;
     }
     ra__page_bin_set(first, bin);
-    b->cap = ra__bin_cap[bin]; /* first use, maybe (ra__fc_make_room) */
+    b->cap = bin_cap(bin); /* first use, maybe (ra__fc_make_room) */
     /* A bin's refills grow from a few blocks to half the bin: a pair that
      * makes a few blocks of a class and goes idle holds a few, not half a
      * bin of blocks nobody asked for (most of an idle pair's memory). A
      * refill at full size is a miss of a busy pair. */
     want = b->fill < FIRST_FILL ? FIRST_FILL : b->fill;
-    if (want >= ra__bin_cap[bin] / 2) {
-        want = ra__bin_cap[bin] / 2;
+    if (want >= b->cap / 2) {
+        want = b->cap / 2;
         ra__slot_miss(s);
     }
     b->fill = want * 2;
@@ -177,11 +177,13 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     return first;
 }
 
-static void release_thread_state(void *arg)
+void ra__thread_exit(void)
 {
-    struct ra__thread_state *ts = arg;
+    struct ra__thread_state *ts = ra__thread;
 
     tls_exited = true;
+    if (ts == NULL)
+        return;
     ra__thread = NULL;
     /* Destroying a tcache flushes it: the thread's blocks reach their arenas
      * and the id is free for another thread. */
@@ -207,48 +209,6 @@ static void release_thread_state(void *arg)
     ra__meta_free(ts);
 }
 
-/* Reads jemalloc's small size classes into the tables the fast path uses:
- * the bin of every size up to the largest small class, in 8-byte steps
- * (classes are multiples of 8, so rounding a size up to 8 keeps its bin),
- * and how many blocks of each bin a front cache may hold: RA__FC_SLOTS,
- * fewer for big classes, so that a cache holds at most about 64 KiB per class. */
-static void read_size_classes(void)
-{
-    size_t sizes[RA__MAX_BINS];
-    unsigned n = ra__be_small_classes(sizes, RA__MAX_BINS);
-
-    if (n == 0)
-        return;
-    for (unsigned i = 0; i < n; i++) {
-        size_t size = sizes[i];
-        if ((size & 7) != 0 || (i > 0 && size <= ra__bin_size[i - 1]))
-            return;
-        ra__bin_size[i] = size;
-        ra__bin_cap[i] = size <= 1024 ? RA__FC_SLOTS
-                                      : (unsigned)((64 << 10) / size);
-        if (ra__bin_cap[i] < 2)
-            ra__bin_cap[i] = 2;
-    }
-    if ((ra__bin_size[n - 1] >> 3) >= RA__SIZE_BIN_ENTRIES)
-        return;
-    for (unsigned i = 0, step = 0; step <= ra__bin_size[n - 1] >> 3; step++) {
-        while (ra__bin_size[i] < (size_t)step << 3)
-            i++;
-        ra__size_bin[step] = (uint8_t)i;
-    }
-    nbins = n;
-    ra__small_max = (unsigned)ra__bin_size[n - 1];
-}
-
-void ra__thread_init(void)
-{
-    if (pthread_key_create(&exit_key, release_thread_state) != 0)
-        abort();
-    caches_on = ra__be_option("opt.tcache");
-    if (caches_on)
-        read_size_classes();
-}
-
 static struct ra__thread_state *create_thread_state(void)
 {
     unsigned nslots = ra__config()->max_tags + 1;
@@ -260,7 +220,7 @@ static struct ra__thread_state *create_thread_state(void)
     if (ts == NULL)
         return NULL;
     ts->nslots = nslots;
-    if (pthread_setspecific(exit_key, ts) != 0) {
+    if (ra__thread_exit_arm()) {
         ra__meta_free(ts);
         return NULL;
     }
@@ -281,13 +241,13 @@ static void setup_slot(struct ra__tag_slot *s, ra_tag_t tag)
 
     s->tcache = RA__NO_TCACHE;
     /* MALLOC_CONF=tcache:false: never a tcache, nothing to count. */
-    s->misses = caches_on ? 0 : RA__TCACHE_AFTER_MISSES;
+    s->misses = ra__be_caches ? 0 : RA__TCACHE_AFTER_MISSES;
     s->free_flags = MALLOCX_TCACHE_NONE;
     /* The front cache needs the page table to sort frees by size class. */
     /* Zeroed, capacities included: each bin is set up at its first use
      * (ra__fc_make_room, ra__fc_refill), so unused bins cost no page. */
-    if (nbins != 0 && ra__page_bin != NULL)
-        s->bins = ra__meta_calloc(nbins, sizeof s->bins[0]);
+    if (ra__nbins != 0 && ra__page_bin != NULL)
+        s->bins = ra__meta_calloc(ra__nbins, sizeof s->bins[0]);
     s->alloc_flags = RA__ARENA_FLAGS(arena) | s->free_flags;
 }
 
@@ -367,7 +327,7 @@ void ra__thread_wipe_tag(ra_tag_t tag, bool forget)
             continue;
         /* The arena's reset frees what the caches hold: forget it. */
         if (s->bins != NULL)
-            for (unsigned bin = 0; bin < nbins; bin++)
+            for (unsigned bin = 0; bin < ra__nbins; bin++)
                 s->bins[bin].count = 0;
         flush_tcache(s->tcache);
         if (forget) {

@@ -26,8 +26,6 @@ struct named_thread {
 
 static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct named_thread named = {&named, &named, 0, NULL};
-static pthread_key_t exit_key;
-static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static RA__TLS struct named_thread *tls_me;
 
 bool ra__thread_tags_on(void)
@@ -65,23 +63,18 @@ static ra_tag_t tag_for(const char *name)
     return RA_TAG_NONE;
 }
 
-/* pthread key destructor: the thread is exiting. */
-static void forget_thread(void *p)
+void ra__thread_tags_thread_exit(void)
 {
-    struct named_thread *e = p;
+    struct named_thread *e = tls_me;
 
+    if (e == NULL)
+        return;
     ra__lock(&named_lock);
     e->prev->next = e->next;
     e->next->prev = e->prev;
     ra__unlock(&named_lock);
     tls_me = NULL;
     ra__meta_free(e);
-}
-
-static void make_key(void)
-{
-    if (pthread_key_create(&exit_key, forget_thread) != 0)
-        abort();
 }
 
 /* The calling thread's entry, made on first need; NULL out of memory. */
@@ -91,10 +84,13 @@ static struct named_thread *me(void)
 
     if (e != NULL)
         return e;
-    pthread_once(&key_once, make_key);
     e = ra__meta_calloc(1, sizeof *e);
     if (e == NULL)
         return NULL;
+    if (ra__thread_exit_arm()) {
+        ra__meta_free(e);
+        return NULL;
+    }
     e->id = pthread_self();
     e->stack = ra__tag_thread_self();
     ra__lock(&named_lock);
@@ -104,7 +100,6 @@ static struct named_thread *me(void)
     named.prev = e;
     ra__unlock(&named_lock);
     tls_me = e;
-    pthread_setspecific(exit_key, e);
     return e;
 }
 
