@@ -307,33 +307,20 @@ dispatch(bool alloc, ra_tag_t tag, void *ptr, size_t size)
     tls_in_hook = false;
 }
 
-static bool reporting(const void *ptr)
+bool ra__hooks_reporting(const void *ptr)
 {
     return ptr != NULL && !tls_in_hook && ra__hooks_muted == 0;
 }
 
-void *ra__hooks_on_alloc(void *ptr)
-{
-    if (reporting(ptr))
-        dispatch(true, ra__block_tag(ptr), ptr, ra_malloc_usable_size(ptr));
-    return ptr;
-}
-
 void *ra__hooks_on_alloc_of(void *ptr, size_t size)
 {
-    if (reporting(ptr))
+    if (ra__hooks_reporting(ptr))
         dispatch(true, ra__block_tag(ptr), ptr, size);
     return ptr;
 }
 
-void ra__hooks_on_free(void *ptr)
-{
-    if (reporting(ptr))
-        dispatch(false, ra__block_tag(ptr), ptr, ra_malloc_usable_size(ptr));
-}
-
 void ra__hooks_on_free_of(ra_tag_t tag, void *ptr, size_t size)
 {
-    if (reporting(ptr))
+    if (ra__hooks_reporting(ptr))
         dispatch(false, tag, ptr, size);
 }

@@ -430,6 +430,16 @@ void ra__thread_wipe_tag(ra_tag_t tag, bool forget);
 /* Sums the counters of tag over live and exited threads. */
 void ra__thread_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc);
 
+/* This thread's slot for tag if it has one set up, else NULL: never sets
+ * one up (a free must not allocate). */
+static inline struct ra__tag_slot *ra__thread_slot_if_set(ra_tag_t tag)
+{
+    struct ra__thread_state *ts = ra__thread;
+
+    return ts != NULL && ts->slots[tag].alloc_flags != 0 ? &ts->slots[tag]
+                                                         : NULL;
+}
+
 static inline struct ra__tag_slot *ra__thread_slot(ra_tag_t tag)
 {
     struct ra__thread_state *ts = ra__thread;
@@ -471,7 +481,9 @@ void *ra__realloc_as(void *ptr, size_t size, int flags);
  * instrumented path when it is not 0. */
 #define RA__INSTRUMENT_PROF 1u
 #define RA__INSTRUMENT_HOOK 2u
-extern _Atomic unsigned ra__instrumented;
+/* Hidden: the entry points in other files (override.c) reach it PC-relative,
+ * as alloc.c, its owner, does. */
+extern _Atomic unsigned ra__instrumented __attribute__((visibility("hidden")));
 
 static inline void ra__instrument_add(unsigned what)
 {
@@ -535,7 +547,7 @@ struct ra__free_gate {
 extern struct ra__free_gate ra__free_gate;
 /* Recomputes the gate's count (the regions, the hooks). */
 void ra__free_gate_update(void);
-/* alloc.c, with the override: the library's malloc, a hidden alias. */
+/* override.c: the library's malloc, a hidden alias. */
 void *ra__own_malloc(size_t size);
 
 /* Whether a hook is installed: ra__instrumented counts them. */
@@ -547,15 +559,14 @@ static inline bool ra__hooks_any(void)
 /* Non-zero while the calling thread does the library's own work (see
  * ra__quiet_begin): nothing is reported then. */
 extern RA__TLS unsigned ra__hooks_muted;
-/* Report to the installed hooks, unless the calling thread is inside one
- * or muted. ptr may be NULL (nothing reported). on_free is called before
- * the block can be reused. The allocation reports return ptr, so that an
- * allocation path ends in a tail call. */
-void *ra__hooks_on_alloc(void *ptr);
-void ra__hooks_on_free(void *ptr);
-/* Reports the allocation of ptr, of usable size known to the caller. */
+/* Whether a report of ptr would reach the installed hooks: not NULL, and
+ * the calling thread neither inside a hook nor muted. */
+bool ra__hooks_reporting(const void *ptr);
+/* Report to the installed hooks, unless ra__hooks_reporting says no: the
+ * allocation of ptr (usable size known to the caller; returns ptr, so that
+ * an allocation path ends in a tail call), the free of ptr of tag (called
+ * before the block can be reused). */
 void *ra__hooks_on_alloc_of(void *ptr, size_t size);
-/* Reports a free of ptr, of tag and usable size, known to the caller. */
 void ra__hooks_on_free_of(ra_tag_t tag, void *ptr, size_t size);
 /* At thread exit (init.c): the thread's reader word goes back; what it
  * dispatches afterwards counts in the shared overflow counter. */

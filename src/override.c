@@ -1,4 +1,7 @@
-/* The malloc-family symbols: thin forwards to alloc.c with glibc semantics. */
+/* Floor: API. The malloc-family symbols, with glibc's semantics: malloc
+ * and free themselves (the paths' inline entries), thin forwards to
+ * alloc.c and realloc.c for the rest, and the check of what malloc is
+ * bound to. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
@@ -8,7 +11,7 @@
 #include <unistd.h>
 
 #include "dynsym.h"
-#include "internal.h"
+#include "paths.h"
 
 /* C23 names that glibc 2.36 does not declare yet. */
 RA_EXPORT void free_sized(void *ptr, size_t size);
@@ -35,7 +38,29 @@ RA_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
     return ra_realloc(ptr, total);
 }
 
-/* malloc and free are aliases of ra_malloc and ra_free (alloc.c). */
+/* The process allocator's two busiest names: ra_malloc's and ra_free's
+ * code (paths.h), instantiated here under their own names. */
+RA_EXPORT void *malloc(size_t size)
+{
+    return ra__malloc_entry(size);
+}
+
+RA_EXPORT void free(void *ptr)
+{
+    ra__free_entry(ptr);
+}
+
+/* This library's own malloc, whatever the dynamic linker bound "malloc"
+ * to (ra__override_check compares them). GCC wants an alias to carry its
+ * target's attributes (the C library's declaration of malloc); clang has
+ * no copy attribute, and no such wish. */
+#if defined(__clang__)
+#define SAME_ATTRIBUTES_AS(f)
+#else
+#define SAME_ATTRIBUTES_AS(f) copy(f),
+#endif
+extern void *ra__own_malloc(size_t size) __attribute__((
+    alias("malloc"), SAME_ATTRIBUTES_AS(malloc) visibility("hidden")));
 
 RA_EXPORT void free_sized(void *ptr, size_t size)
 {

@@ -1,0 +1,77 @@
+/* Floor: paths. The allocation paths while hooks are installed or the
+ * profiler's countdown ran out: the plain path with the reports around
+ * it, and the reports themselves (a block's usable size is looked up only
+ * when a hook will hear of it). */
+#include "paths.h"
+
+void *ra__report_alloc(void *ptr)
+{
+    if (ra__hooks_reporting(ptr))
+        ra__hooks_on_alloc_of(ptr, ra_malloc_usable_size(ptr));
+    return ptr;
+}
+
+void ra__report_free(void *ptr)
+{
+    if (ra__hooks_reporting(ptr))
+        ra__hooks_on_free_of(ra__block_tag(ptr), ptr,
+                             ra_malloc_usable_size(ptr));
+}
+
+/* Hooks are installed (and the profiler maybe on). A small block without
+ * alignment has its size class's size, from the table the front caches
+ * use: no lookup of the block's size. Not cold: with a hook installed this
+ * is every allocation's path. */
+static void *alloc_hooked(ra_tag_t tag, size_t size, int flags)
+{
+    void *p;
+
+    if (ra__prof_samples(tag, size))
+        return ra__report_alloc(ra__alloc_sampled_or_plain(tag, size, flags));
+    p = ra__alloc_plain(tag, size, flags);
+    if ((flags & RA__LG_ALIGN_BITS) == 0 && size <= ra__small_max)
+        return ra__hooks_on_alloc_of(
+            p, ra__bin_size[ra__size_bin[(size + 7) >> 3]]);
+    return ra__report_alloc(p);
+}
+
+/* The countdown ran out (or was never drawn). */
+RA__COLD static void *alloc_tick_slow(ra_tag_t tag, size_t size, int flags)
+{
+    if (ra__prof_tick_slow(size))
+        return ra__alloc_sampled_or_plain(tag, size, flags);
+    return ra__alloc_plain(tag, size, flags);
+}
+
+/* Hooks are installed, or the profiler's countdown ran out. */
+void *ra__alloc_instrumented(unsigned instrumented, ra_tag_t tag,
+                             size_t size, int flags)
+{
+    if (instrumented != RA__INSTRUMENT_PROF)
+        return alloc_hooked(tag, size, flags);
+    return alloc_tick_slow(tag, size, flags);
+}
+
+/* The page table knows the class of a tagged small block that a front
+ * cache has held: its size without a lookup of the block. Out of line: it
+ * calls out and goes on, so inlined it would make free save registers on
+ * every call, hooked or not. */
+void ra__free_hooked(void *ptr)
+{
+    ra_tag_t tag = ra__block_tag(ptr);
+    unsigned bin;
+
+    if (tag == RA_TAG_NONE) {
+        ra__report_free(ptr);
+        ra__free_untagged(ptr);
+        return;
+    }
+    /* No page table (it could not be mapped): no front caches either. */
+    bin = ra__page_entry_bin(ra__page_bin != NULL ? ra__page_bin_get(ptr)
+                                                  : RA__PAGE_UNCACHED);
+    if (bin < RA__MAX_BINS)
+        ra__hooks_on_free_of(tag, ptr, ra__bin_size[bin]);
+    else
+        ra__report_free(ptr);
+    ra__free_tagged_fast(ptr, tag);
+}
