@@ -123,6 +123,12 @@ static inline size_t ra__je_nallocx(size_t size, int flags)
 /* The arena a flags word names, or UINT32_MAX for none. */
 #define RA__FLAGS_ARENA(flags) (((unsigned)(flags) >> 20) - 1u)
 
+/* -- jemalloc_lookup.c: which code is jemalloc's --------------------------- */
+/* Whether addr lies in jemalloc's library (the object its functions were
+ * found in): code of jemalloc's, such as the caller of a function the
+ * library stands in front of. Not fast: dladdr. */
+bool ra__jemalloc_owns(const void *addr);
+
 /* -- backend.c: jemalloc's control interface, as the library uses it -------
  * Each function is one mallctl (or a few), and tells failure as jemalloc
  * does not: by its return, never by aborting. */

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "output.h"
 
 /* The library's own locks are taken before fork and released on both sides,
  * so a child never inherits one held by a thread that no longer exists.

@@ -296,6 +296,32 @@ void ra__snapshot_free(struct ra__snapshot *snap);
  * Returns 0, or -1 with errno ENOMEM (nothing written). Tagging on. */
 int ra__report_write(struct ra__out *o, ra_format_t fmt);
 
+/* -- what init.c calls of the output side -------------------------------- */
+/* shm.c: with REGIONALLOC_SHM=1, at load: makes the stats segment and starts
+ * its publisher (a line on stderr if it cannot); at exit: removes it, in
+ * the process that made it only. */
+void ra__shm_start(void);
+void ra__shm_at_exit(void);
+/* http.c: with REGIONALLOC_HTTP, at load: starts the server (a line on
+ * stderr if it cannot); at exit: stops it. Its lock is the outermost of the
+ * fork handlers'. */
+void ra__http_start_configured(void);
+void ra__http_at_exit(void);
+void ra__http_prefork(void);
+void ra__http_postfork_parent(void);
+void ra__http_postfork_child(void);
+/* report.c, at load: notes the process that loaded the library and keeps a
+ * copy of stderr for the exit reports. Never allocates. */
+void ra__report_at_load(void);
+/* report.c, at exit: writes the reports REGIONALLOC_STATS,
+ * REGIONALLOC_CHECKPOINTS and REGIONALLOC_PROF_DUMP ask for, in the process
+ * that loaded the library, and in a forked child those whose path holds
+ * %p. */
+void ra__report_at_exit(void);
+/* checkpoint.c: fork handlers for the ring's lock. */
+void ra__checkpoint_prefork(void);
+void ra__checkpoint_postfork(void);
+
 /* -- http_door.c: the server's front door (with libmicrohttpd) ------------- */
 struct MHD_Daemon;
 /* Starts the thread that accepts the connections of listen_fd (listening,

@@ -3,9 +3,7 @@
  * malloc family, so a tagged block never reaches jemalloc's own thread
  * cache, where the next untagged malloc would reuse it. */
 #define RA__JEMALLOC_NAMES_ALLOWED
-#include "backend.h"
-
-#include "internal.h"
+#include "paths.h"
 
 /* Without an arena or a thread cache, the current tag. A caller's own
  * arena or thread cache is jemalloc's to honour, untagged; a tag's arena

@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "internal.h"
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *,

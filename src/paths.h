@@ -13,6 +13,26 @@
 #include "backend.h"
 #include "internal.h"
 
+/* -- alloc.c, realloc.c: what the overrides call -------------------------- */
+/* Allocates under the current tag; align is a power of two, checked by the
+ * caller. NULL with errno ENOMEM on failure. */
+void *ra__alloc_aligned(size_t align, size_t size);
+/* Allocates size bytes under tag (RA_TAG_NONE: untagged) with jemalloc's
+ * flags: MALLOCX_ZERO and an alignment; for an untagged block also a
+ * caller's arena or thread cache, honoured as jemalloc would. Reported to
+ * hooks. NULL with errno ENOMEM. */
+void *ra__alloc_as(ra_tag_t tag, size_t size, int flags);
+/* Frees ptr (not NULL) as sdallocx(ptr, size, flags) does: size 0 when not
+ * known; a tagged block stays in its tag whatever flags name, an untagged
+ * one goes to the thread cache or arena they name. Reported to hooks. */
+void ra__free_as(void *ptr, size_t size, int flags);
+/* Resizes ptr in place as xallocx does: returns its usable size, new or
+ * unchanged. Reported to hooks (and counted) when the size changed. */
+size_t ra__resize_in_place(void *ptr, size_t size, size_t extra, int flags);
+/* Reallocates ptr (not NULL) as rallocx does (size 0 is 1): the block keeps
+ * its tag; flags as for ra__alloc_as. NULL with errno ENOMEM, ptr intact. */
+void *ra__realloc_as(void *ptr, size_t size, int flags);
+
 /* -- alloc.c: the plain paths' slow steps ---------------------------------- */
 /* jemalloc's mallocx with a caller's flags, untagged; NULL with ENOMEM. */
 RA__COLD void *ra__alloc_untagged_flags(size_t size, int flags);

@@ -1,0 +1,193 @@
+/* The hot paths' inlines: locks, the page table, a block's tag, a tag's
+ * liveness, a thread's slot, the instrumentation word, the soft limit's
+ * check, the library's quiet sections, the profiler's countdown. Included
+ * at the end of internal.h, whose declarations they use. */
+#ifndef RA_INLINE_H
+#define RA_INLINE_H
+
+/* The library's locks are plain mutexes, never taken twice by one thread
+ * and never held across user code: a failure to take or release one is a
+ * broken invariant, and aborts. */
+static inline void ra__lock(pthread_mutex_t *m)
+{
+    if (pthread_mutex_lock(m) != 0)
+        abort();
+}
+
+static inline void ra__unlock(pthread_mutex_t *m)
+{
+    if (pthread_mutex_unlock(m) != 0)
+        abort();
+}
+
+/* -- region.c: the page table, a block's tag -------------------------------- */
+static inline uint8_t *ra__page_bin_entry(const void *ptr)
+{
+    return &ra__page_bin[((uintptr_t)ptr - ra__layout.base) >>
+                         RA__PAGE_SHIFT];
+}
+
+static inline unsigned ra__page_bin_get(const void *ptr)
+{
+    return __atomic_load_n(ra__page_bin_entry(ptr), __ATOMIC_RELAXED);
+}
+
+/* mark: RA__PAGE_UNCACHED or RA__PAGE_SAMPLED. */
+static inline void ra__page_mark(const void *ptr, unsigned mark)
+{
+    __atomic_store_n(ra__page_bin_entry(ptr), (uint8_t)mark,
+                     __ATOMIC_RELAXED);
+}
+
+/* The page's blocks are of small bin. */
+static inline void ra__page_bin_set(const void *ptr, unsigned bin)
+{
+    ra__page_mark(ptr, bin + 1);
+}
+
+/* The small bin an entry names, as an unsigned below RA__MAX_BINS; any
+ * other value (RA__PAGE_NONE, the marks) wraps to one above it, so that one
+ * comparison tells a bin from everything else. */
+static inline unsigned ra__page_entry_bin(unsigned entry)
+{
+    return entry - 1u;
+}
+
+/* ra__layout is exported data: a program's copy relocation may move it, so
+ * the library too must reach it through the GOT, never a local alias. */
+static inline ra_tag_t ra__tag_of_addr(const void *ptr)
+{
+    return ra__tag_of_inline(ptr);
+}
+
+/* The tag of the block at ptr, a pointer the program got from an
+ * allocation function: its region's, unless the page table says that no
+ * block of the library's starts on its page (another mapping's block in
+ * address space the library gave back: untagged). */
+static inline ra_tag_t ra__block_tag(const void *ptr)
+{
+    ra_tag_t tag = ra__tag_of_addr(ptr);
+
+    if (tag != RA_TAG_NONE && ra__page_bin != NULL &&
+        ra__page_bin_get(ptr) == RA__PAGE_NONE)
+        return RA_TAG_NONE;
+    return tag;
+}
+
+/* -- tag.c: published and live tags ------------------------------------------- */
+/* Number of tags published so far (acquire). ra__tags_published is exported
+ * data: a program's copy relocation may move it, so the library reaches it
+ * through the GOT too. */
+static inline unsigned ra__tag_published(void)
+{
+    return __atomic_load_n(&ra__tags_published, __ATOMIC_ACQUIRE);
+}
+
+/* A live tag: created, and not destroyed since (ra__tag_live, exported for
+ * the inline push, is 1). */
+static inline bool ra__tag_valid(ra_tag_t tag)
+{
+    return tag != RA_TAG_NONE && tag <= ra__tag_published() &&
+           __atomic_load_n(&ra__tag_live[tag], __ATOMIC_ACQUIRE);
+}
+
+/* -- thread.c: a thread's slot of a tag ---------------------------------------- */
+/* A pair's slow event (a front cache miss, or a block no front cache
+ * takes): counted until the pair is busy enough for a tcache, then, with
+ * the tcache taken or refused (or caches off), never again. */
+static inline void ra__slot_miss(struct ra__tag_slot *s)
+{
+    if (RA__UNLIKELY(s->misses < RA__TCACHE_AFTER_MISSES))
+        ra__slot_miss_slow(s);
+}
+
+/* This thread's slot for tag if it has one set up, else NULL: never sets
+ * one up (a free must not allocate). */
+static inline struct ra__tag_slot *ra__thread_slot_if_set(ra_tag_t tag)
+{
+    struct ra__thread_state *ts = ra__thread;
+
+    return ts != NULL && ts->slots[tag].alloc_flags != 0 ? &ts->slots[tag]
+                                                         : NULL;
+}
+
+static inline struct ra__tag_slot *ra__thread_slot(ra_tag_t tag)
+{
+    struct ra__thread_state *ts = ra__thread;
+
+    if (RA__LIKELY(ts != NULL) && RA__LIKELY(ts->slots[tag].alloc_flags != 0))
+        return &ts->slots[tag];
+    return ra__thread_slot_slow(tag);
+}
+
+/* A counter that only the calling thread writes. */
+static inline void ra__count_one(_Atomic uint64_t *counter)
+{
+    atomic_store_explicit(
+        counter, atomic_load_explicit(counter, memory_order_relaxed) + 1,
+        memory_order_relaxed);
+}
+
+/* -- alloc.c, hooks.c, prof.c: the instrumentation word ---------------------- */
+static inline void ra__instrument_add(unsigned what)
+{
+    atomic_fetch_add(&ra__instrumented, what);
+}
+
+static inline void ra__instrument_sub(unsigned what)
+{
+    atomic_fetch_sub(&ra__instrumented, what);
+}
+
+/* Whether a hook is installed: ra__instrumented counts them. */
+static inline bool ra__hooks_any(void)
+{
+    return (atomic_load_explicit(&ra__instrumented, memory_order_relaxed) &
+            ~RA__INSTRUMENT_PROF) != 0;
+}
+
+/* -- limit.c: the soft limit's check ----------------------------------------- */
+/* After an allocation that jemalloc may have committed memory for: the
+ * soft limits' callbacks, if the commit reached one. A thread-local load. */
+static inline void ra__limit_check_soft(void)
+{
+    if (RA__UNLIKELY(ra__soft_pending != 0))
+        ra__limit_fire_soft();
+}
+
+/* -- the library's own work ------------------------------------------------- */
+/* Between ra__quiet_begin() and ra__quiet_end(), whatever the calling thread
+ * allocates, through any path (the C library's mallocs on its behalf
+ * included: a FILE of its own, qsort's buffer), is the library's: untagged,
+ * never sampled, never reported to hooks. Sections nest. User code called
+ * inside one (a caller's FILE, see ra__out_write) runs outside it. */
+static inline void ra__quiet_begin(void)
+{
+    ra__hooks_muted++;
+    ra__tag_suspend();
+}
+
+static inline void ra__quiet_end(void)
+{
+    ra__assert(ra__hooks_muted > 0);
+    ra__tag_resume();
+    ra__hooks_muted--;
+}
+
+/* -- prof.c: the sampling countdown ------------------------------------------- */
+/* Counts size bytes off the calling thread's countdown. Returns false when
+ * it ran out (or was never drawn): then ra__prof_tick_slow decides. Inline:
+ * a subtract, a compare and a store. */
+static inline bool ra__prof_countdown_holds(size_t size)
+{
+    /* Unsigned: a size of 2^63 or more wraps instead of overflowing (such
+     * an allocation fails anyway, whatever the countdown says). */
+    int64_t left = (int64_t)((uint64_t)ra__prof_countdown - (uint64_t)size);
+
+    if (RA__UNLIKELY(left <= 0))
+        return false;
+    ra__prof_countdown = left;
+    return true;
+}
+
+#endif /* RA_INLINE_H */

@@ -1,0 +1,201 @@
+/* The core's types, constants and attribute macros: what the library's
+ * files share besides functions. Prototypes are internal.h's (by owning
+ * file), the hot paths' inlines inline.h's, jemalloc's part backend.h's. */
+#ifndef RA_TYPES_H
+#define RA_TYPES_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+
+#include "regionalloc.h"
+
+#define RA__LIKELY(x) __builtin_expect(!!(x), 1)
+#define RA__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define RA__COLD __attribute__((noinline, cold))
+#define RA__TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* jemalloc allows 4095 arena indices, automatic ones included; leave room for
+ * those (4 per CPU by default) on machines up to 16 CPUs... and beyond, tag
+ * creation fails cleanly with ENOSPC when arenas.create does. */
+#define RA__MAX_TAGS_LIMIT 4000u
+#define RA__REGION_SIZE_MIN ((size_t)4 << 20)
+
+/* Aborts with a message when a broken invariant is detected. Compiled in
+ * by ./configure --enable-debug (RA_DEBUG), out otherwise: the checks sit
+ * on the allocation paths, which pay nothing for them in a release. */
+#ifdef RA_DEBUG
+#define ra__assert(cond)                                                    \
+    ((cond) ? (void)0 : ra__assert_fail(#cond, __FILE__, __LINE__))
+#else
+#define ra__assert(cond) ((void)0)
+#endif
+void ra__assert_fail(const char *cond, const char *file, int line)
+    __attribute__((noreturn, cold));
+
+/* -- config.c ------------------------------------------------------------- */
+#define RA__LIMITS_MAX 64 /* entries of REGIONALLOC_LIMITS */
+#define RA__THREAD_TAGS_MAX 64 /* entries of REGIONALLOC_THREAD_TAGS */
+struct ra__config {
+    bool enabled;        /* REGIONALLOC, default true */
+    unsigned max_tags;   /* REGIONALLOC_MAX_TAGS, default 256 */
+    size_t region_size;  /* REGIONALLOC_REGION_SIZE, default 64 GiB */
+    char stats_path[4096]; /* REGIONALLOC_STATS: "" (off), "stderr", a path */
+    ra_format_t stats_format; /* REGIONALLOC_STATS_FORMAT, default text; also
+                                 the format of the checkpoint report */
+    char checkpoints_path[4096]; /* REGIONALLOC_CHECKPOINTS: as stats_path */
+    size_t prof_interval; /* REGIONALLOC_PROF: 0 (off) or the mean interval */
+    char prof_dump_path[4096]; /* REGIONALLOC_PROF_DUMP: "" or a path */
+    /* REGIONALLOC_LIMITS: budgets to set on the tags of these names when
+     * they are created (well-formed entries only). */
+    struct ra__limit_entry {
+        char name[RA_TAG_NAME_MAX + 1];
+        size_t hard, soft;
+    } limits[RA__LIMITS_MAX];
+    unsigned nlimits;
+    bool shm;                  /* REGIONALLOC_SHM=1 */
+    uint64_t shm_interval_ns;  /* REGIONALLOC_SHM_INTERVAL, default 1 s */
+    char http_addr[256];       /* REGIONALLOC_HTTP: "" or HOST:PORT */
+    bool http_write;           /* REGIONALLOC_HTTP_WRITE=1: POST purge */
+    bool http_allow_remote;    /* REGIONALLOC_HTTP_ALLOW_REMOTE=1 */
+    /* REGIONALLOC_THREAD_TAGS: a thread whose name matches glob gets the
+     * tag of that name, or (by_name) the tag named after the thread. */
+    struct ra__thread_tag_rule {
+        char glob[64];
+        char tag[RA_TAG_NAME_MAX + 1];
+        bool by_name;
+    } thread_tags[RA__THREAD_TAGS_MAX];
+    unsigned nthread_tags;
+};
+
+/* -- region.c ------------------------------------------------------------- */
+/* The reservation (ra__layout, declared in regionalloc.h for the inline
+ * ra_tag_of): region i (tag i + 1) is [base + (i << shift), +1 << shift).
+ * count is the number of regions that have an arena (0 before the
+ * reservation and in pass-through mode), so ra_tag_of() is RA_TAG_NONE for
+ * every address outside a created tag's region. */
+/* Where a region hands out address space, never taking it back: jemalloc
+ * keeps what it was given (opt.retain, or extents it may not unmap) and
+ * reuses it. */
+struct ra__carving {
+    uintptr_t start, end;
+    /* The next never-used address. */
+    _Atomic uintptr_t next;
+    /* [start, writable_end) is readable and writable; it only grows, and
+     * is always at least next. */
+    _Atomic uintptr_t writable_end;
+    /* [writable_end, reserved_end) is reserved (PROT_NONE) and made
+     * writable by mprotect; past reserved_end the address space was given
+     * back (ra__carving_give_back) and is mapped anew as it is carved, if
+     * nothing else took it meanwhile. */
+    _Atomic uintptr_t reserved_end;
+};
+
+/* The first test of ra_free, one comparison: a block is untagged, and no
+ * hook wants its free, when (ptr - base) >> shift >= count. count is the
+ * number of regions with an arena, or, while a hook is installed, more
+ * than any pointer can give, so that every free takes the full path. A
+ * private copy of the layout (hidden: no GOT load), whose base and shift
+ * never change after the reservation and whose count changes in one
+ * store. */
+struct ra__free_gate {
+    uintptr_t base;
+    _Atomic uintptr_t count;
+    unsigned shift;
+};
+
+/* One byte per 4 KiB page of the reservation: for the blocks that start on
+ * the page, their small bin plus one, RA__PAGE_UNCACHED or RA__PAGE_SAMPLED;
+ * RA__PAGE_NONE (0, what the kernel's fresh pages read) when no block of
+ * the library's starts there. Every tagged allocation path writes the entry
+ * of its block's first page; since live blocks that start on one page
+ * always share a size class (a slab) or own the page (large), the entry is
+ * right for every live block, and free learns a block's class from one
+ * load. A pointer whose entry is RA__PAGE_NONE is no tag's block although
+ * its address lies in a region: once the library gave address space back
+ * (ra__region_give_back), another mapping may sit there. */
+#define RA__PAGE_SHIFT 12
+#define RA__PAGE_NONE 0u
+#define RA__PAGE_UNCACHED 0xffu
+/* The page's block was sampled by the profiler (see prof.c); such a block
+ * starts on a page of its own (it is at least 4 KiB). */
+#define RA__PAGE_SAMPLED 0xfeu
+
+/* -- thread.c ------------------------------------------------------------- */
+#define RA__NO_TCACHE UINT32_MAX
+#define RA__FC_SLOTS 64 /* blocks per bin of a front cache */
+/* A pair's misses (thread.c) until it takes a tcache of its own. */
+#define RA__TCACHE_AFTER_MISSES 2
+
+/* A front cache bin: a stack of free blocks of one small size class. */
+struct ra__fc_bin {
+    unsigned count;
+    unsigned cap; /* blocks it may hold (0 until its first use) */
+    unsigned fill; /* blocks the next refill takes (see ra__fc_refill) */
+    void *items[RA__FC_SLOTS];
+};
+
+/* What one thread uses to reach one tag's arena. Tagged blocks must never
+ * meet the automatic thread cache, which mixes arenas (doc/design.md):
+ * each (thread, tag) pair has a front cache of small blocks that are
+ * certainly the tag's, behind it an explicit jemalloc tcache of its own (or
+ * none when jemalloc has no tcache id left), then the tag's arena. */
+struct ra__tag_slot {
+    int alloc_flags;          /* MALLOCX_ARENA | MALLOCX_TCACHE*, 0 = unset */
+    int free_flags;           /* MALLOCX_TCACHE* */
+    unsigned tcache;          /* explicit tcache id, or RA__NO_TCACHE */
+    unsigned misses;          /* up to RA__TCACHE_AFTER_MISSES */
+    struct ra__fc_bin *bins;  /* front cache by small bin, NULL = none */
+    /* Written only by the owning thread, read by ra_tag_stats(): relaxed
+     * atomics make the plain increments race-free at no cost on x86-64. */
+    _Atomic uint64_t nmalloc;
+    _Atomic uint64_t ndalloc;
+};
+
+struct ra__thread_state {
+    struct ra__thread_state *prev, *next; /* all threads, under a lock */
+    unsigned nslots;                      /* max_tags + 1; slot 0 unused */
+    struct ra__tag_slot slots[];
+};
+
+/* -- tag.c ---------------------------------------------------------------- */
+/* A thread's tag stack as other threads reach it, to give it a base tag
+ * (thread_tags.c): valid until the thread exits. */
+struct ra__tag_thread;
+
+/* -- alloc paths, hooks, prof --------------------------------------------- */
+/* ra__instrumented: RA__INSTRUMENT_PROF while the profiler samples, plus
+ * RA__INSTRUMENT_HOOK per hook installed: the allocation paths test it
+ * once, and take the instrumented path when it is not 0. */
+#define RA__INSTRUMENT_PROF 1u
+#define RA__INSTRUMENT_HOOK 2u
+#define RA__HOOKS_MAX 16
+#define RA__PROF_MAX_FRAMES 64
+
+/* One (tag, call stack) of the profile. frames[0] is the innermost frame
+ * outside the library (the caller of malloc, new, ...), frames[nframes - 1]
+ * the outermost. The raw figures count samples as taken (what heap_v2
+ * wants: jeprof unbiases them itself); the estimates scale each sample of
+ * size s by 1 / (1 - exp(-s / interval)). */
+struct ra__prof_stack {
+    ra_tag_t tag;
+    unsigned nframes;
+    void *frames[RA__PROF_MAX_FRAMES];
+    uint64_t live_samples, live_sampled_bytes;
+    uint64_t alloc_samples, alloc_sampled_bytes;
+    double live_objects, live_bytes;
+    double alloc_objects, alloc_bytes;
+};
+
+/* -- stats.c -------------------------------------------------------------- */
+/* jemalloc's process-wide totals. */
+struct ra__global_stats {
+    size_t allocated, active, resident, mapped;
+};
+
+#endif /* RA_TYPES_H */
