@@ -1,10 +1,11 @@
 #!/bin/bash
 # Builds libregionalloc and runs the whole test suite: the Check suites and
-# shell tests, a second pass under UBSan, the suites whose threads share
+# shell tests, a second pass under UBSan, a third with the invariants
+# checked (--enable-debug), the suites whose threads share
 # state (threads, hooks, http, the threaded cases of lifetime and limit)
 # under ThreadSanitizer, a build with --disable-override and --without-http,
 # cppcheck, and make distcheck. Builds out of tree in build/, build-ubsan/,
-# build-tsan/ and build-nooverride/; safe to run repeatedly.
+# build-debug/, build-tsan/ and build-nooverride/; safe to run repeatedly.
 # JOBS (default: number of CPUs) sets make's parallelism.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,6 +54,11 @@ mkdir -p build-ubsan
 (cd build-ubsan && "$top/configure" --enable-ubsan --enable-werror)
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
     make -C build-ubsan -j"$jobs" check || { show_failures build-ubsan; exit 1; }
+
+step "debug build and make check (build-debug/): the invariants checked"
+mkdir -p build-debug
+(cd build-debug && "$top/configure" --enable-debug --enable-werror)
+make -C build-debug -j"$jobs" check || { show_failures build-debug; exit 1; }
 
 step "ThreadSanitizer build (build-tsan/): the suites whose threads share state"
 mkdir -p build-tsan

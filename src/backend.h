@@ -120,6 +120,9 @@ static inline size_t ra__je_nallocx(size_t size, int flags)
 /* The bits of a flags word that describe the block (its alignment, its
  * zeroing), not where it goes: all a tagged block keeps. */
 #define RA__BLOCK_BITS (RA__LG_ALIGN_BITS | MALLOCX_ZERO)
+/* Whether a flags word names a thread cache, explicit or none
+ * (MALLOCX_TCACHE_NONE): never the automatic one. */
+#define RA__NAMES_TCACHE(flags) (((unsigned)(flags) & 0xfff00u) != 0)
 /* The arena a flags word names, or UINT32_MAX for none. */
 #define RA__FLAGS_ARENA(flags) (((unsigned)(flags) >> 20) - 1u)
 

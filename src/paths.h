@@ -151,6 +151,14 @@ static inline void *ra__alloc_tagged_fast(ra_tag_t tag, size_t size)
             unsigned count = b->count;
             if (RA__UNLIKELY(count == 0))
                 return ra__alloc_refill(s, tag, bin, size);
+            /* Invariant 3 and the caches' own: a bin holds only blocks of
+             * its tag, whose page names their class (or, after a block of
+             * the page was made outside a front cache, says "uncached"). */
+            ra__assert(ra__tag_of_addr(b->items[count - 1]) == tag &&
+                       (ra__page_entry_bin(ra__page_bin_get(
+                            b->items[count - 1])) == bin ||
+                        ra__page_bin_get(b->items[count - 1]) ==
+                            RA__PAGE_UNCACHED));
             b->count = count - 1;
             ra__count_one(&s->nmalloc);
             return b->items[count - 1];
@@ -213,6 +221,7 @@ static inline void ra__free_tagged_fast(void *ptr, ra_tag_t tag)
             if (RA__LIKELY(bin < RA__MAX_BINS)) {
                 struct ra__fc_bin *b = &bins[bin];
                 unsigned count = b->count;
+                ra__assert(ra__tag_of_addr(ptr) == tag);
                 if (RA__LIKELY(count < b->cap)) {
                     b->items[count] = ptr;
                     b->count = count + 1;

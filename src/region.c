@@ -40,6 +40,8 @@ struct region {
 };
 
 struct ra__layout ra__layout;
+/* The regions of the reservation (REGIONALLOC_MAX_TAGS). */
+static unsigned nregions;
 /* Until the reservation: base 0, shift 0, count 0: every block untagged. */
 struct ra__free_gate ra__free_gate;
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -53,6 +55,7 @@ void ra__free_gate_update(void)
      * and send the new tag's blocks to jemalloc's plain free. */
     ra__lock(&gate_lock);
     n = __atomic_load_n(&ra__layout.count, __ATOMIC_ACQUIRE);
+    ra__assert(n <= nregions);
     if (ra__hooks_any())
         n = ra__free_gate.shift == 0 ? UINTPTR_MAX
                                      : (UINTPTR_MAX >> ra__free_gate.shift) + 1;
@@ -182,6 +185,9 @@ uintptr_t ra__carve_extent(struct ra__carving *r, uintptr_t new_addr,
     } while (!atomic_compare_exchange_weak_explicit(
         &r->next, &cur, addr + size, memory_order_relaxed,
         memory_order_relaxed));
+    /* Invariant 1: what is carved lies inside the region, writable. */
+    ra__assert(addr >= r->start && addr + size <= r->end &&
+               addr + size <= atomic_load(&r->writable_end));
     return addr;
 }
 
@@ -237,6 +243,8 @@ static bool try_commit(struct region *r, size_t bytes)
     } while (!atomic_compare_exchange_weak_explicit(
         &r->committed, &now, next, memory_order_relaxed,
         memory_order_relaxed));
+    /* Invariant 8: the count never passes the hard limit. */
+    ra__assert(hard == 0 || next <= hard);
     raise_peak(r, next);
     soft = atomic_load_explicit(&r->soft, memory_order_relaxed);
     if (soft != 0 && next >= soft && ra__soft_pending < PENDING_MAX &&
@@ -397,8 +405,6 @@ static void *reserve_aligned(size_t size, size_t align)
  * unmaps the part of the regions no tag has; a region handed out after
  * that maps its part again (map_table_for). Under the registry lock. */
 static size_t table_mapped, table_size;
-/* The regions of the reservation (REGIONALLOC_MAX_TAGS). */
-static unsigned nregions;
 
 /* The page table of internal.h: virtual, touched a page at a time (one
  * byte of it per 4 KiB used). Without it, tags work without front caches. */

@@ -259,6 +259,7 @@ int(ra_tag_push)(ra_tag_t tag)
     s->items[depth + 1] = tag;
     s->depth = depth + 1;
     s->top = tag;
+    ra__assert(s->depth <= RA_TAG_STACK_MAX && ra__tag_valid(s->top));
     return 0;
 }
 
@@ -338,6 +339,7 @@ void ra__tag_resume(void)
     struct ra__tag_stack *s = &ra__tag_stack;
 
     lock_thread(t);
+    ra__assert(t->suspended > 0 && s->depth <= RA_TAG_STACK_MAX);
     if (--t->suspended == 0)
         __atomic_store_n(&s->top, load_tag(&s->items[s->depth]),
                          __ATOMIC_RELAXED);

@@ -112,6 +112,7 @@ void ra__slot_miss_slow(struct ra__tag_slot *s)
     s->free_flags = MALLOCX_TCACHE(tcache);
     s->alloc_flags = RA__ARENA_FLAGS(ra__tag_arena[s - ra__thread->slots]) |
                      s->free_flags;
+    ra__assert(RA__NAMES_TCACHE(s->alloc_flags));
     ra__unlock(&threads_lock);
 }
 
@@ -169,6 +170,7 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
             break;
         }
         ra__page_bin_set(p, bin);
+        ra__assert(ra__je_sallocx(p, 0) == ra__bin_size[bin]);
         b->items[want - 1 - got++] = p;
     }
     if (got < want)
@@ -249,6 +251,8 @@ static void setup_slot(struct ra__tag_slot *s, ra_tag_t tag)
     if (ra__nbins != 0 && ra__page_bin != NULL)
         s->bins = ra__meta_calloc(ra__nbins, sizeof s->bins[0]);
     s->alloc_flags = RA__ARENA_FLAGS(arena) | s->free_flags;
+    ra__assert(RA__NAMES_TCACHE(s->alloc_flags) &&
+               RA__NAMES_TCACHE(s->free_flags));
 }
 
 struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag)
@@ -320,6 +324,9 @@ void ra__thread_wipe_tag(ra_tag_t tag, bool forget)
 
     ra__lock(&threads_lock);
     counts_locked(tag, &m, &d);
+    /* No thread uses the tag now (the caller's promise): every free
+     * counted was of a block whose allocation is counted. */
+    ra__assert(m >= d);
     for (struct ra__thread_state *ts = all_threads.next; ts != &all_threads;
          ts = ts->next) {
         struct ra__tag_slot *s = &ts->slots[tag];

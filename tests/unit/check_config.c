@@ -1,6 +1,7 @@
 /* Suite "config (unit)": the size syntax of REGIONALLOC_REGION_SIZE,
  * REGIONALLOC_MAX_TAGS and REGIONALLOC_PROF. */
 #include <check.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "internal.h"
@@ -53,6 +54,32 @@ START_TEST(test_config_unit_bad_sizes_are_rejected_untouched)
 }
 END_TEST
 
+/* ra__assert in a debug build (--enable-debug): a broken invariant aborts
+ * with one line naming it; elsewhere the check is compiled out, and the
+ * condition is not even evaluated. */
+static int evaluated;
+
+static int broken(void)
+{
+    evaluated++;
+    return 0;
+}
+
+#ifdef RA_DEBUG
+START_TEST(test_config_unit_broken_invariant_aborts_naming_it)
+{
+    ra__assert(broken() == 1);
+}
+END_TEST
+#else
+START_TEST(test_config_unit_assertions_are_compiled_out)
+{
+    ra__assert(broken() == 1);
+    ck_assert_int_eq(evaluated, 0);
+}
+END_TEST
+#endif
+
 int main(void)
 {
     Suite *s = suite_create("config (unit)");
@@ -62,6 +89,14 @@ int main(void)
                         sizeof good / sizeof good[0]);
     tcase_add_loop_test(tc, test_config_unit_bad_sizes_are_rejected_untouched,
                         0, sizeof bad / sizeof bad[0]);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("assertions");
+#ifdef RA_DEBUG
+    tcase_add_test_raise_signal(
+        tc, test_config_unit_broken_invariant_aborts_naming_it, SIGABRT);
+#else
+    tcase_add_test(tc, test_config_unit_assertions_are_compiled_out);
+#endif
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
