@@ -1,9 +1,9 @@
-/* The library's background threads (the stats segment's publisher, the
- * HTTP server): started with every signal blocked, so that signals reach the
- * program's own threads, and quiet for their whole life, so that what they
- * allocate (and what the libraries they call allocate for them) is the
- * library's: untagged, never reported to hooks, never sampled, never given
- * a thread's tag. */
+/* Floor: services. The library's background threads (the stats segment's
+ * publisher, the HTTP server): started with every signal blocked, so that
+ * signals reach the program's own threads, and quiet for their whole life,
+ * so that what they allocate (and what the libraries they call allocate for
+ * them) is the library's: untagged, never reported to hooks, never sampled,
+ * never given a thread's tag. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>

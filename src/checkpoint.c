@@ -1,5 +1,5 @@
-/* Checkpoints: ra_checkpoint() and the ring of the last 1024, and
- * ra_checkpoint_report(), which writes a copy of the ring. */
+/* Floor: services. Checkpoints: ra_checkpoint() and the ring of the last
+ * 1024, and ra_checkpoint_report(), which writes a copy of the ring. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>

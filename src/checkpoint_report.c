@@ -1,6 +1,6 @@
-/* The checkpoint report: the phase table (text), the JSON document and the
- * Prometheus exposition of every kept checkpoint, written from a copy of the
- * ring (no lock held while the caller's FILE runs). */
+/* Floor: services. The checkpoint report: the phase table (text), the JSON
+ * document and the Prometheus exposition of every kept checkpoint, written
+ * from a copy of the ring (no lock held while the caller's FILE runs). */
 #include <inttypes.h>
 #include <stddef.h>
 #include <string.h>

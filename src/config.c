@@ -1,5 +1,5 @@
-/* Environment parsing: REGIONALLOC, _MAX_TAGS, _REGION_SIZE, _STATS,
- * _STATS_FORMAT, _CHECKPOINTS, _PROF, _PROF_DUMP, _LIMITS, _SHM,
+/* Floor: state. Environment parsing: REGIONALLOC, _MAX_TAGS, _REGION_SIZE,
+ * _STATS, _STATS_FORMAT, _CHECKPOINTS, _PROF, _PROF_DUMP, _LIMITS, _SHM,
  * _SHM_INTERVAL, _HTTP, _HTTP_WRITE, _HTTP_ALLOW_REMOTE, _THREAD_TAGS. */
 #include <errno.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
-/* The dynamic symbol tables of the loaded objects, read in place: which
- * object defines a name, and where. Used before anything else works (inside
- * the first malloc, from other libraries' constructors), so nothing here
- * allocates or takes a lock of the library's. */
+/* Floor: backend. The dynamic symbol tables of the loaded objects, read in
+ * place: which object defines a name, and where. Used before anything else
+ * works (inside the first malloc, from other libraries' constructors), so
+ * nothing here allocates or takes a lock of the library's. */
 #include <elf.h>
 #include <link.h>
 #include <string.h>

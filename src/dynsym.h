@@ -1,6 +1,7 @@
-/* dynsym.c: the dynamic symbol tables of the loaded objects, read in place
- * without allocating or locking (jemalloc_lookup.c finds jemalloc's own
- * functions with it, override.c what the program's malloc calls reach). */
+/* Floor: backend. dynsym.c: the dynamic symbol tables of the loaded objects,
+ * read in place without allocating or locking (jemalloc_lookup.c finds
+ * jemalloc's own functions with it, override.c what the program's malloc
+ * calls reach). */
 #ifndef RA_DYNSYM_H
 #define RA_DYNSYM_H
 

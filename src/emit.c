@@ -1,6 +1,6 @@
-/* One writer for the documents the reports emit: JSON (nesting, commas,
- * indentation, escaping), Prometheus's text exposition (families, samples,
- * labels) and the cells of text tables. */
+/* Floor: services. One writer for the documents the reports emit: JSON
+ * (nesting, commas, indentation, escaping), Prometheus's text exposition
+ * (families, samples, labels) and the cells of text tables. */
 #include <inttypes.h>
 #include <string.h>
 

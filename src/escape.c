@@ -1,7 +1,7 @@
-/* Escaping of tag names and checkpoint labels for the text, JSON and
- * Prometheus outputs. Every format goes through here, so that a name is
- * escaped the same way wherever it appears and no user byte ever reaches a
- * printf format. */
+/* Floor: services. Escaping of tag names and checkpoint labels for the text,
+ * JSON and Prometheus outputs. Every format goes through here, so that a
+ * name is escaped the same way wherever it appears and no user byte ever
+ * reaches a printf format. */
 #include <string.h>
 
 #include "output.h"

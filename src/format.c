@@ -1,5 +1,5 @@
-/* Output shared by the reports: checked writes, human units, the rounding
- * of the profile's estimates and aligned text tables. */
+/* Floor: services. Output shared by the reports: checked writes, human
+ * units, the rounding of the profile's estimates and aligned text tables. */
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>

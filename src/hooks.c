@@ -1,11 +1,10 @@
-/* User callbacks on every allocation and free the library routes.
- *
- * A callback must cost its call, not a cache line shared by every thread:
- * dispatching writes only the calling thread's own word. Removal carries the
- * weight instead, as a grace period: ra_hooks_remove clears the hook's bit,
- * makes every thread's view of memory consistent (membarrier, one system
- * call that puts a full barrier on every running thread), then waits for the
- * threads that were inside a dispatch to leave it. */
+/* Floor: API. User callbacks on every allocation and free the library
+ * routes. A callback must cost its call, not a cache line shared by every
+ * thread: dispatching writes only the calling thread's own word. Removal
+ * carries the weight instead, as a grace period: ra_hooks_remove clears the
+ * hook's bit, makes every thread's view of memory consistent (membarrier,
+ * one system call that puts a full barrier on every running thread), then
+ * waits for the threads that were inside a dispatch to leave it. */
 #include <errno.h>
 #include <linux/membarrier.h>
 #include <pthread.h>

@@ -1,11 +1,13 @@
-/* The HTTP endpoints (ra_http_start, REGIONALLOC_HTTP): /metrics for
- * Prometheus, /debug/pprof/heap for continuous profilers, the reports, and
- * an opt-in purge, served by libmicrohttpd from one thread of its own,
- * with every signal blocked. That thread is started through the library's
- * pthread_create as one of the library's threads, and ra_http_start and
- * ra_http_stop are quiet: the server's memory is the library's own
- * (untagged, never hooked or sampled). poll(2), level-triggered: a client
- * that sends half a request and hangs up is noticed at once. */
+/* Floor: services. The HTTP endpoints (ra_http_start, REGIONALLOC_HTTP):
+ * /metrics for Prometheus, /debug/pprof/heap for continuous profilers, the
+ * reports, and an opt-in purge, served by libmicrohttpd from a thread of
+ * its own behind the front door (http_door.c, a thread of the library's
+ * that accepts the connections), both with every signal blocked. Its
+ * thread is started through the library's pthread_create as one of the
+ * library's threads, and ra_http_start and ra_http_stop are quiet: the
+ * server's memory is the library's own (untagged, never hooked or
+ * sampled). poll(2), level-triggered: a client that sends half a request
+ * and hangs up is noticed at once. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>

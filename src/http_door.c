@@ -1,9 +1,9 @@
-/* The HTTP server's front door: a thread of the library's that accepts
- * connections, reads each one's request line without taking it off the
- * socket (MSG_PEEK), answers 400 to a line that libmicrohttpd would drop
- * with no answer at all (one without a space: "garbage", "GET"), and hands
- * every other connection to libmicrohttpd, which reads it from the start.
- * It allocates nothing: its connections sit in a fixed table. */
+/* Floor: services. The HTTP server's front door: a thread of the library's
+ * that accepts connections, reads each one's request line without taking it
+ * off the socket (MSG_PEEK), answers 400 to a line that libmicrohttpd would
+ * drop with no answer at all (one without a space: "garbage", "GET"), and
+ * hands every other connection to libmicrohttpd, which reads it from the
+ * start. It allocates nothing: its connections sit in a fixed table. */
 #include "output.h"
 
 #ifdef RA_HTTP

@@ -1,6 +1,6 @@
-/* jemalloc's own functions, found in jemalloc's library: the library exports
- * malloc, free, mallocx and the rest under the same names, so a call by name
- * would reach its own definitions. */
+/* Floor: backend. jemalloc's own functions, found in jemalloc's library: the
+ * library exports malloc, free, mallocx and the rest under the same names,
+ * so a call by name would reach its own definitions. */
 #include <dlfcn.h>
 #include <link.h>
 #include <stdbool.h>

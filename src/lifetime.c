@@ -1,6 +1,6 @@
-/* A tag's end: ra_tag_reset frees every block of a tag at once, across
- * threads; ra_tag_destroy also retires the tag, and its id, region and arena
- * serve a later ra_tag_create. */
+/* Floor: API. A tag's end: ra_tag_reset frees every block of a tag at once,
+ * across threads; ra_tag_destroy also retires the tag, and its id, region
+ * and arena serve a later ra_tag_create. */
 #include <errno.h>
 #include <pthread.h>
 

@@ -1,5 +1,6 @@
-/* The library's own memory: one allocator for its tables, thread states,
- * copies and snapshots, apart from every path that users hook or tag. */
+/* Floor: state. The library's own memory: one allocator for its tables,
+ * thread states, copies and snapshots, apart from every path that users hook
+ * or tag. */
 #include "backend.h"
 
 #include "internal.h"

@@ -1,6 +1,6 @@
-/* The output side's declarations: checked output, escaping, tables, the
- * checkpoint ring, the profile's dump, grouped by owning file. The core
- * (internal.h) never needs them. */
+/* Floor: services. The output side's declarations: checked output, escaping,
+ * tables, the checkpoint ring, the profile's dump, grouped by owning file.
+ * The core (internal.h) never needs them. */
 #ifndef RA_OUTPUT_H
 #define RA_OUTPUT_H
 

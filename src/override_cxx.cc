@@ -1,4 +1,5 @@
-// C++ operator new/delete, every variant, routed through the tag machinery.
+// Floor: API. C++ operator new/delete, every variant, routed through the
+// tag machinery.
 // Debian's libjemalloc exports this family too; exporting it here keeps C++
 // allocations tagged when the program links jemalloc after us.
 #include <cstddef>

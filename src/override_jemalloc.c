@@ -1,6 +1,6 @@
-/* jemalloc's non-standard API, exported for programs that detect jemalloc
- * and call it on blocks from malloc (folly, RocksDB): routed like the
- * malloc family, so a tagged block never reaches jemalloc's own thread
+/* Floor: API. jemalloc's non-standard API, exported for programs that detect
+ * jemalloc and call it on blocks from malloc (folly, RocksDB): routed like
+ * the malloc family, so a tagged block never reaches jemalloc's own thread
  * cache, where the next untagged malloc would reuse it. */
 #define RA__JEMALLOC_NAMES_ALLOWED
 #include "paths.h"

@@ -1,10 +1,10 @@
-/* The resource-limit functions the library stands in front of: setrlimit
- * and prlimit (and their 64-bit names, the same functions on 64-bit
- * Linux). A lower address-space limit (RLIMIT_AS) counts every mapping,
- * the reservation's PROT_NONE part included: before one is set, the
- * library gives back the address space no tag uses, so that the program
- * can still start threads and map memory under it. Each then does what
- * the C library's does (the prlimit64 system call). */
+/* Floor: API. The resource-limit functions the library stands in front of:
+ * setrlimit and prlimit (and their 64-bit names, the same functions on
+ * 64-bit Linux). A lower address-space limit (RLIMIT_AS) counts every
+ * mapping, the reservation's PROT_NONE part included: before one is set, the
+ * library gives back the address space no tag uses, so that the program can
+ * still start threads and map memory under it. Each then does what the C
+ * library's does (the prlimit64 system call). */
 #include <errno.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>

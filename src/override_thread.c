@@ -1,10 +1,10 @@
-/* The thread functions the library stands in front of: pthread_create,
- * so that a new thread can take its base tag from its name
+/* Floor: API. The thread functions the library stands in front of:
+ * pthread_create, so that a new thread can take its base tag from its name
  * (REGIONALLOC_THREAD_TAGS), so that threads a library starts for us
  * (libmicrohttpd's) are the library's own, and so that a stack that an
  * address-space limit refuses gets a second chance; pthread_setname_np and
- * prctl(PR_SET_NAME), so that naming a thread can tag it. Each does what
- * the C library's does, then that. */
+ * prctl(PR_SET_NAME), so that naming a thread can tag it. Each does what the
+ * C library's does, then that. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>

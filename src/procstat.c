@@ -1,8 +1,7 @@
-/* What the kernel says about the process: time since the library was
- * loaded, resident set size, its peak, resetting that peak, and its
- * mappings. Plain
- * open/read/write, no stdio: a checkpoint must not allocate under the tag
- * the caller has pushed, and these run in the middle of one. */
+/* Floor: OS. What the kernel says about the process: time since the library
+ * was loaded, resident set size, its peak, resetting that peak, and its
+ * mappings. Plain open/read/write, no stdio: a checkpoint must not allocate
+ * under the tag the caller has pushed, and these run in the middle of one. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-/* The sampled allocation-site profile: when to sample, what a sample
- * records, and the tables of live samples and of (tag, stack) totals. */
+/* Floor: API. The sampled allocation-site profile: when to sample, what a
+ * sample records, and the tables of live samples and of (tag, stack) totals. */
 #include <dlfcn.h>
 #include <link.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
-/* ra_prof_dump: its checks, the copy of the profile that a dump writes, the
- * names of its frames, and the text formats (tree, folded stacks, heap_v2).
- * The pprof encoder is prof_pprof.c. */
+/* Floor: services. ra_prof_dump: its checks, the copy of the profile that a
+ * dump writes, the names of its frames, and the text formats (tree, folded
+ * stacks, heap_v2). The pprof encoder is prof_pprof.c. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>

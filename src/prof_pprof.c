@@ -1,6 +1,6 @@
-/* RA_PROF_PPROF: the profile as a gzip-compressed profile.proto (the format
- * of github.com/google/pprof, proto/profile.proto), encoded by hand and
- * compressed with zlib. */
+/* Floor: services. RA_PROF_PPROF: the profile as a gzip-compressed
+ * profile.proto (the format of github.com/google/pprof,
+ * proto/profile.proto), encoded by hand and compressed with zlib. */
 #include <inttypes.h>
 #include <limits.h>
 #include <link.h>

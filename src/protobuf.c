@@ -1,6 +1,6 @@
-/* Protocol buffers' wire format, as much as the pprof output needs: varint
- * and length-delimited fields into a growable buffer (the library's own
- * memory). */
+/* Floor: services. Protocol buffers' wire format, as much as the pprof
+ * output needs: varint and length-delimited fields into a growable buffer
+ * (the library's own memory). */
 #include <string.h>
 
 #include "output.h"

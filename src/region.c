@@ -1,6 +1,6 @@
-/* The reservation, tag <-> address math and the extent hooks: the address
- * space the tags live in, reserved, carved, and given back under a lowered
- * address-space limit. */
+/* Floor: region. The reservation, tag <-> address math and the extent hooks:
+ * the address space the tags live in, reserved, carved, and given back under
+ * a lowered address-space limit. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
-/* ra_report: every tag's usage now, as a table, a JSON document or a
- * Prometheus exposition; and the reports printed at exit when
+/* Floor: services. ra_report: every tag's usage now, as a table, a JSON
+ * document or a Prometheus exposition; and the reports printed at exit when
  * REGIONALLOC_STATS or REGIONALLOC_CHECKPOINTS ask for them. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,8 +1,9 @@
-/* The live stats segment: with REGIONALLOC_SHM=1 a background thread writes
- * every tag's figures into /dev/shm/regionalloc.<pid> every
- * REGIONALLOC_SHM_INTERVAL, under a seqlock (layout: shm_layout.h,
- * doc/shm.md), for regionalloc-top and other readers that must not attach
- * to the process. The process that made the segment removes it at exit. */
+/* Floor: services. The live stats segment: with REGIONALLOC_SHM=1 a
+ * background thread writes every tag's figures into
+ * /dev/shm/regionalloc.<pid> every REGIONALLOC_SHM_INTERVAL, under a seqlock
+ * (layout: shm_layout.h, doc/shm.md), for regionalloc-top and other readers
+ * that must not attach to the process. The process that made the segment
+ * removes it at exit. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>

@@ -1,5 +1,6 @@
-/* A snapshot of every live tag's figures after one statistics refresh:
- * what the reports show, and what the live stats segment publishes. */
+/* Floor: services. A snapshot of every live tag's figures after one
+ * statistics refresh: what the reports show, and what the live stats segment
+ * publishes. */
 #include <string.h>
 
 #include "output.h"

@@ -1,5 +1,5 @@
-/* Registry of tag names and ids (created, destroyed, recycled), and the
- * thread-local tag stack. */
+/* Floor: state. Registry of tag names and ids (created, destroyed,
+ * recycled), and the thread-local tag stack. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>

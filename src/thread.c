@@ -1,5 +1,6 @@
-/* Per-thread state: for each tag a thread uses, its jemalloc tcache, its
- * front cache of small blocks and its counters; released at thread exit. */
+/* Floor: state. Per-thread state: for each tag a thread uses, its jemalloc
+ * tcache, its front cache of small blocks and its counters; released at
+ * thread exit. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>

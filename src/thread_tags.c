@@ -1,10 +1,9 @@
-/* Tags by thread name (REGIONALLOC_THREAD_TAGS): a thread whose name
- * matches a rule gets the rule's tag as its base tag, item 0 of its stack,
- * below whatever it pushes. Names come from the intercepted
+/* Floor: state. Tags by thread name (REGIONALLOC_THREAD_TAGS): a thread
+ * whose name matches a rule gets the rule's tag as its base tag, item 0 of
+ * its stack, below whatever it pushes. Names come from the intercepted
  * pthread_setname_np and prctl(PR_SET_NAME) (override_thread.c) and, at a
- * thread's start, from the name it inherits from its creator. The
- * allocation paths read the stack's top as always: a base costs them
- * nothing. */
+ * thread's start, from the name it inherits from its creator. The allocation
+ * paths read the stack's top as always: a base costs them nothing. */
 #include <errno.h>
 #include <fnmatch.h>
 #include <pthread.h>
