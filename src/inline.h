@@ -101,16 +101,6 @@ static inline void ra__slot_miss(struct ra__tag_slot *s)
         ra__slot_miss_slow(s);
 }
 
-/* This thread's slot for tag if it has one set up, else NULL: never sets
- * one up (a free must not allocate). */
-static inline struct ra__tag_slot *ra__thread_slot_if_set(ra_tag_t tag)
-{
-    struct ra__thread_state *ts = ra__thread;
-
-    return ts != NULL && ts->slots[tag].alloc_flags != 0 ? &ts->slots[tag]
-                                                         : NULL;
-}
-
 static inline struct ra__tag_slot *ra__thread_slot(ra_tag_t tag)
 {
     struct ra__thread_state *ts = ra__thread;

@@ -199,7 +199,7 @@ static inline void *ra__alloc_with(unsigned instrumented, ra_tag_t tag,
 }
 
 /* Sized or not, an untagged block goes back through jemalloc's free, as it
- * came from jemalloc's malloc family (ra_jemalloc.h). */
+ * came from jemalloc's malloc family (backend.h). */
 static inline void ra__free_untagged(void *ptr)
 {
     ra__je_free(ptr);
