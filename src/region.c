@@ -620,12 +620,12 @@ void ra__region_name(unsigned idx, const char *tag_name)
 {
     /* The kernel takes 80 bytes at most, printable ASCII but \`$[]. */
     char name[80];
-    size_t n = (size_t)snprintf(name, sizeof name, "regionalloc:%s",
-                                tag_name);
     const struct region *r = &regions[idx];
+    size_t n;
 
     if (__atomic_load_n(&naming_works, __ATOMIC_RELAXED) < 0)
         return;
+    n = (size_t)snprintf(name, sizeof name, "regionalloc:%s", tag_name);
     if (n >= sizeof name)
         n = sizeof name - 1;
     for (size_t i = 0; i < n; i++) {
