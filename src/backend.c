@@ -4,6 +4,7 @@
  * are backend.h's inlines. */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #define RA__MALLCTL_ALLOWED
 #include "backend.h"
@@ -61,22 +62,49 @@ int ra__be_arena_create(extent_hooks_t *hooks, size_t grow_limit)
     return (int)arena;
 }
 
-static bool arena_do(const char *verb, unsigned arena)
-{
-    char fmt[64];
+/* A mallctl name of the form "arena.<i>.<verb>", translated once into its
+ * MIB (the string form costs a printf and a walk of jemalloc's name tree:
+ * two thirds of an empty tag's reset), then called with the arena's index
+ * in its second place. */
+struct arena_verb {
+    const char *name; /* with arena 0 */
+    size_t mib[3];
+    atomic_bool ready;
+};
 
-    snprintf(fmt, sizeof fmt, "arena.%%u.%s", verb);
-    return ctl_arena(fmt, arena, NULL, NULL, NULL, 0) != 0;
+static struct arena_verb purge_verb = {"arena.0.purge", {0}, false};
+static struct arena_verb reset_verb = {"arena.0.reset", {0}, false};
+static struct arena_verb decay_verb = {"arena.0.decay", {0}, false};
+
+static bool arena_do(struct arena_verb *v, unsigned arena)
+{
+    size_t mib[3], len = 3;
+
+    if (!atomic_load_explicit(&v->ready, memory_order_acquire)) {
+        /* Racing threads write the same values. */
+        if (mallctlnametomib(v->name, mib, &len) != 0 || len != 3)
+            return true;
+        memcpy(v->mib, mib, sizeof mib);
+        atomic_store_explicit(&v->ready, true, memory_order_release);
+    }
+    memcpy(mib, v->mib, sizeof mib);
+    mib[1] = arena;
+    return mallctlbymib(mib, 3, NULL, NULL, NULL, 0) != 0;
 }
 
 bool ra__be_arena_purge(unsigned arena)
 {
-    return arena_do("purge", arena);
+    return arena_do(&purge_verb, arena);
 }
 
 bool ra__be_arena_reset(unsigned arena)
 {
-    return arena_do("reset", arena);
+    return arena_do(&reset_verb, arena);
+}
+
+bool ra__be_arena_decay(unsigned arena)
+{
+    return arena_do(&decay_verb, arena);
 }
 
 unsigned ra__be_arena_count(void)

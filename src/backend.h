@@ -153,6 +153,10 @@ int ra__be_arena_create(extent_hooks_t *hooks, size_t grow_limit);
  * failure. */
 bool ra__be_arena_purge(unsigned arena);
 bool ra__be_arena_reset(unsigned arena);
+/* arena.<i>.decay: the pages that have been unused for longer than the
+ * decay time (opt.dirty_decay_ms) go back to the OS. jemalloc does it as
+ * an arena is used; an arena nobody uses needs the call. */
+bool ra__be_arena_decay(unsigned arena);
 /* The number of arena indices in use (arenas.narenas). */
 unsigned ra__be_arena_count(void);
 /* jemalloc's page size. */
@@ -210,7 +214,7 @@ extern size_t ra__bin_size[RA__MAX_BINS];
 #pragma GCC poison mallocx rallocx xallocx sallocx dallocx sdallocx nallocx
 #endif
 #ifndef RA__MALLCTL_ALLOWED
-#pragma GCC poison mallctl
+#pragma GCC poison mallctl mallctlnametomib mallctlbymib
 #endif
 
 #endif /* RA_BACKEND_H */

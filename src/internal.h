@@ -164,6 +164,9 @@ bool ra__tag_kill(ra_tag_t tag);
 /* Queues a dead tag's id, its region and arena emptied, for reuse by
  * ra_tag_create (oldest first). */
 void ra__tag_release_id(ra_tag_t tag);
+/* One of the queued ids, a different one at each call (round robin), or
+ * RA_TAG_NONE when none is queued: whose kept pages may decay. */
+ra_tag_t ra__tag_next_idle(void);
 /* Copies tag's name into name and, when born_at is not NULL, the count of
  * tags created when it was (see ra__tag_creations), together under the
  * registry's lock (names change when tags are destroyed and ids

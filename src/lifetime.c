@@ -23,7 +23,12 @@ static void empty_tag(ra_tag_t tag, bool forget)
     ra__thread_wipe_tag(tag, forget);
     ra__prof_forget(tag, forget);
     ra__be_arena_reset(arena);
-    ra__be_arena_purge(arena);
+    /* A destroyed tag's slot keeps its pages, dirty: the next holder
+     * allocates into them without a fault, and decay or a purge gives
+     * them back (doc/design.md, a tag's end). A reset is the call that
+     * gives memory back. */
+    if (!forget)
+        ra__be_arena_purge(arena);
     if (forget) {
         ra__stats_forget(tag);
         ra__limit_forget(tag);
@@ -39,6 +44,19 @@ void ra__lifetime_prefork(void)
 void ra__lifetime_postfork(void)
 {
     ra__unlock(&lifetime_lock);
+}
+
+/* The pages a destroyed tag's slot keeps are a cache for its next holder;
+ * jemalloc decays an arena's unused pages only as the arena is used, so a
+ * slot that no holder takes would keep them for good. Each destroy makes
+ * one idle slot's arena decay (round robin over the idle slots): pages
+ * unused for longer than dirty_decay_ms (10 s by default) go back. */
+static void decay_one_idle(void)
+{
+    ra_tag_t idle = ra__tag_next_idle();
+
+    if (idle != RA_TAG_NONE)
+        ra__be_arena_decay(ra__tag_arena[idle]);
 }
 
 int ra_tag_reset(ra_tag_t tag)
@@ -81,6 +99,7 @@ int ra_tag_destroy(ra_tag_t tag)
     }
     empty_tag(tag, true);
     ra__tag_release_id(tag);
+    decay_one_idle();
     ra__unlock(&lifetime_lock);
     return 0;
 }

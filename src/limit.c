@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "backend.h"
 #include "internal.h"
 
 struct budget {
@@ -31,8 +32,16 @@ void ra__limit_postfork(void)
     ra__unlock(&budget_lock);
 }
 
+/* A recycled tag's slot keeps the pages its last holder left (a tag's end
+ * does not purge): they must not put the new holder past a budget set on
+ * it, so a budget below what the region holds purges them first. */
 static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit)
 {
+    size_t held = ra__region_committed(tag - 1);
+
+    if ((limit->hard != 0 && held > limit->hard) ||
+        (limit->soft != 0 && held >= limit->soft))
+        ra__be_arena_purge(ra__tag_arena[tag]);
     ra__lock(&budget_lock);
     budgets[tag].limit = *limit;
     ra__region_set_limit(tag - 1, limit->hard, limit->soft);

@@ -171,12 +171,29 @@ bool ra__tag_kill(ra_tag_t tag)
     return !was_live;
 }
 
+/* The next free id that ra__tag_next_idle names, as a position counted from
+ * free_head. */
+static unsigned idle_cursor;
+
 void ra__tag_release_id(ra_tag_t tag)
 {
     ra__lock(&registry_lock);
     free_ids[(free_head + free_count) % RA__MAX_TAGS_LIMIT] = tag;
     free_count++;
     ra__unlock(&registry_lock);
+}
+
+ra_tag_t ra__tag_next_idle(void)
+{
+    ra_tag_t tag = RA_TAG_NONE;
+
+    ra__lock(&registry_lock);
+    if (free_count != 0) {
+        idle_cursor %= free_count;
+        tag = free_ids[(free_head + idle_cursor++) % RA__MAX_TAGS_LIMIT];
+    }
+    ra__unlock(&registry_lock);
+    return tag;
 }
 
 bool ra__tag_identity(ra_tag_t tag, char name[RA_TAG_NAME_MAX + 1],
