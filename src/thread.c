@@ -25,6 +25,26 @@ static struct ra__thread_state all_threads = {
 /* Counts of exited threads and of requests served without a slot. */
 static _Atomic uint64_t orphan_nmalloc[RA__MAX_TAGS_LIMIT + 1];
 static _Atomic uint64_t orphan_ndalloc[RA__MAX_TAGS_LIMIT + 1];
+/* Each tag's slots, over the threads that have one (under threads_lock):
+ * a reset or destroy visits the threads that used the tag, not every
+ * thread of the process. */
+static struct ra__tag_slot *users[RA__MAX_TAGS_LIMIT + 1];
+
+static void add_user(struct ra__tag_slot *s, ra_tag_t tag)
+{
+    s->users_next = users[tag];
+    s->users_prev = &users[tag];
+    if (users[tag] != NULL)
+        users[tag]->users_prev = &s->users_next;
+    users[tag] = s;
+}
+
+static void remove_user(struct ra__tag_slot *s)
+{
+    *s->users_prev = s->users_next;
+    if (s->users_next != NULL)
+        s->users_next->users_prev = s->users_prev;
+}
 
 void ra__thread_prefork(void)
 {
@@ -90,20 +110,33 @@ void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
     release_oldest(s, bin, s->bins[bin].cap / 2);
 }
 
-/* A pair gets its jemalloc tcache only once it is busy: at its second miss
- * (a refill at full size, a full bin, or a block no front cache takes). A
- * pair that makes a few blocks and goes idle (a short request's tag, each
- * of many tags a thread visits once) then holds no tcache, which was about
- * half of what an idle pair kept (107 against 52 KiB in bench/pairs), and
- * takes none of jemalloc's 4,093 ids. The creation is under threads_lock:
- * a reset of the tag, from any thread, flushes the slot's tcache under
- * it. */
+/* A pair gets its jemalloc tcache only once it is busy and has lived: at a
+ * miss (a refill at full size, a full bin, or a block no front cache
+ * takes) after its second, once it has made RA__TCACHE_AFTER_ALLOCS
+ * blocks. A pair that makes a few blocks and goes idle (each of many tags
+ * a thread visits once) then holds no tcache, which was about half of
+ * what an idle pair kept (107 against 52 KiB in bench/pairs), and takes
+ * none of jemalloc's 4,093 ids; nor does a request's tag, which dies
+ * before a tcache (a 32 KiB zeroed allocation of jemalloc's, destroyed
+ * with the tag) would pay for itself: with one, a tag's life of 1000
+ * blocks took 71 against 50 us (bench/tag_life). The creation is under
+ * threads_lock: a reset of the tag, from any thread, flushes the slot's
+ * tcache under it. */
+#define RA__TCACHE_AFTER_ALLOCS 8192
+
 void ra__slot_miss_slow(struct ra__tag_slot *s)
 {
     unsigned tcache;
 
-    if (++s->misses < RA__TCACHE_AFTER_MISSES)
+    if (s->misses + 1 < RA__TCACHE_AFTER_MISSES) {
+        s->misses++;
         return;
+    }
+    /* Busy but young: asked again at its next miss. */
+    if (atomic_load_explicit(&s->nmalloc, memory_order_relaxed) <
+        RA__TCACHE_AFTER_ALLOCS)
+        return;
+    s->misses++;
     /* Out of ids (4093 per process): the pair stays uncached behind its
      * front cache, correct and slower, and asks no more. */
     if (ra__be_tcache_create(&tcache))
@@ -130,7 +163,7 @@ static void flush_slot(struct ra__tag_slot *s)
     flush_tcache(s->tcache);
 }
 
-#define FIRST_FILL 4
+#define FIRST_FILL 2
 
 void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
 {
@@ -198,6 +231,7 @@ void ra__thread_exit(void)
         flush_slot(s);
         if (s->tcache != RA__NO_TCACHE)
             ra__be_tcache_destroy(s->tcache);
+        remove_user(s);
         ra__meta_free(s->bins);
         atomic_fetch_add_explicit(&orphan_nmalloc[t],
                                   atomic_load(&s->nmalloc),
@@ -267,8 +301,12 @@ struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag)
     ra__tag_suspend();
     if (ts == NULL)
         ts = create_thread_state();
-    if (ts != NULL && ts->slots[tag].alloc_flags == 0)
+    if (ts != NULL && ts->slots[tag].alloc_flags == 0) {
         setup_slot(&ts->slots[tag], tag);
+        ra__lock(&threads_lock);
+        add_user(&ts->slots[tag], tag);
+        ra__unlock(&threads_lock);
+    }
     ra__tag_resume();
     tls_busy = false;
     return ts == NULL ? NULL : &ts->slots[tag];
@@ -308,15 +346,35 @@ static void counts_locked(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc)
     uint64_t d = atomic_load_explicit(&orphan_ndalloc[tag],
                                       memory_order_relaxed);
 
-    for (struct ra__thread_state *ts = all_threads.next; ts != &all_threads;
-         ts = ts->next) {
-        m += atomic_load_explicit(&ts->slots[tag].nmalloc,
-                                  memory_order_relaxed);
-        d += atomic_load_explicit(&ts->slots[tag].ndalloc,
-                                  memory_order_relaxed);
+    for (const struct ra__tag_slot *s = users[tag]; s != NULL;
+         s = s->users_next) {
+        m += atomic_load_explicit(&s->nmalloc, memory_order_relaxed);
+        d += atomic_load_explicit(&s->ndalloc, memory_order_relaxed);
     }
     *nmalloc = m;
     *ndalloc = d;
+}
+
+/* With threads_lock held: a destroyed tag's pair starts again as a new
+ * one for the slot's next holder: no tcache (the next holder takes one
+ * only once busy: rebuilding a flushed one at every request cost a 32 KiB
+ * zeroed allocation and its page faults), refills from a few blocks, no
+ * misses, no counts. */
+static void forget_pair(struct ra__tag_slot *s)
+{
+    unsigned arena = (unsigned)RA__FLAGS_ARENA(s->alloc_flags);
+
+    if (s->tcache != RA__NO_TCACHE)
+        ra__be_tcache_destroy(s->tcache);
+    s->tcache = RA__NO_TCACHE;
+    s->free_flags = MALLOCX_TCACHE_NONE;
+    s->alloc_flags = RA__ARENA_FLAGS(arena) | s->free_flags;
+    s->misses = ra__be_caches ? 0 : RA__TCACHE_AFTER_MISSES;
+    if (s->bins != NULL)
+        for (unsigned bin = 0; bin < ra__nbins; bin++)
+            s->bins[bin].fill = 0;
+    atomic_store_explicit(&s->nmalloc, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->ndalloc, 0, memory_order_relaxed);
 }
 
 void ra__thread_wipe_tag(ra_tag_t tag, bool forget)
@@ -328,20 +386,15 @@ void ra__thread_wipe_tag(ra_tag_t tag, bool forget)
     /* No thread uses the tag now (the caller's promise): every free
      * counted was of a block whose allocation is counted. */
     ra__assert(m >= d);
-    for (struct ra__thread_state *ts = all_threads.next; ts != &all_threads;
-         ts = ts->next) {
-        struct ra__tag_slot *s = &ts->slots[tag];
-        if (s->alloc_flags == 0)
-            continue;
+    for (struct ra__tag_slot *s = users[tag]; s != NULL; s = s->users_next) {
         /* The arena's reset frees what the caches hold: forget it. */
         if (s->bins != NULL)
             for (unsigned bin = 0; bin < ra__nbins; bin++)
                 s->bins[bin].count = 0;
-        flush_tcache(s->tcache);
-        if (forget) {
-            atomic_store_explicit(&s->nmalloc, 0, memory_order_relaxed);
-            atomic_store_explicit(&s->ndalloc, 0, memory_order_relaxed);
-        }
+        if (forget)
+            forget_pair(s);
+        else
+            flush_tcache(s->tcache);
     }
     if (forget) {
         atomic_store_explicit(&orphan_nmalloc[tag], 0, memory_order_relaxed);

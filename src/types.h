@@ -156,6 +156,9 @@ struct ra__tag_slot {
      * atomics make the plain increments race-free at no cost on x86-64. */
     _Atomic uint64_t nmalloc;
     _Atomic uint64_t ndalloc;
+    /* The tag's slots over every thread (thread.c's users list, under its
+     * lock): what a reset, a destroy and the counts walk. */
+    struct ra__tag_slot *users_next, **users_prev;
 };
 
 struct ra__thread_state {

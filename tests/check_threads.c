@@ -508,10 +508,11 @@ START_TEST(test_threads_out_of_tcache_ids_goes_uncached)
 END_TEST
 
 /* A (thread, tag) pair takes one of jemalloc's explicit tcache ids only
- * once it is busy: pairs that make a block or two and go idle take none (a
- * thread visiting many tags once would otherwise hold an id and a tcache
- * per tag), and a busy pair takes exactly one. */
-enum { LZ_IDLE_TAGS = 3, LZ_BUSY_BLOCKS = 5000 };
+ * once it is busy and has lived (8192 blocks): pairs that make a block or
+ * two and go idle take none (a thread visiting many tags once would
+ * otherwise hold an id and a tcache per tag), nor does a short request's,
+ * and a busy pair takes exactly one. */
+enum { LZ_IDLE_TAGS = 3, LZ_BUSY_BLOCKS = 10000 };
 static ra_tag_t lz_idle[LZ_IDLE_TAGS], lz_busy;
 static unsigned lz_free_before, lz_free_idle, lz_free_busy;
 static void *lz_blocks[LZ_BUSY_BLOCKS];
