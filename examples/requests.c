@@ -182,6 +182,7 @@ static bool handle(uint64_t *rng, size_t body_len)
 
 struct worker_stats {
     unsigned served, rejected, soft_warnings;
+    uint64_t allocations;
     size_t peak_mapped_max, peak_mapped_sum;
     uint64_t create_fresh_ns, create_recycled_ns, destroy_ns;
     unsigned fresh, recycled;
@@ -208,7 +209,7 @@ static void serve_one(unsigned number, struct worker_stats *ws)
     double u = (double)(next_random(&rng) >> 11) / 9007199254740992.0;
     size_t body_len = (size_t)((double)opt.min_body * pow(span, u));
     ra_tag_limit_t limit = {opt.budget, opt.budget / 4 * 3, on_soft, ws};
-    ra_tag_stats_t st;
+    ra_tag_usage_t use;
     char name[32];
     uint64_t t0, t1;
     ra_tag_t tag;
@@ -244,11 +245,13 @@ static void serve_one(unsigned number, struct worker_stats *ws)
     else
         ws->rejected++;
 
-    if (ra_tag_stats(tag, &st) != 0)
-        die("ra_tag_stats");
-    ws->peak_mapped_sum += st.peak_mapped;
-    if (st.peak_mapped > ws->peak_mapped_max)
-        ws->peak_mapped_max = st.peak_mapped;
+    /* Exact and cheap (no statistics refresh): a figure per request. */
+    if (ra_tag_usage(tag, &use) != 0)
+        die("ra_tag_usage");
+    ws->peak_mapped_sum += use.peak_mapped;
+    if (use.peak_mapped > ws->peak_mapped_max)
+        ws->peak_mapped_max = use.peak_mapped;
+    ws->allocations += use.nmalloc;
     t0 = now_ns();
     if (ra_tag_destroy(tag) != 0)
         die("ra_tag_destroy");

@@ -231,6 +231,20 @@ typedef struct ra_tag_stats {
 /* Fills *out for tag (RA_TAG_NONE: all untagged arenas together): 0, or -1
  * with errno EINVAL (bad tag or NULL out) or ENOTSUP (pass-through mode). */
 RA_EXPORT int ra_tag_stats(ra_tag_t tag, ra_tag_stats_t *out);
+/* The figures the library keeps itself, exact at any moment and cheap (no
+ * refresh of jemalloc's statistics, which ra_tag_stats pays and which
+ * grows with the number of arenas): what a per-request summary needs. */
+typedef struct ra_tag_usage {
+    size_t mapped;      /* bytes committed in the tag's region now */
+    size_t peak_mapped; /* their high-water mark since the tag's creation */
+    uint64_t nmalloc;   /* allocations made under the tag */
+    uint64_t ndalloc;   /* frees of the tag's blocks */
+} ra_tag_usage_t;
+
+/* Fills *out for tag (not RA_TAG_NONE): 0, or -1 with errno EINVAL (bad
+ * tag or NULL out) or ENOTSUP (pass-through mode). Takes no refresh and no
+ * lock but the one that lists the tag's threads. */
+RA_EXPORT int ra_tag_usage(ra_tag_t tag, ra_tag_usage_t *out);
 /* Returns the tag's unused pages to the OS: 0 or -1 (EINVAL, ENOTSUP). */
 RA_EXPORT int ra_tag_purge(ra_tag_t tag);
 /* Purges every tag and the untagged arenas: 0 or -1 (ENOTSUP). */

@@ -59,6 +59,16 @@ public:
         return s;
     }
 
+    /* Committed bytes and counts, exact now and without a refresh of
+     * jemalloc's statistics: cheap enough for every request. */
+    ra_tag_usage_t usage() const
+    {
+        ra_tag_usage_t u;
+        if (ra_tag_usage(id_, &u) != 0)
+            detail::throw_errno("ra_tag_usage");
+        return u;
+    }
+
     void purge() const
     {
         if (ra_tag_purge(id_) != 0)

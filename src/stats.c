@@ -119,6 +119,20 @@ void ra__stats_forget(ra_tag_t tag)
     atomic_store_explicit(&purges[tag], 0, memory_order_relaxed);
 }
 
+int ra_tag_usage(ra_tag_t tag, ra_tag_usage_t *out)
+{
+    if (out == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (ra__check_call(ra__tag_valid(tag)) != 0)
+        return -1;
+    out->mapped = ra__region_committed(tag - 1);
+    out->peak_mapped = ra__region_peak_committed(tag - 1);
+    ra__thread_counts(tag, &out->nmalloc, &out->ndalloc);
+    return 0;
+}
+
 int ra_tag_purge(ra_tag_t tag)
 {
     unsigned n;

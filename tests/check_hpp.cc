@@ -76,6 +76,9 @@ START_TEST(test_hpp_tag_stats_purge_rss_of)
     ck_assert_uint_eq(st.allocated, 4 * MIB);
     ck_assert(ra::tag::of(p) == t);
     ck_assert_uint_eq(ra::tag::of(&st).id(), RA_TAG_NONE);
+    // usage() agrees with the refreshed figures, without the refresh.
+    ck_assert_uint_eq(t.usage().mapped, st.mapped);
+    ck_assert_uint_eq(t.usage().nmalloc, st.nmalloc);
     std::memset(p, 1, 4 * MIB); // resident now, as the kernel counts
     ck_assert_uint_ge(t.rss(), 4 * MIB);
     ra_free(p);
@@ -84,6 +87,7 @@ START_TEST(test_hpp_tag_stats_purge_rss_of)
     ck_assert_int_eq(ra_tag_destroy(t.id()), 0);
     // A destroyed tag's id fails every call.
     ck_assert_int_eq(thrown_errno([&] { (void)t.stats(); }), EINVAL);
+    ck_assert_int_eq(thrown_errno([&] { (void)t.usage(); }), EINVAL);
     ck_assert_int_eq(thrown_errno([&] { t.purge(); }), EINVAL);
     ck_assert_int_eq(thrown_errno([&] { (void)t.name(); }), ENOENT);
 }

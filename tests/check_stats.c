@@ -631,6 +631,47 @@ START_TEST(test_stats_peak_mapped_keeps_high_water_mark)
 }
 END_TEST
 
+/* ra_tag_usage: the library's own figures, exact without a refresh: the
+ * counts and the high-water mark are ra_tag_stats's, mapped is what the
+ * extent hooks count committed (jemalloc's own figure can only lag it),
+ * and every call fails as ra_tag_stats does. */
+START_TEST(test_stats_usage_is_exact_without_a_refresh)
+{
+    ra_tag_usage_t u, before;
+    ra_tag_stats_t st;
+    void *blocks[100], *big;
+
+    ck_assert_int_eq(ra_tag_usage(tag_a, &before), 0);
+    for (int i = 0; i < 100; i++)
+        ck_assert_ptr_nonnull(blocks[i] = ra_malloc_tag(tag_a, 64));
+    for (int i = 0; i < 40; i++)
+        ra_free(blocks[i]);
+    ck_assert_ptr_nonnull(big = ra_malloc_tag(tag_a, 8 * MIB));
+    /* Exact at once: nothing flushed, no statistics refreshed. */
+    ck_assert_int_eq(ra_tag_usage(tag_a, &u), 0);
+    ck_assert_uint_eq(u.nmalloc - before.nmalloc, 101);
+    ck_assert_uint_eq(u.ndalloc - before.ndalloc, 40);
+    ck_assert_uint_ge(u.mapped, before.mapped + 8 * MIB);
+    ck_assert_uint_ge(u.peak_mapped, u.mapped);
+    st = tu_tag_stats(tag_a);
+    ck_assert_uint_eq(st.nmalloc, u.nmalloc);
+    ck_assert_uint_eq(st.ndalloc, u.ndalloc);
+    ck_assert_uint_eq(st.peak_mapped, u.peak_mapped);
+    ra_free(big);
+    for (int i = 40; i < 100; i++)
+        ra_free(blocks[i]);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_usage(tag_a, NULL), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_usage(RA_TAG_NONE, &u), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(ra_tag_usage(ra_tag_count() + 1, &u), -1);
+    ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
 /* Whether the kernel names anonymous mappings (CONFIG_ANON_VMA_NAME,
  * Linux 5.17), asked of a private mapping of the test's own. */
 static bool kernel_names_mappings(void)
@@ -700,6 +741,7 @@ static Suite *stats_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("fields");
+    tcase_add_test(tc, test_stats_usage_is_exact_without_a_refresh);
     tcase_add_checked_fixture(tc, setup_tags, NULL);
     tcase_add_test(tc, test_stats_fields_are_ordered);
     tcase_add_test(tc, test_stats_active_is_the_pages_of_live_blocks);

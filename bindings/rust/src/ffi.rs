@@ -66,6 +66,7 @@ extern "C" {
     pub fn ra_malloc_usable_size(ptr: *const c_void) -> usize;
 
     pub fn ra_tag_stats(tag: RaTag, out: *mut crate::TagStats) -> c_int;
+    pub fn ra_tag_usage(tag: RaTag, out: *mut crate::TagUsage) -> c_int;
     pub fn ra_tag_purge(tag: RaTag) -> c_int;
     pub fn ra_thread_flush();
     pub fn ra_tag_rss(tag: RaTag, bytes: *mut usize) -> c_int;

@@ -50,7 +50,9 @@ mod tag;
 pub use crate::alloc::RegionAlloc;
 pub use crate::future::{in_tag, InTag};
 pub use crate::report::{checkpoint, checkpoint_report, report, Format};
-pub use crate::tag::{current_tag, enabled, thread_flush, Limit, Tag, TagGuard, TagStats};
+pub use crate::tag::{
+    current_tag, enabled, thread_flush, Limit, Tag, TagGuard, TagStats, TagUsage,
+};
 
 // The unit tests allocate through the binding itself, so that tagging does
 // not depend on the library's malloc override (absent with

@@ -54,6 +54,23 @@ pub struct TagStats {
     pub peak_mapped: usize,
 }
 
+/// The figures the library keeps itself for a tag, as `ra_tag_usage_t`:
+/// exact at any moment and cheap (no refresh of jemalloc's statistics),
+/// what a summary per request needs.
+/// The layout is `ra_tag_usage_t`'s, field for field: the C call fills it.
+#[repr(C)]
+#[derive(Copy, Clone, Default, PartialEq, Eq, Hash, Debug)]
+pub struct TagUsage {
+    /// Bytes committed in the tag's region now.
+    pub mapped: usize,
+    /// The highest `mapped` since the tag's creation.
+    pub peak_mapped: usize,
+    /// Allocations made under the tag.
+    pub nmalloc: u64,
+    /// Frees of the tag's blocks.
+    pub ndalloc: u64,
+}
+
 /// A tag's budget on `mapped`, the memory it holds from the OS (see
 /// "Budgets" in regionalloc(3)). 0 means no limit; `Limit::default()` is
 /// no budget at all.
@@ -208,6 +225,14 @@ impl Tag {
         let mut s = TagStats::default();
         check(unsafe { ffi::ra_tag_stats(self.raw(), &mut s) })?;
         Ok(s)
+    }
+
+    /// The tag's committed bytes and counts, exact now and without a
+    /// refresh: cheap enough for every request. Errors as [`Tag::stats`].
+    pub fn usage(&self) -> io::Result<TagUsage> {
+        let mut u = TagUsage::default();
+        check(unsafe { ffi::ra_tag_usage(self.raw(), &mut u) })?;
+        Ok(u)
     }
 
     /// The resident bytes of the tag's region as the kernel counts them

@@ -103,6 +103,19 @@ fn a_string_grown_byte_by_byte_keeps_its_tag_and_its_text() {
 }
 
 #[test]
+fn usage_counts_exactly_without_a_flush() {
+    let t = fresh_tag("usage");
+    let before = t.usage().unwrap();
+    let boxes: Vec<Box<u64>> = t.scope(|| (0..1000).map(Box::new).collect());
+    let during = t.usage().unwrap();
+    assert_eq!(during.nmalloc - before.nmalloc, 1000 + 1, "the boxes and the Vec");
+    assert!(during.mapped > 0 && during.peak_mapped >= during.mapped);
+    drop(boxes);
+    let after = t.usage().unwrap();
+    assert_eq!(after.ndalloc - before.ndalloc, 1000 + 1);
+}
+
+#[test]
 fn over_aligned_blocks_are_aligned_tagged_and_freed() {
     let t = fresh_tag("aligned");
     thread_flush();
