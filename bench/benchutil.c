@@ -237,11 +237,13 @@ bool bench_open_mimalloc(void)
     }
     *(void **)&bench_mi.heap_new = dlsym(h, "mi_heap_new");
     *(void **)&bench_mi.heap_delete = dlsym(h, "mi_heap_delete");
+    *(void **)&bench_mi.heap_destroy = dlsym(h, "mi_heap_destroy");
     *(void **)&bench_mi.heap_malloc = dlsym(h, "mi_heap_malloc");
     *(void **)&bench_mi.heap_realloc = dlsym(h, "mi_heap_realloc");
     *(void **)&bench_mi.free = dlsym(h, "mi_free");
     *(void **)&bench_mi.version = dlsym(h, "mi_version");
     if (bench_mi.heap_new == NULL || bench_mi.heap_delete == NULL ||
+        bench_mi.heap_destroy == NULL ||
         bench_mi.heap_malloc == NULL || bench_mi.heap_realloc == NULL ||
         bench_mi.free == NULL || bench_mi.version == NULL) {
         bench_mi_missing = "libmimalloc lacks the heap API";

@@ -85,6 +85,7 @@ typedef struct mi_heap_s mi_heap_t;
 struct bench_mimalloc {
     mi_heap_t *(*heap_new)(void);
     void (*heap_delete)(mi_heap_t *);
+    void (*heap_destroy)(mi_heap_t *);
     void *(*heap_malloc)(mi_heap_t *, size_t);
     void *(*heap_realloc)(mi_heap_t *, void *, size_t);
     void (*free)(void *);

@@ -118,6 +118,17 @@ REGIONALLOC_SHM=1 BENCH_WORKLOAD_SUFFIX=", stats segment on" timed ring
 # Many tags: 256 cycled through by one thread, 300 by each of 16 threads.
 REGIONALLOC_MAX_TAGS=512 timed tag_cycle
 REGIONALLOC_MAX_TAGS=512 timed pairs
+# A tag's life against mimalloc's heap and jemalloc's arena.<i>.reset: one
+# contender per process, the processes alternating (the first contender
+# moves along at each pass), so no contender's heap shares a process with
+# another's. Ratios are of the medians over processes.
+life=(reset reset+purge tags mimalloc)
+for ((p = 1; p <= procs; p++)); do
+    echo "bench: tag_life (pass $p of $procs)" >&2
+    for ((k = 0; k < ${#life[@]}; k++)); do
+        run_one tag_life "${life[(p + k) % ${#life[@]}]}"
+    done
+done
 
 # -- memory: one contender per process, so each RSS delta is its own ------
 echo "bench: memory" >&2
@@ -263,6 +274,14 @@ function pair_target(desc, w, a, b, limit,    x) {
     else target(desc, sprintf("%.3fx (%s vs %s %s)", x, num(med[key(w, a)]),
                               num(med[key(w, b)]), unit[key(w, a)]), x <= limit)
 }
+# The quotient of the medians of contenders a and b of workload w, for
+# contenders measured in processes of their own.
+function med_target(desc, w, a, b, limit,    x) {
+    if (!has(w, a) || !has(w, b)) { target(desc, "not measured", ""); return }
+    x = med[key(w, a)] / med[key(w, b)]
+    target(desc, sprintf("%.3fx (%s vs %s %s)", x, num(med[key(w, a)]),
+                         num(med[key(w, b)]), unit[key(w, a)]), x <= limit)
+}
 function faster_target(desc, w, other,    a, b) {
     if (!has(w, TAG) || !has(w, other)) {
         target(desc, (key(w, other) in why) ? other ": " why[key(w, other)] : "not measured", "")
@@ -278,6 +297,7 @@ $1 != "row" { next }
     k = key($2, $3)
     if (!($2 in wseen)) { wseen[$2] = 1; worder[++nw] = $2 }
     if (!(k in seen)) { seen[k] = 1; wk[$2, ++wn[$2]] = k; wl[k] = $2; ct[k] = $3 }
+    if ($3 ~ /\(baseline\)$/) wbase[$2] = $3
     if ($4 == "n/a") { why[k] = $5; next }
     unit[k] = $5
     v[k, ++nv[k]] = $4 + 0
@@ -302,7 +322,7 @@ END {
     }
     for (i = 1; i <= nk; i++) {
         k = order[i]
-        b = key(wl[k], JE)
+        b = key(wl[k], (wl[k] in wbase) ? wbase[wl[k]] : JE)
         if ((k in med) && ratio[k] == "" && (b in med) && med[b] > 0 && unit[b] == unit[k])
             ratio[k] = med[k] / med[b]
     }
@@ -396,6 +416,20 @@ END {
     pair_target("16 x 300 pairs <= 1.15x 16 x 1, per malloc+free", PT, "16 x 300 tags", "16 x 1 tag", 1.15)
     pair_target("the demo, tagged <= 1.02x --untagged, whole process", IDX,
                 "indexer (tagged)", "indexer --untagged (baseline)", 1.02)
+
+    # A tag per request, against a mimalloc heap per request and against
+    # jemalloc arena.<i>.reset (the floor; bench/README.md explains it).
+    LT = "libregionalloc tag per request"; LM = "mimalloc heap per request"
+    LR = "jemalloc arena.<i>.reset (baseline)"
+    print ""
+    print "targets (a tag per request), judged from the medians above:"
+    for (n = 10; n <= 1000; n *= 10) {
+        LW = "a tag\047s life: create, " n " blocks of 16-256 B, destroy"
+        med_target(sprintf("a tag\047s life, %d blocks <= %sx mimalloc heap", n, n < 1000 ? "1.5" : "2"),
+                   LW, LT, LM, n < 1000 ? 1.5 : 2)
+        med_target(sprintf("a tag\047s life, %d blocks <= 1.5x arena.<i>.reset (floor)", n),
+                   LW, LT, LR, 1.5)
+    }
 
     print ""
     print "other findings:"
