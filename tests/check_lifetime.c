@@ -1,13 +1,15 @@
 /* Suite "lifetime": ra_tag_reset frees every block of a tag at once, across
  * threads and their caches; ra_tag_destroy retires a tag and recycles its
- * id, region and arena. */
+ * id, region and arena, whose pages the next holder reuses. */
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <jemalloc/jemalloc.h>
 
@@ -142,15 +144,17 @@ END_TEST
 /* -- "threads" -------------------------------------------------------------- */
 
 /* Workers warm their caches under the tag (front caches and tcaches hold
- * its blocks), then wait; the main thread resets; everyone allocates again
- * under the tag and writes every byte of every block with its own pattern:
- * a block handed out twice, or overlapping another, would show. Every
- * worker is blocked (at a barrier) while the reset runs; one exits after it
- * without using the tag again, its exit flushing whatever its caches held. */
+ * its blocks), then wait; the main thread resets the tag, or destroys it
+ * and creates the tag that takes its id; everyone allocates again under
+ * the tag of now and writes every byte of every block with its own
+ * pattern: a block handed out twice, or overlapping another, would show,
+ * and so would a cache of the old tag's blocks that survived. Every worker
+ * is blocked (at a barrier) while the reset or destroy runs; one exits
+ * after it without using the tag again, its exit flushing whatever its
+ * caches held. */
 enum { RT_WORKERS = 4, RT_BLOCKS = 3000 };
 
 struct rt_worker {
-    ra_tag_t tag;
     unsigned id;
     void *blocks[RT_BLOCKS];
     size_t sizes[RT_BLOCKS];
@@ -158,6 +162,10 @@ struct rt_worker {
 };
 
 static pthread_barrier_t rt_warm, rt_reset, rt_done;
+/* The tag before the barrier rt_reset, and after it (the recycled tag when
+ * the main thread destroys): written by the main thread only before the
+ * barriers the workers wait at. */
+static ra_tag_t rt_tag_before, rt_tag_after;
 
 static size_t rt_size(unsigned id, size_t i)
 {
@@ -168,7 +176,7 @@ static void *rt_thread(void *arg)
 {
     struct rt_worker *w = arg;
 
-    ra_tag_push(w->tag);
+    ra_tag_push(rt_tag_before);
     for (size_t round = 0; round < 3; round++) {
         for (size_t i = 0; i < RT_BLOCKS; i++)
             w->blocks[i] = ra_malloc(rt_size(w->id, i + round));
@@ -178,19 +186,19 @@ static void *rt_thread(void *arg)
             if (i % 5 != 0 || round < 2)
                 ra_free(w->blocks[i]);
     }
-    ra_tag_pop(w->tag);
+    ra_tag_pop(rt_tag_before);
     pthread_barrier_wait(&rt_warm);
     pthread_barrier_wait(&rt_reset);
     if (w->id == RT_WORKERS - 1)
         return NULL; /* exits now: its caches are released */
-    ra_tag_push(w->tag);
+    ra_tag_push(rt_tag_after);
     for (size_t i = 0; i < RT_BLOCKS; i++) {
         w->sizes[i] = rt_size(w->id, i);
         w->blocks[i] = ra_malloc(w->sizes[i]);
         if (w->blocks[i] != NULL)
             tu_fill_pattern(w->blocks[i], w->sizes[i], w->id * 100000 + i);
     }
-    ra_tag_pop(w->tag);
+    ra_tag_pop(rt_tag_after);
     pthread_barrier_wait(&rt_done);
     for (size_t i = 0; i < RT_BLOCKS; i++)
         if (w->blocks[i] == NULL ||
@@ -211,29 +219,47 @@ static int compare_ranges(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-START_TEST(test_lifetime_reset_across_threads_never_hands_a_block_twice)
+static ra_tag_usage_t usage_of(ra_tag_t tag)
+{
+    ra_tag_usage_t u;
+
+    ck_assert_int_eq(ra_tag_usage(tag, &u), 0);
+    return u;
+}
+
+/* The run above, the main thread resetting the tag or destroying it. */
+static void reset_under_threads(bool destroy)
 {
     static struct rt_worker workers[RT_WORKERS];
     static struct range ranges[RT_WORKERS * RT_BLOCKS];
-    ra_tag_t tag = tu_tag_create("threads");
     pthread_t threads[RT_WORKERS];
     size_t n = 0, bad = 0, live = 0;
     ra_tag_stats_t st;
+    ra_tag_usage_t use;
 
+    rt_tag_before = rt_tag_after = tu_tag_create("threads");
     pthread_barrier_init(&rt_warm, NULL, RT_WORKERS + 1);
     pthread_barrier_init(&rt_reset, NULL, RT_WORKERS + 1);
     pthread_barrier_init(&rt_done, NULL, RT_WORKERS - 1);
     for (unsigned i = 0; i < RT_WORKERS; i++) {
-        workers[i] = (struct rt_worker){.tag = tag, .id = i};
+        workers[i] = (struct rt_worker){.id = i};
         ck_assert_int_eq(pthread_create(&threads[i], NULL, rt_thread,
                                         &workers[i]),
                          0);
     }
     pthread_barrier_wait(&rt_warm);
-    ck_assert_int_eq(ra_tag_reset(tag), 0);
-    st = tu_tag_stats(tag);
+    if (destroy) {
+        ck_assert_int_eq(ra_tag_destroy(rt_tag_before), 0);
+        rt_tag_after = tu_tag_create("threads, again");
+        ck_assert_uint_eq(rt_tag_after, rt_tag_before);
+    } else {
+        ck_assert_int_eq(ra_tag_reset(rt_tag_before), 0);
+    }
+    st = tu_tag_stats(rt_tag_after);
     ck_assert_uint_eq(st.allocated, 0);
     ck_assert_uint_eq(st.nmalloc, st.ndalloc);
+    if (destroy)
+        ck_assert_uint_eq(st.nmalloc, 0);
     pthread_barrier_wait(&rt_reset);
     for (unsigned i = 0; i < RT_WORKERS; i++)
         ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
@@ -242,7 +268,7 @@ START_TEST(test_lifetime_reset_across_threads_never_hands_a_block_twice)
         for (size_t b = 0; b < RT_BLOCKS; b++) {
             void *p = workers[i].blocks[b];
             ck_assert_ptr_nonnull(p);
-            ck_assert_uint_eq(ra_tag_of(p), tag);
+            ck_assert_uint_eq(ra_tag_of(p), rt_tag_after);
             ranges[n++] = (struct range){
                 (uintptr_t)p, (uintptr_t)p + ra_malloc_usable_size(p)};
             live += ra_malloc_usable_size(p);
@@ -257,16 +283,35 @@ START_TEST(test_lifetime_reset_across_threads_never_hands_a_block_twice)
                       (unsigned long)ranges[i - 1].end,
                       (unsigned long)ranges[i].start,
                       (unsigned long)ranges[i].end);
+    /* A recycled tag counts its own blocks only, exactly, unflushed. */
+    use = usage_of(rt_tag_after);
+    if (destroy) {
+        ck_assert_uint_eq(use.nmalloc, n);
+        ck_assert_uint_eq(use.ndalloc, 0);
+    }
     /* The workers exited: every cache is flushed, allocated is exact. */
-    st = tu_tag_stats(tag);
+    st = tu_tag_stats(rt_tag_after);
     ck_assert_uint_eq(st.allocated, live);
     for (unsigned i = 0; i + 1 < RT_WORKERS; i++)
         for (size_t b = 0; b < RT_BLOCKS; b++)
             ra_free(workers[i].blocks[b]);
+    use = usage_of(rt_tag_after);
+    ck_assert_uint_eq(use.nmalloc, use.ndalloc);
     ra_thread_flush();
-    st = tu_tag_stats(tag);
+    st = tu_tag_stats(rt_tag_after);
     ck_assert_uint_eq(st.allocated, 0);
     ck_assert_uint_eq(st.nmalloc, st.ndalloc);
+}
+
+START_TEST(test_lifetime_reset_across_threads_never_hands_a_block_twice)
+{
+    reset_under_threads(false);
+}
+END_TEST
+
+START_TEST(test_lifetime_destroy_across_threads_never_hands_a_block_twice)
+{
+    reset_under_threads(true);
 }
 END_TEST
 
@@ -540,6 +585,145 @@ START_TEST(test_lifetime_churn_stays_flat)
 }
 END_TEST
 
+/* -- "kept pages" ------------------------------------------------------------ */
+
+/* A destroyed tag's slot keeps its pages for the slot's next holder. */
+enum { KP_BLOCKS = 20000 };
+static void *kp_blocks[KP_BLOCKS];
+
+static long minor_faults(void)
+{
+    struct rusage ru;
+
+    ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+    return ru.ru_minflt;
+}
+
+/* What a tag that never allocated holds: jemalloc's first metadata block
+ * for the tag's arena, committed in its region. */
+static size_t empty_tag_mapped(void)
+{
+    ra_tag_t tag = tu_tag_create("never used");
+    size_t mapped = usage_of(tag).mapped;
+
+    ck_assert_int_eq(ra_tag_destroy(tag), 0);
+    return mapped;
+}
+
+/* Makes KP_BLOCKS blocks of 16-256 B under tag, writes every byte and adds
+ * their usable sizes to *bytes; returns the minor faults that took. */
+static long fill_and_write(ra_tag_t tag, size_t *bytes)
+{
+    long before;
+
+    memset(kp_blocks, 0, sizeof kp_blocks); /* its own faults, not counted */
+    before = minor_faults();
+    for (size_t i = 0; i < KP_BLOCKS; i++) {
+        size_t size = 16 + (i * 2654435761u >> 9) % 241;
+        kp_blocks[i] = ra_malloc_tag(tag, size);
+        if (kp_blocks[i] == NULL)
+            ck_abort_msg("block %zu: %s", i, strerror(errno));
+        memset(kp_blocks[i], 0x5a, size);
+        *bytes += size;
+    }
+    return minor_faults() - before;
+}
+
+/* The next holder of a destroyed tag's slot allocates into the pages the
+ * last holder left: no page faults (the slot's mapped bytes were kept), as
+ * a server with a tag per request needs. */
+START_TEST(test_lifetime_recycled_slot_reuses_pages_without_faults)
+{
+    size_t floor = empty_tag_mapped();
+    ra_tag_t first = tu_tag_create("first holder"), next;
+    size_t bytes = 0, kept;
+    long faults_first, faults_next;
+
+    faults_first = fill_and_write(first, &bytes);
+    ck_assert_int_eq(ra_tag_destroy(first), 0);
+    next = tu_tag_create("next holder");
+    ck_assert_uint_eq(next, first);
+    kept = usage_of(next).mapped;
+    ck_assert_uint_ge(kept, bytes);
+    faults_next = fill_and_write(next, &bytes);
+    fprintf(stderr, "lifetime: %zu KiB of blocks, first holder %ld faults, "
+                    "next holder %ld (%zu KiB kept)\n",
+            bytes / 2 >> 10, faults_first, faults_next, kept >> 10);
+    /* The first fill faults a page at a time (unless the kernel backs the
+     * region with huge pages); the next one none, but for a page of the
+     * library's own here and there. */
+    ck_assert_int_le(faults_next, (long)(bytes / 2 / 4096 / 20));
+    /* Nothing committed anew: the kept pages took the whole fill. */
+    ck_assert_uint_le(usage_of(next).mapped, kept);
+    /* Kept pages are a cache: a purge gives them back. */
+    ck_assert_int_eq(ra_tag_destroy(next), 0);
+    next = tu_tag_create("purged holder");
+    ck_assert_uint_ge(usage_of(next).mapped, bytes / 2);
+    ck_assert_int_eq(ra_tag_purge(next), 0);
+    ck_assert_uint_eq(usage_of(next).mapped, floor);
+    ck_assert_uint_eq(tu_tag_stats(next).dirty, 0);
+}
+END_TEST
+
+/* Kept pages never let a tag past its budget: a hard limit below what the
+ * slot holds purges them first; the budget then holds from the start. */
+START_TEST(test_lifetime_budget_purges_kept_pages)
+{
+    size_t floor = empty_tag_mapped();
+    ra_tag_t first = tu_tag_create("spender"), next;
+    ra_tag_limit_t limit = {floor + 1 * MIB, 0, NULL, NULL};
+    size_t bytes = 0;
+    void *big;
+
+    (void)fill_and_write(first, &bytes);
+    big = ra_malloc_tag(first, 4 * MIB);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 1, 4 * MIB);
+    ck_assert_int_eq(ra_tag_destroy(first), 0);
+    next = tu_tag_create("frugal");
+    ck_assert_uint_eq(next, first);
+    ck_assert_uint_gt(usage_of(next).mapped, floor + 4 * MIB);
+    ck_assert_int_eq(ra_tag_set_limit(next, &limit), 0);
+    ck_assert_uint_eq(usage_of(next).mapped, floor);
+    /* The budget is the tag's own: half of it can be had, twice it not. */
+    big = ra_malloc_tag(next, MIB / 2);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 1, MIB / 2);
+    errno = 0;
+    ck_assert_ptr_null(ra_malloc_tag(next, 2 * MIB));
+    ck_assert_int_eq(errno, ENOMEM);
+    ck_assert_uint_le(usage_of(next).mapped, limit.hard);
+    ra_free(big);
+}
+END_TEST
+
+/* The same for a budget that REGIONALLOC_LIMITS sets on the recycled tag's
+ * creation. Runs as its test's first action: the library reads its
+ * environment once. */
+START_TEST(test_lifetime_environment_budget_purges_kept_pages)
+{
+    ra_tag_t first, next;
+    size_t bytes = 0, floor;
+    ra_tag_limit_t got;
+
+    /* The budget leaves 1 MiB past an empty tag's metadata (2 MiB with
+     * jemalloc 5.3: checked below). */
+    ck_assert_int_eq(setenv("REGIONALLOC_LIMITS", "frugal=3M", 1), 0);
+    floor = empty_tag_mapped();
+    ck_assert_uint_le(floor, 2 * MIB);
+    first = tu_tag_create("spender");
+    (void)fill_and_write(first, &bytes);
+    ck_assert_uint_gt(usage_of(first).mapped, 3 * MIB);
+    ck_assert_int_eq(ra_tag_destroy(first), 0);
+    next = tu_tag_create("frugal");
+    ck_assert_uint_eq(next, first);
+    ck_assert_int_eq(ra_tag_get_limit(next, &got), 0);
+    ck_assert_uint_eq(got.hard, 3 * MIB);
+    ck_assert_uint_eq(usage_of(next).mapped, floor);
+    ck_assert_ptr_nonnull(ra_malloc_tag(next, MIB / 2));
+}
+END_TEST
+
 static Suite *lifetime_suite(void)
 {
     Suite *s = suite_create("lifetime");
@@ -555,6 +739,8 @@ static Suite *lifetime_suite(void)
     tc = tcase_create("threads");
     tcase_add_test(tc,
                    test_lifetime_reset_across_threads_never_hands_a_block_twice);
+    tcase_add_test(
+        tc, test_lifetime_destroy_across_threads_never_hands_a_block_twice);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
@@ -569,6 +755,12 @@ static Suite *lifetime_suite(void)
     tcase_add_test(tc, test_lifetime_recycled_tag_starts_empty);
     tcase_add_test(tc, test_lifetime_churn_stays_flat);
     tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("kept pages");
+    tcase_add_test(tc, test_lifetime_recycled_slot_reuses_pages_without_faults);
+    tcase_add_test(tc, test_lifetime_budget_purges_kept_pages);
+    tcase_add_test(tc, test_lifetime_environment_budget_purges_kept_pages);
     suite_add_tcase(s, tc);
     return s;
 }
