@@ -72,6 +72,9 @@ size_t ra__region_committed(unsigned idx);
  * commit that reaches soft is reported (re-armed when committed falls
  * below soft). */
 void ra__region_set_limit(unsigned idx, size_t hard, size_t soft);
+/* Gives the pages of the block [ptr, ptr + size) back to the OS, before
+ * the block is freed: they read as zero when used again. */
+void ra__region_discard(void *ptr, size_t size);
 /* Region idx's tag was destroyed: its peak starts again from what it
  * holds, and crossings of its soft limit not yet delivered are dropped. */
 void ra__region_forget(unsigned idx);
@@ -230,8 +233,14 @@ void ra__thread_flush_tag(ra_tag_t tag);
 /* Before the tag's arena is reset: every thread's front cache of the tag is
  * forgotten and its tcache flushed (jemalloc requires it), live or blocked
  * threads alike, and the counts say every block was freed (nmalloc ==
- * ndalloc), or start again from 0 when forget is set (destroy). */
-void ra__thread_wipe_tag(ra_tag_t tag, bool forget);
+ * ndalloc). */
+void ra__thread_wipe_tag(ra_tag_t tag);
+/* At the tag's destroy: its counts start again from 0. Returns true when
+ * blocks of the tag are live: the threads' caches of the tag were then
+ * forgotten and their pairs start over (ra__thread_wipe_tag), and the
+ * arena must be reset. False when none is: the caches keep their blocks,
+ * free blocks of the slot, for its next holder. */
+bool ra__thread_end_tag(ra_tag_t tag);
 /* Sums the counters of tag over live and exited threads. */
 void ra__thread_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc);
 

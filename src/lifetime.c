@@ -14,26 +14,34 @@ static pthread_mutex_t lifetime_lock = PTHREAD_MUTEX_INITIALIZER;
  * under the tag or frees one of its blocks meanwhile; what the threads'
  * caches hold is the library's business: forgotten (front caches) or
  * flushed (tcaches) before jemalloc discards the arena's allocations, so
- * that no block comes back twice. forget: the tag is being destroyed, its
- * counts, profile, purges, peak and budget start again from nothing. */
-static void empty_tag(ra_tag_t tag, bool forget)
+ * that no block comes back twice. A reset gives the pages back. */
+static void reset_tag(ra_tag_t tag)
 {
     unsigned arena = ra__tag_arena[tag];
 
-    ra__thread_wipe_tag(tag, forget);
-    ra__prof_forget(tag, forget);
+    ra__thread_wipe_tag(tag);
+    ra__prof_forget(tag, false);
     ra__be_arena_reset(arena);
-    /* A destroyed tag's slot keeps its pages, dirty: the next holder
-     * allocates into them without a fault, and decay or a purge gives
-     * them back (doc/design.md, a tag's end). A reset is the call that
-     * gives memory back. */
-    if (!forget)
-        ra__be_arena_purge(arena);
-    if (forget) {
-        ra__stats_forget(tag);
-        ra__limit_forget(tag);
-        ra__region_forget(tag - 1);
-    }
+    ra__be_arena_purge(arena);
+}
+
+/* A destroy also forgets the tag's counts, profile, purges, peak and
+ * budget. Its slot keeps its pages, dirty: the next holder allocates into
+ * them without a fault, and decay or a purge gives them back. When the
+ * program freed every block itself (a request that cleaned up), there is
+ * nothing to reset: the threads' caches keep their blocks for the next
+ * holder, which then allocates without a call into jemalloc (doc/design.md,
+ * a tag's end). */
+static void end_tag(ra_tag_t tag)
+{
+    bool live = ra__thread_end_tag(tag);
+
+    ra__prof_forget(tag, true);
+    if (live)
+        ra__be_arena_reset(ra__tag_arena[tag]);
+    ra__stats_forget(tag);
+    ra__limit_forget(tag);
+    ra__region_forget(tag - 1);
 }
 
 void ra__lifetime_prefork(void)
@@ -64,7 +72,7 @@ int ra_tag_reset(ra_tag_t tag)
     if (ra__check_call(ra__tag_valid(tag)) != 0)
         return -1;
     ra__lock(&lifetime_lock);
-    empty_tag(tag, false);
+    reset_tag(tag);
     ra__unlock(&lifetime_lock);
     return 0;
 }
@@ -97,7 +105,7 @@ int ra_tag_destroy(ra_tag_t tag)
         errno = rc;
         return -1;
     }
-    empty_tag(tag, true);
+    end_tag(tag);
     ra__tag_release_id(tag);
     decay_one_idle();
     ra__unlock(&lifetime_lock);

@@ -373,11 +373,19 @@ static void forget_pair(struct ra__tag_slot *s)
     if (s->bins != NULL)
         for (unsigned bin = 0; bin < ra__nbins; bin++)
             s->bins[bin].fill = 0;
-    atomic_store_explicit(&s->nmalloc, 0, memory_order_relaxed);
-    atomic_store_explicit(&s->ndalloc, 0, memory_order_relaxed);
 }
 
-void ra__thread_wipe_tag(ra_tag_t tag, bool forget)
+static void forget_counts(ra_tag_t tag)
+{
+    for (struct ra__tag_slot *s = users[tag]; s != NULL; s = s->users_next) {
+        atomic_store_explicit(&s->nmalloc, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->ndalloc, 0, memory_order_relaxed);
+    }
+    atomic_store_explicit(&orphan_nmalloc[tag], 0, memory_order_relaxed);
+    atomic_store_explicit(&orphan_ndalloc[tag], 0, memory_order_relaxed);
+}
+
+bool ra__thread_end_tag(ra_tag_t tag)
 {
     uint64_t m, d;
 
@@ -386,24 +394,43 @@ void ra__thread_wipe_tag(ra_tag_t tag, bool forget)
     /* No thread uses the tag now (the caller's promise): every free
      * counted was of a block whose allocation is counted. */
     ra__assert(m >= d);
+    if (m == d) {
+        /* Nothing live: what the caches hold are free blocks of the
+         * slot's arena, the next holder's as much as this one's. They
+         * stay, tcaches with them, and the arena is not reset. */
+        forget_counts(tag);
+        ra__unlock(&threads_lock);
+        return false;
+    }
     for (struct ra__tag_slot *s = users[tag]; s != NULL; s = s->users_next) {
         /* The arena's reset frees what the caches hold: forget it. */
         if (s->bins != NULL)
             for (unsigned bin = 0; bin < ra__nbins; bin++)
                 s->bins[bin].count = 0;
-        if (forget)
-            forget_pair(s);
-        else
-            flush_tcache(s->tcache);
+        forget_pair(s);
     }
-    if (forget) {
-        atomic_store_explicit(&orphan_nmalloc[tag], 0, memory_order_relaxed);
-        atomic_store_explicit(&orphan_ndalloc[tag], 0, memory_order_relaxed);
-    } else {
-        /* Every block that was live is freed now. */
-        atomic_fetch_add_explicit(&orphan_ndalloc[tag], m - d,
-                                  memory_order_relaxed);
+    forget_counts(tag);
+    ra__unlock(&threads_lock);
+    return true;
+}
+
+void ra__thread_wipe_tag(ra_tag_t tag)
+{
+    uint64_t m, d;
+
+    ra__lock(&threads_lock);
+    counts_locked(tag, &m, &d);
+    ra__assert(m >= d);
+    for (struct ra__tag_slot *s = users[tag]; s != NULL; s = s->users_next) {
+        /* The arena's reset frees what the caches hold: forget it. */
+        if (s->bins != NULL)
+            for (unsigned bin = 0; bin < ra__nbins; bin++)
+                s->bins[bin].count = 0;
+        flush_tcache(s->tcache);
     }
+    /* Every block that was live is freed now. */
+    atomic_fetch_add_explicit(&orphan_ndalloc[tag], m - d,
+                              memory_order_relaxed);
     ra__unlock(&threads_lock);
 }
 
