@@ -100,6 +100,22 @@ void *ra__alloc_tagged(ra_tag_t tag, size_t size, int flags)
     return alloc_tagged_slow(tag, size, flags);
 }
 
+/* A block of jemalloc's oversize class or more (opt.oversize_threshold, 8
+ * MiB) gives its pages back as it is freed, as jemalloc does untagged (its
+ * oversize arena purges at once); in a tag's arena they would stay dirty
+ * until decay (10 s), and a tagged program's resident set would grow past
+ * the same program's untagged. Only uncached blocks ask their size: large
+ * ones, and small ones where front caches are off. */
+static void dalloc_tagged(void *ptr, int flags, unsigned entry)
+{
+    if (entry == RA__PAGE_UNCACHED) {
+        size_t size = ra__je_sallocx(ptr, 0);
+        if (RA__UNLIKELY(size >= ra__be_oversize))
+            ra__region_discard(ptr, size);
+    }
+    ra__je_dallocx(ptr, flags);
+}
+
 /* A thread's first free of a tag's block sets up its slot of the tag, as
  * its first allocation would (the library's own memory, once per pair):
  * a thread that only frees the tag's blocks (a consumer of a producer's)
@@ -107,7 +123,8 @@ void *ra__alloc_tagged(ra_tag_t tag, size_t size, int flags)
  * time, which made such frees twice as slow (bench/threads: 46 against
  * 87 ns a block). Without a slot (re-entered, exiting, out of memory) the
  * free goes uncached and counts as an orphan's. */
-RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag)
+RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag,
+                                      unsigned entry)
 {
     struct ra__tag_slot *s = ra__thread_slot(tag);
 
@@ -115,7 +132,8 @@ RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag)
         ra__count_one(&s->ndalloc);
     else
         ra__count_orphan(tag, false);
-    ra__je_dallocx(ptr, s != NULL ? s->free_flags : MALLOCX_TCACHE_NONE);
+    dalloc_tagged(ptr, s != NULL ? s->free_flags : MALLOCX_TCACHE_NONE,
+                  entry);
 }
 
 /* A tagged free: into the thread's front cache when the block's class is
@@ -139,7 +157,7 @@ void ra__free_tagged(void *ptr, ra_tag_t tag)
     if (entry == RA__PAGE_SAMPLED)
         ra__prof_on_free(ptr);
     if (RA__UNLIKELY(ts == NULL)) {
-        free_tagged_slow(ptr, tag);
+        free_tagged_slow(ptr, tag, entry);
         return;
     }
     s = &ts->slots[tag];
@@ -157,10 +175,10 @@ void ra__free_tagged(void *ptr, ra_tag_t tag)
     if (RA__LIKELY(s->alloc_flags != 0)) {
         ra__slot_miss(s);
         ra__count_one(&s->ndalloc);
-        ra__je_dallocx(ptr, s->free_flags);
+        dalloc_tagged(ptr, s->free_flags, entry);
         return;
     }
-    free_tagged_slow(ptr, tag);
+    free_tagged_slow(ptr, tag, entry);
 }
 
 _Atomic unsigned ra__instrumented;

@@ -197,6 +197,7 @@ void ra__be_flush_thread_cache(void)
 }
 
 bool ra__be_caches = true;
+size_t ra__be_oversize = (size_t)8 << 20;
 unsigned ra__small_max;
 unsigned ra__nbins;
 uint8_t ra__size_bin[RA__SIZE_BIN_ENTRIES];
@@ -238,6 +239,11 @@ static void read_size_classes(void)
 
 void ra__be_start(void)
 {
+    size_t oversize, len = sizeof oversize;
+
+    /* 0 turns jemalloc's oversize arena off: so nothing is oversize. */
+    if (mallctl("opt.oversize_threshold", &oversize, &len, NULL, 0) == 0)
+        ra__be_oversize = oversize != 0 ? oversize : SIZE_MAX;
     /* MALLOC_CONF=tcache:false: no (thread, tag) pair caches either. */
     ra__be_caches = ra__be_option("opt.tcache");
     if (ra__be_caches)

@@ -198,6 +198,11 @@ void ra__be_start(void);
 /* false under MALLOC_CONF=tcache:false: then no (thread, tag) pair caches,
  * neither in a front cache nor in a tcache of its own. */
 extern bool ra__be_caches;
+/* opt.oversize_threshold (8 MiB by default; SIZE_MAX when 0 turns it off):
+ * what jemalloc gives back to the OS as soon as it is freed, untagged.
+ * Tagged, the size from which a freed block is given back at once and
+ * past which a destroyed tag's slot keeps no pages (doc/design.md). */
+extern size_t ra__be_oversize;
 /* jemalloc's small size classes: the bin of a size s <= ra__small_max is
  * ra__size_bin[(s + 7) >> 3], of size ra__bin_size[bin], for ra__nbins
  * bins. ra__small_max is 0 when the classes could not be read or caches

@@ -39,6 +39,12 @@ static void end_tag(ra_tag_t tag)
     ra__prof_forget(tag, true);
     if (live)
         ra__be_arena_reset(ra__tag_arena[tag]);
+    /* A cache, not a hoard: past jemalloc's oversize threshold (8 MiB),
+     * what jemalloc itself would give back at once untagged, the slot
+     * keeps nothing (a big request's end pays the purge, as its frees
+     * would have untagged). */
+    if (ra__region_committed(tag - 1) > ra__be_oversize)
+        ra__be_arena_purge(ra__tag_arena[tag]);
     ra__stats_forget(tag);
     ra__limit_forget(tag);
     ra__region_forget(tag - 1);

@@ -616,6 +616,17 @@ void ra__region_forget(unsigned idx)
 static int naming_works;
 
 /* Naming is a courtesy to smaps and pmap readers, never a failure. */
+void ra__region_discard(void *ptr, size_t size)
+{
+    const uintptr_t page = (uintptr_t)1 << RA__PAGE_SHIFT;
+    uintptr_t start = ((uintptr_t)ptr + page - 1) & ~(page - 1);
+    uintptr_t end = ((uintptr_t)ptr + size) & ~(page - 1);
+
+    /* Advice only: a refusal leaves the pages to jemalloc's decay. */
+    if (end > start)
+        (void)madvise((void *)start, end - start, MADV_DONTNEED);
+}
+
 void ra__region_name(unsigned idx, const char *tag_name)
 {
     /* The kernel takes 80 bytes at most, printable ASCII but \`$[]. */
