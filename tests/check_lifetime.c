@@ -162,6 +162,10 @@ struct rt_worker {
 };
 
 static pthread_barrier_t rt_warm, rt_reset, rt_done;
+/* Set when the workers free every block before the barrier: a destroy
+ * then finds nothing live, and the caches keep their blocks for the tag
+ * that takes the id. */
+static bool rt_all_freed;
 /* The tag before the barrier rt_reset, and after it (the recycled tag when
  * the main thread destroys): written by the main thread only before the
  * barriers the workers wait at. */
@@ -183,7 +187,7 @@ static void *rt_thread(void *arg)
         /* Free most: they land in this thread's caches; the rest stay
          * live until the reset frees them. */
         for (size_t i = 0; i < RT_BLOCKS; i++)
-            if (i % 5 != 0 || round < 2)
+            if (i % 5 != 0 || round < 2 || rt_all_freed)
                 ra_free(w->blocks[i]);
     }
     ra_tag_pop(rt_tag_before);
@@ -228,7 +232,7 @@ static ra_tag_usage_t usage_of(ra_tag_t tag)
 }
 
 /* The run above, the main thread resetting the tag or destroying it. */
-static void reset_under_threads(bool destroy)
+static void reset_under_threads(bool destroy, bool all_freed)
 {
     static struct rt_worker workers[RT_WORKERS];
     static struct range ranges[RT_WORKERS * RT_BLOCKS];
@@ -237,6 +241,7 @@ static void reset_under_threads(bool destroy)
     ra_tag_stats_t st;
     ra_tag_usage_t use;
 
+    rt_all_freed = all_freed;
     rt_tag_before = rt_tag_after = tu_tag_create("threads");
     pthread_barrier_init(&rt_warm, NULL, RT_WORKERS + 1);
     pthread_barrier_init(&rt_reset, NULL, RT_WORKERS + 1);
@@ -256,7 +261,10 @@ static void reset_under_threads(bool destroy)
         ck_assert_int_eq(ra_tag_reset(rt_tag_before), 0);
     }
     st = tu_tag_stats(rt_tag_after);
-    ck_assert_uint_eq(st.allocated, 0);
+    /* Unless the workers' caches kept their blocks for the next holder:
+     * allocated includes them until the workers flush or exit. */
+    if (!all_freed)
+        ck_assert_uint_eq(st.allocated, 0);
     ck_assert_uint_eq(st.nmalloc, st.ndalloc);
     if (destroy)
         ck_assert_uint_eq(st.nmalloc, 0);
@@ -305,13 +313,22 @@ static void reset_under_threads(bool destroy)
 
 START_TEST(test_lifetime_reset_across_threads_never_hands_a_block_twice)
 {
-    reset_under_threads(false);
+    reset_under_threads(false, false);
 }
 END_TEST
 
 START_TEST(test_lifetime_destroy_across_threads_never_hands_a_block_twice)
 {
-    reset_under_threads(true);
+    reset_under_threads(true, false);
+}
+END_TEST
+
+/* Every block freed before the destroy (a request that cleaned up): the
+ * threads' caches keep theirs for the next holder, which must not get one
+ * twice nor count one it did not make. */
+START_TEST(test_lifetime_destroy_of_a_freed_tag_hands_its_caches_on)
+{
+    reset_under_threads(true, true);
 }
 END_TEST
 
@@ -676,13 +693,13 @@ START_TEST(test_lifetime_budget_purges_kept_pages)
     void *big;
 
     (void)fill_and_write(first, &bytes);
-    big = ra_malloc_tag(first, 4 * MIB);
+    big = ra_malloc_tag(first, 1 * MIB);
     ck_assert_ptr_nonnull(big);
-    memset(big, 1, 4 * MIB);
+    memset(big, 1, 1 * MIB);
     ck_assert_int_eq(ra_tag_destroy(first), 0);
     next = tu_tag_create("frugal");
     ck_assert_uint_eq(next, first);
-    ck_assert_uint_gt(usage_of(next).mapped, floor + 4 * MIB);
+    ck_assert_uint_gt(usage_of(next).mapped, floor + 2 * MIB);
     ck_assert_int_eq(ra_tag_set_limit(next, &limit), 0);
     ck_assert_uint_eq(usage_of(next).mapped, floor);
     /* The budget is the tag's own: half of it can be had, twice it not. */
@@ -694,6 +711,57 @@ START_TEST(test_lifetime_budget_purges_kept_pages)
     ck_assert_int_eq(errno, ENOMEM);
     ck_assert_uint_le(usage_of(next).mapped, limit.hard);
     ra_free(big);
+}
+END_TEST
+
+/* A cache, not a hoard: a slot that holds more than jemalloc's oversize
+ * threshold (8 MiB) when its tag is destroyed keeps nothing. */
+START_TEST(test_lifetime_big_slot_keeps_nothing)
+{
+    size_t floor = empty_tag_mapped();
+    ra_tag_t first = tu_tag_create("big request"), next;
+    size_t bytes = 0;
+    void *big = ra_malloc_tag(first, 7 * MIB);
+
+    ck_assert_ptr_nonnull(big);
+    memset(big, 1, 7 * MIB);
+    (void)fill_and_write(first, &bytes);
+    ck_assert_uint_gt(usage_of(first).mapped, 8 * MIB);
+    ck_assert_int_eq(ra_tag_destroy(first), 0);
+    next = tu_tag_create("after the big one");
+    ck_assert_uint_eq(next, first);
+    ck_assert_uint_eq(usage_of(next).mapped, floor);
+}
+END_TEST
+
+/* A freed block of the oversize class leaves the resident set at once, as
+ * it would untagged; a smaller one stays, dirty, for the tag's next
+ * allocations (until decay or a purge). */
+START_TEST(test_lifetime_freed_oversize_block_leaves_the_resident_set)
+{
+    ra_tag_t tag = tu_tag_create("big blocks");
+    size_t before, during, after;
+    void *big;
+
+    ck_assert_int_eq(ra_tag_rss(tag, &before), 0);
+    big = ra_malloc_tag(tag, 16 * MIB);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 1, 16 * MIB);
+    ck_assert_int_eq(ra_tag_rss(tag, &during), 0);
+    ck_assert_uint_ge(during, before + 16 * MIB);
+    ra_free(big);
+    ck_assert_int_eq(ra_tag_rss(tag, &after), 0);
+    ck_assert_uint_le(after, before + MIB);
+
+    big = ra_malloc_tag(tag, 4 * MIB);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 1, 4 * MIB);
+    ra_free(big);
+    ck_assert_int_eq(ra_tag_rss(tag, &after), 0);
+    ck_assert_uint_ge(after, before + 4 * MIB);
+    ck_assert_int_eq(ra_tag_purge(tag), 0);
+    ck_assert_int_eq(ra_tag_rss(tag, &after), 0);
+    ck_assert_uint_le(after, before + MIB);
 }
 END_TEST
 
@@ -741,6 +809,7 @@ static Suite *lifetime_suite(void)
                    test_lifetime_reset_across_threads_never_hands_a_block_twice);
     tcase_add_test(
         tc, test_lifetime_destroy_across_threads_never_hands_a_block_twice);
+    tcase_add_test(tc, test_lifetime_destroy_of_a_freed_tag_hands_its_caches_on);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
@@ -761,6 +830,8 @@ static Suite *lifetime_suite(void)
     tcase_add_test(tc, test_lifetime_recycled_slot_reuses_pages_without_faults);
     tcase_add_test(tc, test_lifetime_budget_purges_kept_pages);
     tcase_add_test(tc, test_lifetime_environment_budget_purges_kept_pages);
+    tcase_add_test(tc, test_lifetime_big_slot_keeps_nothing);
+    tcase_add_test(tc, test_lifetime_freed_oversize_block_leaves_the_resident_set);
     suite_add_tcase(s, tc);
     return s;
 }
