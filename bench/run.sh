@@ -211,6 +211,39 @@ else
     note "examples/indexer: not built, or no /usr/include"
 fi
 
+# -- a tag per request, whole process: examples/requests --compare -------------
+# 200,000 requests of 1 KiB bodies (137 small allocations each) on 2
+# threads, tagged then untagged, each run in a process of its own; rows of
+# throughput and of the resident set at the end of each run.
+requests=$bindir/../examples/requests
+req_runs=3
+[ $quick = 1 ] && req_runs=1
+if [ -x "$requests" ]; then
+    echo "bench: examples/requests --compare" >&2
+    n=200000
+    [ $quick = 1 ] && n=20000
+    for ((p = 1; p <= req_runs; p++)); do
+        timeout "$limit" "$requests" --compare --requests $n --min-body 1K \
+            --max-body 1K --threads 2 >"$tmp/req" 2>&1 ||
+            { note "examples/requests --compare failed: $(tail -n 1 "$tmp/req")"; break; }
+        awk '
+            /^-- a tag per request/ { who = "tagged" }
+            /^-- untagged/ { who = "untagged" }
+            /^throughput:/ { tput[who] = $2 }
+            /^resident set:/ { rss[who] = $3 }
+            END {
+                w = "requests, 1 KiB bodies, 2 threads (examples/requests)"
+                printf "row\t%s\t%s\t%.0f\treq/s\t-\t%.0f\t%.0f\n", w, "untagged", tput["untagged"], tput["untagged"], tput["untagged"]
+                printf "row\t%s\t%s\t%.0f\treq/s\t-\t%.0f\t%.0f\n", w, "a tag per request", tput["tagged"], tput["tagged"], tput["tagged"]
+                w = "requests: resident set at the end (examples/requests)"
+                printf "row\t%s\t%s\t%.1f\tMiB\t1.000\t%.1f\t%.1f\n", w, "untagged (baseline)", rss["untagged"], rss["untagged"], rss["untagged"]
+                printf "row\t%s\t%s\t%.1f\tMiB\t%.4f\t%.1f\t%.1f\n", w, "a tag per request", rss["tagged"], rss["tagged"] / rss["untagged"], rss["tagged"], rss["tagged"]
+            }' "$tmp/req" >>"$raw"
+    done
+else
+    note "examples/requests: not built"
+fi
+
 elapsed=$(( $(date +%s) - start_s ))
 
 # -- machine ----------------------------------------------------------------------
@@ -430,6 +463,15 @@ END {
         med_target(sprintf("a tag\047s life, %d blocks <= 1.5x arena.<i>.reset (floor)", n),
                    LW, LT, LR, 1.5)
     }
+    RQ = "requests, 1 KiB bodies, 2 threads (examples/requests)"
+    RR = "requests: resident set at the end (examples/requests)"
+    if (has(RQ, "a tag per request")) {
+        v = med[key(RQ, "a tag per request")]
+        target("a tag per request: >= 100,000 requests/s at 2 threads",
+               sprintf("%.0f req/s (untagged %.0f)", v, med[key(RQ, "untagged")]), v >= 100000)
+    } else target("a tag per request: >= 100,000 requests/s at 2 threads", "not measured", "")
+    pair_target("a tag per request: resident set <= 1.1x untagged", RR,
+                "a tag per request", "untagged (baseline)", 1.1)
 
     print ""
     print "other findings:"

@@ -4,8 +4,15 @@
  * arena to a later request. A request whose work needs more than its budget
  * sees an allocation fail (NULL, ENOMEM) and is rejected; it frees nothing
  * itself, the destroy does. The summary says how many were served and
- * rejected, how much memory a request held at its peak, and what creating
- * and destroying a tag cost.
+ * rejected, how many allocations a request made and how much memory it
+ * held at its peak (exact: ra_tag_usage), what creating and destroying a
+ * tag cost, the throughput and the process's resident set.
+ *
+ * --untagged does the same work with no tag (and so no budget); --compare
+ * runs the server twice, in turn, tagged and untagged, each in a process of
+ * its own, and compares their resident sets: a destroyed tag's slot keeps
+ * its pages for the next request, a cache that must not grow the process
+ * past what jemalloc's own caches hold without tags.
  *
  * A request "parses" a body of a size drawn at random (log-uniform, so
  * most are small and a few are huge): the body, a node per token and a hash
@@ -13,7 +20,8 @@
  * heap per byte of body.
  *
  * The program allocates through ra_malloc/ra_realloc/ra_free so that it is
- * tagged in a --disable-override build too.
+ * tagged in a --disable-override build too, and counts what each request
+ * allocates and frees: the tag's figures must agree exactly.
  * Exit status: 0 done, 1 runtime failure, 2 bad usage. */
 #include <errno.h>
 #include <getopt.h>
@@ -26,7 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <regionalloc.h>
 
@@ -39,6 +49,7 @@ struct options {
     unsigned requests, threads;
     size_t budget, min_body, max_body;
     uint64_t seed;
+    bool untagged, compare;
 };
 
 static struct options opt;
@@ -70,6 +81,38 @@ static uint64_t next_random(uint64_t *state)
 
 /* -- a request's work ---------------------------------------------------- */
 
+/* What this thread's request allocated and freed, by its own count: the
+ * tag's figures (ra_tag_usage) must agree, request by request. A realloc
+ * of a block is the free of the old one and the allocation of the new. */
+static _Thread_local struct {
+    uint64_t allocs, frees;
+} mine;
+
+static void *req_malloc(size_t size)
+{
+    void *p = ra_malloc(size);
+
+    mine.allocs += p != NULL;
+    return p;
+}
+
+static void *req_realloc(void *old, size_t size)
+{
+    void *p = ra_realloc(old, size);
+
+    if (p != NULL) {
+        mine.allocs++;
+        mine.frees += old != NULL;
+    }
+    return p;
+}
+
+static void req_free(void *p)
+{
+    mine.frees += p != NULL;
+    ra_free(p);
+}
+
 struct node {
     struct node *next;
     uint32_t hash, len;
@@ -89,7 +132,7 @@ static bool table_add(struct table *t, struct node *n)
 
     if ((t->count + 1) * 2 > t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 64;
-        struct node **slots = ra_realloc(t->slots, cap * sizeof *slots);
+        struct node **slots = req_realloc(t->slots, cap * sizeof *slots);
         if (slots == NULL)
             return false;
         /* Rehash in place: clear the new half, move what moved. */
@@ -123,7 +166,7 @@ static bool handle(uint64_t *rng, size_t body_len)
 {
     static const char words[][8] = {"get",  "put",   "id",  "name",
                                     "list", "value", "ok",  "user"};
-    char *body = ra_malloc(body_len + 1);
+    char *body = req_malloc(body_len + 1);
     struct node *head = NULL;
     struct table table = {NULL, 0, 0};
     size_t len = 0;
@@ -152,7 +195,7 @@ static bool handle(uint64_t *rng, size_t body_len)
         struct node *n;
         while (i < body_len && body[i] != ' ')
             i++;
-        n = ra_malloc(sizeof *n);
+        n = req_malloc(sizeof *n);
         if (n == NULL)
             return false;
         n->text = body + start;
@@ -170,11 +213,11 @@ static bool handle(uint64_t *rng, size_t body_len)
      * rejected one leaves everything to ra_tag_destroy. */
     while (head != NULL) {
         struct node *next = head->next;
-        ra_free(head);
+        req_free(head);
         head = next;
     }
-    ra_free(table.slots);
-    ra_free(body);
+    req_free(table.slots);
+    req_free(body);
     return true;
 }
 
@@ -216,6 +259,13 @@ static void serve_one(unsigned number, struct worker_stats *ws)
     unsigned seen;
     bool ok;
 
+    if (opt.untagged) {
+        /* No budget: a failure is the machine's, not the request's. */
+        if (!handle(&rng, body_len))
+            die("a request's allocation");
+        ws->served++;
+        return;
+    }
     snprintf(name, sizeof name, "request-%u", number);
     t0 = now_ns();
     tag = ra_tag_create(name);
@@ -237,6 +287,7 @@ static void serve_one(unsigned number, struct worker_stats *ws)
 
     if (ra_tag_push(tag) != 0)
         die("ra_tag_push");
+    mine.allocs = mine.frees = 0;
     ok = handle(&rng, body_len);
     if (ra_tag_pop(tag) != 0)
         die("ra_tag_pop");
@@ -248,6 +299,16 @@ static void serve_one(unsigned number, struct worker_stats *ws)
     /* Exact and cheap (no statistics refresh): a figure per request. */
     if (ra_tag_usage(tag, &use) != 0)
         die("ra_tag_usage");
+    if (use.nmalloc != mine.allocs || use.ndalloc != mine.frees) {
+        fprintf(stderr,
+                "%s: request %u: the tag counts %llu allocations and %llu "
+                "frees, the request made %llu and %llu\n",
+                progname, number, (unsigned long long)use.nmalloc,
+                (unsigned long long)use.ndalloc,
+                (unsigned long long)mine.allocs,
+                (unsigned long long)mine.frees);
+        exit(1);
+    }
     ws->peak_mapped_sum += use.peak_mapped;
     if (use.peak_mapped > ws->peak_mapped_max)
         ws->peak_mapped_max = use.peak_mapped;
@@ -279,7 +340,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
 "Usage: %s [--requests N] [--threads T] [--budget SIZE] [--min-body SIZE]\n"
-"       [--max-body SIZE] [--seed S]\n"
+"       [--max-body SIZE] [--seed S] [--untagged | --compare]\n"
 "Serves N simulated requests on T threads. Each request gets a tag of its\n"
 "own with a hard limit of SIZE (and a soft one at three quarters), parses a\n"
 "body of a random size between the two bounds (log-uniform) under it, and\n"
@@ -293,6 +354,9 @@ static void usage(FILE *out)
 "  --min-body SIZE smallest body (default 1K)\n"
 "  --max-body SIZE largest body (default 4M)\n"
 "  --seed S        seed of the request sizes (default 1)\n"
+"  --untagged      the same work without tags (and without budgets)\n"
+"  --compare       run tagged, then untagged, each in a process of its own,\n"
+"                  and compare their resident sets\n"
 "  -h, --help      this text\n"
 "\n"
 "Exit status: 0 done, 1 failure, 2 bad usage.\n",
@@ -344,7 +408,7 @@ static bool parse_number(const char *s, bool suffix, uint64_t max,
 static void parse_options(int argc, char **argv)
 {
     enum { OPT_REQUESTS = 256, OPT_THREADS, OPT_BUDGET, OPT_MIN_BODY,
-           OPT_MAX_BODY, OPT_SEED };
+           OPT_MAX_BODY, OPT_SEED, OPT_UNTAGGED, OPT_COMPARE };
     static const struct option longopts[] = {
         {"requests", required_argument, NULL, OPT_REQUESTS},
         {"threads", required_argument, NULL, OPT_THREADS},
@@ -352,13 +416,15 @@ static void parse_options(int argc, char **argv)
         {"min-body", required_argument, NULL, OPT_MIN_BODY},
         {"max-body", required_argument, NULL, OPT_MAX_BODY},
         {"seed", required_argument, NULL, OPT_SEED},
+        {"untagged", no_argument, NULL, OPT_UNTAGGED},
+        {"compare", no_argument, NULL, OPT_COMPARE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     uint64_t v;
     int c;
 
-    opt = (struct options){2000, 2, 8 * MIB, 1024, 4 * MIB, 1};
+    opt = (struct options){2000, 2, 8 * MIB, 1024, 4 * MIB, 1, false, false};
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         const char *what = NULL;
         switch (c) {
@@ -391,6 +457,12 @@ static void parse_options(int argc, char **argv)
             if (!parse_number(optarg, false, UINT64_MAX, &opt.seed))
                 what = "--seed";
             break;
+        case OPT_UNTAGGED:
+            opt.untagged = true;
+            break;
+        case OPT_COMPARE:
+            opt.compare = true;
+            break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -405,6 +477,8 @@ static void parse_options(int argc, char **argv)
         bad_usage("unexpected argument '%s'", argv[optind]);
     if (opt.min_body > opt.max_body)
         bad_usage("--min-body is above --max-body");
+    if (opt.untagged && opt.compare)
+        bad_usage("--untagged and --compare exclude each other");
 }
 
 /* -- main ------------------------------------------------------------------ */
@@ -414,23 +488,40 @@ static double us(uint64_t ns, unsigned n)
     return n == 0 ? 0.0 : (double)ns / n / 1e3;
 }
 
-int main(int argc, char **argv)
+/* The process's resident set: VmRSS now and VmHWM (its peak) in bytes,
+ * from /proc/self/status; 0 when the kernel does not say. */
+struct rss {
+    size_t now, peak;
+};
+
+static struct rss resident_set(void)
+{
+    struct rss r = {0, 0};
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[128];
+    size_t kib;
+
+    if (f == NULL)
+        return r;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (sscanf(line, "VmRSS: %zu kB", &kib) == 1)
+            r.now = kib << 10;
+        else if (sscanf(line, "VmHWM: %zu kB", &kib) == 1)
+            r.peak = kib << 10;
+    }
+    fclose(f);
+    return r;
+}
+
+/* Serves opt.requests requests on opt.threads threads and prints the
+ * summary. Returns the resident set at the end. */
+static struct rss serve_all(void)
 {
     static struct worker_stats per_thread[MAX_THREADS];
     struct worker_stats all = {0};
     pthread_t threads[MAX_THREADS];
     uint64_t start, elapsed;
-
-    if (argc > 0 && argv[0] != NULL && argv[0][0] != '\0') {
-        const char *slash = strrchr(argv[0], '/');
-        progname = slash != NULL ? slash + 1 : argv[0];
-    }
-    parse_options(argc, argv);
-    if (!ra_enabled()) {
-        fprintf(stderr, "%s: regionalloc is in pass-through mode "
-                        "(REGIONALLOC=0?): no budgets\n", progname);
-        return 1;
-    }
+    struct rss rss;
 
     start = now_ns();
     for (unsigned i = 0; i < opt.threads; i++) {
@@ -444,6 +535,7 @@ int main(int argc, char **argv)
         all.served += w->served;
         all.rejected += w->rejected;
         all.soft_warnings += w->soft_warnings;
+        all.allocations += w->allocations;
         all.peak_mapped_sum += w->peak_mapped_sum;
         if (w->peak_mapped_max > all.peak_mapped_max)
             all.peak_mapped_max = w->peak_mapped_max;
@@ -456,23 +548,105 @@ int main(int argc, char **argv)
             all.destroy_max_ns = w->destroy_max_ns;
     }
     elapsed = now_ns() - start;
+    rss = resident_set();
 
-    printf("requests: %u on %u threads in %.2f s, budget %.1f MiB each "
-           "(soft limit %.1f MiB)\n",
-           opt.requests, opt.threads, (double)elapsed / 1e9,
-           (double)opt.budget / MIB, (double)(opt.budget / 4 * 3) / MIB);
+    if (opt.untagged)
+        printf("requests: %u on %u threads in %.2f s, untagged (no "
+               "budget)\n",
+               opt.requests, opt.threads, (double)elapsed / 1e9);
+    else
+        printf("requests: %u on %u threads in %.2f s, budget %.1f MiB each "
+               "(soft limit %.1f MiB)\n",
+               opt.requests, opt.threads, (double)elapsed / 1e9,
+               (double)opt.budget / MIB, (double)(opt.budget / 4 * 3) / MIB);
     printf("served: %u, rejected over budget: %u, past the soft limit: %u\n",
            all.served, all.rejected, all.soft_warnings);
-    printf("peak mapped per request: max %.2f MiB, mean %.2f MiB\n",
-           (double)all.peak_mapped_max / MIB,
-           (double)all.peak_mapped_sum / opt.requests / MIB);
-    printf("ra_tag_create: %u fresh, mean %.1f us; %u recycled, mean "
-           "%.1f us\n",
-           all.fresh, us(all.create_fresh_ns, all.fresh), all.recycled,
-           us(all.create_recycled_ns, all.recycled));
-    printf("ra_tag_destroy: mean %.1f us, max %.1f us\n",
-           us(all.destroy_ns, opt.requests), (double)all.destroy_max_ns / 1e3);
-    printf("tag ids used: %u\n", atomic_load(&highest_id));
+    printf("throughput: %.0f requests/s\n",
+           (double)opt.requests / ((double)elapsed / 1e9));
+    if (!opt.untagged) {
+        printf("allocations per request: mean %.1f (exact: each request's "
+               "own count agreed with its tag's)\n",
+               (double)all.allocations / opt.requests);
+        printf("peak mapped per request: max %.2f MiB, mean %.2f MiB\n",
+               (double)all.peak_mapped_max / MIB,
+               (double)all.peak_mapped_sum / opt.requests / MIB);
+        printf("ra_tag_create: %u fresh, mean %.1f us; %u recycled, mean "
+               "%.1f us\n",
+               all.fresh, us(all.create_fresh_ns, all.fresh), all.recycled,
+               us(all.create_recycled_ns, all.recycled));
+        printf("ra_tag_destroy: mean %.1f us, max %.1f us\n",
+               us(all.destroy_ns, opt.requests),
+               (double)all.destroy_max_ns / 1e3);
+        printf("tag ids used: %u\n", atomic_load(&highest_id));
+    }
+    printf("resident set: %.1f MiB at the end, %.1f MiB at the peak\n",
+           (double)rss.now / MIB, (double)rss.peak / MIB);
+    return rss;
+}
+
+/* Runs serve_all in a child process, tagged or not, and returns its
+ * resident set (the child's peak is its own: a forked process starts with
+ * its parent's, which is small here). */
+static struct rss serve_in_child(bool untagged)
+{
+    struct rss rss = {0, 0};
+    int fds[2], status;
+    pid_t pid;
+
+    if (fflush(stdout) != 0 || pipe(fds) != 0)
+        die("pipe");
+    pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        close(fds[0]);
+        opt.untagged = untagged;
+        printf("-- %s\n", untagged ? "untagged" : "a tag per request");
+        rss = serve_all();
+        if (fflush(stdout) != 0 ||
+            write(fds[1], &rss, sizeof rss) != (ssize_t)sizeof rss)
+            _exit(1);
+        _exit(0);
+    }
+    close(fds[1]);
+    if (read(fds[0], &rss, sizeof rss) != (ssize_t)sizeof rss)
+        rss.now = rss.peak = 0;
+    close(fds[0]);
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0 || rss.peak == 0) {
+        fprintf(stderr, "%s: the %s run failed\n", progname,
+                untagged ? "untagged" : "tagged");
+        exit(1);
+    }
+    return rss;
+}
+
+int main(int argc, char **argv)
+{
+    struct rss tagged, untagged;
+
+    if (argc > 0 && argv[0] != NULL && argv[0][0] != '\0') {
+        const char *slash = strrchr(argv[0], '/');
+        progname = slash != NULL ? slash + 1 : argv[0];
+    }
+    parse_options(argc, argv);
+    if (!ra_enabled()) {
+        fprintf(stderr, "%s: regionalloc is in pass-through mode "
+                        "(REGIONALLOC=0?): no budgets\n", progname);
+        return 1;
+    }
+    if (!opt.compare) {
+        (void)serve_all();
+    } else {
+        tagged = serve_in_child(false);
+        untagged = serve_in_child(true);
+        printf("-- resident set, tagged over untagged: %.2fx at the end "
+               "(%.1f / %.1f MiB), %.2fx at the peak (%.1f / %.1f MiB)\n",
+               (double)tagged.now / (double)untagged.now,
+               (double)tagged.now / MIB, (double)untagged.now / MIB,
+               (double)tagged.peak / (double)untagged.peak,
+               (double)tagged.peak / MIB, (double)untagged.peak / MIB);
+    }
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "%s: writing stdout: %s\n", progname,
                 strerror(errno));

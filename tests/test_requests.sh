@@ -2,7 +2,10 @@
 # Runs examples/requests (a tag per request, with a budget, destroyed at the
 # request's end) with few requests: every request is served or rejected, the
 # budget holds, destroyed tags' slots are reused, and bad options are
-# refused. Run by make check with abs_top_builddir set.
+# refused; each request's own count of its allocations and frees agrees
+# with its tag's (the program exits 1 otherwise), and --compare runs the
+# same work tagged and untagged. Run by make check with abs_top_builddir
+# set.
 set -u
 
 # shellcheck source=tests/testlib.sh
@@ -47,11 +50,30 @@ ids=$(sed -n 's/^tag ids used: \([0-9]*\)$/\1/p' "$tmp/out")
 [ "$ids" = 1 ] || [ "$ids" = 2 ] || fail "tag ids used: '$ids', expected 1 or 2"
 grep -qE '^ra_tag_create: [12] fresh, mean [0-9.]+ us; [0-9]+ recycled' \
     "$tmp/out" || fail "no ra_tag_create line with at most 2 fresh tags"
+grep -qE '^allocations per request: mean [0-9.]+ \(exact' "$tmp/out" ||
+    fail "no exact 'allocations per request' line"
 [ -s "$tmp/err" ] && fail "stderr not empty: $(cat "$tmp/err")"
+
+# -- tagged against untagged -----------------------------------------------------
+# Small requests only: both runs serve the same work, none rejected.
+if ! "$requests" --compare --requests 2000 --min-body 1K --max-body 4K \
+    >"$tmp/out" 2>"$tmp/err"; then
+    fail "requests --compare exited with status $?"
+    cat "$tmp/err"
+fi
+cat "$tmp/out"
+[ "$(grep -c '^served: 2000, rejected over budget: 0' "$tmp/out")" = 2 ] ||
+    fail "--compare: not two runs serving all 2000 requests"
+grep -q '^-- untagged' "$tmp/out" || fail "--compare: no untagged run"
+grep -qE '^-- resident set, tagged over untagged: [0-9.]+x at the end' \
+    "$tmp/out" || fail "--compare: no resident set comparison"
+[ "$(grep -c '^resident set: [0-9.]* MiB at the end' "$tmp/out")" = 2 ] ||
+    fail "--compare: not two resident set lines"
+[ -s "$tmp/err" ] && fail "--compare: stderr not empty: $(cat "$tmp/err")"
 
 # -- errors ---------------------------------------------------------------------
 for bad in "--requests 0" "--threads 65" "--budget lots" "--max-body 0" \
-    "--min-body 8M --max-body 1M" "extra"; do
+    "--min-body 8M --max-body 1M" "extra" "--untagged --compare"; do
     # shellcheck disable=SC2086 # word splitting wanted
     "$requests" $bad >/dev/null 2>"$tmp/err"
     rc=$?
