@@ -375,6 +375,14 @@ static void forget_pair(struct ra__tag_slot *s)
             s->bins[bin].fill = 0;
 }
 
+/* The arena's reset frees what the slot's front cache holds: forget it. */
+static void forget_cached(struct ra__tag_slot *s)
+{
+    if (s->bins != NULL)
+        for (unsigned bin = 0; bin < ra__nbins; bin++)
+            s->bins[bin].count = 0;
+}
+
 static void forget_counts(ra_tag_t tag)
 {
     for (struct ra__tag_slot *s = users[tag]; s != NULL; s = s->users_next) {
@@ -403,10 +411,7 @@ bool ra__thread_end_tag(ra_tag_t tag)
         return false;
     }
     for (struct ra__tag_slot *s = users[tag]; s != NULL; s = s->users_next) {
-        /* The arena's reset frees what the caches hold: forget it. */
-        if (s->bins != NULL)
-            for (unsigned bin = 0; bin < ra__nbins; bin++)
-                s->bins[bin].count = 0;
+        forget_cached(s);
         forget_pair(s);
     }
     forget_counts(tag);
@@ -422,10 +427,7 @@ void ra__thread_wipe_tag(ra_tag_t tag)
     counts_locked(tag, &m, &d);
     ra__assert(m >= d);
     for (struct ra__tag_slot *s = users[tag]; s != NULL; s = s->users_next) {
-        /* The arena's reset frees what the caches hold: forget it. */
-        if (s->bins != NULL)
-            for (unsigned bin = 0; bin < ra__nbins; bin++)
-                s->bins[bin].count = 0;
+        forget_cached(s);
         flush_tcache(s->tcache);
     }
     /* Every block that was live is freed now. */
