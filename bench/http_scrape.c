@@ -39,7 +39,7 @@ static double report_in_memory(void *arg)
 /* One GET /metrics, read to the end; the bytes received. */
 static size_t scrape_once(void)
 {
-    static const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n"
+    static const char req[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                               "Connection: close\r\n\r\n";
     struct sockaddr_in a = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)port)};

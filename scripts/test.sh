@@ -4,7 +4,7 @@
 # checked (--enable-debug), the suites whose threads share
 # state (threads, hooks, http, the threaded cases of lifetime and limit)
 # under ThreadSanitizer, a build with --disable-override and --without-http,
-# cppcheck, and make distcheck. Builds out of tree in build/, build-ubsan/,
+# cppcheck, a smoke run of the benchmarks, and make distcheck. Builds out of tree in build/, build-ubsan/,
 # build-debug/, build-tsan/ and build-nooverride/; safe to run repeatedly.
 # JOBS (default: number of CPUs) sets make's parallelism.
 set -euo pipefail
@@ -48,6 +48,16 @@ make -C build -j"$jobs" check || { show_failures build; exit 1; }
 
 step "make lint (cppcheck, man page)"
 make -C build lint
+
+step "bench smoke run: every benchmark program runs (no figure judged)"
+# A twentieth of a twentieth of the work, one process, one round: the
+# figures mean nothing, but a program that fails or is not built shows.
+BENCH_SCALE=0.01 BENCH_ROUNDS=1 RA_SKIP_DEPS=1 \
+    make -C build bench BENCH_ARGS=--quick >build/bench-smoke.txt
+if grep -E '^  note: .*(failed|killed after|not built)' build/bench-smoke.txt; then
+    echo "test.sh: a benchmark program failed (build/bench-smoke.txt)" >&2
+    exit 1
+fi
 
 step "UBSan build and make check (build-ubsan/)"
 mkdir -p build-ubsan
