@@ -159,6 +159,11 @@ struct ra__tag_slot {
     /* The tag's slots over every thread (thread.c's users list, under its
      * lock): what a reset, a destroy and the counts walk. */
     struct ra__tag_slot *users_next, **users_prev;
+    /* Blocks the pair made for the slot's earlier holders, since it last
+     * started over (thread.c: a destroy with nothing live keeps the pair's
+     * caches, and its age counts towards a tcache of its own). Under
+     * threads_lock. */
+    uint64_t made_before;
 };
 
 struct ra__thread_state {

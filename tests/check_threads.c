@@ -561,6 +561,63 @@ START_TEST(test_threads_tcache_only_for_busy_pairs)
 }
 END_TEST
 
+/* A tag per request, each request freeing what it made: the destroys find
+ * nothing live and keep the thread's caches for the next request, so the
+ * pair grows old across requests and takes one tcache, which it keeps
+ * (not one rebuilt per request). A request that leaves a block to the
+ * destroy makes the pair start over: its tcache goes. */
+enum { RQ_REQUESTS = 200, RQ_BLOCKS = 100 };
+static unsigned rq_free_before, rq_free_served, rq_free_after_leak;
+static ra_tag_t rq_ids[RQ_REQUESTS + 1];
+
+static void rq_request(unsigned n, bool leak)
+{
+    static void *blocks[RQ_BLOCKS];
+    ra_tag_t tag = ra_tag_create(leak ? "request-leaky" : "request");
+    ra_tag_usage_t use;
+
+    rq_ids[n] = tag;
+    push(tag);
+    for (unsigned i = 0; i < RQ_BLOCKS; i++)
+        if ((blocks[i] = ra_malloc(64)) == NULL || ra_tag_of(blocks[i]) != tag)
+            count_error();
+    pop(tag);
+    for (unsigned i = leak ? 1 : 0; i < RQ_BLOCKS; i++)
+        ra_free(blocks[i]);
+    if (ra_tag_usage(tag, &use) != 0 || use.nmalloc != RQ_BLOCKS ||
+        use.ndalloc != (uint64_t)(RQ_BLOCKS - (leak ? 1 : 0)))
+        count_error();
+    if (ra_tag_destroy(tag) != 0)
+        count_error();
+}
+
+static void *rq_worker(void *arg)
+{
+    (void)arg;
+    rq_free_before = count_free_tcache_ids();
+    for (unsigned n = 0; n < RQ_REQUESTS; n++)
+        rq_request(n, false);
+    rq_free_served = count_free_tcache_ids();
+    rq_request(RQ_REQUESTS, true);
+    rq_free_after_leak = count_free_tcache_ids();
+    return NULL;
+}
+
+START_TEST(test_threads_request_tags_keep_one_tcache)
+{
+    pthread_t thread;
+
+    ck_assert_int_eq(pthread_create(&thread, NULL, rq_worker, NULL), 0);
+    ck_assert_int_eq(pthread_join(thread, NULL), 0);
+    ck_assert_uint_eq(atomic_load(&errors), 0);
+    /* One id throughout: each destroy's slot served the next request. */
+    for (unsigned n = 1; n <= RQ_REQUESTS; n++)
+        ck_assert_uint_eq(rq_ids[n], rq_ids[0]);
+    ck_assert_uint_eq(rq_free_served, rq_free_before - 1);
+    ck_assert_uint_eq(rq_free_after_leak, rq_free_before);
+}
+END_TEST
+
 /* A bin's first refill takes a few blocks, not half the bin: a pair that
  * made a block or two and went idle holds a few blocks of its class in its
  * front cache (they count as allocated until a flush); a busy pair keeps
@@ -1094,6 +1151,7 @@ static Suite *threads_suite(void)
     tcase_add_test(tc, test_threads_short_lived_threads_release_caches);
     tcase_add_test(tc, test_threads_out_of_tcache_ids_goes_uncached);
     tcase_add_test(tc, test_threads_tcache_only_for_busy_pairs);
+    tcase_add_test(tc, test_threads_request_tags_keep_one_tcache);
     tcase_add_test(tc, test_threads_first_refill_is_small);
     tcase_set_timeout(tc, 40);
     suite_add_tcase(s, tc);
