@@ -618,6 +618,48 @@ START_TEST(test_threads_request_tags_keep_one_tcache)
 }
 END_TEST
 
+/* A pair that the ending holder did not use gives its caches back: a
+ * thread that served many requests on a slot holds a tcache for it; when
+ * another thread serves the slot's next holder alone, the first thread's
+ * pair has been idle for a holder's life and starts over (its tcache id
+ * is free again), so that threads do not each keep caches for every slot. */
+static pthread_barrier_t rq_served, rq_other_done;
+static unsigned rq_free_held, rq_free_drained;
+
+static void *rq_first_worker(void *arg)
+{
+    (void)arg;
+    rq_free_before = count_free_tcache_ids();
+    for (unsigned n = 0; n < RQ_REQUESTS; n++)
+        rq_request(n, false);
+    rq_free_held = count_free_tcache_ids();
+    pthread_barrier_wait(&rq_served);
+    pthread_barrier_wait(&rq_other_done);
+    rq_free_drained = count_free_tcache_ids();
+    rq_request(0, false); /* the slot serves this thread again */
+    return NULL;
+}
+
+START_TEST(test_threads_idle_pairs_of_a_slot_start_over)
+{
+    pthread_t thread;
+    ra_tag_t first;
+
+    pthread_barrier_init(&rq_served, NULL, 2);
+    pthread_barrier_init(&rq_other_done, NULL, 2);
+    ck_assert_int_eq(pthread_create(&thread, NULL, rq_first_worker, NULL), 0);
+    pthread_barrier_wait(&rq_served);
+    first = rq_ids[0];
+    rq_request(1, false); /* this thread, the same slot (the only free id) */
+    ck_assert_uint_eq(rq_ids[1], first);
+    pthread_barrier_wait(&rq_other_done);
+    ck_assert_int_eq(pthread_join(thread, NULL), 0);
+    ck_assert_uint_eq(atomic_load(&errors), 0);
+    ck_assert_uint_eq(rq_free_held, rq_free_before - 1);
+    ck_assert_uint_eq(rq_free_drained, rq_free_before);
+}
+END_TEST
+
 /* A bin's first refill takes a few blocks, not half the bin: a pair that
  * made a block or two and went idle holds a few blocks of its class in its
  * front cache (they count as allocated until a flush); a busy pair keeps
@@ -1152,6 +1194,7 @@ static Suite *threads_suite(void)
     tcase_add_test(tc, test_threads_out_of_tcache_ids_goes_uncached);
     tcase_add_test(tc, test_threads_tcache_only_for_busy_pairs);
     tcase_add_test(tc, test_threads_request_tags_keep_one_tcache);
+    tcase_add_test(tc, test_threads_idle_pairs_of_a_slot_start_over);
     tcase_add_test(tc, test_threads_first_refill_is_small);
     tcase_set_timeout(tc, 40);
     suite_add_tcase(s, tc);
