@@ -736,9 +736,10 @@ static void *hammer(void *arg)
  * does not deadlock, and may start its own. */
 START_TEST(test_http_forked_child_has_no_server)
 {
-    int port = start_loopback(), status = -1;
+    int port = start_loopback(), status = -1, ready[2];
     pthread_t t;
     pid_t child;
+    char byte;
 
     hammer_port = port;
     ck_assert_int_eq(pthread_create(&t, NULL, hammer, NULL), 0);
@@ -769,12 +770,22 @@ START_TEST(test_http_forked_child_has_no_server)
     }
     hammer_stop = true;
     pthread_join(t, NULL);
-    /* A sleeping child does not keep the parent's port. */
+    /* A sleeping child does not keep the parent's port. The parent waits
+     * until the child runs: until then the child's copy of the listening
+     * socket, which the library closes in the child's fork handler, still
+     * holds the port (a loaded machine may schedule the parent first). */
+    ck_assert_int_eq(pipe(ready), 0);
     child = fork();
     if (child == 0) {
+        close(ready[0]);
+        if (write(ready[1], "r", 1) != 1)
+            _exit(1);
         sleep(30);
         _exit(0);
     }
+    close(ready[1]);
+    ck_assert_int_eq(read(ready[0], &byte, 1), 1);
+    close(ready[0]);
     ck_assert_int_eq(ra_http_stop(), 0);
     {
         struct sockaddr_in a = {.sin_family = AF_INET,
