@@ -68,26 +68,28 @@ int ra__be_arena_create(extent_hooks_t *hooks, size_t grow_limit)
  * in its second place. */
 struct arena_verb {
     const char *name; /* with arena 0 */
-    size_t mib[3];
+    /* Atomic: racing first callers store the same values. */
+    _Atomic size_t mib[3];
     atomic_bool ready;
 };
 
-static struct arena_verb purge_verb = {"arena.0.purge", {0}, false};
-static struct arena_verb reset_verb = {"arena.0.reset", {0}, false};
-static struct arena_verb decay_verb = {"arena.0.decay", {0}, false};
+static struct arena_verb purge_verb = {.name = "arena.0.purge"};
+static struct arena_verb reset_verb = {.name = "arena.0.reset"};
+static struct arena_verb decay_verb = {.name = "arena.0.decay"};
 
 static bool arena_do(struct arena_verb *v, unsigned arena)
 {
     size_t mib[3], len = 3;
 
     if (!atomic_load_explicit(&v->ready, memory_order_acquire)) {
-        /* Racing threads write the same values. */
         if (mallctlnametomib(v->name, mib, &len) != 0 || len != 3)
             return true;
-        memcpy(v->mib, mib, sizeof mib);
+        for (unsigned i = 0; i < 3; i++)
+            atomic_store_explicit(&v->mib[i], mib[i], memory_order_relaxed);
         atomic_store_explicit(&v->ready, true, memory_order_release);
     }
-    memcpy(mib, v->mib, sizeof mib);
+    for (unsigned i = 0; i < 3; i++)
+        mib[i] = atomic_load_explicit(&v->mib[i], memory_order_relaxed);
     mib[1] = arena;
     return mallctlbymib(mib, 3, NULL, NULL, NULL, 0) != 0;
 }
