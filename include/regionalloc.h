@@ -245,6 +245,21 @@ typedef struct ra_tag_usage {
  * tag or NULL out) or ENOTSUP (pass-through mode). Takes no refresh and no
  * lock but the one that lists the tag's threads. */
 RA_EXPORT int ra_tag_usage(ra_tag_t tag, ra_tag_usage_t *out);
+/* -- a tag's pool of arenas ------------------------------------------------
+ * A tag is served by up to REGIONALLOC_TAG_ARENAS jemalloc arenas, all
+ * carving from its one region: a new thread that allocates under a tag
+ * whose arenas serve REGIONALLOC_THREADS_PER_ARENA threads each makes the
+ * pool grow by one. Every figure, purge, reset and budget covers the pool.
+ * ra_tag_set_arenas bounds the arenas new threads of the tag are spread
+ * over (1: one arena; above 64: 64) until the tag is destroyed: 0, or -1
+ * with errno EINVAL (bad tag, max 0) or ENOTSUP. ra_tag_arenas writes the
+ * jemalloc arena indices of the pool, up to cap of them, into out, and
+ * returns how many the pool has (stats.arenas.<i> in jemalloc's own
+ * statistics), or -1 with errno EINVAL (bad tag, out NULL with cap > 0) or
+ * ENOTSUP. */
+RA_EXPORT int ra_tag_set_arenas(ra_tag_t tag, unsigned max);
+RA_EXPORT int ra_tag_arenas(ra_tag_t tag, unsigned *out, unsigned cap);
+
 /* Returns the tag's unused pages to the OS: 0 or -1 (EINVAL, ENOTSUP). */
 RA_EXPORT int ra_tag_purge(ra_tag_t tag);
 /* Purges every tag and the untagged arenas: 0 or -1 (ENOTSUP). */

@@ -27,7 +27,7 @@ void *ra__alloc_untagged_flags(size_t size, int flags)
 void ra__make_room(ra_tag_t tag)
 {
     ra__thread_flush_tag(tag);
-    ra__be_arena_purge(ra__tag_arena[tag]);
+    ra__pool_purge(tag);
 }
 
 void *ra__fail_tagged(ra_tag_t tag)

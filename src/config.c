@@ -3,6 +3,7 @@
  * _SHM_INTERVAL, _HTTP, _HTTP_WRITE, _HTTP_ALLOW_REMOTE, _THREAD_TAGS. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,22 +91,39 @@ static void read_flag(const char *var, bool dflt, bool *flag)
         warn_default(var, v, "expected 0 or 1", dflt ? "1" : "0");
 }
 
-static void read_max_tags(void)
+/* Reads var as a whole number from 1 to max into *out; unset or bad (then
+ * said) leaves dflt. */
+static void read_count(const char *var, unsigned max, unsigned dflt,
+                       unsigned *out)
 {
-    const char *v = secure_getenv("REGIONALLOC_MAX_TAGS");
+    const char *v = secure_getenv(var);
     size_t n;
 
-    config.max_tags = DEFAULT_MAX_TAGS;
+    *out = dflt;
     if (v == NULL)
         return;
-    if (ra__parse_size(v, &n) || n < 1 || n > RA__MAX_TAGS_LIMIT) {
-        char why[64];
-        snprintf(why, sizeof why, "expected a number from 1 to %u",
-                 RA__MAX_TAGS_LIMIT);
-        warn_default("REGIONALLOC_MAX_TAGS", v, why, "256");
+    if (ra__parse_size(v, &n) || n < 1 || n > max) {
+        char why[64], was[16];
+        snprintf(why, sizeof why, "expected a number from 1 to %u", max);
+        snprintf(was, sizeof was, "%u", dflt);
+        warn_default(var, v, why, was);
         return;
     }
-    config.max_tags = (unsigned)n;
+    *out = (unsigned)n;
+}
+
+/* The CPUs the process may run on, at most RA__POOL_MAX: a tag's pool
+ * needs no more arenas than threads can run at once. */
+static unsigned usable_cpus(void)
+{
+    cpu_set_t set;
+    int n;
+
+    /* More CPUs than a cpu_set_t holds (1024): sched_getaffinity fails. */
+    n = sched_getaffinity(0, sizeof set, &set) == 0
+            ? CPU_COUNT(&set)
+            : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > (int)RA__POOL_MAX ? RA__POOL_MAX : (unsigned)n;
 }
 
 static void read_region_size(void)
@@ -309,7 +327,12 @@ static void read_shm_interval(void)
 static void read_config(void)
 {
     read_flag("REGIONALLOC", true, &config.enabled);
-    read_max_tags();
+    read_count("REGIONALLOC_MAX_TAGS", RA__MAX_TAGS_LIMIT, DEFAULT_MAX_TAGS,
+               &config.max_tags);
+    read_count("REGIONALLOC_THREADS_PER_ARENA", 1u << 16, 4,
+               &config.threads_per_arena);
+    read_count("REGIONALLOC_TAG_ARENAS", RA__POOL_MAX, usable_cpus(),
+               &config.tag_arenas);
     read_region_size();
     read_output("REGIONALLOC_STATS", config.stats_path);
     read_stats_format();

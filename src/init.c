@@ -16,7 +16,8 @@ static void prefork(void)
      * holds the ring while it reads stats; a reset or destroy holds its
      * lock while it takes the profile's, the registry's, the budgets' and
      * the threads'; a tag's creation holds the registry while it sets a
-     * budget. */
+     * budget; a thread's exit holds the threads' while it leaves its
+     * tags' pools. */
     ra__http_prefork();
     ra__checkpoint_prefork();
     ra__lifetime_prefork();
@@ -26,10 +27,12 @@ static void prefork(void)
     ra__tag_prefork();
     ra__limit_prefork();
     ra__thread_prefork();
+    ra__pool_prefork();
 }
 
 static void postfork_parent(void)
 {
+    ra__pool_postfork();
     ra__thread_postfork_parent();
     ra__limit_postfork();
     ra__tag_postfork();
@@ -43,6 +46,7 @@ static void postfork_parent(void)
 
 static void postfork_child(void)
 {
+    ra__pool_postfork();
     ra__thread_postfork_child();
     ra__limit_postfork();
     ra__tag_postfork();

@@ -57,6 +57,14 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size);
  * needs is not to be had, see ra__region_give_back). Called with the
  * registry lock held. */
 int ra__region_create_arena(unsigned idx);
+/* One more arena whose extents come from region idx, which has one
+ * already (a tag's pool grows, pool.c): -1 with errno as above. */
+int ra__region_add_arena(unsigned idx);
+/* The number of regions that have an arena (tags created, ids recycled
+ * counted once). */
+unsigned ra__region_count(void);
+/* Region idx's hard limit, 0 for none. */
+size_t ra__region_hard_limit(unsigned idx);
 /* Gives back the part of the reservation that no tag uses, so that a
  * lowered address-space limit (RLIMIT_AS) leaves room for the rest of the
  * program: the regions not handed to a tag yet, their part of the page
@@ -145,14 +153,37 @@ extern atomic_bool ra__tagging;
  * true on failure (pthread_setspecific could not allocate). */
 bool ra__thread_exit_arm(void);
 
+/* -- pool.c: a tag's pool of arenas ------------------------------------- */
+/* The pool's first arena, the one ra__tag_arena names: set as the tag's id
+ * is first made, before it is published. */
+void ra__pool_start(ra_tag_t tag, unsigned arena);
+/* Arenas in the tag's pool (0 in pass-through mode), and the k-th: every
+ * arena that holds the tag's blocks. Lock-free; the pool only grows. */
+unsigned ra__pool_count(ra_tag_t tag);
+unsigned ra__pool_arena(ra_tag_t tag, unsigned k);
+/* The tag whose pool has arena, or RA_TAG_NONE. O(1). */
+ra_tag_t ra__pool_owner(unsigned arena);
+/* The arena a new (thread, tag) pair allocates through: the pool's least
+ * loaded, after one more arena is made if the pool's arenas already have
+ * REGIONALLOC_THREADS_PER_ARENA pairs each. unbind: the pair is gone. */
+unsigned ra__pool_bind(ra_tag_t tag);
+void ra__pool_unbind(ra_tag_t tag, unsigned arena);
+/* The tag's id is queued for reuse: its next holder has the default
+ * bound, and may try to grow again. The arenas stay with the slot. */
+void ra__pool_recycle(ra_tag_t tag);
+/* arena.<i>.purge, .reset, .decay of every arena of the tag's pool. */
+void ra__pool_purge(ra_tag_t tag);
+void ra__pool_reset(ra_tag_t tag);
+void ra__pool_decay(ra_tag_t tag);
+void ra__pool_prefork(void);
+void ra__pool_postfork(void);
+
 /* -- tag.c: registry of names and ids, thread-local stack ------------------ */
 /* struct ra__tag_stack and the thread's ra__tag_stack are declared in
  * regionalloc.h for the inline push and pop. */
 /* Arena index of each created tag, indexed by tag id; 0 in pass-through mode
  * (no arena). Entries are written once, before the tag id is published. */
 extern unsigned ra__tag_arena[RA__MAX_TAGS_LIMIT + 1];
-/* The tag whose arena is arena, or RA_TAG_NONE. Not fast: a scan. */
-ra_tag_t ra__tag_of_arena(unsigned arena);
 /* ra__region_give_back under the registry lock, when tagging is on: the
  * process's address-space limit was lowered (override_limits.c). Returns
  * whether anything was given back. */

@@ -17,12 +17,10 @@ static pthread_mutex_t lifetime_lock = PTHREAD_MUTEX_INITIALIZER;
  * that no block comes back twice. A reset gives the pages back. */
 static void reset_tag(ra_tag_t tag)
 {
-    unsigned arena = ra__tag_arena[tag];
-
     ra__thread_wipe_tag(tag);
     ra__prof_forget(tag, false);
-    ra__be_arena_reset(arena);
-    ra__be_arena_purge(arena);
+    ra__pool_reset(tag);
+    ra__pool_purge(tag);
 }
 
 /* A destroy also forgets the tag's counts, profile, purges, peak and
@@ -38,13 +36,13 @@ static void end_tag(ra_tag_t tag)
 
     ra__prof_forget(tag, true);
     if (live)
-        ra__be_arena_reset(ra__tag_arena[tag]);
+        ra__pool_reset(tag);
     /* A cache, not a hoard: past jemalloc's oversize threshold (8 MiB),
      * what jemalloc itself would give back at once untagged, the slot
      * keeps nothing (a big request's end pays the purge, as its frees
      * would have untagged). */
     if (ra__region_committed(tag - 1) > ra__be_oversize)
-        ra__be_arena_purge(ra__tag_arena[tag]);
+        ra__pool_purge(tag);
     ra__stats_forget(tag);
     ra__limit_forget(tag);
     ra__region_forget(tag - 1);
@@ -70,7 +68,7 @@ static void decay_one_idle(void)
     ra_tag_t idle = ra__tag_next_idle();
 
     if (idle != RA_TAG_NONE)
-        ra__be_arena_decay(ra__tag_arena[idle]);
+        ra__pool_decay(idle);
 }
 
 int ra_tag_reset(ra_tag_t tag)
@@ -112,6 +110,7 @@ int ra_tag_destroy(ra_tag_t tag)
         return -1;
     }
     end_tag(tag);
+    ra__pool_recycle(tag);
     ra__tag_release_id(tag);
     decay_one_idle();
     ra__unlock(&lifetime_lock);

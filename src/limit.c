@@ -41,7 +41,7 @@ static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit)
 
     if ((limit->hard != 0 && held > limit->hard) ||
         (limit->soft != 0 && held >= limit->soft))
-        ra__be_arena_purge(ra__tag_arena[tag]);
+        ra__pool_purge(tag);
     ra__lock(&budget_lock);
     budgets[tag].limit = *limit;
     ra__region_set_limit(tag - 1, limit->hard, limit->soft);

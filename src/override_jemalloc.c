@@ -13,7 +13,7 @@ RA_EXPORT void *mallocx(size_t size, int flags)
     ra_tag_t tag = ra__tag_stack.top;
 
     if ((flags & RA__CACHE_ARENA_BITS) != 0) {
-        tag = ra__tag_of_arena(RA__FLAGS_ARENA(flags));
+        tag = ra__pool_owner(RA__FLAGS_ARENA(flags));
         if (tag != RA_TAG_NONE)
             flags &= RA__BLOCK_BITS;
     }

@@ -553,7 +553,9 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
     return false;
 }
 
-int ra__region_create_arena(unsigned idx)
+/* One more arena carving from region idx (whose page table is mapped).
+ * Returns its index, or -1 with errno set as ra__region_create_arena. */
+static int make_arena(unsigned idx)
 {
     /* jemalloc grows a retained arena by an exponential series of extents;
      * the step is capped so that a small region is filled before a grow
@@ -561,10 +563,6 @@ int ra__region_create_arena(unsigned idx)
     size_t grow_limit = (size_t)1 << (ra__layout.shift - 3);
     int arena;
 
-    if (ra__page_bin != NULL && map_table_for(idx)) {
-        errno = ENOMEM;
-        return -1;
-    }
     tls_space_refused = false;
     arena = ra__be_arena_create(&regions[idx].hooks, grow_limit);
     if (arena < 0) {
@@ -573,11 +571,41 @@ int ra__region_create_arena(unsigned idx)
         errno = tls_space_refused ? ENOMEM : errno == EAGAIN ? ENOSPC : errno;
         return -1;
     }
+    return arena;
+}
+
+int ra__region_create_arena(unsigned idx)
+{
+    int arena;
+
+    if (ra__page_bin != NULL && map_table_for(idx)) {
+        errno = ENOMEM;
+        return -1;
+    }
+    arena = make_arena(idx);
+    if (arena < 0)
+        return -1;
     /* Regions are handed out in order, under the registry lock: publishing
      * the count makes addresses of region idx resolve to its tag. */
     __atomic_store_n(&ra__layout.count, idx + 1, __ATOMIC_RELEASE);
     ra__free_gate_update();
     return arena;
+}
+
+int ra__region_add_arena(unsigned idx)
+{
+    ra__assert(idx < __atomic_load_n(&ra__layout.count, __ATOMIC_ACQUIRE));
+    return make_arena(idx);
+}
+
+unsigned ra__region_count(void)
+{
+    return (unsigned)__atomic_load_n(&ra__layout.count, __ATOMIC_ACQUIRE);
+}
+
+size_t ra__region_hard_limit(unsigned idx)
+{
+    return atomic_load_explicit(&regions[idx].hard, memory_order_relaxed);
 }
 
 size_t ra__region_peak_committed(unsigned idx)

@@ -45,12 +45,7 @@ static bool add_arena(unsigned arena, ra_tag_stats_t *out, bool counts)
 
 static bool arena_is_tagged(unsigned arena)
 {
-    unsigned count = ra__tag_published();
-
-    for (unsigned t = 1; t <= count; t++)
-        if (ra__tag_arena[t] == arena)
-            return true;
-    return false;
+    return ra__pool_owner(arena) != RA_TAG_NONE;
 }
 
 /* The untagged side has no per-thread counters (its fast path is jemalloc's
@@ -83,7 +78,8 @@ void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out)
         add_untagged(out);
         return;
     }
-    add_arena(ra__tag_arena[tag], out, false);
+    for (unsigned k = 0, n = ra__pool_count(tag); k < n; k++)
+        add_arena(ra__pool_arena(tag, k), out, false);
     out->reserved = (size_t)1 << ra__layout.shift;
     out->peak_mapped = ra__region_peak_committed(tag - 1);
     ra__thread_counts(tag, &out->nmalloc, &out->ndalloc);
@@ -91,7 +87,11 @@ void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out)
 
 size_t ra__stats_allocated(ra_tag_t tag)
 {
-    return ra__be_arena_allocated(ra__tag_arena[tag]);
+    size_t sum = 0;
+
+    for (unsigned k = 0, n = ra__pool_count(tag); k < n; k++)
+        sum += ra__be_arena_allocated(ra__pool_arena(tag, k));
+    return sum;
 }
 
 void ra__stats_global(struct ra__global_stats *out)
@@ -143,7 +143,7 @@ int ra_tag_purge(ra_tag_t tag)
     if (tag != RA_TAG_NONE) {
         /* Blocks cached by this thread keep their pages: return them first. */
         ra__thread_flush_tag(tag);
-        ra__be_arena_purge(ra__tag_arena[tag]);
+        ra__pool_purge(tag);
         return 0;
     }
     ra__be_flush_thread_cache();

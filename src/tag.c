@@ -89,6 +89,7 @@ static ra_tag_t new_tag(bool tagging)
         if (arena < 0)
             return RA_TAG_NONE;
         ra__tag_arena[tag] = (unsigned)arena;
+        ra__pool_start(tag, (unsigned)arena);
     }
     return tag;
 }
@@ -218,19 +219,6 @@ uint64_t ra__tag_creations(void)
 const char *ra__tag_label(ra_tag_t tag, char buf[RA_TAG_NAME_MAX + 1])
 {
     return ra__tag_identity(tag, buf, NULL) ? buf : "(destroyed)";
-}
-
-ra_tag_t ra__tag_of_arena(unsigned arena)
-{
-    unsigned count = ra__tag_published();
-
-    /* In pass-through mode tags have no arena (the table holds 0s). */
-    if (!atomic_load_explicit(&ra__tagging, memory_order_relaxed))
-        return RA_TAG_NONE;
-    for (ra_tag_t t = 1; t <= count; t++)
-        if (ra__tag_arena[t] == arena)
-            return t;
-    return RA_TAG_NONE;
 }
 
 /* The string is the registry's own: it changes if the tag is destroyed

@@ -149,7 +149,7 @@ void ra__slot_miss_slow(struct ra__tag_slot *s)
     ra__lock(&threads_lock);
     s->tcache = tcache;
     s->free_flags = MALLOCX_TCACHE(tcache);
-    s->alloc_flags = RA__ARENA_FLAGS(ra__tag_arena[s - ra__thread->slots]) |
+    s->alloc_flags = RA__ARENA_FLAGS(RA__FLAGS_ARENA(s->alloc_flags)) |
                      s->free_flags;
     ra__assert(RA__NAMES_TCACHE(s->alloc_flags));
     ra__unlock(&threads_lock);
@@ -237,6 +237,7 @@ void ra__thread_exit(void)
         if (s->tcache != RA__NO_TCACHE)
             ra__be_tcache_destroy(s->tcache);
         remove_user(s);
+        ra__pool_unbind(t, (unsigned)RA__FLAGS_ARENA(s->alloc_flags));
         ra__meta_free(s->bins);
         atomic_fetch_add_explicit(&orphan_nmalloc[t],
                                   atomic_load(&s->nmalloc),
@@ -279,7 +280,7 @@ static struct ra__thread_state *create_thread_state(void)
 /* Without a tcache until the pair is busy (ra__slot_miss_slow). */
 static void setup_slot(struct ra__tag_slot *s, ra_tag_t tag)
 {
-    unsigned arena = ra__tag_arena[tag];
+    unsigned arena = ra__pool_bind(tag);
 
     s->tcache = RA__NO_TCACHE;
     /* MALLOC_CONF=tcache:false: never a tcache, nothing to count. */

@@ -25,6 +25,8 @@
  * creation fails cleanly with ENOSPC when arenas.create does. */
 #define RA__MAX_TAGS_LIMIT 4000u
 #define RA__REGION_SIZE_MIN ((size_t)4 << 20)
+/* Arenas in one tag's pool, at most (REGIONALLOC_TAG_ARENAS's bound). */
+#define RA__POOL_MAX 64u
 
 /* Aborts with a message when a broken invariant is detected. Compiled in
  * by ./configure --enable-debug (RA_DEBUG), out otherwise: the checks sit
@@ -45,6 +47,10 @@ void ra__assert_fail(const char *cond, const char *file, int line)
 struct ra__config {
     bool enabled;        /* REGIONALLOC, default true */
     unsigned max_tags;   /* REGIONALLOC_MAX_TAGS, default 256 */
+    /* REGIONALLOC_THREADS_PER_ARENA (default 4) and REGIONALLOC_TAG_ARENAS
+     * (default the CPUs the process may run on, at most RA__POOL_MAX): when
+     * a tag's pool grows, and how far (pool.c). */
+    unsigned threads_per_arena, tag_arenas;
     size_t region_size;  /* REGIONALLOC_REGION_SIZE, default 64 GiB */
     char stats_path[4096]; /* REGIONALLOC_STATS: "" (off), "stderr", a path */
     ra_format_t stats_format; /* REGIONALLOC_STATS_FORMAT, default text; also

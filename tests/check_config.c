@@ -3,6 +3,7 @@
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,45 @@ static int child_uses_default_max_tags(void)
     TU_REQUIRE(ra_tag_create("one-more") == RA_TAG_NONE);
     TU_REQUIRE(errno == ENOSPC);
     TU_REQUIRE(ra_tag_count() == DEFAULT_MAX_TAGS);
+    return 0;
+}
+
+/* The pools' defaults: 4 threads per arena, as many arenas as CPUs. Nine
+ * threads alive at once under one tag make a pool of 3 arenas, fewer on a
+ * machine with fewer CPUs. */
+static ra_tag_t pool_tag;
+static pthread_barrier_t pool_barrier;
+
+static void *pool_thread(void *arg)
+{
+    (void)arg;
+    ra_free(ra_malloc_tag(pool_tag, 64));
+    pthread_barrier_wait(&pool_barrier);
+    return NULL;
+}
+
+static unsigned usable_cpus(void)
+{
+    cpu_set_t set;
+
+    return sched_getaffinity(0, sizeof set, &set) == 0
+               ? (unsigned)CPU_COUNT(&set)
+               : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+static int child_uses_default_pools(void)
+{
+    pthread_t t[9];
+    unsigned want = usable_cpus() < 3 ? usable_cpus() : 3;
+
+    pool_tag = ra_tag_create("shared");
+    TU_REQUIRE(pool_tag != RA_TAG_NONE);
+    TU_REQUIRE(pthread_barrier_init(&pool_barrier, NULL, 9) == 0);
+    for (unsigned i = 0; i < 9; i++)
+        TU_REQUIRE(pthread_create(&t[i], NULL, pool_thread, NULL) == 0);
+    for (unsigned i = 0; i < 9; i++)
+        pthread_join(t[i], NULL);
+    TU_REQUIRE(ra_tag_arenas(pool_tag, NULL, 0) == (int)want);
     return 0;
 }
 
@@ -293,6 +333,12 @@ static const struct bad_value bad_values[] = {
      child_uses_default_region_size},
     {"REGIONALLOC_REGION_SIZE=99999999999999999999999G",
      "REGIONALLOC_REGION_SIZE", "64G", child_uses_default_region_size},
+    {"REGIONALLOC_THREADS_PER_ARENA=0", "REGIONALLOC_THREADS_PER_ARENA", "4",
+     child_uses_default_pools},
+    {"REGIONALLOC_THREADS_PER_ARENA=many", "REGIONALLOC_THREADS_PER_ARENA",
+     "4", child_uses_default_pools},
+    {"REGIONALLOC_THREADS_PER_ARENA=70000", "REGIONALLOC_THREADS_PER_ARENA",
+     "4", child_uses_default_pools},
     /* The format only shows at exit: check_report proves that text is then
      * written; here the library must simply carry on. */
     {"REGIONALLOC_STATS_FORMAT=xml", "REGIONALLOC_STATS_FORMAT", "text",
@@ -325,6 +371,24 @@ START_TEST(test_config_bad_values_warn_once_each)
     ck_assert_ptr_nonnull(strstr(err, "REGIONALLOC_MAX_TAGS="));
     ck_assert_ptr_nonnull(strstr(err, "REGIONALLOC_REGION_SIZE="));
     ck_assert_ptr_nonnull(strstr(err, "REGIONALLOC_STATS_FORMAT=\"csv\""));
+}
+END_TEST
+
+/* The default named is this machine's CPU count. */
+START_TEST(test_config_bad_tag_arenas_uses_the_cpu_count)
+{
+    static const char *const settings[] = {"REGIONALLOC_TAG_ARENAS=0",
+                                           "REGIONALLOC_TAG_ARENAS=65",
+                                           "REGIONALLOC_TAG_ARENAS=x"};
+    char cpus[16];
+    unsigned n = usable_cpus();
+
+    snprintf(cpus, sizeof cpus, "%u", n > 64 ? 64 : n);
+    for (unsigned i = 0; i < 3; i++) {
+        const char *env[] = {settings[i], NULL};
+        run_child(env, child_uses_default_pools);
+        assert_one_warning("REGIONALLOC_TAG_ARENAS", cpus);
+    }
 }
 END_TEST
 
@@ -712,6 +776,7 @@ static Suite *config_suite(void)
     tcase_add_loop_test(tc, test_config_bad_value_warns_once_and_uses_default,
                         0, sizeof bad_values / sizeof bad_values[0]);
     tcase_add_test(tc, test_config_bad_values_warn_once_each);
+    tcase_add_test(tc, test_config_bad_tag_arenas_uses_the_cpu_count);
     tcase_add_test(tc, test_config_warning_is_printed_only_at_first_use);
     suite_add_tcase(s, tc);
 

@@ -1,0 +1,212 @@
+/* Floor: state. A tag's pool of arenas: every arena of it carves from the
+ * tag's one region (ra_tag_of, budgets and the profiler see one tag), and
+ * each (thread, tag) pair allocates through one of them, so that the
+ * threads of a tag shared by many cores do not all queue on one arena's
+ * bin locks (doc/design.md, hot tags). A tag starts with one arena; the
+ * pool grows as pairs are made, and is recycled with the tag's slot. */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "backend.h"
+#include "internal.h"
+
+struct pool {
+    /* arenas[0, n) are made (arenas[0] is ra__tag_arena's); n only grows,
+     * published with release after the entry it covers. */
+    _Atomic unsigned n;
+    /* ra_tag_set_arenas: the most arenas new pairs are bound among (0:
+     * the configuration's). Reset when the slot is recycled. */
+    unsigned bound;
+    /* jemalloc refused an arena: no more tries for this holder. */
+    bool stuck;
+    uint16_t arenas[RA__POOL_MAX];
+    /* Pairs bound to each arena (under pool_lock). */
+    unsigned load[RA__POOL_MAX];
+};
+
+static struct pool pools[RA__MAX_TAGS_LIMIT + 1];
+/* The tag of each arena index (0: not a tag's). */
+static _Atomic uint16_t arena_tag[RA__BE_ALL_ARENAS];
+/* Growth and binding; jemalloc's own locks are taken under it (an
+ * arena's creation), none of the library's. */
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* jemalloc allows 4095 arena indices; a pool never takes one that a tag
+ * yet to be created would need. */
+#define ARENA_INDICES 4095u
+/* A budgeted tag grows its pool only while this much of its hard limit is
+ * free: each arena's metadata (its first 2 MiB block) is committed in the
+ * tag's region, and would otherwise eat the budget of its blocks. */
+#define GROW_HEADROOM ((size_t)8 << 20)
+
+void ra__pool_prefork(void)
+{
+    ra__lock(&pool_lock);
+}
+
+void ra__pool_postfork(void)
+{
+    ra__unlock(&pool_lock);
+}
+
+void ra__pool_start(ra_tag_t tag, unsigned arena)
+{
+    struct pool *p = &pools[tag];
+
+    p->arenas[0] = (uint16_t)arena;
+    atomic_store_explicit(&arena_tag[arena], (uint16_t)tag,
+                          memory_order_release);
+    atomic_store_explicit(&p->n, 1, memory_order_release);
+}
+
+unsigned ra__pool_count(ra_tag_t tag)
+{
+    return atomic_load_explicit(&pools[tag].n, memory_order_acquire);
+}
+
+unsigned ra__pool_arena(ra_tag_t tag, unsigned k)
+{
+    return pools[tag].arenas[k];
+}
+
+ra_tag_t ra__pool_owner(unsigned arena)
+{
+    if (arena >= RA__BE_ALL_ARENAS)
+        return RA_TAG_NONE;
+    return atomic_load_explicit(&arena_tag[arena], memory_order_acquire);
+}
+
+/* The most arenas the tag's pool may have now. */
+static unsigned bound_of(const struct pool *p)
+{
+    unsigned bound = p->bound != 0 ? p->bound : ra__config()->tag_arenas;
+
+    return bound > RA__POOL_MAX ? RA__POOL_MAX : bound;
+}
+
+/* With pool_lock held: whether the tag may take one more arena, as far as
+ * the budget and jemalloc's indices go. */
+static bool may_grow(ra_tag_t tag)
+{
+    size_t hard = ra__region_hard_limit(tag - 1);
+    unsigned unborn = ra__config()->max_tags - ra__region_count();
+
+    if (hard != 0 && ra__region_committed(tag - 1) + GROW_HEADROOM > hard)
+        return false;
+    return ra__be_arena_count() + unborn + 1 < ARENA_INDICES;
+}
+
+/* With pool_lock held: one more arena for the tag's pool, or false. */
+static bool grow(ra_tag_t tag)
+{
+    struct pool *p = &pools[tag];
+    unsigned n = atomic_load_explicit(&p->n, memory_order_relaxed);
+    int arena;
+
+    if (p->stuck || !may_grow(tag))
+        return false;
+    arena = ra__region_add_arena(tag - 1);
+    if (arena < 0) {
+        p->stuck = true;
+        return false;
+    }
+    p->arenas[n] = (uint16_t)arena;
+    p->load[n] = 0;
+    atomic_store_explicit(&arena_tag[arena], (uint16_t)tag,
+                          memory_order_release);
+    atomic_store_explicit(&p->n, n + 1, memory_order_release);
+    return true;
+}
+
+unsigned ra__pool_bind(ra_tag_t tag)
+{
+    struct pool *p = &pools[tag];
+    unsigned n, pairs = 0, best = 0, within;
+
+    if (ra__pool_count(tag) == 0)
+        return ra__tag_arena[tag]; /* pass-through mode: no arena */
+    ra__lock(&pool_lock);
+    n = atomic_load_explicit(&p->n, memory_order_relaxed);
+    within = bound_of(p) < n ? bound_of(p) : n;
+    for (unsigned k = 0; k < within; k++)
+        pairs += p->load[k];
+    /* One more pair than the arenas may take: one more arena. */
+    if (pairs + 1 > within * ra__config()->threads_per_arena &&
+        within == n && n < bound_of(p) && grow(tag))
+        within = ++n;
+    for (unsigned k = 1; k < within; k++)
+        if (p->load[k] < p->load[best])
+            best = k;
+    p->load[best]++;
+    ra__unlock(&pool_lock);
+    return p->arenas[best];
+}
+
+void ra__pool_unbind(ra_tag_t tag, unsigned arena)
+{
+    struct pool *p = &pools[tag];
+    unsigned n = ra__pool_count(tag);
+
+    ra__lock(&pool_lock);
+    for (unsigned k = 0; k < n; k++)
+        if (p->arenas[k] == arena && p->load[k] > 0) {
+            p->load[k]--;
+            break;
+        }
+    ra__unlock(&pool_lock);
+}
+
+void ra__pool_recycle(ra_tag_t tag)
+{
+    ra__lock(&pool_lock);
+    pools[tag].bound = 0;
+    pools[tag].stuck = false;
+    ra__unlock(&pool_lock);
+}
+
+void ra__pool_purge(ra_tag_t tag)
+{
+    unsigned n = ra__pool_count(tag);
+
+    for (unsigned k = 0; k < n; k++)
+        ra__be_arena_purge(pools[tag].arenas[k]);
+}
+
+void ra__pool_reset(ra_tag_t tag)
+{
+    unsigned n = ra__pool_count(tag);
+
+    for (unsigned k = 0; k < n; k++)
+        ra__be_arena_reset(pools[tag].arenas[k]);
+}
+
+void ra__pool_decay(ra_tag_t tag)
+{
+    unsigned n = ra__pool_count(tag);
+
+    for (unsigned k = 0; k < n; k++)
+        ra__be_arena_decay(pools[tag].arenas[k]);
+}
+
+int ra_tag_set_arenas(ra_tag_t tag, unsigned max)
+{
+    if (ra__check_call(max >= 1 && ra__tag_valid(tag)) != 0)
+        return -1;
+    ra__lock(&pool_lock);
+    pools[tag].bound = max > RA__POOL_MAX ? RA__POOL_MAX : max;
+    ra__unlock(&pool_lock);
+    return 0;
+}
+
+int ra_tag_arenas(ra_tag_t tag, unsigned *out, unsigned cap)
+{
+    unsigned n;
+
+    if (ra__check_call((out != NULL || cap == 0) && ra__tag_valid(tag)) != 0)
+        return -1;
+    n = ra__pool_count(tag);
+    for (unsigned k = 0; k < n && k < cap; k++)
+        out[k] = pools[tag].arenas[k];
+    return (int)n;
+}
