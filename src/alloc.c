@@ -27,6 +27,7 @@ void *ra__alloc_untagged_flags(size_t size, int flags)
 void ra__make_room(ra_tag_t tag)
 {
     ra__thread_flush_tag(tag);
+    ra__returns_drain(tag);
     ra__pool_purge(tag);
 }
 

@@ -178,6 +178,24 @@ void ra__pool_decay(ra_tag_t tag);
 void ra__pool_prefork(void);
 void ra__pool_postfork(void);
 
+/* -- returns.c: a tag's return stacks ------------------------------------ */
+/* Leaves items[0, n) (free blocks of tag's small bin) on the tag's stack
+ * of that bin, unless it would then hold more than bound blocks: returns
+ * whether it took them. Lock-free; the library's memory for the stacks is
+ * made at a tag's first push (false when there is none). */
+bool ra__returns_push(ra_tag_t tag, unsigned bin, void *const *items,
+                      unsigned n, unsigned bound);
+/* Takes up to max blocks of the stack into items; returns how many. */
+unsigned ra__returns_take(ra_tag_t tag, unsigned bin, void **items,
+                          unsigned max);
+/* Gives the stacks' blocks back to jemalloc: of one tag, or of all. */
+void ra__returns_drain(ra_tag_t tag);
+void ra__returns_drain_all(void);
+/* Drops them: the caller resets the tag's arenas, which frees them. */
+void ra__returns_forget(ra_tag_t tag);
+/* Frees the records the calling thread kept for its next pushes. */
+void ra__returns_thread_exit(void);
+
 /* -- tag.c: registry of names and ids, thread-local stack ------------------ */
 /* struct ra__tag_stack and the thread's ra__tag_stack are declared in
  * regionalloc.h for the inline push and pop. */

@@ -18,6 +18,7 @@ static pthread_mutex_t lifetime_lock = PTHREAD_MUTEX_INITIALIZER;
 static void reset_tag(ra_tag_t tag)
 {
     ra__thread_wipe_tag(tag);
+    ra__returns_forget(tag);
     ra__prof_forget(tag, false);
     ra__pool_reset(tag);
     ra__pool_purge(tag);
@@ -35,8 +36,10 @@ static void end_tag(ra_tag_t tag)
     bool live = ra__thread_end_tag(tag);
 
     ra__prof_forget(tag, true);
-    if (live)
+    if (live) {
+        ra__returns_forget(tag);
         ra__pool_reset(tag);
+    }
     /* A cache, not a hoard: past jemalloc's oversize threshold (8 MiB),
      * what jemalloc itself would give back at once untagged, the slot
      * keeps nothing (a big request's end pays the purge, as its frees

@@ -143,6 +143,7 @@ int ra_tag_purge(ra_tag_t tag)
     if (tag != RA_TAG_NONE) {
         /* Blocks cached by this thread keep their pages: return them first. */
         ra__thread_flush_tag(tag);
+        ra__returns_drain(tag);
         ra__pool_purge(tag);
         return 0;
     }

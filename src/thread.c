@@ -102,12 +102,23 @@ static unsigned bin_cap(unsigned bin)
  * (thread, tag) pair touches only the pages of the bins it uses. */
 void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
 {
-    if (s->bins[bin].cap == 0) {
-        s->bins[bin].cap = bin_cap(bin);
+    struct ra__fc_bin *b = &s->bins[bin];
+    unsigned half = b->cap / 2;
+
+    if (b->cap == 0) {
+        b->cap = bin_cap(bin);
         return;
     }
     ra__slot_miss(s);
-    release_oldest(s, bin, s->bins[bin].cap / 2);
+    /* A thread that frees more of the class than it allocates (a consumer
+     * of another thread's blocks) leaves the surplus where the tag's
+     * allocating threads look first: no lock, no jemalloc. */
+    if (ra__returns_push((ra_tag_t)(s - ra__thread->slots), bin,
+                         b->items + b->count - half, half, b->cap)) {
+        b->count -= half;
+        return;
+    }
+    release_oldest(s, bin, half);
 }
 
 /* A pair gets its jemalloc tcache only once it is busy and has lived: at a
@@ -175,15 +186,22 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     struct ra__fc_bin *b = &s->bins[bin];
     size_t size = ra__bin_size[bin];
     unsigned want, got = 0;
-    void *first = ra__je_mallocx(size, s->alloc_flags);
+    void *first;
 
+    b->cap = bin_cap(bin); /* first use, maybe (ra__fc_make_room) */
+    /* Blocks other threads freed come home first (returns.c). */
+    got = ra__returns_take(tag, bin, b->items, b->cap);
+    if (got != 0) {
+        b->count = got - 1;
+        return b->items[got - 1];
+    }
+    first = ra__je_mallocx(size, s->alloc_flags);
     if (first == NULL || ra__tag_of_addr(first) != tag) {
         /* Failure, or jemalloc's thread-exit redirection to arena 0
          * (doc/design.md): nothing to cache, the caller copes. */
         return first;
     }
     ra__page_bin_set(first, bin);
-    b->cap = bin_cap(bin); /* first use, maybe (ra__fc_make_room) */
     /* A bin's refills grow from a few blocks to half the bin: a pair that
      * makes a few blocks of a class and goes idle holds a few, not half a
      * bin of blocks nobody asked for (most of an idle pair's memory). A
@@ -234,6 +252,9 @@ void ra__thread_exit(void)
         if (s->alloc_flags == 0)
             continue;
         flush_slot(s);
+        /* What this thread left for the tag's other threads goes too: a
+         * thread's end makes the figures of its tags exact. */
+        ra__returns_drain(t);
         if (s->tcache != RA__NO_TCACHE)
             ra__be_tcache_destroy(s->tcache);
         remove_user(s);
@@ -250,6 +271,7 @@ void ra__thread_exit(void)
     ts->next->prev = ts->prev;
     ra__unlock(&threads_lock);
     ra__meta_free(ts);
+    ra__returns_thread_exit();
 }
 
 static struct ra__thread_state *create_thread_state(void)
@@ -330,6 +352,8 @@ void ra_thread_flush(void)
         if (ts->slots[t].alloc_flags != 0)
             flush_slot(&ts->slots[t]);
     ra__unlock(&threads_lock);
+    /* What threads left for each other too: every figure exact after it. */
+    ra__returns_drain_all();
 }
 
 void ra__thread_flush_tag(ra_tag_t tag)

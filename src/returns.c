@@ -1,0 +1,223 @@
+/* Floor: state. A tag's return stacks: where a thread whose front cache of
+ * a small class is full leaves half of it, and where a thread whose front
+ * cache of that class is empty looks first, before jemalloc. Blocks made
+ * on one thread and freed on another (a producer and its consumers) then
+ * go home in batches, without a lock: one compare-and-swap a batch to
+ * leave, one exchange to take the whole stack back, where jemalloc sent
+ * every batch through an arena's bin lock twice (the consumer's flush and
+ * the producer's refill). mimalloc's pages do the same with their
+ * thread-free lists (doc/design.md, hot tags).
+ *
+ * A batch is an array of block pointers in a small record of the library's
+ * own, not a list linked through the blocks: taking one then reads four
+ * cache lines, never the blocks themselves, whose lines the freeing thread
+ * holds (a list walked block by block cost 44% of a producer/consumer
+ * pair's time in serial misses). Stacks, of full batches per (tag, bin)
+ * and of spare records per tag, are only ever emptied whole
+ * (atomic_exchange), never popped one entry at a time, so a push's
+ * compare-and-swap cannot suffer ABA. Each (tag, bin) stack is bounded (a
+ * front cache bin's capacity of blocks): what does not fit goes to
+ * jemalloc as before. Its blocks are free to the library and allocated to
+ * jemalloc, like the front caches': drained by ra_thread_flush and a
+ * thread's exit (every figure exact after them), purges, and a reset or
+ * destroy with live blocks, which forgets them before the arena discards
+ * them. */
+#include <stdalign.h>
+#include <string.h>
+
+#include "backend.h"
+#include "internal.h"
+
+#define BATCH_MAX (RA__FC_SLOTS / 2)
+
+struct batch {
+    struct batch *next;
+    unsigned n;
+    void *items[BATCH_MAX];
+};
+
+struct stack {
+    alignas(64) _Atomic(struct batch *) head;
+    /* At least the blocks on the stack: added before a push links them,
+     * taken off after a take unlinked them. */
+    _Atomic unsigned count;
+};
+
+/* A tag's stacks: one per small bin, then the spare records. Made at its
+ * first push and kept with the slot (the library's own memory). */
+struct returns {
+    struct stack spare;
+    struct stack bins[];
+};
+
+static _Atomic(struct returns *) returns_of[RA__MAX_TAGS_LIMIT + 1];
+/* Records this thread took from a spare stack and has not used yet. */
+static RA__TLS struct batch *tls_spares;
+
+static struct returns *returns_get(ra_tag_t tag)
+{
+    return atomic_load_explicit(&returns_of[tag], memory_order_acquire);
+}
+
+/* The tag's stacks, made if need be; NULL when no memory. ra__meta_alloc
+ * gives 16-aligned blocks: the stacks want a cache line each. */
+static struct returns *returns_make(ra_tag_t tag)
+{
+    size_t size = sizeof(struct returns) + ra__nbins * sizeof(struct stack);
+    struct returns *r = returns_get(tag), *none = NULL;
+    void *raw;
+
+    if (RA__LIKELY(r != NULL))
+        return r;
+    raw = ra__meta_alloc(size + alignof(struct stack));
+    if (raw == NULL)
+        return NULL;
+    r = (struct returns *)(((uintptr_t)raw + alignof(struct stack) - 1) &
+                           ~(uintptr_t)(alignof(struct stack) - 1));
+    memset(r, 0, size);
+    if (!atomic_compare_exchange_strong_explicit(&returns_of[tag], &none, r,
+                                                 memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        ra__meta_free(raw);
+        return none;
+    }
+    return r;
+}
+
+/* Pushes the chain first..last (linked by next) on st. */
+static void push_chain(struct stack *st, struct batch *first,
+                       struct batch *last)
+{
+    struct batch *head = atomic_load_explicit(&st->head, memory_order_relaxed);
+
+    do
+        last->next = head;
+    while (!atomic_compare_exchange_weak_explicit(
+        &st->head, &head, first, memory_order_release, memory_order_relaxed));
+}
+
+static struct batch *take_all(struct stack *st)
+{
+    /* A relaxed look first: an empty stack costs no write to its line. */
+    if (atomic_load_explicit(&st->head, memory_order_relaxed) == NULL)
+        return NULL;
+    return atomic_exchange_explicit(&st->head, NULL, memory_order_acquire);
+}
+
+/* A record for a batch: this thread's spare, the tag's, or a new one. */
+static struct batch *spare_record(struct returns *r)
+{
+    struct batch *b = tls_spares;
+
+    if (b == NULL)
+        b = tls_spares = take_all(&r->spare);
+    if (b == NULL)
+        return ra__meta_alloc(sizeof *b);
+    tls_spares = b->next;
+    return b;
+}
+
+bool ra__returns_push(ra_tag_t tag, unsigned bin, void *const *items,
+                      unsigned n, unsigned bound)
+{
+    struct returns *r;
+    struct stack *st;
+    struct batch *b;
+
+    if (n == 0 || n > BATCH_MAX || (r = returns_make(tag)) == NULL)
+        return false;
+    st = &r->bins[bin];
+    if (atomic_fetch_add_explicit(&st->count, n, memory_order_relaxed) + n >
+            bound ||
+        (b = spare_record(r)) == NULL) {
+        atomic_fetch_sub_explicit(&st->count, n, memory_order_relaxed);
+        return false;
+    }
+    b->n = n;
+    memcpy(b->items, items, n * sizeof items[0]);
+    push_chain(st, b, b);
+    return true;
+}
+
+unsigned ra__returns_take(ra_tag_t tag, unsigned bin, void **items,
+                          unsigned max)
+{
+    struct returns *r = returns_get(tag);
+    struct batch *b, *last = NULL, *rest;
+    unsigned got = 0;
+
+    if (r == NULL || (b = take_all(&r->bins[bin])) == NULL)
+        return 0;
+    rest = b;
+    while (rest != NULL && got + rest->n <= max) {
+        memcpy(items + got, rest->items, rest->n * sizeof items[0]);
+        got += rest->n;
+        last = rest;
+        rest = rest->next;
+    }
+    if (rest != NULL) {
+        /* More than max (pushes raced past the bound): the rest goes back
+         * whole, its blocks still counted. */
+        struct batch *tail = rest;
+        while (tail->next != NULL)
+            tail = tail->next;
+        push_chain(&r->bins[bin], rest, tail);
+    }
+    atomic_fetch_sub_explicit(&r->bins[bin].count, got, memory_order_relaxed);
+    if (last != NULL)
+        push_chain(&r->spare, b, last);
+    return got;
+}
+
+/* Takes every stack of the tag whole; gives each block back to jemalloc
+ * (give) or drops it (the caller resets the arenas). */
+static void empty_stacks(ra_tag_t tag, bool give)
+{
+    struct returns *r = returns_get(tag);
+
+    if (r == NULL)
+        return;
+    for (unsigned bin = 0; bin < ra__nbins; bin++) {
+        struct batch *b = take_all(&r->bins[bin]), *last = b;
+        unsigned n = 0;
+        if (b == NULL)
+            continue;
+        for (struct batch *x = b; x != NULL; last = x, x = x->next) {
+            if (give)
+                for (unsigned i = 0; i < x->n; i++)
+                    ra__je_sdallocx(x->items[i], ra__bin_size[bin],
+                                    MALLOCX_TCACHE_NONE);
+            n += x->n;
+        }
+        atomic_fetch_sub_explicit(&r->bins[bin].count, n,
+                                  memory_order_relaxed);
+        push_chain(&r->spare, b, last);
+    }
+}
+
+void ra__returns_drain(ra_tag_t tag)
+{
+    empty_stacks(tag, true);
+}
+
+void ra__returns_drain_all(void)
+{
+    unsigned count = ra__tag_published();
+
+    for (ra_tag_t t = 1; t <= count; t++)
+        empty_stacks(t, true);
+}
+
+void ra__returns_forget(ra_tag_t tag)
+{
+    empty_stacks(tag, false);
+}
+
+void ra__returns_thread_exit(void)
+{
+    while (tls_spares != NULL) {
+        struct batch *b = tls_spares;
+        tls_spares = b->next;
+        ra__meta_free(b);
+    }
+}
