@@ -118,6 +118,14 @@ REGIONALLOC_SHM=1 BENCH_WORKLOAD_SUFFIX=", stats segment on" timed ring
 # Many tags: 256 cycled through by one thread, 300 by each of 16 threads.
 REGIONALLOC_MAX_TAGS=512 timed tag_cycle
 REGIONALLOC_MAX_TAGS=512 timed pairs
+# A hot tag on 8 and 16 threads: its pool of arenas against one arena, then
+# the same under jemalloc's own answer inside an arena, bin shards (which
+# apply to every arena of the process), as rows of their own.
+for t in 8 16; do
+    timed hot_tag "$t"
+    MALLOC_CONF=bin_shards:1-256:4 BENCH_WORKLOAD_SUFFIX=", bin_shards 4" \
+        timed hot_tag "$t"
+done
 # A tag's life against mimalloc's heap and jemalloc's arena.<i>.reset: one
 # contender per process, the processes alternating (the first contender
 # moves along at each pass), so no contender's heap shares a process with
@@ -472,6 +480,21 @@ END {
     } else target("a tag per request: >= 100,000 requests/s at 2 threads", "not measured", "")
     pair_target("a tag per request: resident set <= 1.1x untagged", RR,
                 "a tag per request", "untagged (baseline)", 1.1)
+
+    print ""
+    print "targets (hot tags: a pool of arenas, frees that go home), judged from the medians above:"
+    ratio_target("2 threads, cross-thread frees, tagged <= 0.35x jemalloc",
+                 "2 threads, producer mallocs, consumer frees", TAG, 0.35)
+    for (t = 8; t <= 16; t *= 2) {
+        HW = "hot tag, " t " threads in a ring, each freeing the last\047s blocks"
+        HK = t / 4; HP = "tagged, a pool of " HK " arenas"; H1 = "tagged, one arena"
+        pair_target(sprintf("hot tag, %d threads: pool <= 1.05x one arena, per block", t),
+                    HW, HP, H1, 1.05)
+        ns_target(sprintf("hot tag, %d threads: busiest of %d arenas <= %.0f%% of bin-lock ops", t, HK, 120 / HK),
+                  HW ": busiest arena\047s share of bin-lock operations, warm threads", HP, 120 / HK)
+        ns_target(sprintf("hot tag, %d threads, pool: <= 12.7 bin-lock ops per 1,000 blocks", t),
+                  HW ": bin-lock operations per 1,000 blocks, warm threads", HP, 12.7)
+    }
 
     print ""
     print "other findings:"

@@ -127,7 +127,7 @@ static void dalloc_tagged(void *ptr, int flags, unsigned entry)
 RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag,
                                       unsigned entry)
 {
-    struct ra__tag_slot *s = ra__thread_slot(tag);
+    struct ra__tag_slot *s = ra__thread_slot_freeing(tag);
 
     if (s != NULL)
         ra__count_one(&s->ndalloc);

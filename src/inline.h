@@ -107,7 +107,18 @@ static inline struct ra__tag_slot *ra__thread_slot(ra_tag_t tag)
 
     if (RA__LIKELY(ts != NULL) && RA__LIKELY(ts->slots[tag].alloc_flags != 0))
         return &ts->slots[tag];
-    return ra__thread_slot_slow(tag);
+    return ra__thread_slot_slow(tag, true);
+}
+
+/* The same for a free: a pair made here is not counted in the tag's pool
+ * until it allocates. */
+static inline struct ra__tag_slot *ra__thread_slot_freeing(ra_tag_t tag)
+{
+    struct ra__thread_state *ts = ra__thread;
+
+    if (RA__LIKELY(ts != NULL) && RA__LIKELY(ts->slots[tag].alloc_flags != 0))
+        return &ts->slots[tag];
+    return ra__thread_slot_slow(tag, false);
 }
 
 /* A counter that only the calling thread writes. */

@@ -167,6 +167,9 @@ ra_tag_t ra__pool_owner(unsigned arena);
  * loaded, after one more arena is made if the pool's arenas already have
  * REGIONALLOC_THREADS_PER_ARENA pairs each. unbind: the pair is gone. */
 unsigned ra__pool_bind(ra_tag_t tag);
+/* The arena with the fewest pairs, for a pair that only frees so far: no
+ * count taken, no growth. */
+unsigned ra__pool_quietest(ra_tag_t tag);
 void ra__pool_unbind(ra_tag_t tag, unsigned arena);
 /* The tag's id is queued for reuse: its next holder has the default
  * bound, and may try to grow again. The arenas stay with the slot. */
@@ -263,8 +266,9 @@ void ra__thread_prefork(void);
 void ra__thread_postfork_parent(void);
 void ra__thread_postfork_child(void);
 /* Returns this thread's slot for tag, set up, or NULL when the thread cannot
- * have one now (re-entered, exiting, out of memory). */
-struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag)
+ * have one now (re-entered, exiting, out of memory). allocating: the slot
+ * is made by an allocation, not a free (the tag's pool counts it). */
+struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag, bool allocating)
     __attribute__((noinline, cold));
 /* Fills bin of slot s (empty) from the tag's arena and returns one more block
  * for the caller: counted by nobody yet, maybe outside the region during
@@ -272,7 +276,8 @@ struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag)
 void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     __attribute__((noinline, cold));
 void ra__slot_miss_slow(struct ra__tag_slot *s) __attribute__((noinline, cold));
-/* Gives half of a full bin back to jemalloc. */
+/* Gives half of a full bin back: to the tag's return stack, or to
+ * jemalloc when the stack is full. */
 void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
     __attribute__((noinline, cold));
 /* Counts an allocation (alloc) or a free of tag made without a slot. */

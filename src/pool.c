@@ -143,6 +143,21 @@ unsigned ra__pool_bind(ra_tag_t tag)
     return p->arenas[best];
 }
 
+unsigned ra__pool_quietest(ra_tag_t tag)
+{
+    struct pool *p = &pools[tag];
+    unsigned n = ra__pool_count(tag), best = 0;
+
+    if (n == 0)
+        return ra__tag_arena[tag];
+    ra__lock(&pool_lock);
+    for (unsigned k = 1; k < n && k < bound_of(p); k++)
+        if (p->load[k] < p->load[best])
+            best = k;
+    ra__unlock(&pool_lock);
+    return p->arenas[best];
+}
+
 void ra__pool_unbind(ra_tag_t tag, unsigned arena)
 {
     struct pool *p = &pools[tag];

@@ -138,6 +138,10 @@ struct ra__free_gate {
 #define RA__FC_SLOTS 64 /* blocks per bin of a front cache */
 /* A pair's misses (thread.c) until it takes a tcache of its own. */
 #define RA__TCACHE_AFTER_MISSES 2
+/* A tag's return stack of a class holds this many front cache bins' worth
+ * of blocks at most (returns.c): room for the surplus of several threads
+ * that free what others make. */
+#define RA__RETURNS_BINS 4
 
 /* A front cache bin: a stack of free blocks of one small size class. */
 struct ra__fc_bin {
@@ -170,6 +174,11 @@ struct ra__tag_slot {
      * caches, and its age counts towards a tcache of its own). Under
      * threads_lock. */
     uint64_t made_before;
+    /* Counted in its tag's pool as a thread that allocates (pool.c): set
+     * when the pair is made by an allocation or first refills. A pair made
+     * by a free (a consumer of another thread's blocks) allocates nothing,
+     * and puts no load on an arena of its own. */
+    bool counted;
 };
 
 struct ra__thread_state {

@@ -258,6 +258,38 @@ START_TEST(test_pool_bound_is_the_configured_one)
 }
 END_TEST
 
+/* Threads that only free a tag's blocks put no load on its pool: one
+ * maker and eight freers, one thread per arena, stay on one arena. */
+static void *free_one_of_mine(void *arg)
+{
+    unsigned i = thread_index(arg);
+
+    ra_free(blocks[0][i].p);
+    pthread_barrier_wait(&barrier);
+    return NULL;
+}
+
+START_TEST(test_pool_threads_that_only_free_do_not_grow_it)
+{
+    unsigned pool[64];
+
+    ck_assert_int_eq(setenv("REGIONALLOC_THREADS_PER_ARENA", "1", 1), 0);
+    ck_assert_int_eq(setenv("REGIONALLOC_TAG_ARENAS", "8", 1), 0);
+    shared_tag = tu_tag_create("made here, freed there");
+    tu_tag_push(shared_tag);
+    for (unsigned i = 0; i < THREADS; i++)
+        blocks[0][i].p = ra_malloc(48);
+    tu_tag_pop(shared_tag);
+    ck_assert_int_eq(pthread_barrier_init(&barrier, NULL, THREADS), 0);
+    tu_run_threads(THREADS, free_one_of_mine, NULL);
+    ck_assert_uint_eq(pool_arenas(shared_tag, pool), 1);
+    /* Allocating threads do: each alive one takes an arena of its own. */
+    tu_run_threads(THREADS, touch_worker, NULL);
+    ck_assert_uint_eq(pool_arenas(shared_tag, pool), THREADS);
+    ck_assert_uint_eq(atomic_load(&errors), 0);
+}
+END_TEST
+
 START_TEST(test_pool_calls_check_their_arguments)
 {
     unsigned out[2];
@@ -828,6 +860,7 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, test_pool_one_thread_one_arena);
     tcase_add_test(tc, test_pool_set_arenas_one_keeps_one_arena);
     tcase_add_test(tc, test_pool_bound_is_the_configured_one);
+    tcase_add_test(tc, test_pool_threads_that_only_free_do_not_grow_it);
     tcase_add_test(tc, test_pool_calls_check_their_arguments);
     tcase_add_test(tc, test_pool_pass_through_mode_fails_cleanly);
     tcase_add_test(tc, test_pool_reset_under_threads_hands_no_block_out_twice);
