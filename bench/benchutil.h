@@ -73,6 +73,10 @@ struct bench_jemalloc {
     void (*dallocx)(void *, int);
 };
 extern struct bench_jemalloc bench_je;
+/* jemalloc's MALLOCX_ARENA and MALLOCX_TCACHE_NONE, as its header has them
+ * (the bench includes no jemalloc header). */
+#define JE_ARENA(a) ((int)(((unsigned)(a) + 1u) << 20))
+#define JE_TCACHE_NONE ((int)((-1 + 2) << 8))
 extern const char *bench_je_missing;
 bool bench_open_jemalloc(void);
 /* jemalloc's thread.tcache.flush, then arena.<all>.purge; dies on failure. */

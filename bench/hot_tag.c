@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <regionalloc.h>
 
@@ -174,6 +175,7 @@ static double run_ring(void *arg)
 /* -- jemalloc's mutex statistics of a tag's arenas ------------------------- */
 struct lock_counts {
     uint64_t ops[64], waits[64]; /* by arena of the pool */
+    uint64_t moved; /* blocks through the bins, in or out, over the pool */
     unsigned narenas;
 };
 
@@ -208,7 +210,34 @@ static void read_locks(ra_tag_t tag, struct lock_counts *out)
                                   arenas[k], b);
             out->waits[k] += je_u64("stats.arenas.%u.bins.%u.mutex.num_wait",
                                     arenas[k], b);
+            out->moved += je_u64("stats.arenas.%u.bins.%u.nmalloc", arenas[k],
+                                 b) +
+                          je_u64("stats.arenas.%u.bins.%u.ndalloc", arenas[k],
+                                 b);
         }
+}
+
+/* What one block costs through a bin lock, uncontended: jemalloc's mallocx
+ * and dallocx on the tag's arena with no thread cache, one thread, each a
+ * lock taken and what is done under it (ns per block moved). */
+static double bin_lock_cost(ra_tag_t tag)
+{
+    unsigned arena;
+    unsigned n = (unsigned)bench_scaled(1000000, 10000);
+    double t0, t1;
+
+    if (ra_tag_arenas(tag, &arena, 1) < 1)
+        bench_die("ra_tag_arenas");
+    t0 = bench_now_ns();
+    for (unsigned i = 0; i < n; i++) {
+        void *p = bench_je.mallocx(sizes[i & (NSIZES - 1)],
+                                   JE_ARENA(arena) | JE_TCACHE_NONE);
+        if (p == NULL)
+            bench_die("mallocx");
+        bench_je.dallocx(p, JE_TCACHE_NONE);
+    }
+    t1 = bench_now_ns();
+    return (t1 - t0) / (2.0 * n);
 }
 
 /* One more round of a warm crew, watched: lock operations per 1,000
@@ -222,8 +251,10 @@ static void watch(const char *workload, const char *name,
     double blocks = (double)nbatches * BATCH * nthreads;
     char w[160];
 
+    double ns, moved, cost, cores, per_core;
+
     read_locks(c->tag, &locks[0]);
-    run_ring(c);
+    ns = run_ring(c);
     read_locks(c->tag, &locks[1]);
     for (unsigned k = 0; k < after->narenas; k++) {
         uint64_t o =
@@ -249,6 +280,24 @@ static void watch(const char *workload, const char *name,
     bench_note("%s, %s: %u arena(s), %llu bin-lock operations, %llu waits",
                workload, name, after->narenas, (unsigned long long)ops,
                (unsigned long long)waits);
+
+    /* The model (doc/design.md): one arena's bins are busy for
+     * moved/block x cost of each core's blocks; a core makes a block every
+     * per_core ns; the arena saturates at per_core / (moved/block x cost)
+     * cores, a pool of K spread evenly at K times that. */
+    moved = (double)(after->moved - before->moved) / blocks;
+    cost = bin_lock_cost(c->tag);
+    cores = (double)sysconf(_SC_NPROCESSORS_ONLN);
+    per_core = ns * (cores < nthreads ? cores : nthreads);
+    snprintf(w, sizeof w, "%s: blocks through the bins per 1,000 blocks",
+             workload);
+    bench_row(w, name, 1000.0 * moved, "blocks", -1, 0, 0);
+    bench_note("%s, %s: model: a core makes a block every %.1f ns; %.4f of "
+               "blocks pass the bins at %.1f ns each (one thread, no tcache): "
+               "one arena saturates at %.0f cores, a pool of %u at %.0f",
+               workload, name, per_core, moved, cost,
+               per_core / (moved * cost), after->narenas,
+               after->narenas * per_core / (moved * cost));
 }
 
 int main(int argc, char **argv)

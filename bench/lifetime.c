@@ -145,11 +145,10 @@ static double create_jemalloc(void *arg)
             bench_die("arenas.create");
         if (!with_first_use)
             continue;
-        /* MALLOCX_ARENA(a) | MALLOCX_TCACHE_NONE, as jemalloc defines them */
-        p = bench_je.mallocx(16, (int)((arena + 1) << 20) | (1 << 8));
+        p = bench_je.mallocx(16, JE_ARENA(arena) | JE_TCACHE_NONE);
         if (p == NULL)
             bench_die("mallocx");
-        bench_je.dallocx(p, 1 << 8);
+        bench_je.dallocx(p, JE_TCACHE_NONE);
     }
     return (bench_now_ns() - t0) / 1e3 / KEPT_TAGS;
 }

@@ -25,9 +25,6 @@
 
 #define IN_FLIGHT 8
 #define MAX_BLOCKS 1000
-/* jemalloc's MALLOCX_ARENA and MALLOCX_TCACHE_NONE, as its header has them. */
-#define JE_ARENA(a) ((int)(((unsigned)(a) + 1u) << 20))
-#define JE_TCACHE_NONE ((int)((-1 + 2) << 8))
 
 static size_t sizes[MAX_BLOCKS];
 static unsigned nblocks;
