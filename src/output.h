@@ -276,6 +276,7 @@ struct ra__usage {
     uint64_t allocated, active, resident, rss, mapped, peak_mapped, dirty,
         muzzy, retained, reserved, nmalloc, ndalloc, purges;
     uint64_t limit, soft_limit, limit_failures;
+    uint64_t arenas; /* in the tag's pool (0 untagged) */
 };
 /* Everything a report shows, read after one statistics refresh, so that
  * the three formats (and the table's two passes) show the same figures. */

@@ -16,7 +16,7 @@
 static const char *const text_headers[] = {
     "tag",     "allocated", "active",  "resident", "kernel_rss",
     "mapped",  "peak_mapped", "dirty", "nmalloc",  "ndalloc",
-    "limit",   "soft_limit",  "limit_failures"};
+    "limit",   "soft_limit",  "limit_failures", "arenas"};
 #define TEXT_COLS (sizeof text_headers / sizeof text_headers[0])
 
 /* Columns 1..: u's figures; only tagged rows have a kernel RSS, a peak and
@@ -48,10 +48,13 @@ static void fill_usage(struct ra__table_row *row, const struct ra__usage *u,
         ra__cell_bytes(row->cell[11], u->soft_limit);
     else
         ra__cell_text(row->cell[11], "-");
-    if (tagged)
+    if (tagged) {
         ra__cell_count(row->cell[12], u->limit_failures);
-    else
+        ra__cell_count(row->cell[13], u->arenas);
+    } else {
         ra__cell_text(row->cell[12], "-");
+        ra__cell_text(row->cell[13], "-");
+    }
 }
 
 /* The total row: jemalloc's own totals for the process (allocated and
@@ -156,6 +159,7 @@ static const struct {
     {"limit", USAGE_FIELD(limit), false},
     {"soft_limit", USAGE_FIELD(soft_limit), false},
     {"limit_failures", USAGE_FIELD(limit_failures), false},
+    {"arenas", USAGE_FIELD(arenas), false},
 };
 #define NJSON_FIELDS (sizeof json_fields / sizeof json_fields[0])
 
@@ -242,6 +246,8 @@ static const struct {
     {"regionalloc_tag_limit_failures_total", NULL, "counter",
      "Allocations refused by the tag's hard limit.",
      USAGE_FIELD(limit_failures)},
+    {"regionalloc_tag_arenas", NULL, "gauge",
+     "jemalloc arenas in the tag's pool.", USAGE_FIELD(arenas)},
 };
 
 static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)

@@ -27,6 +27,7 @@ static void read_usage(ra_tag_t tag, struct ra__usage *u)
         .nmalloc = s.nmalloc, .ndalloc = s.ndalloc,
         .purges = ra__stats_purges(tag),
         .limit = hard, .soft_limit = soft, .limit_failures = failures,
+        .arenas = tag != RA_TAG_NONE ? ra__pool_count(tag) : 0,
     };
 }
 

@@ -154,9 +154,10 @@ def load_json(path):
 
 TAG_KEYS = {"id", "name", "allocated", "active", "resident", "rss", "mapped",
             "peak_mapped", "dirty", "muzzy", "retained", "reserved", "nmalloc",
-            "ndalloc", "purges", "limit", "soft_limit", "limit_failures"}
+            "ndalloc", "purges", "limit", "soft_limit", "limit_failures",
+            "arenas"}
 UNTAGGED_KEYS = TAG_KEYS - {"id", "name", "rss", "peak_mapped", "reserved", "limit",
-                            "soft_limit", "limit_failures"}
+                            "soft_limit", "limit_failures", "arenas"}
 CP_KEYS = {"seq", "label", "time_ns", "phase_ns", "tagged_allocated", "allocated",
            "active", "resident", "mapped", "rss", "peak_rss", "peak_rss_since",
            "tag_allocated"}
