@@ -16,6 +16,7 @@
 #include <string>
 #include <system_error>
 #include <type_traits>
+#include <vector>
 
 namespace ra {
 
@@ -73,6 +74,26 @@ public:
     {
         if (ra_tag_purge(id_) != 0)
             detail::throw_errno("ra_tag_purge");
+    }
+
+    /* The tag's pool of arenas: the most its new threads are spread over
+     * (1: one arena), and the jemalloc indices of those it has. */
+    void set_arenas(unsigned max) const
+    {
+        if (ra_tag_set_arenas(id_, max) != 0)
+            detail::throw_errno("ra_tag_set_arenas");
+    }
+
+    std::vector<unsigned> arenas() const
+    {
+        std::vector<unsigned> out(64);
+        int n = ra_tag_arenas(id_, out.data(), static_cast<unsigned>(out.size()));
+        if (n < 0)
+            detail::throw_errno("ra_tag_arenas");
+        out.resize(static_cast<std::size_t>(n) < out.size()
+                       ? static_cast<std::size_t>(n)
+                       : out.size());
+        return out;
     }
 
     /* Resident bytes of the tag's region, as the kernel counts them. */

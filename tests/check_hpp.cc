@@ -84,11 +84,16 @@ START_TEST(test_hpp_tag_stats_purge_rss_of)
     ra_free(p);
     t.purge();
     ck_assert_uint_eq(t.stats().dirty, 0);
+    // One thread, one arena; the bound is the tag's to set.
+    ck_assert_uint_eq(t.arenas().size(), 1);
+    t.set_arenas(1);
+    ck_assert_int_eq(thrown_errno([&] { t.set_arenas(0); }), EINVAL);
     ck_assert_int_eq(ra_tag_destroy(t.id()), 0);
     // A destroyed tag's id fails every call.
     ck_assert_int_eq(thrown_errno([&] { (void)t.stats(); }), EINVAL);
     ck_assert_int_eq(thrown_errno([&] { (void)t.usage(); }), EINVAL);
     ck_assert_int_eq(thrown_errno([&] { t.purge(); }), EINVAL);
+    ck_assert_int_eq(thrown_errno([&] { (void)t.arenas(); }), EINVAL);
     ck_assert_int_eq(thrown_errno([&] { (void)t.name(); }), ENOENT);
 }
 END_TEST

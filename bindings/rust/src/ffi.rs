@@ -68,6 +68,8 @@ extern "C" {
     pub fn ra_tag_stats(tag: RaTag, out: *mut crate::TagStats) -> c_int;
     pub fn ra_tag_usage(tag: RaTag, out: *mut crate::TagUsage) -> c_int;
     pub fn ra_tag_purge(tag: RaTag) -> c_int;
+    pub fn ra_tag_set_arenas(tag: RaTag, max: c_uint) -> c_int;
+    pub fn ra_tag_arenas(tag: RaTag, out: *mut c_uint, cap: c_uint) -> c_int;
     pub fn ra_thread_flush();
     pub fn ra_tag_rss(tag: RaTag, bytes: *mut usize) -> c_int;
     pub fn ra_enabled() -> c_int;

@@ -248,6 +248,25 @@ impl Tag {
         check(unsafe { ffi::ra_tag_purge(self.raw()) })
     }
 
+    /// Bounds the arenas of the tag's pool that its new threads are spread
+    /// over (1: one arena; above 64 counts as 64), until the tag is
+    /// destroyed. `EINVAL` for 0 or a destroyed tag.
+    pub fn set_arenas(&self, max: u32) -> io::Result<()> {
+        check(unsafe { ffi::ra_tag_set_arenas(self.raw(), max) })
+    }
+
+    /// The jemalloc arena indices of the tag's pool (`stats.arenas.<i>` in
+    /// jemalloc's own statistics). Errors as [`Tag::stats`].
+    pub fn arenas(&self) -> io::Result<Vec<u32>> {
+        let mut out = vec![0u32; 64];
+        let n = unsafe { ffi::ra_tag_arenas(self.raw(), out.as_mut_ptr(), 64) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        out.truncate(n as usize);
+        Ok(out)
+    }
+
     /// Frees every block of the tag at once, whichever thread allocated it;
     /// the tag keeps its id and name and serves new allocations.
     ///

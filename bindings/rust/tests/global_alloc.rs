@@ -116,6 +116,31 @@ fn usage_counts_exactly_without_a_flush() {
 }
 
 #[test]
+fn a_shared_tag_spreads_threads_over_its_pool() {
+    let t = fresh_tag("pool");
+    t.set_arenas(2).unwrap();
+    assert_eq!(t.arenas().unwrap().len(), 1, "no thread yet: one arena");
+    // Eight threads alive at once, each allocating: 4 per arena, so two.
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let b = barrier.clone();
+            let tag = t.clone();
+            std::thread::spawn(move || {
+                let v: Vec<u8> = tag.scope(|| vec![1u8; 100]);
+                b.wait();
+                drop(v);
+            })
+        })
+        .collect();
+    for th in threads {
+        th.join().unwrap();
+    }
+    assert_eq!(t.arenas().unwrap().len(), 2);
+    assert_eq!(t.set_arenas(0).unwrap_err().raw_os_error(), Some(22)); // EINVAL
+}
+
+#[test]
 fn over_aligned_blocks_are_aligned_tagged_and_freed() {
     let t = fresh_tag("aligned");
     thread_flush();
