@@ -1,4 +1,5 @@
-/* A hot tag: N threads (argv[1], 8 or 16) in a ring, all under one tag.
+/* A hot tag: N threads (argv[1], 8 or 16) in a ring, all under one tag
+ * (or, with argv[2] "pairs", N / 2 producer/consumer pairs).
  * Each makes blocks of 8-256 B in batches of 256 and hands each batch
  * through a lock-free queue of its own to the next thread of the ring,
  * which frees them, while it frees the batches of the thread before it:
@@ -43,8 +44,21 @@ struct queue {
 
 static struct queue queues[MAX_THREADS];
 static size_t sizes[NSIZES];
-static uint64_t nbatches; /* per thread */
+static uint64_t nbatches; /* per producing thread */
 static unsigned nthreads;
+/* argv[2] "pairs": even threads only make blocks, each odd one only frees
+ * the blocks of the thread before it. */
+static bool pairs_mode;
+
+static bool produces(unsigned index)
+{
+    return !pairs_mode || index % 2 == 0;
+}
+
+static unsigned producers(void)
+{
+    return pairs_mode ? nthreads / 2 : nthreads;
+}
 
 /* Each contender has its crew of threads, made at its first round and
  * kept: the threads of a server live long, and so their (thread, tag)
@@ -98,10 +112,10 @@ static void ring_round(const struct worker *w, uint64_t *k)
 {
     struct queue *out = w->q;
     struct queue *in = &queues[(w->index + nthreads - 1) % nthreads];
-    uint64_t freed = 0;
+    uint64_t freed = pairs_mode && produces(w->index) ? nbatches : 0;
     unsigned n = 0;
 
-    for (uint64_t b = 0; b < nbatches; b++) {
+    for (uint64_t b = 0; b < nbatches && produces(w->index); b++) {
         void **batch = out->slot[b % SLOTS];
         while (b - atomic_load_explicit(&out->tail, memory_order_acquire) >=
                SLOTS)
@@ -169,7 +183,7 @@ static double run_ring(void *arg)
     pthread_barrier_wait(&c->start);
     pthread_barrier_wait(&c->end);
     t1 = bench_now_ns();
-    return (t1 - t0) / ((double)nbatches * BATCH * nthreads);
+    return (t1 - t0) / ((double)nbatches * BATCH * producers());
 }
 
 /* -- jemalloc's mutex statistics of a tag's arenas ------------------------- */
@@ -248,7 +262,7 @@ static void watch(const char *workload, const char *name,
     struct lock_counts locks[2];
     const struct lock_counts *before = &locks[0], *after = &locks[1];
     uint64_t ops = 0, waits = 0, busiest = 0;
-    double blocks = (double)nbatches * BATCH * nthreads;
+    double blocks = (double)nbatches * BATCH * producers();
     char w[160];
 
     double ns, moved, cost, cores, per_core;
@@ -288,7 +302,7 @@ static void watch(const char *workload, const char *name,
     moved = (double)(after->moved - before->moved) / blocks;
     cost = bin_lock_cost(c->tag);
     cores = (double)sysconf(_SC_NPROCESSORS_ONLN);
-    per_core = ns * (cores < nthreads ? cores : nthreads);
+    per_core = ns * (cores < producers() ? cores : producers());
     snprintf(w, sizeof w, "%s: blocks through the bins per 1,000 blocks",
              workload);
     bench_row(w, name, 1000.0 * moved, "blocks", -1, 0, 0);
@@ -309,9 +323,12 @@ int main(int argc, char **argv)
     char workload[96], pool_name[64];
 
     nthreads = argc > 1 ? (unsigned)atoi(argv[1]) : 8;
-    if (nthreads < 2 || nthreads > MAX_THREADS)
-        bench_die("usage: hot_tag THREADS (2 to 16)");
-    k = nthreads / 4 < 1 ? 1 : nthreads / 4;
+    pairs_mode = argc > 2 && strcmp(argv[2], "pairs") == 0;
+    if (nthreads < 2 || nthreads > MAX_THREADS || nthreads % 2 != 0 ||
+        (argc > 2 && !pairs_mode))
+        bench_die("usage: hot_tag THREADS [pairs] (2 to 16, even)");
+    /* REGIONALLOC_THREADS_PER_ARENA's default: 4 allocating threads. */
+    k = producers() / 4 < 1 ? 1 : producers() / 4;
     bench_open_contenders();
     bench_fill_sizes(sizes, NSIZES, 4242, 256);
     nbatches = bench_scaled(200000, 20 * BATCH) / BATCH;
@@ -320,10 +337,17 @@ int main(int argc, char **argv)
         ra_tag_set_arenas(one.tag, 1) != 0 ||
         ra_tag_set_arenas(pool.tag, k) != 0)
         bench_die("ra_tag_create");
-    snprintf(workload, sizeof workload,
-             "hot tag, %u threads in a ring, each freeing the last's blocks",
-             nthreads);
-    snprintf(pool_name, sizeof pool_name, "tagged, a pool of %u arenas", k);
+    if (pairs_mode)
+        snprintf(workload, sizeof workload,
+                 "hot tag, %u threads as %u producer/consumer pairs",
+                 nthreads, nthreads / 2);
+    else
+        snprintf(workload, sizeof workload,
+                 "hot tag, %u threads in a ring, each freeing the last's "
+                 "blocks",
+                 nthreads);
+    snprintf(pool_name, sizeof pool_name, "tagged, a pool of %u arena%s", k,
+             k == 1 ? "" : "s");
     {
         struct bench_contender c[] = {
             {NAME_JEMALLOC, run_ring, &je, bench_je_missing},

@@ -125,6 +125,7 @@ for t in 8 16; do
     timed hot_tag "$t"
     MALLOC_CONF=bin_shards:1-256:4 BENCH_WORKLOAD_SUFFIX=", bin_shards 4" \
         timed hot_tag "$t"
+    timed hot_tag "$t" pairs
 done
 # A tag's life against mimalloc's heap and jemalloc's arena.<i>.reset: one
 # contender per process, the processes alternating (the first contender
@@ -494,6 +495,9 @@ END {
                   HW ": busiest arena\047s share of bin-lock operations, warm threads", HP, 120 / HK)
         ns_target(sprintf("hot tag, %d threads, pool: <= 12.7 bin-lock ops per 1,000 blocks", t),
                   HW ": bin-lock operations per 1,000 blocks, warm threads", HP, 12.7)
+        HW = "hot tag, " t " threads as " t / 2 " producer/consumer pairs"
+        ns_target(sprintf("hot tag, %d pairs, one arena: <= 12.7 bin-lock ops per 1,000 blocks", t / 2),
+                  HW ": bin-lock operations per 1,000 blocks, warm threads", H1, 12.7)
     }
 
     print ""
