@@ -160,7 +160,13 @@ struct ra__tag_slot {
     int alloc_flags;          /* MALLOCX_ARENA | MALLOCX_TCACHE*, 0 = unset */
     int free_flags;           /* MALLOCX_TCACHE* */
     unsigned tcache;          /* explicit tcache id, or RA__NO_TCACHE */
-    unsigned misses;          /* up to RA__TCACHE_AFTER_MISSES */
+    uint16_t misses;          /* up to RA__TCACHE_AFTER_MISSES */
+    /* Counted in its tag's pool as a thread that allocates (pool.c): set
+     * when the pair is made by an allocation or first refills. A pair made
+     * by a free (a consumer of another thread's blocks) allocates nothing,
+     * and puts no load on an arena of its own. Here, not at the end: the
+     * slot keeps its size (64 bytes), and the fast paths their code. */
+    bool counted;
     struct ra__fc_bin *bins;  /* front cache by small bin, NULL = none */
     /* Written only by the owning thread, read by ra_tag_stats(): relaxed
      * atomics make the plain increments race-free at no cost on x86-64. */
@@ -174,11 +180,6 @@ struct ra__tag_slot {
      * caches, and its age counts towards a tcache of its own). Under
      * threads_lock. */
     uint64_t made_before;
-    /* Counted in its tag's pool as a thread that allocates (pool.c): set
-     * when the pair is made by an allocation or first refills. A pair made
-     * by a free (a consumer of another thread's blocks) allocates nothing,
-     * and puts no load on an arena of its own. */
-    bool counted;
 };
 
 struct ra__thread_state {
