@@ -140,6 +140,15 @@ void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
  * from any thread, flushes the slot's tcache under it. */
 #define RA__TCACHE_AFTER_ALLOCS 8192
 
+/* The pair's allocations or frees, whichever it made more of. */
+static uint64_t pair_events(const struct ra__tag_slot *s)
+{
+    uint64_t m = atomic_load_explicit(&s->nmalloc, memory_order_relaxed);
+    uint64_t d = atomic_load_explicit(&s->ndalloc, memory_order_relaxed);
+
+    return m > d ? m : d;
+}
+
 void ra__slot_miss_slow(struct ra__tag_slot *s)
 {
     unsigned tcache;
@@ -148,14 +157,13 @@ void ra__slot_miss_slow(struct ra__tag_slot *s)
         s->misses++;
         return;
     }
-    /* Busy but young: asked again at its next miss. Frees count: a
-     * consumer of another thread's blocks makes none, and without a tcache
-     * each block its front cache cannot keep took a bin lock (bench/hot_tag:
-     * 385 bin-lock operations per 1,000 blocks on 8 threads). */
-    if (s->made_before +
-            atomic_load_explicit(&s->nmalloc, memory_order_relaxed) +
-            atomic_load_explicit(&s->ndalloc, memory_order_relaxed) <
-        RA__TCACHE_AFTER_ALLOCS)
+    /* Busy but young: asked again at its next miss. A consumer of another
+     * thread's blocks makes none, so its frees count for it: without a
+     * tcache each block its front cache could not keep took a bin lock
+     * (bench/hot_tag: 385 bin-lock operations per 1,000 blocks on 8
+     * threads). The larger count, not the sum: a pair that makes and frees
+     * its own blocks takes its tcache no sooner than it did. */
+    if (s->made_before + pair_events(s) < RA__TCACHE_AFTER_ALLOCS)
         return;
     s->misses++;
     /* Out of ids (4093 per process): the pair stays uncached behind its
