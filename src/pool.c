@@ -221,7 +221,8 @@ int ra_tag_arenas(ra_tag_t tag, unsigned *out, unsigned cap)
     if (ra__check_call((out != NULL || cap == 0) && ra__tag_valid(tag)) != 0)
         return -1;
     n = ra__pool_count(tag);
-    for (unsigned k = 0; k < n && k < cap; k++)
-        out[k] = pools[tag].arenas[k];
+    if (out != NULL) /* else cap is 0 */
+        for (unsigned k = 0; k < n && k < cap; k++)
+            out[k] = pools[tag].arenas[k];
     return (int)n;
 }
