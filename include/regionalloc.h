@@ -21,6 +21,7 @@ typedef unsigned ra_tag_t;
 #define RA_TAG_NONE 0u
 #define RA_TAG_NAME_MAX 63  /* bytes, excluding the NUL */
 #define RA_TAG_STACK_MAX 64 /* push depth per thread */
+#define RA_TAG_DEPTH_MAX 8  /* levels of a tag tree, the top level included */
 
 /* -- tags ------------------------------------------------------------------ */
 
@@ -29,6 +30,20 @@ typedef unsigned ra_tag_t;
  * too long name, ENOSPC when the reservation has no region left, ENOMEM when
  * jemalloc cannot create the arena. */
 RA_EXPORT ra_tag_t ra_tag_create(const char *name);
+
+/* Tag trees. ra_tag_create_in makes name a child of parent (RA_TAG_NONE:
+ * the top level, as ra_tag_create, which also finds a tag of that name at
+ * any level). Names stay unique in the process: an existing name returns
+ * its id when its parent is parent, else RA_TAG_NONE with errno EEXIST;
+ * EINVAL for a bad name, a parent that is not live, or one at depth
+ * RA_TAG_DEPTH_MAX; ENOMEM also when what the new tag's region holds (its
+ * arena's metadata) does not fit an ancestor's hard limit. A hard limit
+ * bounds the committed memory of the tag's whole subtree, exactly; purge,
+ * reset and destroy act on the subtree (destroy: children first).
+ * ra_tag_parent: RA_TAG_NONE with errno 0 at the top level, errno EINVAL
+ * for a bad tag. */
+RA_EXPORT ra_tag_t ra_tag_create_in(ra_tag_t parent, const char *name);
+RA_EXPORT ra_tag_t ra_tag_parent(ra_tag_t tag);
 
 /* Returns the id of an existing tag, or RA_TAG_NONE (errno ENOENT, or
  * EINVAL for a bad name). Never creates. */
@@ -231,6 +246,10 @@ typedef struct ra_tag_stats {
 /* Fills *out for tag (RA_TAG_NONE: all untagged arenas together): 0, or -1
  * with errno EINVAL (bad tag or NULL out) or ENOTSUP (pass-through mode). */
 RA_EXPORT int ra_tag_stats(ra_tag_t tag, ra_tag_stats_t *out);
+/* The same summed over tag and its descendants (peak_mapped: the subtree's
+ * own high-water mark, not a sum of peaks): 0, or -1 with errno EINVAL
+ * (bad tag, RA_TAG_NONE or NULL out) or ENOTSUP. */
+RA_EXPORT int ra_tag_stats_tree(ra_tag_t tag, ra_tag_stats_t *out);
 /* The figures the library keeps itself, exact at any moment and cheap (no
  * refresh of jemalloc's statistics, which ra_tag_stats pays and which
  * grows with the number of arenas): what a per-request summary needs. */

@@ -26,16 +26,24 @@ void *ra__alloc_untagged_flags(size_t size, int flags)
  * sit unused. */
 void ra__make_room(ra_tag_t tag)
 {
+    ra_tag_t refused = ra__limit_refused;
+
     ra__thread_flush_tag(tag);
     ra__returns_drain(tag);
     ra__pool_purge(tag);
+    /* An ancestor's hard limit refused (tag trees): dirty pages anywhere
+     * in its subtree count against it. */
+    if (refused != RA_TAG_NONE && refused != tag)
+        ra__pool_purge_subtree(refused);
 }
 
-void *ra__fail_tagged(ra_tag_t tag)
+/* The refusal counts for the tag whose limit refused: tag's, or an
+ * ancestor's. */
+void *ra__fail_tagged(void)
 {
-    if (ra__limit_refused == tag) {
+    if (ra__limit_refused != RA_TAG_NONE) {
+        ra__limit_count_failure(ra__limit_refused);
         ra__limit_refused = RA_TAG_NONE;
-        ra__limit_count_failure(tag);
     }
     ra__limit_check_soft();
     return ra__fail_enomem();
@@ -60,7 +68,7 @@ RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
         ra__limit_refused = RA_TAG_NONE;
         p = ra__je_mallocx(ra__at_least_one(size), tag_flags | flags);
         if (p == NULL)
-            return ra__fail_tagged(tag);
+            return ra__fail_tagged();
     }
     ra__count_alloc(s, tag, p);
     return p;

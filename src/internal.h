@@ -65,6 +65,16 @@ int ra__region_add_arena(unsigned idx);
 unsigned ra__region_count(void);
 /* Region idx's hard limit, 0 for none. */
 size_t ra__region_hard_limit(unsigned idx);
+/* What region idx's tag and its descendants hold committed, and its
+ * high-water mark since the tag's creation (tag trees). */
+size_t ra__region_tree_committed(unsigned idx);
+size_t ra__region_tree_peak(unsigned idx);
+/* Makes region idx (a tag being created, nothing allocating under it) a
+ * child of region parent (-1: top level): what it holds joins every
+ * ancestor's subtree. Returns false, with ra__limit_refused naming the
+ * tag whose hard limit refused and nothing changed, when it does not
+ * fit. ra__region_forget undoes it. */
+bool ra__region_attach(unsigned idx, int parent);
 /* Gives back the part of the reservation that no tag uses, so that a
  * lowered address-space limit (RLIMIT_AS) leaves room for the rest of the
  * program: the regions not handed to a tag yet, their part of the page
@@ -178,6 +188,10 @@ void ra__pool_recycle(ra_tag_t tag);
 void ra__pool_purge(ra_tag_t tag);
 void ra__pool_reset(ra_tag_t tag);
 void ra__pool_decay(ra_tag_t tag);
+/* ra_tag_purge's work on root's subtree (tag trees): for each tag, the
+ * calling thread's caches of it and its return stacks emptied, then its
+ * pool purged. Takes the registry's lock: never call with it held. */
+void ra__pool_purge_subtree(ra_tag_t root);
 void ra__pool_prefork(void);
 void ra__pool_postfork(void);
 
@@ -213,9 +227,15 @@ bool ra__tag_give_back_address_space(void);
 void ra__tag_prefork(void);
 void ra__tag_postfork(void);
 
-/* Makes tag dead: pushes, lookups and every call on it fail from now on.
- * Returns true when it was not live (nothing done). */
-bool ra__tag_kill(ra_tag_t tag);
+/* Tag trees: root's live subtree (root and its descendants) into out
+ * (room for REGIONALLOC_MAX_TAGS), deepest first, so that a tag comes
+ * before its parent; 0 when root is not live. kill: the same, made dead
+ * in the same hold of the registry's lock (no child can be created in
+ * between): pushes, lookups and every call on them fail from now on. */
+unsigned ra__tag_subtree(ra_tag_t root, ra_tag_t *out);
+/* Whether tag is live and root or below it. */
+bool ra__tag_in_subtree(ra_tag_t tag, ra_tag_t root);
+unsigned ra__tag_kill_subtree(ra_tag_t root, ra_tag_t *out);
 /* Queues a dead tag's id, its region and arena emptied, for reuse by
  * ra_tag_create (oldest first). */
 void ra__tag_release_id(ra_tag_t tag);
@@ -303,8 +323,10 @@ void ra__thread_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc);
  * thread was named (by pthread_setname_np or prctl): its base tag follows.
  * At a thread's start (and the main thread's at load), and after a
  * prctl(PR_SET_NAME): the name the kernel has gives its base.
- * ra_tag_destroy's kill: EBUSY when the tag is a thread's base, else as
- * ra__tag_kill (0, or EINVAL). */
+ * ra_tag_destroy's kill of root's subtree: EBUSY (nothing done) when a
+ * tag of it is a thread's base, EINVAL when root is not live, else 0 with
+ * the subtree, dead, in killed (ra__tag_kill_subtree) and its size in
+ * *n. */
 bool ra__thread_tags_on(void);
 void ra__thread_tags_named(pthread_t thread, const char *name);
 /* At thread exit (init.c): the thread leaves the named threads. */
@@ -312,7 +334,7 @@ void ra__thread_tags_thread_exit(void);
 void ra__thread_tags_start_thread(void);
 /* The calling thread will never have a base tag (it is jemalloc's). */
 void ra__thread_tags_leave(void);
-int ra__thread_tags_kill(ra_tag_t tag);
+int ra__thread_tags_kill(ra_tag_t root, ra_tag_t *killed, unsigned *n);
 void ra__thread_tags_prefork(void);
 void ra__thread_tags_postfork_parent(void);
 void ra__thread_tags_postfork_child(void);
@@ -430,6 +452,7 @@ size_t ra__stats_allocated(ra_tag_t tag);
 uint64_t ra__stats_purges(ra_tag_t tag);
 /* A destroyed tag's count of purges starts again from 0. */
 void ra__stats_forget(ra_tag_t tag);
+
 
 /* -- lifetime.c: ra_tag_reset and ra_tag_destroy ------------------------------ */
 /* Fork handlers for the lock that keeps resets and destroys one at a

@@ -9,6 +9,8 @@
 
 /* One reset or destroy at a time: each walks every thread's caches. */
 static pthread_mutex_t lifetime_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The subtree a reset or destroy acts on (tag trees), under the lock. */
+static ra_tag_t subtree[RA__MAX_TAGS_LIMIT];
 
 /* Frees every block of tag. The caller promised that no thread allocates
  * under the tag or frees one of its blocks meanwhile; what the threads'
@@ -76,10 +78,14 @@ static void decay_one_idle(void)
 
 int ra_tag_reset(ra_tag_t tag)
 {
+    unsigned n;
+
     if (ra__check_call(ra__tag_valid(tag)) != 0)
         return -1;
     ra__lock(&lifetime_lock);
-    reset_tag(tag);
+    n = ra__tag_subtree(tag, subtree);
+    for (unsigned i = 0; i < n; i++)
+        reset_tag(subtree[i]);
     ra__unlock(&lifetime_lock);
     return 0;
 }
@@ -92,30 +98,47 @@ static bool on_my_stack(ra_tag_t tag)
     return false;
 }
 
+/* With the lifetime lock held: whether a tag of root's subtree is on the
+ * caller's stack. */
+static bool subtree_on_my_stack(ra_tag_t root)
+{
+    unsigned n = ra__tag_subtree(root, subtree);
+
+    for (unsigned i = 0; i < n; i++)
+        if (on_my_stack(subtree[i]))
+            return true;
+    return false;
+}
+
 int ra_tag_destroy(ra_tag_t tag)
 {
+    unsigned n;
     int rc;
 
     if (ra__check_call(ra__tag_valid(tag)) != 0)
         return -1;
-    if (on_my_stack(tag)) {
+    ra__lock(&lifetime_lock);
+    if (subtree_on_my_stack(tag)) {
+        ra__unlock(&lifetime_lock);
         errno = EBUSY;
         return -1;
     }
-    ra__lock(&lifetime_lock);
-    /* Dead first: from here on every call on it fails, then emptied. A
+    /* Dead first, the whole subtree at once: from here on every call on
+     * them fails, then each is emptied, children before their parent. A
      * thread's base tag (REGIONALLOC_THREAD_TAGS) is in use as much as a
      * pushed one. */
-    rc = ra__thread_tags_kill(tag);
+    rc = ra__thread_tags_kill(tag, subtree, &n);
     if (rc != 0) {
         ra__unlock(&lifetime_lock);
         errno = rc;
         return -1;
     }
-    end_tag(tag);
-    ra__pool_recycle(tag);
-    ra__tag_release_id(tag);
-    decay_one_idle();
+    for (unsigned i = 0; i < n; i++) {
+        end_tag(subtree[i]);
+        ra__pool_recycle(subtree[i]);
+        ra__tag_release_id(subtree[i]);
+        decay_one_idle();
+    }
     ra__unlock(&lifetime_lock);
     return 0;
 }

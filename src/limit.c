@@ -35,13 +35,21 @@ void ra__limit_postfork(void)
 /* A recycled tag's slot keeps the pages its last holder left (a tag's end
  * does not purge): they must not put the new holder past a budget set on
  * it, so a budget below what the region holds purges them first. */
-static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit)
+/* subtree: the tag may have children (not at its creation, which holds
+ * the registry's lock: then its own pages are all there is to purge). */
+static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit,
+                       bool subtree)
 {
-    size_t held = ra__region_committed(tag - 1);
+    size_t held = ra__region_tree_committed(tag - 1);
 
+    /* The budget bounds the tag's subtree (tag trees). */
     if ((limit->hard != 0 && held > limit->hard) ||
-        (limit->soft != 0 && held >= limit->soft))
-        ra__pool_purge(tag);
+        (limit->soft != 0 && held >= limit->soft)) {
+        if (subtree)
+            ra__pool_purge_subtree(tag);
+        else
+            ra__pool_purge(tag);
+    }
     ra__lock(&budget_lock);
     budgets[tag].limit = *limit;
     ra__region_set_limit(tag - 1, limit->hard, limit->soft);
@@ -57,7 +65,7 @@ int ra_tag_set_limit(ra_tag_t tag, const ra_tag_limit_t *limit)
 
     if (ra__check_call(soft_fits && ra__tag_valid(tag)) != 0)
         return -1;
-    set_budget(tag, limit != NULL ? limit : &no_limit);
+    set_budget(tag, limit != NULL ? limit : &no_limit, true);
     return 0;
 }
 
@@ -83,14 +91,14 @@ void ra__limit_apply_config(ra_tag_t tag, const char *name)
         const struct ra__limit_entry *e = &config->limits[i];
         if (strcmp(e->name, name) == 0) {
             ra_tag_limit_t limit = {e->hard, e->soft, NULL, NULL};
-            set_budget(tag, &limit);
+            set_budget(tag, &limit, false);
         }
     }
 }
 
 void ra__limit_forget(ra_tag_t tag)
 {
-    set_budget(tag, &no_limit);
+    set_budget(tag, &no_limit, false);
     atomic_store_explicit(&budgets[tag].failures, 0, memory_order_relaxed);
 }
 
@@ -127,7 +135,7 @@ void ra__limit_fire_soft(void)
         if (on_soft == NULL)
             continue;
         tls_in_callback = true;
-        on_soft(ctx, tag, ra__region_committed(tag - 1));
+        on_soft(ctx, tag, ra__region_tree_committed(tag - 1));
         tls_in_callback = false;
     }
 }

@@ -50,8 +50,9 @@ __attribute__((noinline)) void ra__free_tagged(void *ptr, ra_tag_t tag);
  * dirty pages of the arena: both are given back before a retry. */
 RA__COLD void ra__make_room(ra_tag_t tag);
 /* The end of a tagged allocation that failed: NULL with ENOMEM, counted
- * when the tag's hard limit refused. */
-void *ra__fail_tagged(ra_tag_t tag);
+ * for the tag whose hard limit refused (the allocating tag's or an
+ * ancestor's: tag trees). */
+void *ra__fail_tagged(void);
 
 /* -- alloc_hooked.c: hooks installed, or the profiler's countdown out ------ */
 __attribute__((noinline)) void *

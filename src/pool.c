@@ -204,6 +204,18 @@ void ra__pool_decay(ra_tag_t tag)
         ra__be_arena_decay(pools[tag].arenas[k]);
 }
 
+void ra__pool_purge_subtree(ra_tag_t root)
+{
+    unsigned count = ra__tag_published();
+
+    for (ra_tag_t t = 1; t <= count; t++)
+        if (ra__tag_in_subtree(t, root)) {
+            ra__thread_flush_tag(t);
+            ra__returns_drain(t);
+            ra__pool_purge(t);
+        }
+}
+
 int ra_tag_set_arenas(ra_tag_t tag, unsigned max)
 {
     if (ra__check_call(max >= 1 && ra__tag_valid(tag)) != 0)

@@ -45,7 +45,7 @@ RA__COLD static void *realloc_tagged_slow(void *ptr, ra_tag_t tag,
         ra__limit_refused = RA_TAG_NONE;
         p = ra__je_rallocx(ptr, size, flags);
         if (p == NULL)
-            return ra__fail_tagged(tag);
+            return ra__fail_tagged();
     }
     count_realloc(s, tag, p);
     return p;

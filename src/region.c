@@ -30,8 +30,18 @@ struct region {
      * see every commit and decommit, so no cost lands on malloc. */
     _Atomic size_t committed;
     _Atomic size_t peak_committed;
-    /* The tag's budget (0: none): committed never exceeds hard; the first
-     * commit that reaches soft while soft_armed is reported once. */
+    /* The same over the tag's subtree (the tag and its descendants: tag
+     * trees), charged at every level up the chain where memory is
+     * committed; equal to committed for a tag without children. */
+    _Atomic size_t tree_committed;
+    _Atomic size_t tree_peak;
+    /* The parent's region, or NULL at the top level. Set when the tag is
+     * created and cleared when it is destroyed, while nobody allocates
+     * under it (the caller's promise). */
+    _Atomic(struct region *) parent;
+    /* The tag's budget (0: none), on its subtree: tree_committed never
+     * exceeds hard; the first commit that reaches soft while soft_armed
+     * is reported once. */
     _Atomic size_t hard, soft;
     atomic_bool soft_armed;
     /* Bumped when the region's tag is destroyed: a crossing noted for the
@@ -211,47 +221,89 @@ static ra_tag_t tag_of_region(const struct region *r)
     return (ra_tag_t)(r - regions) + 1;
 }
 
-static void raise_peak(struct region *r, size_t now)
+static void raise_to(_Atomic size_t *peak_at, size_t now)
 {
-    size_t peak = atomic_load_explicit(&r->peak_committed,
-                                       memory_order_relaxed);
+    size_t peak = atomic_load_explicit(peak_at, memory_order_relaxed);
 
     while (now > peak &&
-           !atomic_compare_exchange_weak_explicit(&r->peak_committed, &peak,
-                                                  now, memory_order_relaxed,
+           !atomic_compare_exchange_weak_explicit(peak_at, &peak, now,
+                                                  memory_order_relaxed,
                                                   memory_order_relaxed))
         ;
 }
 
-/* Counts bytes more committed, unless that would pass the hard limit:
- * then nothing is counted, the calling thread learns that its tag's limit
- * refused (ra__limit_refused), and false is returned. A commit that
- * reaches the soft limit disarms it and tells the calling thread, which
- * runs the callback once the allocation is back in the library's hands. */
-static bool try_commit(struct region *r, size_t bytes)
+static struct region *parent_of(const struct region *r)
 {
-    size_t now = atomic_load_explicit(&r->committed, memory_order_relaxed);
+    return atomic_load_explicit(&r->parent, memory_order_acquire);
+}
+
+/* Adds bytes to r's subtree count unless that passes its hard limit.
+ * Returns false when refused. */
+static bool charge_one(struct region *r, size_t bytes)
+{
+    size_t now = atomic_load_explicit(&r->tree_committed,
+                                      memory_order_relaxed);
     size_t hard = atomic_load_explicit(&r->hard, memory_order_relaxed);
-    size_t soft, next;
+    size_t next;
 
     do {
         next = now + bytes;
-        if (hard != 0 && (next < now || next > hard)) {
-            ra__limit_refused = tag_of_region(r);
+        if (next < now || (hard != 0 && next > hard))
             return false;
-        }
     } while (!atomic_compare_exchange_weak_explicit(
-        &r->committed, &now, next, memory_order_relaxed,
+        &r->tree_committed, &now, next, memory_order_relaxed,
         memory_order_relaxed));
     /* Invariant 8: the count never passes the hard limit. */
     ra__assert(hard == 0 || next <= hard);
-    raise_peak(r, next);
-    soft = atomic_load_explicit(&r->soft, memory_order_relaxed);
-    if (soft != 0 && next >= soft && ra__soft_pending < PENDING_MAX &&
+    return true;
+}
+
+/* The soft limit of r's subtree reached by a commit (now): disarmed, and
+ * noted for the calling thread, which runs the callback once the
+ * allocation is back in the library's hands. */
+static void note_soft(struct region *r, size_t now)
+{
+    size_t soft = atomic_load_explicit(&r->soft, memory_order_relaxed);
+
+    if (soft != 0 && now >= soft && ra__soft_pending < PENDING_MAX &&
         atomic_exchange_explicit(&r->soft_armed, false, memory_order_relaxed))
         tls_pending[ra__soft_pending++] = (struct pending_crossing){
             (unsigned)(r - regions),
             atomic_load_explicit(&r->holder, memory_order_relaxed)};
+}
+
+/* Counts bytes more committed in r, and in the subtree of every tag up
+ * its chain, unless that would pass one of their hard limits: then
+ * nothing is counted anywhere (the levels already charged give it back),
+ * the calling thread learns whose limit refused (ra__limit_refused), and
+ * false is returned. Each level's count is taken with its own
+ * compare-and-swap against its limit, so no subtree ever holds more than
+ * its limit, whatever threads race (tag trees). */
+static bool try_commit(struct region *r, size_t bytes)
+{
+    struct region *at, *refused = NULL;
+    size_t now;
+
+    for (at = r; at != NULL; at = parent_of(at))
+        if (!charge_one(at, bytes)) {
+            refused = at;
+            break;
+        }
+    if (refused != NULL) {
+        for (at = r; at != refused; at = parent_of(at))
+            atomic_fetch_sub_explicit(&at->tree_committed, bytes,
+                                      memory_order_relaxed);
+        ra__limit_refused = tag_of_region(refused);
+        return false;
+    }
+    now = atomic_fetch_add_explicit(&r->committed, bytes,
+                                    memory_order_relaxed) + bytes;
+    raise_to(&r->peak_committed, now);
+    for (at = r; at != NULL; at = parent_of(at)) {
+        now = atomic_load_explicit(&at->tree_committed, memory_order_relaxed);
+        raise_to(&at->tree_peak, now);
+        note_soft(at, now);
+    }
     return true;
 }
 
@@ -269,15 +321,25 @@ ra_tag_t ra__region_take_crossing(void)
     return RA_TAG_NONE;
 }
 
-/* Falling below the soft limit arms it again. */
+/* Gives back what try_commit counted; a subtree falling below its soft
+ * limit arms it again. */
+static void uncharge(struct region *r, size_t bytes)
+{
+    for (struct region *at = r; at != NULL; at = parent_of(at)) {
+        size_t now = atomic_fetch_sub_explicit(&at->tree_committed, bytes,
+                                               memory_order_relaxed) -
+                     bytes;
+        size_t soft = atomic_load_explicit(&at->soft, memory_order_relaxed);
+        if (soft != 0 && now < soft)
+            atomic_store_explicit(&at->soft_armed, true,
+                                  memory_order_relaxed);
+    }
+}
+
 static void uncommit(struct region *r, size_t bytes)
 {
-    size_t now = atomic_fetch_sub_explicit(&r->committed, bytes,
-                                           memory_order_relaxed) - bytes;
-    size_t soft = atomic_load_explicit(&r->soft, memory_order_relaxed);
-
-    if (soft != 0 && now < soft)
-        atomic_store_explicit(&r->soft_armed, true, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&r->committed, bytes, memory_order_relaxed);
+    uncharge(r, bytes);
 }
 
 static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
@@ -619,6 +681,18 @@ size_t ra__region_committed(unsigned idx)
     return atomic_load_explicit(&regions[idx].committed, memory_order_relaxed);
 }
 
+size_t ra__region_tree_committed(unsigned idx)
+{
+    return atomic_load_explicit(&regions[idx].tree_committed,
+                                memory_order_relaxed);
+}
+
+size_t ra__region_tree_peak(unsigned idx)
+{
+    return atomic_load_explicit(&regions[idx].tree_peak,
+                                memory_order_relaxed);
+}
+
 void ra__region_set_limit(unsigned idx, size_t hard, size_t soft)
 {
     struct region *r = &regions[idx];
@@ -626,15 +700,55 @@ void ra__region_set_limit(unsigned idx, size_t hard, size_t soft)
     atomic_store_explicit(&r->hard, hard, memory_order_relaxed);
     atomic_store_explicit(&r->soft, soft, memory_order_relaxed);
     atomic_store_explicit(&r->soft_armed,
-                          ra__region_committed(idx) < soft,
+                          ra__region_tree_committed(idx) < soft,
                           memory_order_relaxed);
+}
+
+bool ra__region_attach(unsigned idx, int parent)
+{
+    struct region *r = &regions[idx];
+    size_t held = ra__region_committed(idx);
+    struct region *at, *refused = NULL;
+
+    ra__assert(parent_of(r) == NULL && ra__region_tree_committed(idx) == held);
+    if (parent < 0)
+        return true;
+    /* What the region holds already (a recycled slot's pages, its arena's
+     * metadata) joins every ancestor's subtree, within their limits. */
+    for (at = &regions[parent]; at != NULL; at = parent_of(at))
+        if (!charge_one(at, held)) {
+            refused = at;
+            break;
+        }
+    if (refused != NULL) {
+        for (at = &regions[parent]; at != refused; at = parent_of(at))
+            atomic_fetch_sub_explicit(&at->tree_committed, held,
+                                      memory_order_relaxed);
+        ra__limit_refused = tag_of_region(refused);
+        return false;
+    }
+    for (at = &regions[parent]; at != NULL; at = parent_of(at))
+        raise_to(&at->tree_peak, ra__region_tree_committed(
+                                     (unsigned)(at - regions)));
+    atomic_store_explicit(&r->parent, &regions[parent], memory_order_release);
+    return true;
 }
 
 void ra__region_forget(unsigned idx)
 {
-    atomic_store_explicit(&regions[idx].peak_committed,
-                          ra__region_committed(idx), memory_order_relaxed);
-    atomic_fetch_add_explicit(&regions[idx].holder, 1, memory_order_relaxed);
+    struct region *r = &regions[idx];
+    struct region *up = parent_of(r);
+    size_t held = ra__region_committed(idx);
+
+    /* A destroyed tag has no children left (they go first): its subtree is
+     * itself, and it leaves its ancestors' subtrees with what it holds. */
+    ra__assert(ra__region_tree_committed(idx) == held);
+    atomic_store_explicit(&r->parent, NULL, memory_order_release);
+    if (up != NULL)
+        uncharge(up, held);
+    atomic_store_explicit(&r->peak_committed, held, memory_order_relaxed);
+    atomic_store_explicit(&r->tree_peak, held, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->holder, 1, memory_order_relaxed);
 }
 
 /* Whether the kernel names anonymous mappings: 0 until the first try, then

@@ -119,6 +119,40 @@ void ra__stats_forget(ra_tag_t tag)
     atomic_store_explicit(&purges[tag], 0, memory_order_relaxed);
 }
 
+int ra_tag_stats_tree(ra_tag_t tag, ra_tag_stats_t *out)
+{
+    unsigned count;
+
+    if (out == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (ra__check_call(ra__tag_valid(tag)) != 0)
+        return -1;
+    memset(out, 0, sizeof *out);
+    ra__stats_refresh();
+    count = ra__tag_published();
+    for (ra_tag_t t = 1; t <= count; t++) {
+        ra_tag_stats_t one;
+        if (!ra__tag_in_subtree(t, tag))
+            continue;
+        ra__stats_read(t, &one);
+        out->allocated += one.allocated;
+        out->active += one.active;
+        out->resident += one.resident;
+        out->mapped += one.mapped;
+        out->dirty += one.dirty;
+        out->muzzy += one.muzzy;
+        out->retained += one.retained;
+        out->reserved += one.reserved;
+        out->nmalloc += one.nmalloc;
+        out->ndalloc += one.ndalloc;
+    }
+    /* The subtree's own high-water mark, not a sum of its tags' peaks. */
+    out->peak_mapped = ra__region_tree_peak(tag - 1);
+    return 0;
+}
+
 int ra_tag_usage(ra_tag_t tag, ra_tag_usage_t *out)
 {
     if (out == NULL) {
@@ -141,10 +175,7 @@ int ra_tag_purge(ra_tag_t tag)
         return -1;
     count_purge(tag);
     if (tag != RA_TAG_NONE) {
-        /* Blocks cached by this thread keep their pages: return them first. */
-        ra__thread_flush_tag(tag);
-        ra__returns_drain(tag);
-        ra__pool_purge(tag);
+        ra__pool_purge_subtree(tag);
         return 0;
     }
     ra__be_flush_thread_cache();

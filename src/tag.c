@@ -21,6 +21,10 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
  * tag's saw that tag, not an earlier holder of its id. */
 static uint64_t creations;
 static uint64_t born[RA__MAX_TAGS_LIMIT + 1];
+/* Tag trees: each live tag's parent (RA_TAG_NONE at the top level) and
+ * depth (1 at the top level), under the registry lock. */
+static ra_tag_t parents[RA__MAX_TAGS_LIMIT + 1];
+static unsigned depths[RA__MAX_TAGS_LIMIT + 1];
 /* Destroyed ids ready for reuse, oldest first (a ring). */
 static unsigned free_ids[RA__MAX_TAGS_LIMIT];
 static unsigned free_head, free_count;
@@ -108,10 +112,38 @@ static ra_tag_t recycled_tag(void)
     return tag;
 }
 
-ra_tag_t ra_tag_create(const char *name)
+/* With the registry locked: the id destroyed longest ago goes back to the
+ * front of the queue (a creation that could not finish). */
+static void unrecycle(ra_tag_t tag)
+{
+    free_head = (free_head + RA__MAX_TAGS_LIMIT - 1) % RA__MAX_TAGS_LIMIT;
+    free_ids[free_head] = tag;
+    free_count++;
+}
+
+/* With the registry locked: joins the new tag's region to its parent's
+ * subtree. A recycled slot's kept pages are purged first when they do not
+ * fit an ancestor's budget; false (errno ENOMEM) when even then they do
+ * not. */
+static bool attach(ra_tag_t tag, ra_tag_t parent)
+{
+    if (ra__region_attach(tag - 1, parent == RA_TAG_NONE ? -1 : (int)parent - 1))
+        return true;
+    ra__limit_refused = RA_TAG_NONE;
+    ra__pool_purge(tag);
+    if (ra__region_attach(tag - 1, (int)parent - 1))
+        return true;
+    ra__limit_refused = RA_TAG_NONE;
+    errno = ENOMEM;
+    return false;
+}
+
+/* anywhere: ra_tag_create's lookup, which finds a tag of that name at any
+ * level. */
+static ra_tag_t create_in(ra_tag_t parent, const char *name, bool anywhere)
 {
     size_t len = valid_name_length(name);
-    bool tagging;
+    bool tagging, recycled;
     ra_tag_t tag;
 
     if (len == 0) {
@@ -120,14 +152,36 @@ ra_tag_t ra_tag_create(const char *name)
     }
     tagging = ra__init();
     ra__lock(&registry_lock);
-    tag = find_tag(name);
-    if (tag != RA_TAG_NONE)
+    if (parent != RA_TAG_NONE &&
+        (!ra__tag_valid(parent) || depths[parent] >= RA_TAG_DEPTH_MAX)) {
+        errno = EINVAL;
+        tag = RA_TAG_NONE;
         goto out;
+    }
+    tag = find_tag(name);
+    if (tag != RA_TAG_NONE) {
+        if (!anywhere && parents[tag] != parent) {
+            errno = EEXIST;
+            tag = RA_TAG_NONE;
+        }
+        goto out;
+    }
     tag = recycled_tag();
-    if (tag == RA_TAG_NONE)
+    recycled = tag != RA_TAG_NONE;
+    if (!recycled)
         tag = new_tag(tagging);
     if (tag == RA_TAG_NONE)
         goto out;
+    if (tagging && !attach(tag, parent)) {
+        /* A fresh id too: its arena is made, the next creation takes it. */
+        unrecycle(tag);
+        if (tag > __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED))
+            __atomic_store_n(&ra__tags_published, tag, __ATOMIC_RELEASE);
+        tag = RA_TAG_NONE;
+        goto out;
+    }
+    parents[tag] = parent;
+    depths[tag] = parent == RA_TAG_NONE ? 1 : depths[parent] + 1;
     /* Zero-filled: the bytes after the NUL are published too (the stats
      * segment copies the whole field), and must not be a dead tag's. */
     memset(tag_names[tag], 0, sizeof tag_names[tag]);
@@ -145,6 +199,90 @@ out:
     return tag;
 }
 
+ra_tag_t ra_tag_create(const char *name)
+{
+    return create_in(RA_TAG_NONE, name, true);
+}
+
+ra_tag_t ra_tag_create_in(ra_tag_t parent, const char *name)
+{
+    return create_in(parent, name, false);
+}
+
+ra_tag_t ra_tag_parent(ra_tag_t tag)
+{
+    ra_tag_t parent = RA_TAG_NONE;
+
+    ra__lock(&registry_lock);
+    if (ra__tag_valid(tag)) {
+        parent = parents[tag];
+        errno = 0;
+    } else {
+        errno = EINVAL;
+    }
+    ra__unlock(&registry_lock);
+    return parent;
+}
+
+/* With the registry locked: whether tag (live) is root or below it. */
+static bool in_subtree(ra_tag_t tag, ra_tag_t root)
+{
+    for (; tag != RA_TAG_NONE; tag = parents[tag])
+        if (tag == root)
+            return true;
+    return false;
+}
+
+/* With the registry locked: root's live subtree into out, deepest first
+ * (a tag always before its parent); returns how many. */
+static unsigned subtree_locked(ra_tag_t root, ra_tag_t *out)
+{
+    unsigned count = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
+    unsigned n = 0;
+
+    for (unsigned d = RA_TAG_DEPTH_MAX; d >= 1; d--)
+        for (ra_tag_t t = 1; t <= count; t++)
+            if (ra__tag_live[t] && depths[t] == d && in_subtree(t, root))
+                out[n++] = t;
+    return n;
+}
+
+bool ra__tag_in_subtree(ra_tag_t tag, ra_tag_t root)
+{
+    bool in;
+
+    ra__lock(&registry_lock);
+    in = ra__tag_valid(tag) && in_subtree(tag, root);
+    ra__unlock(&registry_lock);
+    return in;
+}
+
+unsigned ra__tag_subtree(ra_tag_t root, ra_tag_t *out)
+{
+    unsigned n;
+
+    ra__lock(&registry_lock);
+    n = ra__tag_valid(root) ? subtree_locked(root, out) : 0;
+    ra__unlock(&registry_lock);
+    return n;
+}
+
+unsigned ra__tag_kill_subtree(ra_tag_t root, ra_tag_t *out)
+{
+    unsigned n = 0;
+
+    ra__lock(&registry_lock);
+    if (ra__tag_valid(root)) {
+        n = subtree_locked(root, out);
+        for (unsigned i = 0; i < n; i++) {
+            __atomic_store_n(&ra__tag_live[out[i]], 0, __ATOMIC_RELEASE);
+            memset(tag_names[out[i]], 0, sizeof tag_names[out[i]]);
+        }
+    }
+    ra__unlock(&registry_lock);
+    return n;
+}
+
 bool ra__tag_give_back_address_space(void)
 {
     bool given;
@@ -156,20 +294,6 @@ bool ra__tag_give_back_address_space(void)
     given = ra__region_give_back();
     ra__unlock(&registry_lock);
     return given;
-}
-
-bool ra__tag_kill(ra_tag_t tag)
-{
-    bool was_live;
-
-    ra__lock(&registry_lock);
-    was_live = ra__tag_valid(tag);
-    if (was_live) {
-        __atomic_store_n(&ra__tag_live[tag], 0, __ATOMIC_RELEASE);
-        memset(tag_names[tag], 0, sizeof tag_names[tag]);
-    }
-    ra__unlock(&registry_lock);
-    return !was_live;
 }
 
 /* The next free id that ra__tag_next_idle names, as a position counted from

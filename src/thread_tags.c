@@ -153,20 +153,25 @@ void ra__thread_tags_leave(void)
     ra__unlock(&named_lock);
 }
 
-int ra__thread_tags_kill(ra_tag_t tag)
+int ra__thread_tags_kill(ra_tag_t root, ra_tag_t *killed, unsigned *n)
 {
     bool used = false;
-    int rc;
+    unsigned count;
 
-    /* Under the lock a naming takes to give a base: no thread gets the
-     * tag between the check and its death. */
+    /* Under the lock a naming takes to give a base: no thread gets a tag
+     * of the subtree between the check and its death (a child created
+     * meanwhile is nobody's base either). */
     ra__lock(&named_lock);
-    for (struct named_thread *t = named.next; t != &named && !used;
-         t = t->next)
-        used = ra__tag_thread_holds(t->stack, tag);
-    rc = used ? EBUSY : ra__tag_kill(tag) ? EINVAL : 0;
+    count = ra__tag_subtree(root, killed);
+    for (unsigned i = 0; i < count && !used; i++)
+        for (struct named_thread *t = named.next; t != &named && !used;
+             t = t->next)
+            used = ra__tag_thread_holds(t->stack, killed[i]);
+    if (!used)
+        count = ra__tag_kill_subtree(root, killed);
     ra__unlock(&named_lock);
-    return rc;
+    *n = count;
+    return used ? EBUSY : count == 0 ? EINVAL : 0;
 }
 
 void ra__thread_tags_prefork(void)
