@@ -37,8 +37,12 @@ struct region {
     _Atomic size_t tree_peak;
     /* The parent's region, or NULL at the top level. Set when the tag is
      * created and cleared when it is destroyed, while nobody allocates
-     * under it (the caller's promise). */
+     * under it (the caller's promise). A purge may still give pages back
+     * meanwhile (ra_purge_all, an idle slot's decay): linking holds that
+     * off, so that what the region holds moves up the chain or not at
+     * all, never half. */
     _Atomic(struct region *) parent;
+    atomic_flag linking;
     /* The tag's budget (0: none), on its subtree: tree_committed never
      * exceeds hard; the first commit that reaches soft while soft_armed
      * is reported once. */
@@ -336,10 +340,24 @@ static void uncharge(struct region *r, size_t bytes)
     }
 }
 
+static void link_lock(struct region *r)
+{
+    while (atomic_flag_test_and_set_explicit(&r->linking,
+                                             memory_order_acquire))
+        ;
+}
+
+static void link_unlock(struct region *r)
+{
+    atomic_flag_clear_explicit(&r->linking, memory_order_release);
+}
+
 static void uncommit(struct region *r, size_t bytes)
 {
+    link_lock(r);
     atomic_fetch_sub_explicit(&r->committed, bytes, memory_order_relaxed);
     uncharge(r, bytes);
+    link_unlock(r);
 }
 
 static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
@@ -611,6 +629,7 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
         ra__carving_init(&r->carving,
                          ra__layout.base + ((uintptr_t)i << ra__layout.shift),
                          region_size);
+        atomic_flag_clear(&r->linking);
     }
     return false;
 }
@@ -707,12 +726,14 @@ void ra__region_set_limit(unsigned idx, size_t hard, size_t soft)
 bool ra__region_attach(unsigned idx, int parent)
 {
     struct region *r = &regions[idx];
-    size_t held = ra__region_committed(idx);
     struct region *at, *refused = NULL;
+    size_t held;
 
-    ra__assert(parent_of(r) == NULL && ra__region_tree_committed(idx) == held);
     if (parent < 0)
         return true;
+    link_lock(r);
+    held = ra__region_committed(idx);
+    ra__assert(parent_of(r) == NULL && ra__region_tree_committed(idx) == held);
     /* What the region holds already (a recycled slot's pages, its arena's
      * metadata) joins every ancestor's subtree, within their limits. */
     for (at = &regions[parent]; at != NULL; at = parent_of(at))
@@ -724,6 +745,7 @@ bool ra__region_attach(unsigned idx, int parent)
         for (at = &regions[parent]; at != refused; at = parent_of(at))
             atomic_fetch_sub_explicit(&at->tree_committed, held,
                                       memory_order_relaxed);
+        link_unlock(r);
         ra__limit_refused = tag_of_region(refused);
         return false;
     }
@@ -731,21 +753,26 @@ bool ra__region_attach(unsigned idx, int parent)
         raise_to(&at->tree_peak, ra__region_tree_committed(
                                      (unsigned)(at - regions)));
     atomic_store_explicit(&r->parent, &regions[parent], memory_order_release);
+    link_unlock(r);
     return true;
 }
 
 void ra__region_forget(unsigned idx)
 {
     struct region *r = &regions[idx];
-    struct region *up = parent_of(r);
-    size_t held = ra__region_committed(idx);
+    struct region *up;
+    size_t held;
 
     /* A destroyed tag has no children left (they go first): its subtree is
      * itself, and it leaves its ancestors' subtrees with what it holds. */
+    link_lock(r);
+    up = parent_of(r);
+    held = ra__region_committed(idx);
     ra__assert(ra__region_tree_committed(idx) == held);
     atomic_store_explicit(&r->parent, NULL, memory_order_release);
     if (up != NULL)
         uncharge(up, held);
+    link_unlock(r);
     atomic_store_explicit(&r->peak_committed, held, memory_order_relaxed);
     atomic_store_explicit(&r->tree_peak, held, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->holder, 1, memory_order_relaxed);
