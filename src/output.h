@@ -277,12 +277,23 @@ struct ra__usage {
         muzzy, retained, reserved, nmalloc, ndalloc, purges;
     uint64_t limit, soft_limit, limit_failures;
     uint64_t arenas; /* in the tag's pool (0 untagged) */
+    /* Tag trees: the row of the tag's parent (0 at the top level), its
+     * depth (1 at the top level), and its subtree's totals (the tag's own
+     * figures plus its descendants'; the peak is the subtree's own). */
+    unsigned parent_row, depth;
+    struct ra__tree_totals {
+        uint64_t allocated, active, resident, mapped, peak_mapped, dirty,
+            nmalloc, ndalloc;
+    } tree;
 };
 /* Everything a report shows, read after one statistics refresh, so that
  * the three formats (and the table's two passes) show the same figures. */
 struct ra__snapshot {
     unsigned ntags;          /* live tags: rows 1..ntags */
     struct ra__usage *rows;  /* [0]: untagged; the library's own memory */
+    /* The rows 1..ntags in tree order: each tag before its children, the
+     * children in id order (order[0] unused). */
+    unsigned *order;
     struct ra__global_stats global;
     uint64_t process_rss, time_ns;
     uint64_t library;        /* the library's own memory, part of untagged */

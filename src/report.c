@@ -16,7 +16,8 @@
 static const char *const text_headers[] = {
     "tag",     "allocated", "active",  "resident", "kernel_rss",
     "mapped",  "peak_mapped", "dirty", "nmalloc",  "ndalloc",
-    "limit",   "soft_limit",  "limit_failures", "arenas"};
+    "limit",   "soft_limit",  "limit_failures", "arenas",
+    "tree_allocated", "tree_mapped"};
 #define TEXT_COLS (sizeof text_headers / sizeof text_headers[0])
 
 /* Columns 1..: u's figures; only tagged rows have a kernel RSS, a peak and
@@ -51,10 +52,21 @@ static void fill_usage(struct ra__table_row *row, const struct ra__usage *u,
     if (tagged) {
         ra__cell_count(row->cell[12], u->limit_failures);
         ra__cell_count(row->cell[13], u->arenas);
+        ra__cell_bytes(row->cell[14], u->tree.allocated);
+        ra__cell_bytes(row->cell[15], u->tree.mapped);
     } else {
-        ra__cell_text(row->cell[12], "-");
-        ra__cell_text(row->cell[13], "-");
+        for (size_t c = 12; c < TEXT_COLS; c++)
+            ra__cell_text(row->cell[c], "-");
     }
+}
+
+/* A tag's name, indented two spaces a level under its parent. */
+static void fill_tree_name(char *cell, const struct ra__usage *u)
+{
+    unsigned indent = 2 * (u->depth > 0 ? u->depth - 1 : 0);
+
+    memset(cell, ' ', indent);
+    ra__cell_name(cell + indent, u->name);
 }
 
 /* The total row: jemalloc's own totals for the process (allocated and
@@ -99,8 +111,9 @@ static void fill_text_row(void *ctx, size_t r, struct ra__table_row *row)
         for (size_t c = 0; c < TEXT_COLS; c++)
             ra__cell_text(row->cell[c], text_headers[c]);
     } else if (r <= snap->ntags) {
-        ra__cell_name(row->cell[0], snap->rows[r].name);
-        fill_usage(row, &snap->rows[r], true);
+        const struct ra__usage *u = &snap->rows[snap->order[r]];
+        fill_tree_name(row->cell[0], u);
+        fill_usage(row, u, true);
     } else if (r == snap->ntags + 1) {
         row->rule = true;
     } else if (r == snap->ntags + 2) {
@@ -176,6 +189,30 @@ static void write_json_usage(struct ra__emitter *e, const char *key,
         ra__json_object_end(e);
 }
 
+/* Tag trees: a tag's parent (null at the top level) and its subtree's
+ * totals. */
+static void write_json_tree(struct ra__emitter *e,
+                            const struct ra__snapshot *snap,
+                            const struct ra__usage *u)
+{
+    const struct ra__tree_totals *t = &u->tree;
+
+    if (u->parent_row != 0)
+        ra__json_str(e, "parent", snap->rows[u->parent_row].name);
+    else
+        ra__json_null(e, "parent");
+    ra__json_object_begin(e, "tree", true);
+    ra__json_u64(e, "allocated", t->allocated);
+    ra__json_u64(e, "active", t->active);
+    ra__json_u64(e, "resident", t->resident);
+    ra__json_u64(e, "mapped", t->mapped);
+    ra__json_u64(e, "peak_mapped", t->peak_mapped);
+    ra__json_u64(e, "dirty", t->dirty);
+    ra__json_u64(e, "nmalloc", t->nmalloc);
+    ra__json_u64(e, "ndalloc", t->ndalloc);
+    ra__json_object_end(e);
+}
+
 static void write_json(struct ra__emitter *e, struct ra__snapshot *snap)
 {
     ra__json_object_begin(e, NULL, false);
@@ -184,10 +221,12 @@ static void write_json(struct ra__emitter *e, struct ra__snapshot *snap)
     ra__json_u64(e, "time_ns", snap->time_ns);
     ra__json_array_begin(e, "tags", false);
     for (unsigned r = 1; r <= snap->ntags; r++) {
+        const struct ra__usage *u = &snap->rows[snap->order[r]];
         ra__json_object_begin(e, NULL, true);
-        ra__json_u64(e, "id", snap->rows[r].id);
-        ra__json_str(e, "name", snap->rows[r].name);
-        write_json_usage(e, NULL, &snap->rows[r], true);
+        ra__json_u64(e, "id", u->id);
+        ra__json_str(e, "name", u->name);
+        write_json_usage(e, NULL, u, true);
+        write_json_tree(e, snap, u);
         ra__json_object_end(e);
     }
     ra__json_array_end(e);
@@ -250,6 +289,50 @@ static const struct {
      "jemalloc arenas in the tag's pool.", USAGE_FIELD(arenas)},
 };
 
+/* Tag trees: the per-tag series above stay additive (a tag's own blocks);
+ * each tag's parent is an info series, and subtree totals have names of
+ * their own, so that no sum over tags counts a block twice. */
+static void write_prometheus_tree(struct ra__emitter *e,
+                                  const struct ra__snapshot *snap)
+{
+    static const struct {
+        const char *name, *help;
+        size_t offset;
+    } tree[] = {
+        {"regionalloc_tree_allocated_bytes",
+         "Bytes in live blocks of the tag and its descendants.",
+         offsetof(struct ra__tree_totals, allocated)},
+        {"regionalloc_tree_mapped_bytes",
+         "Bytes mapped by the tag and its descendants (what a hard limit "
+         "on the tag bounds).",
+         offsetof(struct ra__tree_totals, mapped)},
+        {"regionalloc_tree_peak_mapped_bytes",
+         "High-water mark of the subtree's committed bytes.",
+         offsetof(struct ra__tree_totals, peak_mapped)},
+    };
+
+    ra__prom_family(e, "regionalloc_tag_info", "gauge",
+                    "A tag and its parent (\"\" at the top level).");
+    for (unsigned r = 1; r <= snap->ntags; r++) {
+        const struct ra__usage *u = &snap->rows[r];
+        struct ra__prom_label labels[2] = {
+            {"tag", u->name},
+            {"parent",
+             u->parent_row != 0 ? snap->rows[u->parent_row].name : ""}};
+        ra__prom_sample(e, "regionalloc_tag_info", labels, 2, 1);
+    }
+    for (size_t f = 0; f < sizeof tree / sizeof tree[0]; f++) {
+        ra__prom_family(e, tree[f].name, "gauge", tree[f].help);
+        for (unsigned r = 1; r <= snap->ntags; r++) {
+            struct ra__prom_label tag = {"tag", snap->rows[r].name};
+            uint64_t v;
+            memcpy(&v, (const char *)&snap->rows[r].tree + tree[f].offset,
+                   sizeof v);
+            ra__prom_sample(e, tree[f].name, &tag, 1, v);
+        }
+    }
+}
+
 static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)
 {
     const size_t nfamilies = sizeof prom_families / sizeof prom_families[0];
@@ -297,6 +380,7 @@ static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)
         ra__prom_family(e, process[p].name, "gauge", process[p].help);
         ra__prom_sample(e, process[p].name, NULL, 0, process[p].value);
     }
+    write_prometheus_tree(e, snap);
 }
 
 int ra__report_write(struct ra__out *o, ra_format_t fmt)

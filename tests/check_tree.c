@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,6 +319,65 @@ START_TEST(test_tree_child_that_does_not_fit_is_not_created)
 }
 END_TEST
 
+START_TEST(test_tree_in_every_report_format)
+{
+    ra_tag_t tenant = tu_tag_create("tenant");
+    ra_tag_t query = child_of(tenant, "query");
+    ra_tag_t other = tu_tag_create("other");
+    void *p = ra_malloc_tag(query, 3 * MIB), *q = ra_malloc_tag(tenant, MIB);
+    char *json, *text, *prom, *at, *row;
+    ra_tag_stats_t tree;
+
+    (void)other;
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_nonnull(q);
+    ra_thread_flush();
+    ck_assert_int_eq(ra_tag_stats_tree(tenant, &tree), 0);
+
+    json = tu_report_string(ra_report, RA_FORMAT_JSON);
+    at = strstr(json, "\"name\": \"query\"");
+    ck_assert_ptr_nonnull(at);
+    ck_assert_ptr_nonnull(strstr(at, "\"parent\": \"tenant\""));
+    at = strstr(json, "\"name\": \"tenant\"");
+    ck_assert_ptr_nonnull(at);
+    ck_assert_ptr_nonnull(strstr(at, "\"parent\": null"));
+    {
+        char want[96];
+        snprintf(want, sizeof want, "\"tree\": {\"allocated\": %zu,",
+                 tree.allocated);
+        ck_assert_msg(strstr(at, want) != NULL, "%s not in %s", want, at);
+    }
+    /* Children follow their parent. */
+    ck_assert(strstr(json, "\"name\": \"tenant\"") <
+              strstr(json, "\"name\": \"query\""));
+    free(json);
+
+    text = tu_report_string(ra_report, RA_FORMAT_TEXT);
+    row = strstr(text, "\n  query ");
+    ck_assert_msg(row != NULL, "query not indented under tenant: %s", text);
+    ck_assert(strstr(text, "\ntenant ") != NULL &&
+              strstr(text, "\ntenant ") < row);
+    ck_assert_ptr_nonnull(strstr(text, "tree_allocated"));
+    free(text);
+
+    prom = tu_report_string(ra_report, RA_FORMAT_PROMETHEUS);
+    ck_assert_ptr_nonnull(strstr(
+        prom, "\nregionalloc_tag_info{tag=\"query\",parent=\"tenant\"} 1\n"));
+    ck_assert_ptr_nonnull(strstr(
+        prom, "\nregionalloc_tag_info{tag=\"tenant\",parent=\"\"} 1\n"));
+    {
+        char want[128];
+        snprintf(want, sizeof want,
+                 "\nregionalloc_tree_allocated_bytes{tag=\"tenant\"} %zu\n",
+                 tree.allocated);
+        ck_assert_msg(strstr(prom, want) != NULL, "%s", prom);
+    }
+    free(prom);
+    ra_free(p);
+    ra_free(q);
+}
+END_TEST
+
 static Suite *tree_suite(void)
 {
     Suite *s = suite_create("tree");
@@ -332,6 +392,7 @@ static Suite *tree_suite(void)
     tcase_add_test(tc, test_tree_destroy_busy_when_a_descendant_is_pushed);
     tcase_add_test(tc, test_tree_reset_and_purge_take_the_subtree);
     tcase_add_test(tc, test_tree_child_that_does_not_fit_is_not_created);
+    tcase_add_test(tc, test_tree_in_every_report_format);
     suite_add_tcase(s, tc);
     tc = tcase_create("race");
     tcase_set_timeout(tc, 60);

@@ -155,9 +155,10 @@ def load_json(path):
 TAG_KEYS = {"id", "name", "allocated", "active", "resident", "rss", "mapped",
             "peak_mapped", "dirty", "muzzy", "retained", "reserved", "nmalloc",
             "ndalloc", "purges", "limit", "soft_limit", "limit_failures",
-            "arenas"}
+            "arenas", "parent", "tree"}
 UNTAGGED_KEYS = TAG_KEYS - {"id", "name", "rss", "peak_mapped", "reserved", "limit",
-                            "soft_limit", "limit_failures", "arenas"}
+                            "soft_limit", "limit_failures", "arenas", "parent",
+                            "tree"}
 CP_KEYS = {"seq", "label", "time_ns", "phase_ns", "tagged_allocated", "allocated",
            "active", "resident", "mapped", "rss", "peak_rss", "peak_rss_since",
            "tag_allocated"}
@@ -176,8 +177,16 @@ def check_report_json(path, tags):
         check(t["name"] == as_json(raw), path + ": name %r, want %r" % (t["name"], as_json(raw)))
         check(t["allocated"] == allocated,
               path + ": %r allocated %d, want %d" % (t["name"], t["allocated"], allocated))
-        check(all(isinstance(t[k], int) and t[k] >= 0 for k in TAG_KEYS - {"name"}),
+        check(all(isinstance(t[k], int) and t[k] >= 0
+                  for k in TAG_KEYS - {"name", "parent", "tree"}),
               path + ": non-integer figure in %r" % t)
+        # These tags are all top-level, without children: their subtree
+        # is themselves.
+        check(t["parent"] is None, path + ": %r has a parent" % t["name"])
+        check(all(t["tree"][k] == t[k] for k in
+                  ("allocated", "active", "resident", "mapped", "dirty",
+                   "nmalloc", "ndalloc")),
+              path + ": %r tree differs from its own figures: %r" % (t["name"], t))
         check(t["nmalloc"] == blocks[t["id"]] and t["ndalloc"] == 0 and t["purges"] == 0,
               path + ": %r counts %d/%d/%d, want %d/0/0" %
               (t["name"], t["nmalloc"], t["ndalloc"], t["purges"], blocks[t["id"]]))
