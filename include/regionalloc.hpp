@@ -41,7 +41,35 @@ public:
             detail::throw_errno("ra_tag_create");
     }
 
+    /* Creates (or finds) name as a child of parent (tag trees): throws
+     * std::system_error, EEXIST when the name is taken under another
+     * parent, EINVAL for a bad parent or one 8 levels deep. */
+    tag(const tag &parent, const char *name)
+        : id_(ra_tag_create_in(parent.id(), name))
+    {
+        if (id_ == RA_TAG_NONE)
+            detail::throw_errno("ra_tag_create_in");
+    }
+
     ra_tag_t id() const noexcept { return id_; }
+
+    /* The tag's parent; a tag whose id() is RA_TAG_NONE at the top level. */
+    tag parent() const
+    {
+        ra_tag_t p = ra_tag_parent(id_);
+        if (p == RA_TAG_NONE && errno != 0)
+            detail::throw_errno("ra_tag_parent");
+        return tag(p);
+    }
+
+    /* The figures of the tag and its descendants summed. */
+    ra_tag_stats_t stats_tree() const
+    {
+        ra_tag_stats_t s;
+        if (ra_tag_stats_tree(id_, &s) != 0)
+            detail::throw_errno("ra_tag_stats_tree");
+        return s;
+    }
 
     /* The tag's name ("untagged" for the tag of untagged memory). */
     std::string name() const

@@ -246,6 +246,28 @@ START_TEST(test_hpp_allocator_failures_throw_bad_alloc)
 }
 END_TEST
 
+START_TEST(test_hpp_tag_trees)
+{
+    ra::tag tenant("hpp-tenant");
+    ra::tag query(tenant, "hpp-query");
+    void *p;
+
+    ck_assert(query.parent() == tenant);
+    ck_assert_uint_eq(tenant.parent().id(), RA_TAG_NONE);
+    ck_assert(ra::tag(tenant, "hpp-query") == query);
+    ck_assert_int_eq(thrown_errno([&] { ra::tag(query, "hpp-tenant"); }),
+                     EEXIST);
+    p = ra_malloc_tag(query.id(), 1 << 20);
+    ck_assert_ptr_nonnull(p);
+    ra_thread_flush();
+    ck_assert_uint_eq(tenant.stats_tree().allocated,
+                      tenant.stats().allocated + query.stats().allocated);
+    ra_free(p);
+    ck_assert_int_eq(ra_tag_destroy(tenant.id()), 0);
+    ck_assert_int_eq(thrown_errno([&] { (void)query.parent(); }), EINVAL);
+}
+END_TEST
+
 static Suite *hpp_suite(void)
 {
     Suite *s = suite_create("C++ API");
@@ -267,6 +289,7 @@ static Suite *hpp_suite(void)
     tcase_add_test(tc, test_hpp_allocator_propagates_on_move_and_swap);
     tcase_add_test(tc, test_hpp_allocator_over_aligned_types);
     tcase_add_test(tc, test_hpp_allocator_failures_throw_bad_alloc);
+    tcase_add_test(tc, test_hpp_tag_trees);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -66,6 +66,9 @@ extern "C" {
     pub fn ra_malloc_usable_size(ptr: *const c_void) -> usize;
 
     pub fn ra_tag_stats(tag: RaTag, out: *mut crate::TagStats) -> c_int;
+    pub fn ra_tag_stats_tree(tag: RaTag, out: *mut crate::TagStats) -> c_int;
+    pub fn ra_tag_create_in(parent: RaTag, name: *const c_char) -> RaTag;
+    pub fn ra_tag_parent(tag: RaTag) -> RaTag;
     pub fn ra_tag_usage(tag: RaTag, out: *mut crate::TagUsage) -> c_int;
     pub fn ra_tag_purge(tag: RaTag) -> c_int;
     pub fn ra_tag_set_arenas(tag: RaTag, max: c_uint) -> c_int;

@@ -152,6 +152,35 @@ impl Tag {
         Tag::from_raw(id).ok_or_else(io::Error::last_os_error)
     }
 
+    /// The tag called `name` as a child of `parent` (tag trees), created
+    /// on first use; the same name under the same parent returns the same
+    /// tag. Errors: EEXIST when the name is taken under another parent,
+    /// EINVAL for a bad name, a destroyed parent or one 8 levels deep,
+    /// ENOMEM when the new tag does not fit an ancestor's hard limit, and
+    /// those of [`Tag::create`].
+    pub fn create_in(parent: Tag, name: &str) -> io::Result<Tag> {
+        let id = with_c_name(name, |c| unsafe { ffi::ra_tag_create_in(parent.raw(), c) })?;
+        Tag::from_raw(id).ok_or_else(io::Error::last_os_error)
+    }
+
+    /// The tag's parent, `None` at the top level. EINVAL for a destroyed
+    /// tag.
+    pub fn parent(&self) -> io::Result<Option<Tag>> {
+        // ra_tag_parent sets errno: 0 for a top-level tag.
+        let id = unsafe { ffi::ra_tag_parent(self.raw()) };
+        match Tag::from_raw(id) {
+            Some(p) => Ok(Some(p)),
+            None => {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() == Some(0) {
+                    Ok(None)
+                } else {
+                    Err(e)
+                }
+            }
+        }
+    }
+
     /// The existing tag called `name`; never creates one.
     pub fn lookup(name: &str) -> Option<Tag> {
         with_c_name(name, |c| unsafe { ffi::ra_tag_lookup(c) })
@@ -224,6 +253,15 @@ impl Tag {
     pub fn stats(&self) -> io::Result<TagStats> {
         let mut s = TagStats::default();
         check(unsafe { ffi::ra_tag_stats(self.raw(), &mut s) })?;
+        Ok(s)
+    }
+
+    /// The figures of the tag and all its descendants summed (tag trees);
+    /// `peak_mapped` is the subtree's own high-water mark. Errors as
+    /// [`Tag::stats`].
+    pub fn stats_tree(&self) -> io::Result<TagStats> {
+        let mut s = TagStats::default();
+        check(unsafe { ffi::ra_tag_stats_tree(self.raw(), &mut s) })?;
         Ok(s)
     }
 

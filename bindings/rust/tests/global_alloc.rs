@@ -141,6 +141,24 @@ fn a_shared_tag_spreads_threads_over_its_pool() {
 }
 
 #[test]
+fn tag_trees_from_rust() {
+    let tenant = fresh_tag("tree-tenant");
+    let query = Tag::create_in(tenant, "tree-query").unwrap();
+    assert_eq!(query.parent().unwrap(), Some(tenant));
+    assert_eq!(tenant.parent().unwrap(), None);
+    assert_eq!(Tag::create_in(tenant, "tree-query").unwrap(), query);
+    let taken = Tag::create_in(query, "rust-global/tree-tenant").unwrap_err();
+    assert_eq!(taken.raw_os_error(), Some(17)); // EEXIST
+    let v: Vec<u8> = query.scope(|| vec![7u8; 1 << 20]);
+    thread_flush();
+    let own = tenant.stats().unwrap();
+    let tree = tenant.stats_tree().unwrap();
+    assert_eq!(tree.allocated, own.allocated + query.stats().unwrap().allocated);
+    assert!(tree.allocated >= 1 << 20);
+    drop(v);
+}
+
+#[test]
 fn over_aligned_blocks_are_aligned_tagged_and_freed() {
     let t = fresh_tag("aligned");
     thread_flush();
