@@ -121,6 +121,8 @@ REGIONALLOC_MAX_TAGS=512 timed pairs
 # A hot tag on 8 and 16 threads: its pool of arenas against one arena, then
 # the same under jemalloc's own answer inside an arena, bin shards (which
 # apply to every arena of the process), as rows of their own.
+# Tag trees: a commit's cost by depth, a subtree budget raced at its limit.
+timed tree
 for t in 8 16; do
     timed hot_tag "$t"
     MALLOC_CONF=bin_shards:1-256:4 BENCH_WORKLOAD_SUFFIX=", bin_shards 4" \
