@@ -353,7 +353,7 @@ RA_EXPORT int ra_prof_dump(FILE *out, ra_prof_format_t fmt, ra_tag_t tag);
 /* -- HTTP endpoints ------------------------------------------------------------
  * A background thread serves, on addr ("HOST:PORT", "[V6]:PORT"; port 0:
  * any free port): GET /metrics (ra_report, Prometheus), GET
- * /debug/pprof/heap[?tag=NAME] (ra_prof_dump, pprof; also at
+ * /debug/pprof/heap[?tag=NAME|?tree=NAME] (ra_prof_dump, pprof; also at
  * /debug/pprof/allocs, as Go's net/http/pprof), GET
  * /debug/regionalloc/report and /checkpoints [?format=text|json|prometheus],
  * and with REGIONALLOC_HTTP_WRITE=1, POST /debug/regionalloc/purge?tag=NAME.

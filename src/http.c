@@ -154,6 +154,7 @@ static enum MHD_Result respond_with(struct MHD_Connection *c, const char *type,
 struct document {
     ra_format_t fmt;
     ra_tag_t tag;
+    bool tree; /* the profile of tag's subtree (?tree=NAME) */
 };
 
 static int write_report(FILE *f, const void *arg)
@@ -168,7 +169,18 @@ static int write_checkpoints(FILE *f, const void *arg)
 
 static int write_profile(FILE *f, const void *arg)
 {
-    return ra_prof_dump(f, RA_PROF_PPROF, ((const struct document *)arg)->tag);
+    const struct document *doc = arg;
+    struct ra__out o = RA__OUT_INIT(f, true);
+    int err;
+
+    if (!doc->tree)
+        return ra_prof_dump(f, RA_PROF_PPROF, doc->tag);
+    err = ra__prof_dump_write_tree(&o, RA_PROF_PPROF, doc->tag);
+    if (err != 0) {
+        errno = err;
+        return -1;
+    }
+    return 0;
 }
 
 /* What a request says of key: nothing, the key without a value ("?tag",
@@ -215,22 +227,24 @@ static const char *type_of(ra_format_t fmt)
                : "text/plain; charset=utf-8";
 }
 
-/* ?tag=NAME into *tag, or answers: 400 for "?tag" or "?tag=" (never
- * "every tag"), 404 for a name no tag has; without ?tag, RA_TAG_ALL when
- * every_tag, else 400. Returns whether *tag is set; else *answered holds
- * what was queued. */
-static bool tag_argument(struct MHD_Connection *c, bool every_tag,
-                         ra_tag_t *tag, enum MHD_Result *answered)
+/* ?KEY=NAME (key "tag", or "tree") into *tag, or answers: 400 for "?KEY"
+ * or "?KEY=" (never "every tag"), 404 for a name no tag has; without it,
+ * RA_TAG_ALL when every_tag, else 400. Returns whether *tag is set; else
+ * *answered holds what was queued. */
+static bool tag_argument_of(struct MHD_Connection *c, const char *key,
+                            bool every_tag, ra_tag_t *tag,
+                            enum MHD_Result *answered)
 {
     const char *name;
-    enum given g = argument(c, "tag", &name);
+    enum given g = argument(c, key, &name);
 
     *tag = RA_TAG_ALL;
     if (g == ABSENT && every_tag)
         return true;
     if (g != VALUE) {
         *answered = respond_text(c, MHD_HTTP_BAD_REQUEST, NULL,
-                                 "?tag needs a tag's name: ?tag=NAME\n");
+                                 "?%s needs a tag's name: ?%s=NAME\n", key,
+                                 key);
         return false;
     }
     *tag = ra_tag_lookup(name);
@@ -241,9 +255,15 @@ static bool tag_argument(struct MHD_Connection *c, bool every_tag,
     return false;
 }
 
+static bool tag_argument(struct MHD_Connection *c, bool every_tag,
+                         ra_tag_t *tag, enum MHD_Result *answered)
+{
+    return tag_argument_of(c, "tag", every_tag, tag, answered);
+}
+
 static enum MHD_Result serve_get(struct MHD_Connection *c, const char *url)
 {
-    struct document doc = {RA_FORMAT_PROMETHEUS, RA_TAG_ALL};
+    struct document doc = {RA_FORMAT_PROMETHEUS, RA_TAG_ALL, false};
     enum MHD_Result answered;
     const char *v;
 
@@ -253,7 +273,13 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *url)
      * profilers scrape /allocs by default. */
     if (strcmp(url, "/debug/pprof/heap") == 0 ||
         strcmp(url, "/debug/pprof/allocs") == 0) {
-        if (!tag_argument(c, true, &doc.tag, &answered))
+        /* ?tree=NAME: the tag and its descendants (tag trees). */
+        doc.tree = argument(c, "tree", &v) != ABSENT;
+        if (doc.tree && argument(c, "tag", &v) != ABSENT)
+            return respond_text(c, MHD_HTTP_BAD_REQUEST, NULL,
+                                "?tag and ?tree exclude each other\n");
+        if (!tag_argument_of(c, doc.tree ? "tree" : "tag", true, &doc.tag,
+                             &answered))
             return answered;
         return respond_with(c, "application/octet-stream", write_profile,
                             &doc);

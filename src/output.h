@@ -144,6 +144,10 @@ void ra__cell_ns(char *cell, uint64_t ns);
  * work: 0 or an errno value (ENOTSUP, ENOMEM, EIO). */
 int ra__prof_dump_write(struct ra__out *o, ra_prof_format_t fmt,
                         ra_tag_t tag);
+/* The same for root's subtree (tag trees): its tags' stacks together;
+ * EINVAL when root is not live. */
+int ra__prof_dump_write_tree(struct ra__out *o, ra_prof_format_t fmt,
+                             ra_tag_t root);
 /* A distinct frame address of a dump, named once with dladdr: the code at
  * return address addr (looked up at addr - 1, so that a call that ends a
  * function is not taken for the next function). function and module are

@@ -16,6 +16,8 @@ struct collect {
     struct ra__prof_dump *d;
     size_t cap;
     bool failed;
+    /* A subtree's tags (indexed by id), or NULL: every stack visited. */
+    const bool *member;
 };
 
 /* Runs under the profile's lock, which every sampled allocation and free
@@ -25,7 +27,7 @@ static void collect_stack(const struct ra__prof_stack *stack, void *ctx)
     struct collect *c = ctx;
     struct ra__prof_dump *d = c->d;
 
-    if (c->failed)
+    if (c->failed || (c->member != NULL && !c->member[stack->tag]))
         return;
     if (d->nstacks == c->cap) {
         size_t cap = c->cap == 0 ? 64 : c->cap * 2;
@@ -626,11 +628,13 @@ static int write_dump(struct ra__out *o, const struct ra__prof_dump *d,
     }
 }
 
-int ra__prof_dump_write(struct ra__out *o, ra_prof_format_t fmt,
-                        ra_tag_t tag)
+/* tag's stacks (RA_TAG_ALL: every tag's), or, with member, those of the
+ * tags it marks. */
+static int dump_write(struct ra__out *o, ra_prof_format_t fmt, ra_tag_t tag,
+                      const bool *member)
 {
     struct ra__prof_dump d = {0, 0, NULL, 0, NULL, NULL};
-    struct collect c = {&d, 0, false};
+    struct collect c = {&d, 0, false, member};
     int err;
 
     ra__quiet_begin();
@@ -648,6 +652,37 @@ int ra__prof_dump_write(struct ra__out *o, ra_prof_format_t fmt,
     }
     free_dump(&d);
     ra__quiet_end();
+    return err;
+}
+
+int ra__prof_dump_write(struct ra__out *o, ra_prof_format_t fmt,
+                        ra_tag_t tag)
+{
+    return dump_write(o, fmt, tag, NULL);
+}
+
+int ra__prof_dump_write_tree(struct ra__out *o, ra_prof_format_t fmt,
+                             ra_tag_t root)
+{
+    unsigned max = ra__config()->max_tags;
+    ra_tag_t *tags;
+    bool *member;
+    unsigned n;
+    int err;
+
+    tags = ra__meta_alloc(max * sizeof *tags);
+    member = ra__meta_calloc(max + 1, sizeof *member);
+    if (tags == NULL || member == NULL) {
+        err = ENOMEM;
+    } else {
+        /* Read before the profile's lock is taken: no lock inside it. */
+        n = ra__tag_subtree(root, tags);
+        for (unsigned i = 0; i < n; i++)
+            member[tags[i]] = true;
+        err = n == 0 ? EINVAL : dump_write(o, fmt, RA_TAG_ALL, member);
+    }
+    ra__meta_free(tags);
+    ra__meta_free(member);
     return err;
 }
 

@@ -498,11 +498,60 @@ START_TEST(test_http_malformed_requests_are_answered_400)
 }
 END_TEST
 
+/* The Content-Length an answer announces, or 0. */
+static size_t content_length(const char *answer)
+{
+    const char *at = strstr(answer, "Content-Length: ");
+
+    return at != NULL ? (size_t)strtoull(at + 16, NULL, 10) : 0;
+}
+
+/* ?tree=NAME: the profile of a tag and its descendants. */
+START_TEST(test_http_profile_of_a_subtree)
+{
+    int port = start_loopback();
+    ra_tag_t parent = tu_tag_create("tenant");
+    ra_tag_t child = ra_tag_create_in(parent, "query");
+    void *blocks[64];
+    char *answer;
+    size_t of_tag, of_tree;
+
+    ck_assert_uint_ne(child, RA_TAG_NONE);
+    ck_assert_int_eq(ra_prof_start(1), 0);
+    for (unsigned i = 0; i < 64; i++)
+        ck_assert_ptr_nonnull(blocks[i] = ra_malloc_tag(child, 4096));
+    /* The parent's own profile has no samples; its subtree's has the
+     * child's. */
+    ck_assert_int_eq(
+        request(port, "GET", "/debug/pprof/heap?tag=tenant", &answer), 200);
+    of_tag = content_length(answer);
+    free(answer);
+    ck_assert_int_eq(
+        request(port, "GET", "/debug/pprof/heap?tree=tenant", &answer), 200);
+    of_tree = content_length(answer);
+    ck_assert_msg((unsigned char)body_of(answer)[0] == 0x1f, "%.200s", answer);
+    free(answer);
+    ck_assert_msg(of_tree > of_tag, "tree %zu bytes, tag %zu", of_tree,
+                  of_tag);
+    ck_assert_int_eq(status_of(port, "GET", "/debug/pprof/heap?tree=query"),
+                     200);
+    ck_assert_int_eq(status_of(port, "GET", "/debug/pprof/heap?tree=nobody"),
+                     404);
+    ck_assert_int_eq(
+        status_of(port, "GET", "/debug/pprof/heap?tag=query&tree=tenant"),
+        400);
+    for (unsigned i = 0; i < 64; i++)
+        ra_free(blocks[i]);
+    ck_assert_int_eq(ra_http_stop(), 0);
+}
+END_TEST
+
 /* A key that needs a value, given without one, is 400, not "every tag". */
 START_TEST(test_http_arguments_without_values_are_400)
 {
     static const char *const bad[] = {
         "/debug/pprof/heap?tag", "/debug/pprof/heap?tag=",
+        "/debug/pprof/heap?tree", "/debug/pprof/heap?tree=",
         "/debug/pprof/allocs?tag", "/debug/pprof/allocs?tag=",
         "/debug/regionalloc/report?format",
         "/debug/regionalloc/report?format=",
@@ -878,6 +927,7 @@ static Suite *http_suite(void)
     tcase_add_test(tc, test_http_bad_paths_methods_and_arguments);
     tcase_add_test(tc, test_http_purge_when_allowed);
     tcase_add_test(tc, test_http_arguments_without_values_are_400);
+    tcase_add_test(tc, test_http_profile_of_a_subtree);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("browsers");
