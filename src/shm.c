@@ -75,6 +75,8 @@ static void publish(void)
         rec->flags = RA_SHM_RECORD_LIVE;
         memcpy(rec->name, u->name, sizeof rec->name);
         figures_of(&rec->figures, u);
+        rec->parent = u->parent_row != 0 ? snap.rows[u->parent_row].id : 0;
+        rec->depth = u->depth;
     }
     segment->nrecords = n;
     figures_of(&segment->untagged, &snap.rows[0]);

@@ -10,7 +10,9 @@
 #include <stdint.h>
 
 #define RA_SHM_MAGIC "RAllocS\0"     /* 8 bytes, the NUL included */
-#define RA_SHM_VERSION 1u
+/* 2: records carry their tag's parent and depth (tag trees). A reader of
+ * another version refuses the segment. */
+#define RA_SHM_VERSION 2u
 #define RA_SHM_PREFIX "regionalloc." /* then the pid, in /dev/shm */
 #define RA_SHM_NAME_MAX 64           /* a name's bytes, NUL included */
 
@@ -55,7 +57,9 @@ struct ra_shm_record {
     uint32_t flags;                /* RA_SHM_RECORD_LIVE, or 0: no tag */
     char name[RA_SHM_NAME_MAX];    /* NUL-terminated, as given; "" if dead */
     struct ra_shm_figures figures;
-    uint8_t reserved_tail[56];     /* 0 */
+    uint32_t parent;               /* the parent's id, 0 at the top level */
+    uint32_t depth;                /* 1 at the top level; 0 if dead */
+    uint8_t reserved_tail[48];     /* 0 */
 };
 
 _Static_assert(sizeof(struct ra_shm_figures) == 128, "figures layout");
@@ -66,6 +70,8 @@ _Static_assert(offsetof(struct ra_shm_header, untagged) == 72,
 _Static_assert(sizeof(struct ra_shm_record) == 256, "record layout");
 _Static_assert(offsetof(struct ra_shm_record, figures) == 72,
                "figures offset");
+_Static_assert(offsetof(struct ra_shm_record, parent) == 200,
+               "parent offset");
 
 /* The segment's size for capacity records. */
 static inline size_t ra_shm_size(uint32_t capacity)

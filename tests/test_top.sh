@@ -190,7 +190,9 @@ for part in ("untagged", "process"):
     expect(part + " members", sorted(doc[part]), sorted(FIGURES))
 tags = {t["name"]: t for t in doc["tags"]}
 for t in doc["tags"]:
-    expect("members of " + t["name"], sorted(t), sorted(FIGURES + ["id", "name"]))
+    expect("members of " + t["name"], sorted(t),
+           sorted(FIGURES + ["id", "name", "parent"]))
+    expect("parent of " + t["name"], t["parent"], None)
 expect("tag names", sorted(tags), sorted(["cache", "sessions", 'odd "name"\\\t\u00ff\u00e9']))
 expect("ids", [t["id"] for t in doc["tags"]], [1, 3, 4])
 expect("odd.allocated", tags.get('odd "name"\\\t\u00ff\u00e9', {}).get("allocated"), 131072)
@@ -318,18 +320,19 @@ python3 - "$tmp/crafted" "$$" <<'EOF' || { fail "cannot craft the segments"; fin
 import os, random, struct, sys
 root, pid = sys.argv[1], int(sys.argv[2])
 HEADER = "=8sIIIIQiIQQQQ16Q16QQ176x"
-RECORD = "=II64s16Q56x"
+RECORD = "=II64s16QII48x"
 assert struct.calcsize(HEADER) == 512 and struct.calcsize(RECORD) == 256
 def figures(allocated):
     return [allocated] + [0] * 15
-def header(capacity=4, nrecords=2, magic=b"RAllocS\0", version=1,
+def header(capacity=4, nrecords=2, magic=b"RAllocS\0", version=2,
            header_size=512, record_size=256, seq=10, hpid=pid):
     return struct.pack(HEADER, magic, version, header_size, record_size,
                        capacity, seq, hpid, nrecords, 100000000, 5, 1, 1,
                        *figures(1000), *figures(5000), 100)
-def record(i, name, live=True, allocated=4096, rid=None):
+def record(i, name, live=True, allocated=4096, rid=None, parent=0, depth=None):
     return struct.pack(RECORD, i + 1 if rid is None else rid,
-                       1 if live else 0, name, *figures(allocated))
+                       1 if live else 0, name, *figures(allocated), parent,
+                       (1 if live else 0) if depth is None else depth)
 def segment(names=(b"alpha", b"beta"), capacity=4, records=None, **kw):
     recs = records if records is not None else [
         record(i, n) for i, n in enumerate(names)]
@@ -346,7 +349,15 @@ cases = {
     "short": bytes(100),
     "header-only-short": segment()[:511],
     "bad-magic": segment(magic=b"NOTRALLC"),
-    "bad-version": segment(version=2),
+    "bad-version": segment(version=1),
+    "tree": segment(names=(b"tenant", b"query", b"other"), records=[
+        record(0, b"tenant", allocated=1 << 20),
+        record(1, b"query", allocated=3 << 20, parent=1, depth=2),
+        record(2, b"other", allocated=4096)]),
+    "bad-parent": segment(records=[record(0, b"a"),
+                                   record(1, b"b", parent=7, depth=2)]),
+    "parent-cycle": segment(records=[record(0, b"a", parent=2, depth=2),
+                                     record(1, b"b", parent=1, depth=2)]),
     "bad-header-size": segment(header_size=256),
     "bad-record-size": segment(record_size=128),
     "capacity-past-end": segment()[:512 + 3 * 256],
@@ -373,6 +384,19 @@ mkdir "$crafted/symlink" &&
 # Valid crafted segments: whatever the name bytes, JSON that parses.
 expect_status 0 "a valid crafted segment" timeout 60 "$top" --once --dir "$crafted/good" "$$"
 grep -Eq '^alpha +4\.0 KiB ' "$tmp/out" || fail "crafted: no alpha row"
+# --tree: the child under its parent, the parent with its subtree's figures.
+expect_status 0 "a tree" timeout 60 "$top" --once --tree --dir "$crafted/tree" "$$"
+grep -Eq '^tenant +4\.0 MiB ' "$tmp/out" || fail "--tree: tenant's row is not its subtree's 4 MiB: $(cat "$tmp/out")"
+grep -Eq '^  query +3\.0 MiB ' "$tmp/out" || fail "--tree: query not indented under tenant: $(cat "$tmp/out")"
+[ "$(grep -n '^tenant' "$tmp/out" | cut -d: -f1)" -lt "$(grep -n '^  query' "$tmp/out" | cut -d: -f1)" ] ||
+    fail "--tree: query before its parent"
+expect_status 0 "a tree, JSON" timeout 60 "$top" --json --dir "$crafted/tree" "$$"
+python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1], encoding="utf-8"))
+by = {t["name"]: t for t in doc["tags"]}
+assert by["query"]["parent"] == by["tenant"]["id"] and by["tenant"]["parent"] is None, doc
+' "$tmp/out" || fail "--json: parents wrong"
 expect_status 0 "names of any bytes" timeout 60 "$top" --json --dir "$crafted/good-names" "$$"
 python3 -c '
 import json, sys
@@ -405,7 +429,9 @@ check_rejected empty "empty file"
 check_rejected short "too short"
 check_rejected header-only-short "too short"
 check_rejected bad-magic "bad magic"
-check_rejected bad-version "version 2"
+check_rejected bad-version "version 1, this reader knows 2"
+check_rejected bad-parent "record 1: parent 7 past nrecords"
+check_rejected parent-cycle "is not a live tag one level up"
 check_rejected bad-header-size "header_size 256"
 check_rejected bad-record-size "record_size 128"
 check_rejected capacity-past-end "capacity 4 needs 1536 bytes, the file has 1280"

@@ -181,7 +181,11 @@ void print_json(const struct segment_copy *c, bool stale)
             continue;
         printf("%s\n  {\"id\": %" PRIu32 ", \"name\": ", sep, r->id);
         print_json_string(r->name, sizeof r->name);
-        fputs(", ", stdout);
+        /* Tag trees: the parent's id, null at the top level. */
+        if (r->parent != 0)
+            printf(", \"parent\": %" PRIu32 ", ", r->parent);
+        else
+            fputs(", \"parent\": null, ", stdout);
         print_json_figures(&r->figures);
         putchar('}');
         sep = ",";

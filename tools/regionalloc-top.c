@@ -36,7 +36,7 @@ enum sort_key { SORT_ALLOCATED, SORT_RSS, SORT_MAPPED, SORT_NAME };
 struct options {
     const char *dir;
     uint64_t interval_ns;
-    bool interval_given, once, json, clean;
+    bool interval_given, once, json, clean, tree;
     enum sort_key sort;
     long pid; /* 0: none given */
 };
@@ -48,6 +48,7 @@ struct view {
     long pid;
     bool stale;
     unsigned max_rows; /* 0: no limit */
+    bool tree;         /* --tree: children under their parent */
 };
 
 struct row {
@@ -210,22 +211,26 @@ static void print_summary(const struct view *v)
            format_size(e, sizeof e, h->library_allocated));
 }
 
+/* f: the figures shown (the record's, or with --tree its subtree's);
+ * indent: spaces before the name (--tree: two a level). */
 static void print_row(const struct view *v, const struct ra_shm_record *r,
-                      int width)
+                      const struct ra_shm_figures *f, int indent, int width)
 {
-    char name[SHOWN_NAME_MAX], a[24], rss[24], m[24], d[24], rate[24],
+    char name[SHOWN_NAME_MAX + 16], a[24], rss[24], m[24], d[24], rate[24],
         allocs[24], limit[32];
-    const struct ra_shm_figures *f = &r->figures;
+    int room = width - indent;
 
+    memset(name, ' ', (size_t)indent);
     /* A name cut short ends with "..", never inside an escape. */
-    if (escape_for_terminal(name, sizeof name, r->name, sizeof r->name) >
-        (size_t)width) {
-        size_t kept = escape_for_terminal(name, (size_t)width - 1, r->name,
-                                          sizeof r->name);
-        memcpy(name + kept, "..", 3);
+    if (escape_for_terminal(name + indent, SHOWN_NAME_MAX, r->name,
+                            sizeof r->name) > (size_t)room) {
+        size_t kept = escape_for_terminal(name + indent,
+                                          room > 3 ? (size_t)room - 1 : 2,
+                                          r->name, sizeof r->name);
+        memcpy(name + indent + kept, "..", 3);
     }
     format_rates(v, r->id - 1, rate, allocs, sizeof rate);
-    format_limit(limit, sizeof limit, f);
+    format_limit(limit, sizeof limit, &r->figures);
     printf("%-*s %10s %10s %10s %10s %13s %10s %12s\n", width, name,
            format_size(a, sizeof a, f->allocated),
            format_size(rss, sizeof rss, f->rss),
@@ -248,28 +253,88 @@ static int name_width(const struct row *rows, size_t n)
     return width < NAME_WIDTH_MAX ? (int)width : NAME_WIDTH_MAX;
 }
 
+/* --tree: appends the live children of parent (0: the top level) in the
+ * rows' order, each followed by its own subtree, to out. */
+static void tree_order(const struct row *rows, size_t n, uint32_t parent,
+                       const struct row **out, size_t *k)
+{
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].rec->parent == parent) {
+            out[(*k)++] = &rows[i];
+            tree_order(rows, n, rows[i].rec->id, out, k);
+        }
+}
+
+/* --tree: each record's subtree figures (itself and its descendants), by
+ * id - 1. The reader checked that every chain ends at the top level. */
+static struct ra_shm_figures *subtree_sums(const struct segment_copy *c)
+{
+    struct ra_shm_figures *sums =
+        calloc((size_t)c->header.nrecords + 1, sizeof *sums);
+
+    if (sums == NULL)
+        return NULL;
+    for (uint32_t i = 0; i < c->header.nrecords; i++) {
+        const struct ra_shm_record *r = &c->records[i];
+        if (!(r->flags & RA_SHM_RECORD_LIVE))
+            continue;
+        for (uint32_t a = r->id; a != 0; a = c->records[a - 1].parent) {
+            struct ra_shm_figures *t = &sums[a - 1];
+            t->allocated += r->figures.allocated;
+            t->rss += r->figures.rss;
+            t->mapped += r->figures.mapped;
+            t->dirty += r->figures.dirty;
+        }
+    }
+    return sums;
+}
+
 /* Prints the summary and a row per live tag. Returns true when out of
  * memory. */
 static bool print_table(const struct view *v, enum sort_key key)
 {
-    size_t n, shown;
+    size_t n, shown, k = 0;
     struct row *rows = sorted_rows(v->now, key, &n);
+    const struct row **order;
+    struct ra_shm_figures *sums = NULL;
     int width;
 
     if (rows == NULL)
         return true;
+    order = malloc((n + 1) * sizeof *order);
+    if (order == NULL || (v->tree && (sums = subtree_sums(v->now)) == NULL)) {
+        free(order);
+        free(rows);
+        return true;
+    }
+    if (v->tree)
+        tree_order(rows, n, 0, order, &k);
+    else
+        for (; k < n; k++)
+            order[k] = &rows[k];
     width = name_width(rows, n);
+    if (v->tree)
+        width += 2 * 7; /* up to 8 levels */
+    if (width > NAME_WIDTH_MAX)
+        width = NAME_WIDTH_MAX;
     shown = v->max_rows != 0 && n > v->max_rows ? v->max_rows - 1 : n;
     print_summary(v);
     printf("\n%-*s %10s %10s %10s %10s %13s %10s %12s\n", width, "TAG",
            "ALLOCATED", "RSS", "MAPPED", "DIRTY", "ALLOC/S", "NMALLOC/S",
            "LIMIT");
-    for (size_t i = 0; i < shown; i++)
-        print_row(v, rows[i].rec, width);
+    for (size_t i = 0; i < shown; i++) {
+        const struct ra_shm_record *r = order[i]->rec;
+        if (v->tree)
+            print_row(v, r, &sums[r->id - 1], 2 * (int)(r->depth - 1), width);
+        else
+            print_row(v, r, &r->figures, 0, width);
+    }
     if (shown < n)
         printf("(%zu more tags)\n", n - shown);
     if (n == 0)
         printf("(no tags)\n");
+    free(sums);
+    free(order);
     free(rows);
     return false;
 }
@@ -301,7 +366,7 @@ static int read_first(int dirfd, long pid, const char *path,
 static int show_once(const struct options *o, int dirfd, const char *path)
 {
     struct segment_copy first = {0}, second = {0};
-    struct view v = {.now = &first, .pid = o->pid};
+    struct view v = {.now = &first, .pid = o->pid, .tree = o->tree};
     char why[WHY_MAX];
     int status = read_first(dirfd, o->pid, path, &first);
 
@@ -415,7 +480,7 @@ static bool draw_frame(const struct options *o, const struct segment_copy *now,
 {
     struct view v = {.now = now, .before = before, .pid = o->pid,
                      .stale = process_gone(o->pid),
-                     .max_rows = terminal_rows()};
+                     .max_rows = terminal_rows(), .tree = o->tree};
 
     fputs("\033[H\033[2J", stdout);
     if (print_table(&v, o->sort)) {
@@ -649,6 +714,9 @@ static void print_usage(FILE *out)
           "                          read twice SECONDS apart to show rates\n"
           "  -s, --sort KEY          allocated (default), rss, mapped or "
           "name\n"
+          "      --tree              show children under their parent (tag "
+          "trees), with\n"
+          "                          the subtree's figures\n"
           "      --once              print one table and exit\n"
           "      --json              print one JSON document and exit\n"
           "      --clean             remove your stale segments (of "
@@ -707,7 +775,7 @@ static long parse_pid(const char *arg)
 
 static struct options parse_options(int argc, char **argv)
 {
-    enum { OPT_ONCE = 256, OPT_JSON, OPT_CLEAN };
+    enum { OPT_ONCE = 256, OPT_JSON, OPT_CLEAN, OPT_TREE };
     static const struct option longs[] = {
         {"interval", required_argument, NULL, 'i'},
         {"sort", required_argument, NULL, 's'},
@@ -715,6 +783,7 @@ static struct options parse_options(int argc, char **argv)
         {"once", no_argument, NULL, OPT_ONCE},
         {"json", no_argument, NULL, OPT_JSON},
         {"clean", no_argument, NULL, OPT_CLEAN},
+        {"tree", no_argument, NULL, OPT_TREE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -742,6 +811,9 @@ static struct options parse_options(int argc, char **argv)
             break;
         case OPT_CLEAN:
             o.clean = true;
+            break;
+        case OPT_TREE:
+            o.tree = true;
             break;
         case 'h':
             print_usage(stdout);

@@ -148,6 +148,26 @@ static bool check_records(const struct segment_copy *c, char *why)
         if (memchr(r->name, '\0', sizeof r->name) == NULL)
             return fail_with(why, "record %" PRIu32 ": name without a NUL", i);
     }
+    /* Tag trees: a live record's parent is a live record one level up, so
+     * that a walk up a chain always ends (no cycle can pass this). */
+    for (uint32_t i = 0; i < c->header.nrecords; i++) {
+        const struct ra_shm_record *r = &c->records[i], *p;
+        if (!(r->flags & RA_SHM_RECORD_LIVE))
+            continue;
+        if (r->depth < 1 || r->depth > 8 ||
+            (r->parent == 0) != (r->depth == 1))
+            return fail_with(why, "record %" PRIu32 ": depth %" PRIu32
+                             " with parent %" PRIu32, i, r->depth, r->parent);
+        if (r->parent == 0)
+            continue;
+        if (r->parent > c->header.nrecords)
+            return fail_with(why, "record %" PRIu32 ": parent %" PRIu32
+                             " past nrecords", i, r->parent);
+        p = &c->records[r->parent - 1];
+        if (!(p->flags & RA_SHM_RECORD_LIVE) || p->depth + 1 != r->depth)
+            return fail_with(why, "record %" PRIu32 ": parent %" PRIu32
+                             " is not a live tag one level up", i, r->parent);
+    }
     return false;
 }
 
