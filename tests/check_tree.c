@@ -378,6 +378,154 @@ START_TEST(test_tree_in_every_report_format)
 }
 END_TEST
 
+/* REGIONALLOC_LIMITS names tags at any level. */
+START_TEST(test_tree_environment_budget_of_a_child)
+{
+    ra_tag_t parent, child;
+    ra_tag_limit_t got;
+
+    ck_assert_int_eq(setenv("REGIONALLOC_LIMITS", "child=5M", 1), 0);
+    parent = tu_tag_create("parent");
+    child = child_of(parent, "child");
+    ck_assert_int_eq(ra_tag_get_limit(child, &got), 0);
+    ck_assert_uint_eq(got.hard, 5 * MIB);
+    ck_assert_int_eq(ra_tag_get_limit(parent, &got), 0);
+    ck_assert_uint_eq(got.hard, 0);
+    FAILS_WITH(ra_malloc_tag(child, 6 * MIB), NULL, ENOMEM);
+    ck_assert_ptr_nonnull(ra_malloc_tag(parent, 6 * MIB));
+}
+END_TEST
+
+/* Threads that keep caches of a subtree's tags while the main thread
+ * resets or destroys the subtree, then allocate again: no block twice. */
+#define SUB_THREADS 4
+#define SUB_BLOCKS 1000
+static ra_tag_t sub_tags[SUB_THREADS];
+static void *sub_blocks[SUB_THREADS][SUB_BLOCKS];
+static pthread_barrier_t sub_barrier;
+static _Atomic unsigned sub_index, sub_errors;
+static _Atomic int sub_verb; /* 1 reset, 2 destroy and create again */
+
+static void sub_make(unsigned i, unsigned round)
+{
+    for (unsigned k = 0; k < SUB_BLOCKS; k++) {
+        size_t size = 16 + (k * 37) % 2000;
+        void *p = ra_malloc_tag(sub_tags[i], size);
+        if (p == NULL) {
+            atomic_fetch_add(&sub_errors, 1);
+            continue;
+        }
+        tu_fill_pattern(p, size, i * 10000 + k + round);
+        sub_blocks[i][k] = p;
+    }
+}
+
+static void *sub_worker(void *arg)
+{
+    unsigned i = atomic_fetch_add(&sub_index, 1) % SUB_THREADS;
+
+    (void)arg;
+    sub_make(i, 0);
+    /* Half freed into this thread's caches. */
+    for (unsigned k = 0; k < SUB_BLOCKS; k += 2)
+        ra_free(sub_blocks[i][k]);
+    pthread_barrier_wait(&sub_barrier);
+    pthread_barrier_wait(&sub_barrier); /* the main thread acts */
+    sub_make(i, 1);
+    pthread_barrier_wait(&sub_barrier);
+    for (unsigned k = 0; k < SUB_BLOCKS; k++) {
+        size_t size = 16 + (k * 37) % 2000;
+        if (sub_blocks[i][k] != NULL &&
+            tu_check_pattern(sub_blocks[i][k], size, i * 10000 + k + 1) != size)
+            atomic_fetch_add(&sub_errors, 1);
+    }
+    return NULL;
+}
+
+struct span {
+    uintptr_t start, end;
+};
+
+static int by_start(const void *a, const void *b)
+{
+    uintptr_t x = ((const struct span *)a)->start;
+    uintptr_t y = ((const struct span *)b)->start;
+
+    return x < y ? -1 : x > y;
+}
+
+static void run_subtree_verb(int verb)
+{
+    pthread_t t[SUB_THREADS];
+    static struct span all[SUB_THREADS * SUB_BLOCKS];
+    ra_tag_t root = tu_tag_create("root");
+    unsigned n = 0;
+    char name[16];
+
+    /* root, two children, and a grandchild under each. */
+    sub_tags[0] = root;
+    sub_tags[1] = child_of(root, "a");
+    sub_tags[2] = child_of(root, "b");
+    sub_tags[3] = child_of(sub_tags[1], "aa");
+    atomic_store(&sub_verb, verb);
+    ck_assert_int_eq(pthread_barrier_init(&sub_barrier, NULL, SUB_THREADS + 1),
+                     0);
+    for (unsigned i = 0; i < SUB_THREADS; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, sub_worker, NULL), 0);
+    pthread_barrier_wait(&sub_barrier);
+    if (verb == 1) {
+        ck_assert_int_eq(ra_tag_reset(root), 0);
+    } else {
+        ck_assert_int_eq(ra_tag_destroy(root), 0);
+        /* The same ids, a new tree: root's slot first (FIFO: the deepest
+         * were released first, so recreate by name and take what comes). */
+        sub_tags[0] = tu_tag_create("root2");
+        for (unsigned i = 1; i < SUB_THREADS; i++) {
+            snprintf(name, sizeof name, "new-%u", i);
+            sub_tags[i] = child_of(sub_tags[0], name);
+        }
+    }
+    pthread_barrier_wait(&sub_barrier);
+    pthread_barrier_wait(&sub_barrier);
+    for (unsigned i = 0; i < SUB_THREADS; i++)
+        pthread_join(t[i], NULL);
+    ck_assert_uint_eq(atomic_load(&sub_errors), 0);
+    for (unsigned i = 0; i < SUB_THREADS; i++)
+        for (unsigned k = 0; k < SUB_BLOCKS; k++)
+            all[n++] = (struct span){(uintptr_t)sub_blocks[i][k],
+                                     (uintptr_t)sub_blocks[i][k] + 16 +
+                                         (k * 37) % 2000};
+    /* Only the second round is held: the verb freed the first round's
+     * blocks in every tag of the subtree. */
+    {
+        ra_tag_stats_t tree;
+        size_t live = 0;
+        for (unsigned i = 0; i < SUB_THREADS; i++)
+            for (unsigned k = 0; k < SUB_BLOCKS; k++)
+                live += ra_malloc_usable_size(sub_blocks[i][k]);
+        ck_assert_int_eq(ra_tag_stats_tree(sub_tags[0], &tree), 0);
+        ck_assert_uint_eq(tree.allocated, live);
+    }
+    qsort(all, n, sizeof all[0], by_start);
+    for (unsigned k = 0; k + 1 < n; k++)
+        ck_assert_msg(all[k].end <= all[k + 1].start,
+                      "blocks at %#lx and %#lx overlap",
+                      (unsigned long)all[k].start,
+                      (unsigned long)all[k + 1].start);
+}
+
+START_TEST(test_tree_subtree_reset_under_threads_hands_no_block_twice)
+{
+    run_subtree_verb(1);
+}
+END_TEST
+
+START_TEST(test_tree_subtree_destroy_under_threads_hands_no_block_twice)
+{
+    run_subtree_verb(2);
+}
+END_TEST
+
 static Suite *tree_suite(void)
 {
     Suite *s = suite_create("tree");
@@ -393,10 +541,15 @@ static Suite *tree_suite(void)
     tcase_add_test(tc, test_tree_reset_and_purge_take_the_subtree);
     tcase_add_test(tc, test_tree_child_that_does_not_fit_is_not_created);
     tcase_add_test(tc, test_tree_in_every_report_format);
+    tcase_add_test(tc, test_tree_environment_budget_of_a_child);
     suite_add_tcase(s, tc);
     tc = tcase_create("race");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_tree_parent_budget_is_exact_under_racing_threads);
+    tcase_add_test(tc,
+                   test_tree_subtree_reset_under_threads_hands_no_block_twice);
+    tcase_add_test(
+        tc, test_tree_subtree_destroy_under_threads_hands_no_block_twice);
     suite_add_tcase(s, tc);
     return s;
 }
