@@ -101,6 +101,39 @@ static void print_checkpoint(unsigned seq, const char *label)
     printf("\n");
 }
 
+/* A tag tree (tree-root, its children tree-a and tree-b, tree-a's child
+ * tree-aa), blocks in each, its reports in tree.json and tree.prom; then
+ * destroyed, so that the reports at exit see only the tags above. */
+static int dump_tree(const char *dir)
+{
+    static const struct {
+        const char *name;
+        int parent; /* index in this table, -1: top level */
+        size_t bytes;
+    } tree[] = {{"tree-root", -1, 5000},
+                {"tree-a", 0, 70000},
+                {"tree-b", 0, 300},
+                {"tree-aa", 1, 2000000}};
+    ra_tag_t t[4];
+    int failed;
+
+    for (unsigned i = 0; i < 4; i++) {
+        t[i] = ra_tag_create_in(tree[i].parent < 0 ? RA_TAG_NONE
+                                                   : t[tree[i].parent],
+                                tree[i].name);
+        if (t[i] == RA_TAG_NONE)
+            return fail("ra_tag_create_in");
+        if (ra_malloc_tag(t[i], tree[i].bytes) == NULL)
+            return fail("ra_malloc_tag");
+    }
+    ra_thread_flush();
+    failed = dump(dir, "tree.json", ra_report, RA_FORMAT_JSON) |
+             dump(dir, "tree.prom", ra_report, RA_FORMAT_PROMETHEUS);
+    if (ra_tag_destroy(t[0]) != 0)
+        return fail("ra_tag_destroy");
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     ra_tag_t tags[NTAGS];
@@ -147,5 +180,6 @@ int main(int argc, char **argv)
                    RA_FORMAT_JSON);
     failed |= dump(argv[1], "checkpoints.prom", ra_checkpoint_report,
                    RA_FORMAT_PROMETHEUS);
+    failed |= dump_tree(argv[1]);
     return failed;
 }

@@ -232,7 +232,10 @@ def check_checkpoints_json(path, tags, cps, extra_last=None):
         check(set(c) == CP_KEYS, path + ": checkpoint keys %s" % sorted(c))
         check(c["seq"] == seq, path + ": seq %d, want %d" % (c["seq"], seq))
         check(c["label"] == as_json(label), path + ": label %r" % c["label"])
-        check(c["tag_allocated"] == allocated,
+        # Ids past the named tags are report_dump's tag tree, destroyed
+        # before exit: null, as every destroyed id's figure is.
+        check(c["tag_allocated"][:len(allocated)] == allocated and
+              all(v is None for v in c["tag_allocated"][len(allocated):]),
               path + ": checkpoint %d tag_allocated %r, want %r" % (seq, c["tag_allocated"], allocated))
         check(c["tagged_allocated"] == sum(allocated), path + ": tagged_allocated")
         check(c["allocated"] >= c["tagged_allocated"], path + ": allocated < tagged")
@@ -305,6 +308,46 @@ for run in ("plain", "json", "prom"):
     elif run == "prom":
         check_report_prom(d + "exit-report.prom", tags)
         check_checkpoints_prom(d + "exit-checkpoints.prom", tags, cps, last)
+
+# Tag trees (report_dump's tree-root, tree-a, tree-b, tree-aa): parents,
+# each tag before its children, subtree totals the sums of the tags' own
+# figures, and the exposition's info and tree series agreeing with them.
+TREE = {"tree-root": None, "tree-a": "tree-root", "tree-b": "tree-root",
+        "tree-aa": "tree-a"}
+SUMMED = ("allocated", "active", "resident", "mapped", "dirty", "nmalloc",
+          "ndalloc")
+for run in ("plain", "json", "prom"):
+    d = top + "/" + run + "/"
+    doc = load_json(d + "tree.json")
+    tags = [t for t in doc["tags"] if t["name"] in TREE]
+    check(len(tags) == 4, d + "tree.json: %d tree tags" % len(tags))
+    by = {t["name"]: t for t in tags}
+    order = [t["name"] for t in doc["tags"]]
+    for name, parent in TREE.items():
+        t = by.get(name)
+        if t is None:
+            continue
+        check(t["parent"] == parent,
+              "tree.json: %s's parent %r, want %r" % (name, t["parent"], parent))
+        if parent is not None:
+            check(order.index(parent) < order.index(name),
+                  "tree.json: %s listed before its parent" % name)
+        below = [n for n in TREE if n == name or
+                 TREE[n] == name or (TREE[n] and TREE[TREE[n]] == name)]
+        for k in SUMMED:
+            want = sum(by[n][k] for n in below if n in by)
+            check(t["tree"][k] == want,
+                  "tree.json: %s tree.%s %d, want %d" % (name, k, t["tree"][k], want))
+        check(t["tree"]["peak_mapped"] >= t["tree"]["mapped"],
+              "tree.json: %s's subtree peak below its mapped" % name)
+    prom = open(d + "tree.prom", encoding="utf-8").read()
+    for name, parent in TREE.items():
+        line = 'regionalloc_tag_info{tag="%s",parent="%s"} 1' % (name, parent or "")
+        check(("\n" + line + "\n") in prom, "tree.prom: no line %s" % line)
+        if name in by:
+            line = 'regionalloc_tree_allocated_bytes{tag="%s"} %d' % (
+                name, by[name]["tree"]["allocated"])
+            check(("\n" + line + "\n") in prom, "tree.prom: no line %s" % line)
 
 for p in problems:
     print("FAIL: " + p)
