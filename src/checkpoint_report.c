@@ -209,9 +209,16 @@ static void write_json(struct ra__emitter *e,
     for (ra_tag_t t = 1; t <= set->nholders; t++) {
         if (!set->holders[t].live)
             continue;
+        ra_tag_t p = set->holders[t].parent;
         ra__json_object_begin(e, NULL, true);
         ra__json_u64(e, "id", t);
         ra__json_str(e, "name", set->holders[t].name);
+        /* Tag trees: the parent's name, null at the top level (or when
+         * the parent went between the two reads). */
+        if (p != RA_TAG_NONE && p <= set->nholders && set->holders[p].live)
+            ra__json_str(e, "parent", set->holders[p].name);
+        else
+            ra__json_null(e, "parent");
         ra__json_object_end(e);
     }
     ra__json_array_end(e);

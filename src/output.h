@@ -246,6 +246,7 @@ struct ra__checkpoint_set {
         bool live;
         uint64_t born; /* ra__tag_creations() when it was created */
         char name[RA_TAG_NAME_MAX + 1];
+        ra_tag_t parent; /* tag trees: RA_TAG_NONE at the top level */
     } *holders;
 };
 /* Whether checkpoint cp's figure for tag t is the current holder's of id

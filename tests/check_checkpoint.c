@@ -411,7 +411,7 @@ START_TEST(test_checkpoint_escapes_labels_and_tags_in_every_format)
     ck_assert_msg(strstr(text, "  " TU_NASTY_TEXT "\n") != NULL, "%s", text);
     json = checkpoints(RA_FORMAT_JSON);
     ck_assert_msg(strstr(json, "{\"id\": 1, \"name\": \"" TU_NASTY_JSON
-                               "\"}") != NULL,
+                               "\", \"parent\": null}") != NULL,
                   "%s", json);
     ck_assert_msg(strstr(json, "\"label\": \"" TU_NASTY_JSON "\", ") != NULL,
                   "%s", json);
@@ -561,7 +561,7 @@ START_TEST(test_checkpoint_figures_of_destroyed_tags_are_not_their_heirs)
 
     json = checkpoints(RA_FORMAT_JSON);
     ck_assert_msg(strstr(json, "\"tags\": [\n    {\"id\": 1, \"name\": "
-                               "\"heir\"}\n  ],") != NULL,
+                               "\"heir\", \"parent\": null}\n  ],") != NULL,
                   "%s", json);
     ck_assert_msg(strstr(json_checkpoint(json, 1), "\"tag_allocated\": [null]}")
                       != NULL, "%s", json);
