@@ -126,6 +126,28 @@ static int child_publishes_exact_figures(void)
     return 0;
 }
 
+/* Tag trees: each record names its parent and depth. */
+static int child_publishes_the_tree(void)
+{
+    struct ra_shm_header *h = (struct ra_shm_header *)segment;
+    struct ra_shm_record *r = (struct ra_shm_record *)(h + 1);
+    ra_tag_t root = ra_tag_create("root");
+    ra_tag_t a = ra_tag_create_in(root, "a");
+    ra_tag_t aa = ra_tag_create_in(a, "aa");
+
+    TU_REQUIRE(root != RA_TAG_NONE && a != RA_TAG_NONE && aa != RA_TAG_NONE);
+    TU_REQUIRE(wait_publication(getpid(), segment, sizeof segment) == 0);
+    TU_REQUIRE(h->version == 2 && h->nrecords == 3);
+    TU_REQUIRE(r[root - 1].parent == 0 && r[root - 1].depth == 1);
+    TU_REQUIRE(r[a - 1].parent == root && r[a - 1].depth == 2);
+    TU_REQUIRE(r[aa - 1].parent == a && r[aa - 1].depth == 3);
+    TU_REQUIRE(ra_tag_destroy(root) == 0);
+    TU_REQUIRE(wait_publication(getpid(), segment, sizeof segment) == 0);
+    for (unsigned i = 0; i < 3; i++)
+        TU_REQUIRE(r[i].flags == 0 && r[i].parent == 0 && r[i].depth == 0);
+    return 0;
+}
+
 /* Forks a child that exits (running its exit handlers): the segment is
  * still there, the parent's. Then exits itself: the test checks it is
  * gone. */
@@ -166,6 +188,7 @@ static int child_default_interval(void)
 
 static const struct tu_child children[] = {
     {"exact", child_publishes_exact_figures},
+    {"tree", child_publishes_the_tree},
     {"fork", child_forks_then_exits},
     {"pass-through", child_pass_through_publishes_nothing},
     {"default-interval", child_default_interval},
@@ -190,6 +213,16 @@ END_TEST
 
 /* The child says its pid on stderr; once it has exited, its segment is
  * gone, though a child of its own exited before it. */
+START_TEST(test_shm_publishes_the_tree)
+{
+    char err[2048];
+
+    ck_assert_msg(tu_exec_self(env_fast, "tree", err, sizeof err) == 0, "%s",
+                  err);
+    ck_assert_msg(err[0] == '\0', "stderr: %s", err);
+}
+END_TEST
+
 START_TEST(test_shm_removed_at_exit_by_its_owner_only)
 {
     char err[2048], path[64];
@@ -238,6 +271,7 @@ static Suite *shm_suite(void)
     TCase *tc = tcase_create("segment");
 
     tcase_add_test(tc, test_shm_publishes_exact_figures);
+    tcase_add_test(tc, test_shm_publishes_the_tree);
     tcase_add_test(tc, test_shm_removed_at_exit_by_its_owner_only);
     tcase_add_test(tc, test_shm_nothing_in_pass_through_mode);
     tcase_add_test(tc, test_shm_bad_interval_warns_and_uses_one_second);
