@@ -335,6 +335,9 @@ void ra__thread_tags_start_thread(void);
 /* The calling thread will never have a base tag (it is jemalloc's). */
 void ra__thread_tags_leave(void);
 int ra__thread_tags_kill(ra_tag_t root, ra_tag_t *killed, unsigned *n);
+/* Whether one of tags[0, n) is a thread's base tag now (ra_tag_reset's
+ * check: a named thread allocates into its base without pushing it). */
+bool ra__thread_tags_base_in(const ra_tag_t *tags, unsigned n);
 void ra__thread_tags_prefork(void);
 void ra__thread_tags_postfork_parent(void);
 void ra__thread_tags_postfork_child(void);

@@ -76,6 +76,8 @@ static void decay_one_idle(void)
         ra__pool_decay(idle);
 }
 
+static bool subtree_on_my_stack(ra_tag_t root);
+
 int ra_tag_reset(ra_tag_t tag)
 {
     unsigned n;
@@ -83,7 +85,20 @@ int ra_tag_reset(ra_tag_t tag)
     if (ra__check_call(ra__tag_valid(tag)) != 0)
         return -1;
     ra__lock(&lifetime_lock);
+    /* A tag the caller has pushed, or a thread's base tag, is in use: its
+     * next allocation would land in the tag just emptied (nothing done, as
+     * for a destroy). */
+    if (subtree_on_my_stack(tag)) {
+        ra__unlock(&lifetime_lock);
+        errno = EBUSY;
+        return -1;
+    }
     n = ra__tag_subtree(tag, subtree);
+    if (ra__thread_tags_base_in(subtree, n)) {
+        ra__unlock(&lifetime_lock);
+        errno = EBUSY;
+        return -1;
+    }
     for (unsigned i = 0; i < n; i++)
         reset_tag(subtree[i]);
     ra__unlock(&lifetime_lock);

@@ -153,6 +153,19 @@ void ra__thread_tags_leave(void)
     ra__unlock(&named_lock);
 }
 
+bool ra__thread_tags_base_in(const ra_tag_t *tags, unsigned n)
+{
+    bool used = false;
+
+    ra__lock(&named_lock);
+    for (unsigned i = 0; i < n && !used; i++)
+        for (struct named_thread *t = named.next; t != &named && !used;
+             t = t->next)
+            used = ra__tag_thread_holds(t->stack, tags[i]);
+    ra__unlock(&named_lock);
+    return used;
+}
+
 int ra__thread_tags_kill(ra_tag_t root, ra_tag_t *killed, unsigned *n)
 {
     bool used = false;

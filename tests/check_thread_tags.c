@@ -144,6 +144,11 @@ static int child_base_tag_cannot_be_destroyed(void)
     errno = 0;
     rc = ra_tag_destroy(workers);
     e = errno;
+    TU_REQUIRE(rc == -1 && e == EBUSY);
+    /* Nor reset: the thread allocates into its base without a push. */
+    errno = 0;
+    rc = ra_tag_reset(workers);
+    e = errno;
     pthread_barrier_wait(&checked);
     TU_REQUIRE(rc == -1 && e == EBUSY);
     TU_REQUIRE(pthread_join(t, NULL) == 0);

@@ -270,6 +270,9 @@ START_TEST(test_tree_destroy_busy_when_a_descendant_is_pushed)
 
     tu_tag_push(aa);
     FAILS_WITH(ra_tag_destroy(root), -1, EBUSY);
+    FAILS_WITH(ra_tag_reset(root), -1, EBUSY);
+    /* A purge takes nothing a thread uses: allowed. */
+    ck_assert_int_eq(ra_tag_purge(root), 0);
     tu_tag_pop(aa);
     /* Nothing was done. */
     ck_assert_uint_eq(ra_tag_lookup("aa"), aa);
