@@ -38,19 +38,19 @@ struct region {
     /* The parent's region, or NULL at the top level. Set when the tag is
      * created and cleared when it is destroyed, while nobody allocates
      * under it (the caller's promise). A purge may still give pages back
-     * meanwhile (ra_purge_all, an idle slot's decay): linking holds that
-     * off, so that what the region holds moves up the chain or not at
-     * all, never half. */
+     * meanwhile (ra_purge_all, an idle slot's decay): linking (below)
+     * holds that off, so that what the region holds moves up the chain or
+     * not at all, never half. */
     _Atomic(struct region *) parent;
-    atomic_flag linking;
     /* The tag's budget (0: none), on its subtree: tree_committed never
      * exceeds hard; the first commit that reaches soft while soft_armed
      * is reported once. */
     _Atomic size_t hard, soft;
-    atomic_bool soft_armed;
     /* Bumped when the region's tag is destroyed: a crossing noted for the
      * old tag and not yet delivered is dropped. */
     _Atomic uint32_t holder;
+    atomic_bool soft_armed;
+    atomic_flag linking;
 };
 
 struct ra__layout ra__layout;
