@@ -46,6 +46,11 @@ void ra__http_at_exit(void)
 {
 }
 
+void ra__http_served(char out[RA__HTTP_ADDR_MAX])
+{
+    out[0] = '\0';
+}
+
 void ra__http_prefork(void)
 {
 }
@@ -76,6 +81,8 @@ void ra__http_postfork_child(void)
 static pthread_mutex_t http_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct MHD_Daemon *daemon_;
 static int listen_fd = -1;
+/* What it listens on, as HOST:PORT ("" when stopped). */
+static char served[RA__HTTP_ADDR_MAX];
 /* Set while the server's thread answers: ra_http_stop from there would wait
  * for itself. */
 static RA__TLS bool tls_answering;
@@ -511,6 +518,21 @@ static bool split_address(const char *addr, char *host, size_t hostlen,
            strlen(*port) <= 5 && atoi(*port) <= 65535;
 }
 
+/* With http_lock held: served becomes the bound address, as a client
+ * writes it (brackets around an IPv6 host). */
+static void name_bound(const struct sockaddr_storage *bound, int port)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    bool v6 = bound->ss_family == AF_INET6;
+    const void *in =
+        v6 ? (const void *)&((const struct sockaddr_in6 *)bound)->sin6_addr
+           : (const void *)&((const struct sockaddr_in *)bound)->sin_addr;
+
+    if (inet_ntop(bound->ss_family, in, host, sizeof host) == NULL)
+        snprintf(host, sizeof host, "?");
+    snprintf(served, sizeof served, v6 ? "[%s]:%d" : "%s:%d", host, port);
+}
+
 /* A listening socket for addr; its port in *port. -1 with errno EINVAL
  * (malformed, or a host that does not resolve), EPERM (not a loopback
  * address without REGIONALLOC_HTTP_ALLOW_REMOTE=1), or what socket, bind
@@ -552,10 +574,18 @@ static int open_listener(const char *addr, int *port)
     *port = ntohs(bound.ss_family == AF_INET6
                       ? ((struct sockaddr_in6 *)&bound)->sin6_port
                       : ((struct sockaddr_in *)&bound)->sin_port);
+    name_bound(&bound, *port);
     return fd;
 }
 
 /* -- start and stop ------------------------------------------------------------ */
+
+void ra__http_served(char out[RA__HTTP_ADDR_MAX])
+{
+    ra__lock(&http_lock);
+    memcpy(out, served, RA__HTTP_ADDR_MAX);
+    ra__unlock(&http_lock);
+}
 
 static int start_locked(const char *addr)
 {
@@ -584,6 +614,7 @@ static int start_locked(const char *addr)
     ra__spawn_end(&old);
     if (d == NULL) {
         close(fd);
+        served[0] = '\0';
         errno = ENOMEM;
         return -1;
     }
@@ -591,6 +622,7 @@ static int start_locked(const char *addr)
         int e = errno;
         MHD_stop_daemon(d);
         close(fd);
+        served[0] = '\0';
         errno = e;
         return -1;
     }
@@ -631,6 +663,7 @@ int ra_http_stop(void)
         close(listen_fd);
         daemon_ = NULL;
         listen_fd = -1;
+        served[0] = '\0';
     }
     ra__unlock(&http_lock);
     ra__quiet_end();
@@ -681,6 +714,7 @@ void ra__http_postfork_child(void)
         close(listen_fd);
     listen_fd = -1;
     daemon_ = NULL;
+    served[0] = '\0';
     ra__unlock(&http_lock);
 }
 

@@ -324,6 +324,10 @@ void ra__shm_at_exit(void);
  * fork handlers'. */
 void ra__http_start_configured(void);
 void ra__http_at_exit(void);
+/* The address the server listens on ("127.0.0.1:43567", "[::1]:8080"), or
+ * "" when none runs: what a port of 0 chose, for the live segment. */
+#define RA__HTTP_ADDR_MAX 64
+void ra__http_served(char out[RA__HTTP_ADDR_MAX]);
 void ra__http_prefork(void);
 void ra__http_postfork_parent(void);
 void ra__http_postfork_child(void);

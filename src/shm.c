@@ -53,9 +53,12 @@ static void publish(void)
     uint64_t seq = atomic_load_explicit((_Atomic uint64_t *)&segment->seq,
                                         memory_order_relaxed);
     uint32_t n;
+    char http[RA__HTTP_ADDR_MAX];
 
+    _Static_assert(sizeof segment->http == RA__HTTP_ADDR_MAX, "http field");
     if (ra__snapshot_take(&snap))
         return;
+    ra__http_served(http);
     /* Every id handed out, the dead ones' records marked so. */
     n = ra__tag_published();
     if (n > capacity)
@@ -86,6 +89,7 @@ static void publish(void)
         .rss = snap.process_rss,
     };
     segment->library_allocated = snap.library;
+    memcpy(segment->http, http, sizeof segment->http);
     segment->published++;
     segment->monotonic_ns = clock_of(CLOCK_MONOTONIC);
     segment->realtime_ns = clock_of(CLOCK_REALTIME);

@@ -10,8 +10,9 @@
 #include <stdint.h>
 
 #define RA_SHM_MAGIC "RAllocS\0"     /* 8 bytes, the NUL included */
-/* 2: records carry their tag's parent and depth (tag trees). A reader of
- * another version refuses the segment. */
+/* 2: records carry their tag's parent and depth (tag trees), the header
+ * the HTTP server's address. A reader of another version refuses the
+ * segment. */
 #define RA_SHM_VERSION 2u
 #define RA_SHM_PREFIX "regionalloc." /* then the pid, in /dev/shm */
 #define RA_SHM_NAME_MAX 64           /* a name's bytes, NUL included */
@@ -46,7 +47,10 @@ struct ra_shm_header {
                                        (jemalloc's totals), rss (the
                                        kernel's); the rest 0 */
     uint64_t library_allocated;     /* the library's own memory */
-    uint8_t reserved_tail[176];     /* 0; room for later versions */
+    /* Where the process serves its HTTP endpoints, "HOST:PORT" (the port a
+     * REGIONALLOC_HTTP of port 0 chose), NUL-terminated; "" for none. */
+    char http[64];
+    uint8_t reserved_tail[112];     /* 0; room for later versions */
 };
 
 #define RA_SHM_RECORD_LIVE 1u /* flags: the id names a live tag */

@@ -208,6 +208,36 @@ pids+=($!)
 serves "http://127.0.0.1:$port/metrics" '^regionalloc_untagged_allocated_bytes ' ||
     fail "sleep under LD_PRELOAD: no /metrics on port $port: $(cat "$tmp/sleep.err")"
 
+# -- port 0, found again: the live segment and regionalloc-top say where ----------
+top=$builddir/tools/regionalloc-top
+if [ -x "$top" ]; then
+    REGIONALLOC_HTTP=127.0.0.1:0 REGIONALLOC_SHM=1 REGIONALLOC_SHM_INTERVAL=50ms \
+        LD_PRELOAD=$lib sleep 30 2>"$tmp/port0.err" &
+    sleeper=$!
+    pids+=($sleeper)
+    served=
+    for ((i = 0; i < 100; i++)); do
+        served=$("$top" 2>/dev/null |
+            awk -v p="$sleeper" '$1 == p { for (f = 2; f <= NF; f++)
+                if ($f ~ /^127\.0\.0\.1:[0-9]+$/) print $f }')
+        [ -n "$served" ] && break
+        sleep 0.1
+    done
+    if [ -z "$served" ]; then
+        fail "regionalloc-top lists no HTTP address for $sleeper: $("$top" 2>&1)"
+    else
+        serves "http://$served/metrics" '^regionalloc_untagged_allocated_bytes ' ||
+            fail "the address regionalloc-top listed, $served, serves no /metrics"
+        http=$("$top" --json "$sleeper" | python3 -c 'import json, sys; print(json.load(sys.stdin)["http"])')
+        [ "$http" = "$served" ] || fail "--json says http $http, the list $served"
+        echo "port 0 found: regionalloc-top lists $served, which serves /metrics"
+    fi
+    # Killed, it cannot remove its segment: --clean does.
+    kill "$sleeper" 2>/dev/null
+    wait "$sleeper" 2>/dev/null
+    "$top" --clean >/dev/null 2>&1
+fi
+
 # -- a real Prometheus server scrapes the example -----------------------------------------
 if [ "$have_prometheus" = 1 ]; then
     target=${url#http://}

@@ -218,7 +218,8 @@ fi
 # -- the list of publishers, stale segments, --clean ------------------------------
 expect_status 0 "the list" "$top"
 cat "$tmp/out"
-grep -Eq "^ *$pid1 +shm_publisher +3 +9\.1 MiB +[0-9.]+s$" "$tmp/out" ||
+# No HTTP server in the publisher: "-" in the HTTP column.
+grep -Eq "^ *$pid1 +shm_publisher +3 +9\.1 MiB +[0-9.]+s +-$" "$tmp/out" ||
     fail "the list: no live row for $pid1"
 
 # A publisher killed by SIGKILL runs no exit handler: its segment stays.
@@ -319,16 +320,17 @@ need python3 python3 || finish
 python3 - "$tmp/crafted" "$$" <<'EOF' || { fail "cannot craft the segments"; finish; }
 import os, random, struct, sys
 root, pid = sys.argv[1], int(sys.argv[2])
-HEADER = "=8sIIIIQiIQQQQ16Q16QQ176x"
+HEADER = "=8sIIIIQiIQQQQ16Q16QQ64s112x"
 RECORD = "=II64s16QII48x"
 assert struct.calcsize(HEADER) == 512 and struct.calcsize(RECORD) == 256
 def figures(allocated):
     return [allocated] + [0] * 15
 def header(capacity=4, nrecords=2, magic=b"RAllocS\0", version=2,
-           header_size=512, record_size=256, seq=10, hpid=pid):
+           header_size=512, record_size=256, seq=10, hpid=pid,
+           http=b"127.0.0.1:4242"):
     return struct.pack(HEADER, magic, version, header_size, record_size,
                        capacity, seq, hpid, nrecords, 100000000, 5, 1, 1,
-                       *figures(1000), *figures(5000), 100)
+                       *figures(1000), *figures(5000), 100, http)
 def record(i, name, live=True, allocated=4096, rid=None, parent=0, depth=None):
     return struct.pack(RECORD, i + 1 if rid is None else rid,
                        1 if live else 0, name, *figures(allocated), parent,
@@ -350,6 +352,7 @@ cases = {
     "header-only-short": segment()[:511],
     "bad-magic": segment(magic=b"NOTRALLC"),
     "bad-version": segment(version=1),
+    "http-without-nul": segment(http=b"x" * 64),
     "tree": segment(names=(b"tenant", b"query", b"other"), records=[
         record(0, b"tenant", allocated=1 << 20),
         record(1, b"query", allocated=3 << 20, parent=1, depth=2),
@@ -396,6 +399,7 @@ import json, sys
 doc = json.load(open(sys.argv[1], encoding="utf-8"))
 by = {t["name"]: t for t in doc["tags"]}
 assert by["query"]["parent"] == by["tenant"]["id"] and by["tenant"]["parent"] is None, doc
+assert doc["http"] == "127.0.0.1:4242", doc["http"]
 ' "$tmp/out" || fail "--json: parents wrong"
 expect_status 0 "names of any bytes" timeout 60 "$top" --json --dir "$crafted/good-names" "$$"
 python3 -c '
@@ -430,6 +434,7 @@ check_rejected short "too short"
 check_rejected header-only-short "too short"
 check_rejected bad-magic "bad magic"
 check_rejected bad-version "version 1, this reader knows 2"
+check_rejected http-without-nul "http address without a NUL"
 check_rejected bad-parent "record 1: parent 7 past nrecords"
 check_rejected parent-cycle "is not a live tag one level up"
 check_rejected bad-header-size "header_size 256"

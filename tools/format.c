@@ -173,8 +173,14 @@ void print_json(const struct segment_copy *c, bool stale)
     print_json_figures(&h->untagged);
     fputs("},\n \"process\": {", stdout);
     print_json_figures(&h->process);
-    printf("},\n \"library_allocated\": %" PRIu64 ",\n \"tags\": [",
+    printf("},\n \"library_allocated\": %" PRIu64 ",\n \"http\": ",
            h->library_allocated);
+    /* Where to point a browser or curl: null when no server runs. */
+    if (h->http[0] != '\0')
+        print_json_string(h->http, sizeof h->http);
+    else
+        fputs("null", stdout);
+    fputs(",\n \"tags\": [", stdout);
     for (uint32_t i = 0; i < h->nrecords; i++) {
         const struct ra_shm_record *r = &c->records[i];
         if (!(r->flags & RA_SHM_RECORD_LIVE))

@@ -568,8 +568,11 @@ static void print_list_row(long pid, const struct segment_copy *c, bool stale)
         read_command(pid, cmd, sizeof cmd);
     if (segment_age(c, &age))
         snprintf(age_text, sizeof age_text, "%.2fs", (double)age / NS_PER_S);
-    printf("%8ld  %-16s %5u %11s %9s%s\n", pid, cmd, tags,
+    /* The HTTP endpoints' address: REGIONALLOC_HTTP with port 0 chose
+     * it, and this is where it is found. */
+    printf("%8ld  %-16s %5u %11s %9s  %s%s\n", pid, cmd, tags,
            format_size(size, sizeof size, allocated), age_text,
+           c->header.http[0] != '\0' ? c->header.http : "-",
            stale ? "  stale" : "");
 }
 
@@ -580,8 +583,8 @@ static void print_unread_row(long pid, bool stale, const char *note)
 
     if (!stale)
         read_command(pid, cmd, sizeof cmd);
-    printf("%8ld  %-16s %5s %11s %9s  %s(%s)\n", pid, cmd, "-", "-", "-",
-           stale ? "stale " : "", note);
+    printf("%8ld  %-16s %5s %11s %9s  %-21s  %s(%s)\n", pid, cmd, "-", "-",
+           "-", "-", stale ? "stale " : "", note);
 }
 
 /* Lists the segment of pid. Returns true if it could not be read although
@@ -634,8 +637,8 @@ static int list_publishers(const struct options *o, int dirfd)
         printf("no process publishes its stats in %s (REGIONALLOC_SHM=1 "
                "turns it on)\n", o->dir);
     else
-        printf("%8s  %-16s %5s %11s %9s\n", "PID", "COMMAND", "TAGS",
-               "ALLOCATED", "AGE");
+        printf("%8s  %-16s %5s %11s %9s  %s\n", "PID", "COMMAND", "TAGS",
+               "ALLOCATED", "AGE", "HTTP");
     for (size_t i = 0; i < n; i++)
         if (list_one(o, dirfd, pids[i], &c))
             status = 1;

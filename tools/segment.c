@@ -131,6 +131,8 @@ static bool check_header(const struct ra_shm_header *h, size_t file_size,
     if (h->nrecords > h->capacity)
         return fail_with(why, "nrecords %" PRIu32 " exceeds capacity %" PRIu32,
                          h->nrecords, h->capacity);
+    if (memchr(h->http, '\0', sizeof h->http) == NULL)
+        return fail_with(why, "http address without a NUL");
     return false;
 }
 
