@@ -356,6 +356,7 @@ RA_EXPORT int ra_prof_dump(FILE *out, ra_prof_format_t fmt, ra_tag_t tag);
  * /debug/pprof/heap[?tag=NAME|?tree=NAME] (ra_prof_dump, pprof; also at
  * /debug/pprof/allocs, as Go's net/http/pprof), GET
  * /debug/regionalloc/report and /checkpoints [?format=text|json|prometheus],
+ * GET /debug/regionalloc/ (a page of the tags, HTML, self-contained),
  * and with REGIONALLOC_HTTP_WRITE=1, POST /debug/regionalloc/purge?tag=NAME.
  * Loopback addresses only, unless REGIONALLOC_HTTP_ALLOW_REMOTE=1. Returns
  * the port it listens on, or -1 with errno EINVAL (malformed address), EPERM

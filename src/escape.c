@@ -53,6 +53,21 @@ static const char *escape_byte(char *seq, unsigned char c, bool invalid,
     const char *prefix;
     size_t n;
 
+    if (style == RA__ESCAPE_HTML)
+        switch (c) {
+        case '&':
+            return "&amp;";
+        case '<':
+            return "&lt;";
+        case '>':
+            return "&gt;";
+        case '"':
+            return "&quot;";
+        case '\'':
+            return "&#39;";
+        default:
+            break;
+        }
     switch (c) {
     case '\\':
         return "\\\\";

@@ -109,6 +109,21 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
     return ok;
 }
 
+/* 301 to location, a path on this server. */
+static enum MHD_Result redirect(struct MHD_Connection *c, const char *location)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result ok;
+
+    if (r == NULL)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
+    ok = MHD_queue_response(c, MHD_HTTP_MOVED_PERMANENTLY, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
 /* A short text answer: an error, or what a purge did. */
 static enum MHD_Result respond_text(struct MHD_Connection *c, unsigned status,
                                     const char *allow, const char *fmt, ...)
@@ -167,6 +182,22 @@ struct document {
 static int write_report(FILE *f, const void *arg)
 {
     return ra_report(f, ((const struct document *)arg)->fmt);
+}
+
+static int write_page(FILE *f, const void *arg)
+{
+    struct ra__out o = RA__OUT_INIT(f, false);
+    int err;
+
+    (void)arg;
+    err = ra__page_write(&o);
+    if (err == 0 && ra__out_finish(&o) != 0)
+        err = EIO;
+    if (err != 0) {
+        errno = err;
+        return -1;
+    }
+    return 0;
 }
 
 static int write_checkpoints(FILE *f, const void *arg)
@@ -276,6 +307,12 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *url)
 
     if (strcmp(url, "/metrics") == 0)
         return respond_with(c, type_of(doc.fmt), write_report, &doc);
+    /* The page a person opens; its address without the slash leads to
+     * it, so that its relative links resolve. */
+    if (strcmp(url, "/debug/regionalloc/") == 0)
+        return respond_with(c, "text/html; charset=utf-8", write_page, NULL);
+    if (strcmp(url, "/debug/regionalloc") == 0)
+        return redirect(c, "/debug/regionalloc/");
     /* Go's net/http/pprof serves the same profile at both; continuous
      * profilers scrape /allocs by default. */
     if (strcmp(url, "/debug/pprof/heap") == 0 ||
@@ -336,7 +373,9 @@ static bool is_read_path(const char *url)
            strcmp(url, "/debug/pprof/heap") == 0 ||
            strcmp(url, "/debug/pprof/allocs") == 0 ||
            strcmp(url, "/debug/regionalloc/report") == 0 ||
-           strcmp(url, "/debug/regionalloc/checkpoints") == 0;
+           strcmp(url, "/debug/regionalloc/checkpoints") == 0 ||
+           strcmp(url, "/debug/regionalloc/") == 0 ||
+           strcmp(url, "/debug/regionalloc") == 0;
 }
 
 /* "PORT" after a host: 1 to 5 digits, at most 65535. */

@@ -10,8 +10,10 @@
 enum ra__escape_style {
     RA__ESCAPE_TEXT,      /* C-style: \\ \n \t \r \xNN; valid UTF-8 kept */
     RA__ESCAPE_JSON,      /* string body: \" \\ \n \t \r \u00NN */
-    RA__ESCAPE_PROMETHEUS /* label value: \\ \" \n, other bytes as the
-                             text \xNN (written \\xNN) */
+    RA__ESCAPE_PROMETHEUS, /* label value: \\ \" \n, other bytes as the
+                              text \xNN (written \\xNN) */
+    RA__ESCAPE_HTML /* as TEXT, with & < > " ' as entities: text or an
+                       attribute value in a page */
 };
 /* Room for any escaped name or label (at most RA_TAG_NAME_MAX bytes): JSON's
  * \u00NN is the longest, 6 bytes per input byte, and the NUL. */
@@ -138,6 +140,10 @@ void ra__cell_name(char *cell, const char *name);
 void ra__cell_bytes(char *cell, uint64_t bytes);
 void ra__cell_count(char *cell, uint64_t n);
 void ra__cell_ns(char *cell, uint64_t ns);
+
+/* -- page.c: GET /debug/regionalloc/ ------------------------------------------ */
+/* Writes the page (tagging on): 0 or an errno value (ENOMEM). */
+int ra__page_write(struct ra__out *o);
 
 /* -- prof_dump.c: the profile's output formats ------------------------------- */
 /* ra_prof_dump without its checks (fmt and tag valid), as the library's own

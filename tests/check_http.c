@@ -506,6 +506,59 @@ static size_t content_length(const char *answer)
     return at != NULL ? (size_t)strtoull(at + 16, NULL, 10) : 0;
 }
 
+/* GET /debug/regionalloc/: one page, self-contained, the tags as a tree
+ * with their figures; names escaped for HTML; the address without the
+ * slash leads to it. */
+START_TEST(test_http_page_of_the_tags)
+{
+    int port = start_loopback();
+    ra_tag_t tenant = tu_tag_create("tenant <&>");
+    ra_tag_t query = ra_tag_create_in(tenant, "query");
+    ra_tag_t nasty = tu_tag_create(TU_NASTY);
+    ra_tag_limit_t limit = {.hard = 64 * MIB, .soft = 2 * MIB};
+    void *p = ra_malloc_tag(query, 4 * MIB);
+    char *answer;
+    const char *body, *row_t, *row_q;
+
+    ck_assert_uint_ne(query, RA_TAG_NONE);
+    ck_assert_uint_ne(nasty, RA_TAG_NONE);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(ra_tag_set_limit(tenant, &limit), 0);
+    ck_assert_int_eq(request(port, "GET", "/debug/regionalloc/", &answer),
+                     200);
+    ck_assert_msg(strstr(answer, "Content-Type: text/html; charset=utf-8") !=
+                      NULL, "%.300s", answer);
+    body = body_of(answer);
+    ck_assert(strncmp(body, "<!DOCTYPE html>", 15) == 0);
+    /* Nothing from another host: no absolute URL, no script or style
+     * fetched. */
+    ck_assert_ptr_null(strstr(body, "http://"));
+    ck_assert_ptr_null(strstr(body, "https://"));
+    ck_assert_ptr_null(strstr(body, "src="));
+    ck_assert_ptr_null(strstr(body, "<link"));
+    /* The names escaped; the child after and indented under its parent. */
+    row_t = strstr(body, "<tr data-tag=\"tenant &lt;&amp;&gt;\">");
+    row_q = strstr(body, "<tr data-tag=\"query\">");
+    ck_assert_ptr_nonnull(row_t);
+    ck_assert_ptr_nonnull(row_q);
+    ck_assert(row_t < row_q);
+    ck_assert_ptr_nonnull(strstr(row_q, "padding-left:24px"));
+    ck_assert_ptr_null(strstr(body, "tenant <&>"));
+    ck_assert_ptr_null(strstr(body, "\"q%s"));
+    /* The tenant's budget bar: past its soft limit, warning-coloured. */
+    ck_assert_ptr_nonnull(strstr(row_t, "bar warn"));
+    ck_assert_ptr_nonnull(strstr(row_q, "4.0 MiB"));
+    free(answer);
+    ck_assert_int_eq(request(port, "GET", "/debug/regionalloc", &answer),
+                     301);
+    ck_assert_ptr_nonnull(strstr(answer, "Location: /debug/regionalloc/\r\n"));
+    free(answer);
+    ck_assert_int_eq(status_of(port, "POST", "/debug/regionalloc/"), 405);
+    ra_free(p);
+    ck_assert_int_eq(ra_http_stop(), 0);
+}
+END_TEST
+
 /* ?tree=NAME: the profile of a tag and its descendants. */
 START_TEST(test_http_profile_of_a_subtree)
 {
@@ -585,7 +638,8 @@ START_TEST(test_http_foreign_host_is_refused_403)
         "Host: [::1]:9090\r\n"};
     static const char *const paths[] = {"/metrics", "/debug/pprof/heap",
                                         "/debug/regionalloc/report",
-                                        "/debug/regionalloc/checkpoints"};
+                                        "/debug/regionalloc/checkpoints",
+                                        "/debug/regionalloc/"};
     int port = start_loopback();
 
     ck_assert_int_eq(ra_prof_start(4096), 0);
@@ -928,6 +982,7 @@ static Suite *http_suite(void)
     tcase_add_test(tc, test_http_purge_when_allowed);
     tcase_add_test(tc, test_http_arguments_without_values_are_400);
     tcase_add_test(tc, test_http_profile_of_a_subtree);
+    tcase_add_test(tc, test_http_page_of_the_tags);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("browsers");

@@ -208,6 +208,33 @@ pids+=($!)
 serves "http://127.0.0.1:$port/metrics" '^regionalloc_untagged_allocated_bytes ' ||
     fail "sleep under LD_PRELOAD: no /metrics on port $port: $(cat "$tmp/sleep.err")"
 
+# -- the page: curl gets it, an HTML parser finds the example's tags ----------------
+[ "$(code GET "$url/debug/regionalloc")" = 301 ] || fail "/debug/regionalloc is not a redirect"
+curl -s -L -o "$tmp/page.html" -w '%{content_type}' "$url/debug/regionalloc" >"$tmp/page.type" ||
+    fail "curl -L $url/debug/regionalloc failed"
+grep -q '^text/html' "$tmp/page.type" || fail "the page is $(cat "$tmp/page.type")"
+/usr/bin/python3 - "$tmp/page.html" <<'PY' || fail "the page does not parse as the tag table"
+import html.parser, sys
+
+class Rows(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.external = [], []
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "tr" and "data-tag" in a:
+            self.tags.append(a["data-tag"])
+        for k in ("src", "href"):
+            if a.get(k, "").startswith(("http:", "https:", "//")):
+                self.external.append(a[k])
+
+p = Rows()
+p.feed(open(sys.argv[1], encoding="utf-8").read())
+assert {"cache", "sessions"} <= set(p.tags), p.tags
+assert not p.external, p.external
+print("page: rows for", ", ".join(p.tags))
+PY
+
 # -- port 0, found again: the live segment and regionalloc-top say where ----------
 top=$builddir/tools/regionalloc-top
 if [ -x "$top" ]; then
