@@ -180,28 +180,28 @@ void ra__pool_recycle(ra_tag_t tag)
     ra__unlock(&pool_lock);
 }
 
-void ra__pool_purge(ra_tag_t tag)
+/* verb (an arena.<i>.* of backend.c's) on every arena of the pool. */
+static void each_arena(ra_tag_t tag, bool (*verb)(unsigned arena))
 {
     unsigned n = ra__pool_count(tag);
 
     for (unsigned k = 0; k < n; k++)
-        ra__be_arena_purge(pools[tag].arenas[k]);
+        verb(pools[tag].arenas[k]);
+}
+
+void ra__pool_purge(ra_tag_t tag)
+{
+    each_arena(tag, ra__be_arena_purge);
 }
 
 void ra__pool_reset(ra_tag_t tag)
 {
-    unsigned n = ra__pool_count(tag);
-
-    for (unsigned k = 0; k < n; k++)
-        ra__be_arena_reset(pools[tag].arenas[k]);
+    each_arena(tag, ra__be_arena_reset);
 }
 
 void ra__pool_decay(ra_tag_t tag)
 {
-    unsigned n = ra__pool_count(tag);
-
-    for (unsigned k = 0; k < n; k++)
-        ra__be_arena_decay(pools[tag].arenas[k]);
+    each_arena(tag, ra__be_arena_decay);
 }
 
 void ra__pool_purge_subtree(ra_tag_t root)

@@ -276,38 +276,49 @@ static void note_soft(struct region *r, size_t now)
             atomic_load_explicit(&r->holder, memory_order_relaxed)};
 }
 
-/* Counts bytes more committed in r, and in the subtree of every tag up
- * its chain, unless that would pass one of their hard limits: then
- * nothing is counted anywhere (the levels already charged give it back),
- * the calling thread learns whose limit refused (ra__limit_refused), and
- * false is returned. Each level's count is taken with its own
- * compare-and-swap against its limit, so no subtree ever holds more than
- * its limit, whatever threads race (tag trees). */
-static bool try_commit(struct region *r, size_t bytes)
+/* Charges bytes to the subtree counts from `from` up to the top. On a
+ * refusal the levels already charged give them back, the calling thread
+ * learns whose limit refused (ra__limit_refused), and false is returned;
+ * else each level's peak is raised and its soft limit checked. */
+static bool charge_chain(struct region *from, size_t bytes)
 {
     struct region *at, *refused = NULL;
-    size_t now;
 
-    for (at = r; at != NULL; at = parent_of(at))
+    for (at = from; at != NULL; at = parent_of(at))
         if (!charge_one(at, bytes)) {
             refused = at;
             break;
         }
     if (refused != NULL) {
-        for (at = r; at != refused; at = parent_of(at))
+        for (at = from; at != refused; at = parent_of(at))
             atomic_fetch_sub_explicit(&at->tree_committed, bytes,
                                       memory_order_relaxed);
         ra__limit_refused = tag_of_region(refused);
         return false;
     }
-    now = atomic_fetch_add_explicit(&r->committed, bytes,
-                                    memory_order_relaxed) + bytes;
-    raise_to(&r->peak_committed, now);
-    for (at = r; at != NULL; at = parent_of(at)) {
-        now = atomic_load_explicit(&at->tree_committed, memory_order_relaxed);
+    for (at = from; at != NULL; at = parent_of(at)) {
+        size_t now = atomic_load_explicit(&at->tree_committed,
+                                          memory_order_relaxed);
         raise_to(&at->tree_peak, now);
         note_soft(at, now);
     }
+    return true;
+}
+
+/* Counts bytes more committed in r, and in the subtree of every tag up
+ * its chain, unless that would pass one of their hard limits: then nothing
+ * is counted anywhere. Each level's count is taken with its own
+ * compare-and-swap against its limit, so no subtree ever holds more than
+ * its limit, whatever threads race (tag trees). */
+static bool try_commit(struct region *r, size_t bytes)
+{
+    size_t now;
+
+    if (!charge_chain(r, bytes))
+        return false;
+    now = atomic_fetch_add_explicit(&r->committed, bytes,
+                                    memory_order_relaxed) + bytes;
+    raise_to(&r->peak_committed, now);
     return true;
 }
 
@@ -726,35 +737,22 @@ void ra__region_set_limit(unsigned idx, size_t hard, size_t soft)
 bool ra__region_attach(unsigned idx, int parent)
 {
     struct region *r = &regions[idx];
-    struct region *at, *refused = NULL;
-    size_t held;
+    bool fits;
 
     if (parent < 0)
         return true;
     link_lock(r);
-    held = ra__region_committed(idx);
-    ra__assert(parent_of(r) == NULL && ra__region_tree_committed(idx) == held);
+    ra__assert(parent_of(r) == NULL &&
+               ra__region_tree_committed(idx) == ra__region_committed(idx));
     /* What the region holds already (a recycled slot's pages, its arena's
-     * metadata) joins every ancestor's subtree, within their limits. */
-    for (at = &regions[parent]; at != NULL; at = parent_of(at))
-        if (!charge_one(at, held)) {
-            refused = at;
-            break;
-        }
-    if (refused != NULL) {
-        for (at = &regions[parent]; at != refused; at = parent_of(at))
-            atomic_fetch_sub_explicit(&at->tree_committed, held,
-                                      memory_order_relaxed);
-        link_unlock(r);
-        ra__limit_refused = tag_of_region(refused);
-        return false;
-    }
-    for (at = &regions[parent]; at != NULL; at = parent_of(at))
-        raise_to(&at->tree_peak, ra__region_tree_committed(
-                                     (unsigned)(at - regions)));
-    atomic_store_explicit(&r->parent, &regions[parent], memory_order_release);
+     * metadata) joins every ancestor's subtree, within their limits, as a
+     * commit would. */
+    fits = charge_chain(&regions[parent], ra__region_committed(idx));
+    if (fits)
+        atomic_store_explicit(&r->parent, &regions[parent],
+                              memory_order_release);
     link_unlock(r);
-    return true;
+    return fits;
 }
 
 void ra__region_forget(unsigned idx)

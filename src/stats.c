@@ -21,6 +21,19 @@ uint64_t ra__stats_purges(ra_tag_t tag)
     return atomic_load_explicit(&purges[tag], memory_order_relaxed);
 }
 
+/* The byte figures of *one added to *out (an arena's into a tag's, a
+ * tag's into its subtree's). */
+#define ADD_SIZES(out, one)                                                 \
+    do {                                                                    \
+        (out)->allocated += (one)->allocated;                               \
+        (out)->active += (one)->active;                                     \
+        (out)->resident += (one)->resident;                                 \
+        (out)->mapped += (one)->mapped;                                     \
+        (out)->retained += (one)->retained;                                 \
+        (out)->dirty += (one)->dirty;                                       \
+        (out)->muzzy += (one)->muzzy;                                       \
+    } while (0)
+
 /* Adds arena's figures to *out. Returns true when the arena has no stats
  * (never initialized, or destroyed). */
 static bool add_arena(unsigned arena, ra_tag_stats_t *out, bool counts)
@@ -29,13 +42,7 @@ static bool add_arena(unsigned arena, ra_tag_stats_t *out, bool counts)
 
     if (ra__be_arena_stats(arena, &a))
         return true;
-    out->allocated += a.allocated;
-    out->active += a.active;
-    out->resident += a.resident;
-    out->mapped += a.mapped;
-    out->retained += a.retained;
-    out->dirty += a.dirty;
-    out->muzzy += a.muzzy;
+    ADD_SIZES(out, &a);
     if (counts) {
         out->nmalloc += a.nmalloc;
         out->ndalloc += a.ndalloc;
@@ -137,13 +144,7 @@ int ra_tag_stats_tree(ra_tag_t tag, ra_tag_stats_t *out)
         if (!ra__tag_in_subtree(t, tag))
             continue;
         ra__stats_read(t, &one);
-        out->allocated += one.allocated;
-        out->active += one.active;
-        out->resident += one.resident;
-        out->mapped += one.mapped;
-        out->dirty += one.dirty;
-        out->muzzy += one.muzzy;
-        out->retained += one.retained;
+        ADD_SIZES(out, &one);
         out->reserved += one.reserved;
         out->nmalloc += one.nmalloc;
         out->ndalloc += one.ndalloc;

@@ -46,6 +46,25 @@ static void remove_user(struct ra__tag_slot *s)
         s->users_next->users_prev = s->users_prev;
 }
 
+/* The pair allocates from arena through its cache (free_flags). */
+static void bind_to(struct ra__tag_slot *s, unsigned arena)
+{
+    s->alloc_flags = RA__ARENA_FLAGS(arena) | s->free_flags;
+    ra__assert(RA__NAMES_TCACHE(s->alloc_flags) &&
+               RA__NAMES_TCACHE(s->free_flags));
+}
+
+/* The pair as it starts, and starts over: no tcache until it is busy
+ * (ra__slot_miss_slow), bound to arena. */
+static void start_uncached(struct ra__tag_slot *s, unsigned arena)
+{
+    s->tcache = RA__NO_TCACHE;
+    /* MALLOC_CONF=tcache:false: never a tcache, nothing to count. */
+    s->misses = ra__be_caches ? 0 : RA__TCACHE_AFTER_MISSES;
+    s->free_flags = MALLOCX_TCACHE_NONE;
+    bind_to(s, arena);
+}
+
 void ra__thread_prefork(void)
 {
     ra__lock(&threads_lock);
@@ -173,9 +192,7 @@ void ra__slot_miss_slow(struct ra__tag_slot *s)
     ra__lock(&threads_lock);
     s->tcache = tcache;
     s->free_flags = MALLOCX_TCACHE(tcache);
-    s->alloc_flags = RA__ARENA_FLAGS(RA__FLAGS_ARENA(s->alloc_flags)) |
-                     s->free_flags;
-    ra__assert(RA__NAMES_TCACHE(s->alloc_flags));
+    bind_to(s, RA__FLAGS_ARENA(s->alloc_flags));
     ra__unlock(&threads_lock);
 }
 
@@ -200,7 +217,7 @@ static void count_in_pool(struct ra__tag_slot *s, ra_tag_t tag)
 
     ra__lock(&threads_lock);
     s->counted = true;
-    s->alloc_flags = RA__ARENA_FLAGS(arena) | s->free_flags;
+    bind_to(s, arena);
     ra__unlock(&threads_lock);
 }
 
@@ -330,21 +347,14 @@ static struct ra__thread_state *create_thread_state(void)
 /* Without a tcache until the pair is busy (ra__slot_miss_slow). */
 static void setup_slot(struct ra__tag_slot *s, ra_tag_t tag, bool allocating)
 {
-    unsigned arena = allocating ? ra__pool_bind(tag) : ra__pool_quietest(tag);
-
-    s->tcache = RA__NO_TCACHE;
-    /* MALLOC_CONF=tcache:false: never a tcache, nothing to count. */
-    s->misses = ra__be_caches ? 0 : RA__TCACHE_AFTER_MISSES;
-    s->free_flags = MALLOCX_TCACHE_NONE;
     /* The front cache needs the page table to sort frees by size class. */
     /* Zeroed, capacities included: each bin is set up at its first use
      * (ra__fc_make_room, ra__fc_refill), so unused bins cost no page. */
     if (ra__nbins != 0 && ra__page_bin != NULL)
         s->bins = ra__meta_calloc(ra__nbins, sizeof s->bins[0]);
-    s->alloc_flags = RA__ARENA_FLAGS(arena) | s->free_flags;
+    start_uncached(s, allocating ? ra__pool_bind(tag)
+                                 : ra__pool_quietest(tag));
     s->counted = allocating;
-    ra__assert(RA__NAMES_TCACHE(s->alloc_flags) &&
-               RA__NAMES_TCACHE(s->free_flags));
 }
 
 struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag, bool allocating)
@@ -421,14 +431,9 @@ static void counts_locked(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc)
  * misses, no counts. */
 static void forget_pair(struct ra__tag_slot *s)
 {
-    unsigned arena = (unsigned)RA__FLAGS_ARENA(s->alloc_flags);
-
     if (s->tcache != RA__NO_TCACHE)
         ra__be_tcache_destroy(s->tcache);
-    s->tcache = RA__NO_TCACHE;
-    s->free_flags = MALLOCX_TCACHE_NONE;
-    s->alloc_flags = RA__ARENA_FLAGS(arena) | s->free_flags;
-    s->misses = ra__be_caches ? 0 : RA__TCACHE_AFTER_MISSES;
+    start_uncached(s, RA__FLAGS_ARENA(s->alloc_flags));
     s->made_before = 0;
     if (s->bins != NULL)
         for (unsigned bin = 0; bin < ra__nbins; bin++)
