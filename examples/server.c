@@ -12,7 +12,7 @@
  *             and they are tagged "workers" by their names
  *
  * The profiler samples every 64 KiB on average, and a checkpoint is taken
- * every 100 ticks (10 s). Stops after --seconds, or on SIGINT or SIGTERM.
+ * when the cache is full and every 100 ticks (10 s) after. Stops after --seconds, or on SIGINT or SIGTERM.
  * Exit status: 0 done, 1 runtime failure, 2 bad usage. */
 #include <errno.h>
 #include <getopt.h>
@@ -230,6 +230,9 @@ int main(int argc, char **argv)
             die("ra_malloc_tag");
         else
             memset(cache[i], 'c', MIB);
+
+    if (ra_checkpoint("cache filled") != 0)
+        die("ra_checkpoint");
 
     port = ra_http_start(opt.listen);
     if (port < 0)

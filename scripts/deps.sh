@@ -17,9 +17,11 @@ RA_BUILD_CHECK=(gcc g++ make autoconf automake libtool pkg-config
 # promtool and the scrape test, curl for the HTTP tests, gdb (a real program
 # that names its threads) for the tags by thread name, git for make
 # distcheck's tree, cargo and rustc for the Rust binding (Debian's 1.63,
-# the crate's rust-version), strace to count the system calls that fail.
+# the crate's rust-version), strace to count the system calls that fail,
+# chromium (and a font for its screenshots) to test the page of
+# /debug/regionalloc/ in a real browser.
 RA_TEST_CHECK=(check cppcheck python3 prometheus curl gdb git cargo rustc
-               strace)
+               strace chromium fonts-dejavu-core)
 
 # Prints those of the given packages that are not installed, one a line.
 ra_missing_of() {

@@ -176,7 +176,8 @@ static enum MHD_Result respond_with(struct MHD_Connection *c, const char *type,
 struct document {
     ra_format_t fmt;
     ra_tag_t tag;
-    bool tree; /* the profile of tag's subtree (?tree=NAME) */
+    bool tree;      /* the profile of tag's subtree (?tree=NAME) */
+    uint64_t since; /* the history after this sample (?since=SEQ) */
 };
 
 static int write_report(FILE *f, const void *arg)
@@ -184,13 +185,15 @@ static int write_report(FILE *f, const void *arg)
     return ra_report(f, ((const struct document *)arg)->fmt);
 }
 
-static int write_page(FILE *f, const void *arg)
+/* Runs write(o, doc), an errno-returning writer of the library's, into f. */
+static int write_own(FILE *f,
+                     int (*write)(struct ra__out *o,
+                                  const struct document *doc),
+                     const struct document *doc)
 {
     struct ra__out o = RA__OUT_INIT(f, false);
-    int err;
+    int err = write(&o, doc);
 
-    (void)arg;
-    err = ra__page_write(&o);
     if (err == 0 && ra__out_finish(&o) != 0)
         err = EIO;
     if (err != 0) {
@@ -198,6 +201,33 @@ static int write_page(FILE *f, const void *arg)
         return -1;
     }
     return 0;
+}
+
+static int page_of(struct ra__out *o, const struct document *doc)
+{
+    (void)doc;
+    return ra__page_write(o);
+}
+
+static int write_page(FILE *f, const void *arg)
+{
+    return write_own(f, page_of, arg);
+}
+
+static int history_of(struct ra__out *o, const struct document *doc)
+{
+    return ra__history_write(o, doc->since);
+}
+
+static int write_history(FILE *f, const void *arg)
+{
+    return write_own(f, history_of, arg);
+}
+
+static int write_sites(FILE *f, const void *arg)
+{
+    return ra_prof_dump(f, RA_PROF_FOLDED,
+                        ((const struct document *)arg)->tag);
 }
 
 static int write_checkpoints(FILE *f, const void *arg)
@@ -299,9 +329,52 @@ static bool tag_argument(struct MHD_Connection *c, bool every_tag,
     return tag_argument_of(c, "tag", every_tag, tag, answered);
 }
 
+/* ?since=SEQ (decimal digits) into *since, 0 when absent. False if bad. */
+static bool since_argument(struct MHD_Connection *c, uint64_t *since)
+{
+    const char *v;
+    enum given g = argument(c, "since", &v);
+    uint64_t n = 0;
+
+    *since = 0;
+    if (g == ABSENT)
+        return true;
+    if (g == NO_VALUE)
+        return false;
+    for (; *v != '\0'; v++)
+        if (*v < '0' || *v > '9' || __builtin_mul_overflow(n, 10, &n) ||
+            __builtin_add_overflow(n, (uint64_t)(*v - '0'), &n))
+            return false;
+    *since = n;
+    return true;
+}
+
+/* The page's two sources besides the reports: the chart's samples
+ * (?since=SEQ, and ?tag=NAME to sample that tag too) and a tag's
+ * allocation sites as folded stacks (?tag=NAME; every tag's without). */
+static enum MHD_Result serve_page_data(struct MHD_Connection *c,
+                                       const char *url, struct document *doc)
+{
+    enum MHD_Result answered;
+    const char *v;
+
+    if (!tag_argument(c, true, &doc->tag, &answered))
+        return answered;
+    if (strcmp(url, "/debug/regionalloc/profile") == 0)
+        return respond_with(c, "text/plain; charset=utf-8", write_sites,
+                            doc);
+    if (!since_argument(c, &doc->since))
+        return respond_text(c, MHD_HTTP_BAD_REQUEST, NULL,
+                            "since must be a sample's number, not \"%s\"\n",
+                            argument(c, "since", &v) == VALUE ? v : "");
+    if (doc->tag != RA_TAG_ALL)
+        ra__history_watch(doc->tag);
+    return respond_with(c, "application/json", write_history, doc);
+}
+
 static enum MHD_Result serve_get(struct MHD_Connection *c, const char *url)
 {
-    struct document doc = {RA_FORMAT_PROMETHEUS, RA_TAG_ALL, false};
+    struct document doc = {RA_FORMAT_PROMETHEUS, RA_TAG_ALL, false, 0};
     enum MHD_Result answered;
     const char *v;
 
@@ -313,6 +386,9 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *url)
         return respond_with(c, "text/html; charset=utf-8", write_page, NULL);
     if (strcmp(url, "/debug/regionalloc") == 0)
         return redirect(c, "/debug/regionalloc/");
+    if (strcmp(url, "/debug/regionalloc/history") == 0 ||
+        strcmp(url, "/debug/regionalloc/profile") == 0)
+        return serve_page_data(c, url, &doc);
     /* Go's net/http/pprof serves the same profile at both; continuous
      * profilers scrape /allocs by default. */
     if (strcmp(url, "/debug/pprof/heap") == 0 ||
@@ -374,6 +450,8 @@ static bool is_read_path(const char *url)
            strcmp(url, "/debug/pprof/allocs") == 0 ||
            strcmp(url, "/debug/regionalloc/report") == 0 ||
            strcmp(url, "/debug/regionalloc/checkpoints") == 0 ||
+           strcmp(url, "/debug/regionalloc/history") == 0 ||
+           strcmp(url, "/debug/regionalloc/profile") == 0 ||
            strcmp(url, "/debug/regionalloc/") == 0 ||
            strcmp(url, "/debug/regionalloc") == 0;
 }
@@ -630,7 +708,7 @@ static int start_locked(const char *addr)
 {
     struct MHD_Daemon *d;
     sigset_t old;
-    int fd, port = 0;
+    int fd, port = 0, e;
 
     if (daemon_ != NULL) {
         errno = EBUSY;
@@ -652,22 +730,29 @@ static int start_locked(const char *addr)
         NULL, MHD_OPTION_END);
     ra__spawn_end(&old);
     if (d == NULL) {
-        close(fd);
-        served[0] = '\0';
-        errno = ENOMEM;
-        return -1;
+        e = ENOMEM;
+        goto fail;
+    }
+    /* The chart's samples, before any request can ask for them. */
+    if (ra__history_start()) {
+        e = errno;
+        goto fail_daemon;
     }
     if (ra__http_door_open(fd, d, CONNECTION_TIMEOUT_S)) {
-        int e = errno;
-        MHD_stop_daemon(d);
-        close(fd);
-        served[0] = '\0';
-        errno = e;
-        return -1;
+        e = errno;
+        ra__history_stop();
+        goto fail_daemon;
     }
     daemon_ = d;
     listen_fd = fd;
     return port;
+fail_daemon:
+    MHD_stop_daemon(d);
+fail:
+    close(fd);
+    served[0] = '\0';
+    errno = e;
+    return -1;
 }
 
 int ra_http_start(const char *addr)
@@ -699,6 +784,7 @@ int ra_http_stop(void)
     } else {
         ra__http_door_close(); /* no new connection reaches the daemon */
         MHD_stop_daemon(daemon_); /* joins its thread */
+        ra__history_stop();
         close(listen_fd);
         daemon_ = NULL;
         listen_fd = -1;

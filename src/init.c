@@ -28,10 +28,12 @@ static void prefork(void)
     ra__limit_prefork();
     ra__thread_prefork();
     ra__pool_prefork();
+    ra__history_prefork(); /* a leaf */
 }
 
 static void postfork_parent(void)
 {
+    ra__history_postfork_parent();
     ra__pool_postfork();
     ra__thread_postfork_parent();
     ra__limit_postfork();
@@ -46,6 +48,7 @@ static void postfork_parent(void)
 
 static void postfork_child(void)
 {
+    ra__history_postfork_child();
     ra__pool_postfork();
     ra__thread_postfork_child();
     ra__limit_postfork();

@@ -145,6 +145,24 @@ void ra__cell_ns(char *cell, uint64_t ns);
 /* Writes the page (tagging on): 0 or an errno value (ENOMEM). */
 int ra__page_write(struct ra__out *o);
 
+/* -- history.c: the samples the page's chart draws ----------------------------- */
+/* Allocates the ring and starts the sampler thread (with the HTTP server).
+ * Returns true on failure, errno set, nothing left behind. */
+bool ra__history_start(void);
+/* Stops and joins the sampler and frees the ring (no request in flight). */
+void ra__history_stop(void);
+/* Takes one sample now: the sampler's work, which the unit tests call to
+ * fill the ring (nothing when no ring). */
+void ra__history_sample(void);
+/* Samples tag too from now on, even when it is not among the largest. */
+void ra__history_watch(ra_tag_t tag);
+/* Writes the samples after seq since (all that are kept when older) as
+ * regionalloc-history-1 JSON: 0 or ENOMEM. */
+int ra__history_write(struct ra__out *o, uint64_t since);
+void ra__history_prefork(void);
+void ra__history_postfork_parent(void);
+void ra__history_postfork_child(void);
+
 /* -- prof_dump.c: the profile's output formats ------------------------------- */
 /* ra_prof_dump without its checks (fmt and tag valid), as the library's own
  * work: 0 or an errno value (ENOTSUP, ENOMEM, EIO). */

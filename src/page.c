@@ -1,11 +1,16 @@
 /* Floor: services. GET /debug/regionalloc/: one self-contained HTML page of
  * the tags (as a tree), with each tag's allocated, resident and mapped
- * bytes and its budget as numbers and bars, and links to every other
- * endpoint. Everything is inline: the page asks nothing of any other host.
- * It is a static table, readable with JavaScript off. */
+ * bytes and its budget as numbers and bars, the checkpoint table, and links
+ * to every other endpoint, written here as a static page readable with
+ * JavaScript off. Its script (page.js, inline like its style) makes it
+ * live: it polls the server's JSON, updates the numbers in place, sorts,
+ * picks a tag, and draws the chart of the samples (history.c) and the
+ * icicle of a tag's allocation sites. The page asks nothing of any other
+ * host. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "output.h"
@@ -18,19 +23,55 @@ static void out_html(struct ra__out *o, const char *s)
     ra__out_str(o, buf);
 }
 
-static void out_bytes(struct ra__out *o, uint64_t bytes)
-{
-    char buf[32];
-
-    ra__out_str(o, ra__human_bytes(buf, sizeof buf, bytes));
-}
-
 static void out_u64(struct ra__out *o, uint64_t v)
 {
     char buf[24];
 
     snprintf(buf, sizeof buf, "%" PRIu64, v);
     ra__out_str(o, buf);
+}
+
+static void out_bytes(struct ra__out *o, uint64_t bytes)
+{
+    char buf[RA__HUMAN_MAX];
+
+    ra__out_str(o, ra__human_bytes(buf, sizeof buf, bytes));
+}
+
+/* A figure the script updates: its exact bytes in data-bytes, which a
+ * test compares with /metrics, and the human-readable text. */
+static void out_figure(struct ra__out *o, const char *element,
+                       const char *attrs, uint64_t bytes)
+{
+    ra__out_str(o, "<");
+    ra__out_str(o, element);
+    ra__out_str(o, attrs);
+    ra__out_str(o, " data-bytes=\"");
+    out_u64(o, bytes);
+    ra__out_str(o, "\">");
+    out_bytes(o, bytes);
+    ra__out_str(o, "</");
+    ra__out_str(o, element);
+    ra__out_str(o, ">");
+}
+
+/* Text of any length (a report) as the content of an element. */
+static void out_html_text(struct ra__out *o, const char *s, size_t len)
+{
+    size_t from = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        const char *entity = s[i] == '<'   ? "&lt;"
+                             : s[i] == '>' ? "&gt;"
+                             : s[i] == '&' ? "&amp;"
+                                           : NULL;
+        if (entity == NULL)
+            continue;
+        ra__out_write(o, s + from, i - from);
+        ra__out_str(o, entity);
+        from = i + 1;
+    }
+    ra__out_write(o, s + from, len - from);
 }
 
 /* A bar: value as a share of whole, in whole percent (0 to 100). */
@@ -46,29 +87,22 @@ static void out_bar(struct ra__out *o, const char *class_name, uint64_t value,
     ra__out_str(o, "%\"></span>");
 }
 
-static const char style[] =
-    "<style>"
-    "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}"
-    "h1{font-size:1.3em}table{border-collapse:collapse;width:100%}"
-    "th,td{padding:.3em .6em;border-bottom:1px solid #ddd;text-align:right;"
-    "white-space:nowrap}th:first-child,td:first-child{text-align:left}"
-    "td.tag{font-family:ui-monospace,monospace}"
-    ".track{background:#eee;width:10em;height:.6em;display:inline-block}"
-    ".bar{display:block;height:.6em}.bar.used{background:#4a7}.bar.warn{background:#d93}"
-    ".bar.full{background:#c33}nav a{margin-right:1em}"
-    "@media (max-width:700px){.track{width:4em}th,td{padding:.2em}}"
-    "</style>";
+/* page_style and page_script: src/page.css and src/page.js as C strings
+ * (made by the build, src/embed.sed). */
+#include "page_assets.inc"
 
-/* The budget bar: mapped against the hard limit, warning-coloured past the
- * soft limit and red at the hard one; without a limit, mapped against the
- * largest tag's. */
+/* The budget bar: the subtree's mapped bytes against the hard limit,
+ * warning-coloured past the soft limit and red from 95% of the hard one (a
+ * tag refuses an allocation before it reaches its limit exactly: the next
+ * extent would pass it); without a limit, the tag's mapped bytes against
+ * the largest tag's. */
 static void out_budget(struct ra__out *o, const struct ra__usage *u,
                        uint64_t widest)
 {
     const char *cls = "used";
     uint64_t whole = u->limit != 0 ? u->limit : widest;
 
-    if (u->limit != 0 && u->tree.mapped >= u->limit)
+    if (u->limit != 0 && u->tree.mapped >= u->limit - u->limit / 20)
         cls = "full";
     else if (u->soft_limit != 0 && u->tree.mapped >= u->soft_limit)
         cls = "warn";
@@ -82,23 +116,26 @@ static void out_budget(struct ra__out *o, const struct ra__usage *u,
 }
 
 static void out_row(struct ra__out *o, const struct ra__usage *u,
-                    uint64_t widest)
+                    ra_tag_t parent, uint64_t widest)
 {
     ra__out_str(o, "<tr data-tag=\"");
     out_html(o, u->name);
+    ra__out_str(o, "\" data-id=\"");
+    out_u64(o, u->id);
+    ra__out_str(o, "\" data-parent=\"");
+    out_u64(o, parent);
     ra__out_str(o, "\"><td class=\"tag\" style=\"padding-left:");
     out_u64(o, 6 + 18 * (uint64_t)(u->depth > 0 ? u->depth - 1 : 0));
     ra__out_str(o, "px\">");
     out_html(o, u->name);
-    ra__out_str(o, "</td><td class=\"allocated\">");
-    out_bytes(o, u->allocated);
-    ra__out_str(o, "</td><td class=\"resident\">");
-    out_bytes(o, u->resident);
-    ra__out_str(o, "</td><td class=\"mapped\">");
-    out_bytes(o, u->mapped);
-    ra__out_str(o, "</td><td class=\"tree\">");
-    out_bytes(o, u->tree.mapped);
-    ra__out_str(o, "</td><td class=\"budget\">");
+    ra__out_str(o, "</td>");
+    out_figure(o, "td", " class=\"allocated\"", u->allocated);
+    out_figure(o, "td", " class=\"resident\"", u->resident);
+    out_figure(o, "td", " class=\"mapped\"", u->mapped);
+    out_figure(o, "td", " class=\"tree\"", u->tree.mapped);
+    ra__out_str(o, "<td class=\"budget\" data-bytes=\"");
+    out_u64(o, u->limit);
+    ra__out_str(o, "\">");
     out_budget(o, u, widest);
     ra__out_str(o, "</td></tr>\n");
 }
@@ -108,12 +145,57 @@ static const char links[] =
     "<a href=\"/debug/regionalloc/report\">report</a>"
     "<a href=\"/debug/regionalloc/report?format=json\">report (JSON)</a>"
     "<a href=\"/debug/regionalloc/checkpoints\">checkpoints</a>"
-    "<a href=\"/debug/pprof/heap\">profile (pprof)</a></nav>\n";
+    "<a href=\"/debug/regionalloc/checkpoints?format=json\">checkpoints "
+    "(JSON)</a>"
+    "<a href=\"/debug/pprof/heap\">profile (pprof)</a>"
+    "<a href=\"/debug/regionalloc/profile\">allocation sites (folded)</a>"
+    "<a href=\"/debug/regionalloc/history\">samples (JSON)</a></nav>\n";
+
+/* The checkpoint table as the text report writes it; the script replaces
+ * it with a table. */
+static int out_checkpoints(struct ra__out *o)
+{
+    struct ra__checkpoint_set set;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f;
+
+    if (ra__checkpoint_copy(&set))
+        return ENOMEM;
+    f = open_memstream(&text, &len);
+    if (f != NULL) {
+        struct ra__out t = RA__OUT_INIT(f, false);
+        ra__checkpoint_write(&t, RA_FORMAT_TEXT, &set);
+        if (fclose(f) != 0)
+            len = 0;
+    }
+    ra__checkpoint_set_free(&set);
+    if (f == NULL)
+        return ENOMEM;
+    ra__out_str(o, "<div id=\"checkpoints\"><pre>");
+    out_html_text(o, text, len);
+    ra__out_str(o, "</pre></div>\n");
+    free(text);
+    return 0;
+}
+
+static const char live_parts[] =
+    "<section id=\"live\" hidden>\n"
+    "<h2>The last minutes: <span id=\"chart-title\">the whole process"
+    "</span></h2>\n<p><span class=\"key allocated\">allocated</span>"
+    "<span class=\"key mapped\">mapped</span><span id=\"chart-now\" "
+    "class=\"muted\"></span></p>\n<svg id=\"chart\" role=\"img\" "
+    "aria-label=\"allocated and mapped bytes over time\"></svg>\n"
+    "<h2>Allocation sites: <span id=\"flame-title\">every tag</span></h2>\n"
+    "<p class=\"muted\">Live sampled bytes by call stack, callers above "
+    "callees; pick a tag in the table to see its own.</p>\n"
+    "<div id=\"flame\"></div>\n</section>\n";
 
 int ra__page_write(struct ra__out *o)
 {
     struct ra__snapshot snap;
     uint64_t widest = 0;
+    int err;
 
     if (ra__snapshot_take(&snap))
         return ENOMEM;
@@ -123,25 +205,43 @@ int ra__page_write(struct ra__out *o)
     ra__out_str(o, "<!DOCTYPE html>\n<html lang=\"en\"><head>"
                    "<meta charset=\"utf-8\">"
                    "<meta name=\"viewport\" content=\"width=device-width\">"
-                   "<title>regionalloc</title>");
-    ra__out_str(o, style);
-    ra__out_str(o, "</head><body>\n<h1>Memory by tag</h1>\n");
+                   "<title>regionalloc</title><style>");
+    ra__out_str(o, page_style);
+    ra__out_str(o, "</style></head><body>\n<h1>Memory by tag</h1>\n");
     ra__out_str(o, links);
     ra__out_str(o, "<p>Process: ");
-    out_bytes(o, snap.global.allocated);
+    out_figure(o, "span", " id=\"process-allocated\"", snap.global.allocated);
     ra__out_str(o, " allocated, ");
-    out_bytes(o, snap.process_rss);
+    out_figure(o, "span", " id=\"process-resident\"", snap.global.resident);
     ra__out_str(o, " resident; untagged ");
-    out_bytes(o, snap.rows[0].allocated);
-    ra__out_str(o, " allocated.</p>\n<table id=\"tags\"><thead><tr>"
-                   "<th>tag</th><th>allocated</th><th>resident</th>"
-                   "<th>mapped</th><th>subtree mapped</th><th>budget</th>"
+    out_figure(o, "span", " id=\"untagged-allocated\"",
+               snap.rows[0].allocated);
+    ra__out_str(o, " allocated. <span id=\"status\" class=\"muted\">"
+                   "A static page: with JavaScript on, it updates itself."
+                   "</span></p>\n<div class=\"scroll\"><table id=\"tags\">"
+                   "<thead><tr><th data-key=\"name\">tag</th>"
+                   "<th data-key=\"allocated\">allocated</th>"
+                   "<th data-key=\"resident\">resident</th>"
+                   "<th data-key=\"mapped\">mapped</th>"
+                   "<th data-key=\"tree\">subtree mapped</th>"
+                   "<th data-key=\"budget\">budget</th>"
                    "</tr></thead><tbody>\n");
-    for (unsigned r = 1; r <= snap.ntags; r++)
-        out_row(o, &snap.rows[snap.order[r]], widest);
+    for (unsigned r = 1; r <= snap.ntags; r++) {
+        const struct ra__usage *u = &snap.rows[snap.order[r]];
+        out_row(o, u, u->parent_row != 0 ? snap.rows[u->parent_row].id : 0,
+                widest);
+    }
     if (snap.ntags == 0)
         ra__out_str(o, "<tr><td colspan=\"6\">no tags</td></tr>\n");
-    ra__out_str(o, "</tbody></table>\n</body></html>\n");
+    ra__out_str(o, "</tbody></table></div>\n");
     ra__snapshot_free(&snap);
+    ra__out_str(o, live_parts);
+    ra__out_str(o, "<h2>Checkpoints</h2>\n");
+    err = out_checkpoints(o);
+    if (err != 0)
+        return err;
+    ra__out_str(o, "<script>");
+    ra__out_str(o, page_script);
+    ra__out_str(o, "</script>\n</body></html>\n");
     return 0;
 }

@@ -537,8 +537,8 @@ START_TEST(test_http_page_of_the_tags)
     ck_assert_ptr_null(strstr(body, "src="));
     ck_assert_ptr_null(strstr(body, "<link"));
     /* The names escaped; the child after and indented under its parent. */
-    row_t = strstr(body, "<tr data-tag=\"tenant &lt;&amp;&gt;\">");
-    row_q = strstr(body, "<tr data-tag=\"query\">");
+    row_t = strstr(body, "<tr data-tag=\"tenant &lt;&amp;&gt;\" data-id=");
+    row_q = strstr(body, "<tr data-tag=\"query\" data-id=");
     ck_assert_ptr_nonnull(row_t);
     ck_assert_ptr_nonnull(row_q);
     ck_assert(row_t < row_q);
@@ -548,6 +548,12 @@ START_TEST(test_http_page_of_the_tags)
     /* The tenant's budget bar: past its soft limit, warning-coloured. */
     ck_assert_ptr_nonnull(strstr(row_t, "bar warn"));
     ck_assert_ptr_nonnull(strstr(row_q, "4.0 MiB"));
+    ck_assert_ptr_nonnull(strstr(row_q, "data-bytes=\"4194304\""));
+    /* The live part waits for its script; the checkpoints are a table in
+     * text until then. */
+    ck_assert_ptr_nonnull(strstr(body, "<section id=\"live\" hidden>"));
+    ck_assert_ptr_nonnull(strstr(body, "<div id=\"checkpoints\"><pre>"));
+    ck_assert_ptr_nonnull(strstr(body, "<script>"));
     free(answer);
     ck_assert_int_eq(request(port, "GET", "/debug/regionalloc", &answer),
                      301);
@@ -555,6 +561,106 @@ START_TEST(test_http_page_of_the_tags)
     free(answer);
     ck_assert_int_eq(status_of(port, "POST", "/debug/regionalloc/"), 405);
     ra_free(p);
+    ck_assert_int_eq(ra_http_stop(), 0);
+}
+END_TEST
+
+/* GET /debug/regionalloc/history: the samples the page draws, a sample a
+ * second from the server's start; ?since; errors. */
+START_TEST(test_http_history_of_samples)
+{
+    int port = start_loopback();
+    ra_tag_t tag = tu_tag_create("charted");
+    void *p = ra_malloc_tag(tag, 3 * MIB);
+    char *answer, want[80];
+    const char *body;
+
+    ck_assert_ptr_nonnull(p);
+    /* The first sample is taken when the server starts, the next a second
+     * later; a deadline, not a duration, so that a slow machine passes. */
+    for (int tries = 0; tries < 300; tries++) {
+        ck_assert_int_eq(
+            request(port, "GET", "/debug/regionalloc/history", &answer), 200);
+        if (strstr(answer, "\"seq\": 2,") != NULL)
+            break;
+        free(answer);
+        answer = NULL;
+        usleep(50000);
+    }
+    ck_assert_ptr_nonnull(answer);
+    ck_assert_ptr_nonnull(strstr(answer, "Content-Type: application/json"));
+    body = body_of(answer);
+    ck_assert_ptr_nonnull(
+        strstr(body, "\"schema\": \"regionalloc-history-1\""));
+    ck_assert_ptr_nonnull(strstr(body, "\"interval_ns\": 1000000000"));
+    ck_assert_ptr_nonnull(strstr(body, "{\"seq\": 1, "));
+    snprintf(want, sizeof want, "{\"id\": %u, \"born\": ", tag);
+    ck_assert_msg(strstr(body, want) != NULL, "%s", body);
+    snprintf(want, sizeof want, "\"allocated\": %zu, ", (size_t)3 * MIB);
+    ck_assert_ptr_nonnull(strstr(body, want));
+    free(answer);
+    ck_assert_int_eq(request(port, "GET",
+                             "/debug/regionalloc/history?since=1&tag=charted",
+                             &answer),
+                     200);
+    ck_assert_ptr_null(strstr(body_of(answer), "{\"seq\": 1, "));
+    ck_assert_ptr_nonnull(strstr(body_of(answer), "{\"seq\": 2, "));
+    free(answer);
+    ck_assert_int_eq(status_of(port, "GET",
+                               "/debug/regionalloc/history?since=-1"),
+                     400);
+    ck_assert_int_eq(status_of(port, "GET",
+                               "/debug/regionalloc/history?since=1x"),
+                     400);
+    ck_assert_int_eq(
+        status_of(port, "GET",
+                  "/debug/regionalloc/history?since=99999999999999999999"),
+        400);
+    ck_assert_int_eq(status_of(port, "GET", "/debug/regionalloc/history?since"),
+                     400);
+    ck_assert_int_eq(
+        status_of(port, "GET", "/debug/regionalloc/history?tag=nobody"), 404);
+    ck_assert_int_eq(status_of(port, "POST", "/debug/regionalloc/history"),
+                     405);
+    ra_free(p);
+    ck_assert_int_eq(ra_http_stop(), 0);
+}
+END_TEST
+
+/* GET /debug/regionalloc/profile: a tag's allocation sites as folded
+ * stacks for the page's icicle; 503 while the profiler is off. */
+START_TEST(test_http_sites_of_a_tag)
+{
+    int port = start_loopback();
+    ra_tag_t tag = tu_tag_create("sited"), other = tu_tag_create("other");
+    void *p, *q;
+    char *answer;
+
+    ck_assert_int_eq(status_of(port, "GET", "/debug/regionalloc/profile"),
+                     503);
+    ck_assert_int_eq(ra_prof_start(1), 0);
+    p = ra_malloc_tag(tag, 64 * 1024);
+    q = ra_malloc_tag(other, 64 * 1024);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_nonnull(q);
+    ck_assert_int_eq(request(port, "GET",
+                             "/debug/regionalloc/profile?tag=sited", &answer),
+                     200);
+    ck_assert_ptr_nonnull(strstr(body_of(answer), "tag:sited;"));
+    ck_assert_ptr_null(strstr(body_of(answer), "tag:other;"));
+    free(answer);
+    ck_assert_int_eq(
+        request(port, "GET", "/debug/regionalloc/profile", &answer), 200);
+    ck_assert_ptr_nonnull(strstr(body_of(answer), "tag:sited;"));
+    ck_assert_ptr_nonnull(strstr(body_of(answer), "tag:other;"));
+    free(answer);
+    ck_assert_int_eq(
+        status_of(port, "GET", "/debug/regionalloc/profile?tag=nobody"), 404);
+    ck_assert_int_eq(status_of(port, "GET", "/debug/regionalloc/profile?tag"),
+                     400);
+    ra_free(p);
+    ra_free(q);
+    ck_assert_int_eq(ra_prof_stop(), 0);
     ck_assert_int_eq(ra_http_stop(), 0);
 }
 END_TEST
@@ -801,7 +907,9 @@ START_TEST(test_http_memory_is_the_librarys_own)
         static const char *const targets[] = {
             "/metrics", "/debug/pprof/heap", "/debug/regionalloc/report",
             "/debug/regionalloc/report?format=json",
-            "/debug/regionalloc/checkpoints", "/nowhere"};
+            "/debug/regionalloc/checkpoints", "/debug/regionalloc/",
+            "/debug/regionalloc/history?tag=pushed",
+            "/debug/regionalloc/profile?tag=pushed", "/nowhere"};
         for (int round = 0; round < 5; round++)
             for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
                 if (status_of(port, "GET", targets[i]) == 0)
@@ -983,6 +1091,8 @@ static Suite *http_suite(void)
     tcase_add_test(tc, test_http_arguments_without_values_are_400);
     tcase_add_test(tc, test_http_profile_of_a_subtree);
     tcase_add_test(tc, test_http_page_of_the_tags);
+    tcase_add_test(tc, test_http_history_of_samples);
+    tcase_add_test(tc, test_http_sites_of_a_tag);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("browsers");

@@ -1,0 +1,493 @@
+// The live half of GET /debug/regionalloc/: it polls the server's JSON
+// (the report, the history of samples, the checkpoints, a tag's folded
+// allocation sites), updates the table's numbers in place, sorts it, lets
+// one pick a tag (#tag=NAME in the address) and draws the chart and the
+// icicle of that tag's sites. The server wrote the same table without it.
+"use strict";
+(function () {
+  var REFRESH_MS = 2000;
+  var CHART_H = 200, CHART_PAD = 72;
+  var state = {
+    tags: {},        // id -> the report's tag object
+    rows: {},        // id -> <tr>
+    sortKey: null,   // null: the tree's order
+    sortDesc: false,
+    selected: 0,     // tag id; 0: the whole process
+    wantName: null,  // from #tag=NAME, until the report has it
+    samples: [],
+    taken: 0,
+    polls: 0,
+    sitesFor: null
+  };
+
+  function $(id) { return document.getElementById(id); }
+
+  // As the server writes them: "812 B", "1.0 KiB", "60.8 MiB", "2.5 GiB".
+  function human(n) {
+    var units = ["KiB", "MiB", "GiB"], u = -1;
+    if (n < 1024) return n + " B";
+    while (n >= 1024 && u < units.length - 1) { n /= 1024; u++; }
+    return n.toFixed(1) + " " + units[u];
+  }
+
+  function humanNs(ns) {
+    var s = ns / 1e9;
+    if (s < 1) return (ns / 1e6).toFixed(1) + " ms";
+    if (s < 120) return s.toFixed(1) + " s";
+    return (s / 60).toFixed(1) + " min";
+  }
+
+  function get(url, asJson) {
+    return fetch(url, {cache: "no-store"}).then(function (r) {
+      if (!r.ok) {
+        return r.text().then(function (t) {
+          var e = new Error(t.trim() || r.statusText);
+          e.status = r.status;
+          throw e;
+        });
+      }
+      return asJson ? r.json() : r.text();
+    });
+  }
+
+  function setBytes(cell, n) {
+    cell.dataset.bytes = String(n);
+    cell.textContent = human(n);
+  }
+
+  // -- the table ------------------------------------------------------------
+
+  // As the server colours them (page.c): red from 95% of the hard limit.
+  function budgetClass(t) {
+    if (t.limit && t.tree.mapped >= t.limit - t.limit / 20) return "full";
+    if (t.soft_limit && t.tree.mapped >= t.soft_limit) return "warn";
+    return "used";
+  }
+
+  function fillBudget(cell, t, widest) {
+    var whole = t.limit || widest, value = t.limit ? t.tree.mapped : t.mapped;
+    var pct = whole ? Math.min(100, Math.floor(value * 100 / whole)) : 0;
+    var track = document.createElement("span"), bar = document.createElement("span");
+    track.className = "track";
+    bar.className = "bar " + budgetClass(t);
+    bar.style.width = pct + "%";
+    track.appendChild(bar);
+    cell.textContent = "";
+    cell.appendChild(track);
+    cell.appendChild(document.createTextNode(" " + (t.limit ? human(t.limit) : "none")));
+    cell.dataset.bytes = String(t.limit);
+  }
+
+  var COLUMNS = ["allocated", "resident", "mapped", "tree", "budget"];
+
+  function rowFor(t) {
+    var tr = state.rows[t.id];
+    if (tr && tr.dataset.tag === t.name) return tr;
+    if (tr) tr.parentNode.removeChild(tr); // a recycled id: another tag
+    tr = document.createElement("tr");
+    var name = document.createElement("td");
+    name.className = "tag";
+    tr.appendChild(name);
+    COLUMNS.forEach(function (c) {
+      var td = document.createElement("td");
+      td.className = c;
+      tr.appendChild(td);
+    });
+    state.rows[t.id] = tr;
+    return tr;
+  }
+
+  function depthOf(t) {
+    var d = 1;
+    for (var p = t.parent; p && state.tags[p] && d < 16; p = state.tags[p].parent) d++;
+    return d;
+  }
+
+  function sortValue(t, key) {
+    if (key === "name") return t.name;
+    if (key === "tree") return t.tree.mapped;
+    if (key === "budget") return t.limit ? t.tree.mapped / t.limit : -1;
+    return t[key];
+  }
+
+  // Each tag before its children; siblings by the chosen column.
+  function treeOrder() {
+    var kids = {}, out = [];
+    Object.keys(state.tags).forEach(function (id) {
+      var t = state.tags[id], p = t.parent && state.tags[t.parent] ? t.parent : 0;
+      (kids[p] = kids[p] || []).push(t);
+    });
+    function cmp(a, b) {
+      if (state.sortKey === null) return a.id - b.id;
+      var x = sortValue(a, state.sortKey), y = sortValue(b, state.sortKey);
+      var c = x < y ? -1 : x > y ? 1 : a.id - b.id;
+      return state.sortDesc ? -c : c;
+    }
+    (function walk(p) {
+      (kids[p] || []).sort(cmp).forEach(function (t) { out.push(t); walk(t.id); });
+    })(0);
+    return out;
+  }
+
+  function showTags(report) {
+    var body = $("tags").tBodies[0], widest = 0, seen = {};
+    state.tags = {};
+    report.tags.forEach(function (t) {
+      state.tags[t.id] = t;
+      if (t.mapped > widest) widest = t.mapped;
+    });
+    treeOrder().forEach(function (t) {
+      var tr = rowFor(t), c = tr.cells;
+      seen[t.id] = true;
+      tr.dataset.tag = t.name;
+      tr.dataset.id = String(t.id);
+      tr.dataset.parent = String(t.parent || 0);
+      c[0].textContent = t.name;
+      c[0].style.paddingLeft = (6 + 18 * (depthOf(t) - 1)) + "px";
+      setBytes(c[1], t.allocated);
+      setBytes(c[2], t.resident);
+      setBytes(c[3], t.mapped);
+      setBytes(c[4], t.tree.mapped);
+      fillBudget(c[5], t, widest);
+      tr.classList.toggle("selected", t.id === state.selected);
+      body.appendChild(tr); // moves a kept row: the order, not new rows
+    });
+    Array.prototype.slice.call(body.rows).forEach(function (tr) {
+      if (!seen[tr.dataset.id]) {
+        delete state.rows[tr.dataset.id];
+        body.removeChild(tr);
+      }
+    });
+    if (report.tags.length === 0) {
+      var tr = document.createElement("tr"), td = document.createElement("td");
+      td.colSpan = 6;
+      td.textContent = "no tags";
+      tr.appendChild(td);
+      body.appendChild(tr);
+    }
+    setBytes($("process-allocated"), report.process.allocated);
+    setBytes($("process-resident"), report.process.resident);
+    setBytes($("untagged-allocated"), report.untagged.allocated);
+    document.body.dataset.timeNs = String(report.time_ns);
+  }
+
+  function adoptServerRows() {
+    var body = $("tags").tBodies[0];
+    Array.prototype.slice.call(body.rows).forEach(function (tr) {
+      if (tr.dataset.id) state.rows[tr.dataset.id] = tr;
+      else body.removeChild(tr);
+    });
+  }
+
+  function markSorted() {
+    Array.prototype.forEach.call($("tags").tHead.rows[0].cells, function (th) {
+      th.classList.remove("sorted-asc", "sorted-desc");
+      if (th.dataset.key && th.dataset.key === state.sortKey)
+        th.classList.add(state.sortDesc ? "sorted-desc" : "sorted-asc");
+    });
+  }
+
+  // -- picking a tag --------------------------------------------------------
+
+  function selectedName() {
+    var t = state.tags[state.selected];
+    return t ? t.name : null;
+  }
+
+  function select(id) {
+    state.selected = id;
+    var name = selectedName();
+    history.replaceState(null, "", name ? "#tag=" + encodeURIComponent(name) : "#");
+    Array.prototype.forEach.call($("tags").tBodies[0].rows, function (tr) {
+      tr.classList.toggle("selected", Number(tr.dataset.id) === id);
+    });
+    $("chart-title").textContent = name ? "tag " + name : "the whole process";
+    drawChart();
+    loadSites();
+  }
+
+  function pickFromHash() {
+    var m = /^#tag=(.*)$/.exec(location.hash);
+    state.wantName = m ? decodeURIComponent(m[1]) : null;
+  }
+
+  function resolveWanted() {
+    if (state.wantName === null) return false;
+    for (var id in state.tags) {
+      if (state.tags[id].name === state.wantName) {
+        state.wantName = null;
+        select(Number(id));
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // -- the chart ------------------------------------------------------------
+
+  // An SVG element as markup (set as the chart's innerHTML, which parses it
+  // as SVG); attrs and text are the page's own numbers and words.
+  function svg(tag, attrs, text) {
+    var out = "<" + tag;
+    for (var k in attrs) out += " " + k + "=\"" + attrs[k] + "\"";
+    return out + (text === undefined ? "/>" : ">" + text + "</" + tag + ">");
+  }
+
+  // The chosen tag's figures in each sample (the newest holder of its id),
+  // or the process's.
+  function series() {
+    var id = state.selected, born = null, out = [];
+    if (id === 0) {
+      return state.samples.map(function (s) {
+        return {t: s.time_ns, allocated: s.allocated, mapped: s.mapped};
+      });
+    }
+    for (var i = state.samples.length - 1; i >= 0 && born === null; i--) {
+      state.samples[i].tags.forEach(function (x) { if (x.id === id) born = x.born; });
+    }
+    state.samples.forEach(function (s) {
+      s.tags.forEach(function (x) {
+        if (x.id === id && x.born === born)
+          out.push({t: s.time_ns, allocated: x.allocated, mapped: x.mapped});
+      });
+    });
+    return out;
+  }
+
+  // Drawn at the width it is shown, so that its text keeps its size in a
+  // narrow window.
+  function drawChart() {
+    var chart = $("chart"), pts = series(), top = 1, i;
+    var CHART_W = Math.max(240, Math.min(1200, chart.parentNode.clientWidth || 900));
+    var parts = [];
+    chart.setAttribute("viewBox", "0 0 " + CHART_W + " " + CHART_H);
+    var now = pts.length ? pts[pts.length - 1].t : 0;
+    var span = Math.max(60e9, pts.length ? now - pts[0].t : 0);
+    pts.forEach(function (p) { top = Math.max(top, p.allocated, p.mapped); });
+    top *= 1.1;
+    var plotW = CHART_W - CHART_PAD - 8, plotH = CHART_H - 24;
+    for (i = 0; i <= 4; i++) {
+      var y = 6 + plotH * i / 4;
+      parts.push(svg("line", {"class": "grid", x1: CHART_PAD, x2: CHART_W - 8, y1: y, y2: y}));
+      parts.push(svg("text", {"class": "axis", x: CHART_PAD - 4, y: y + 4, "text-anchor": "end"},
+                            human(Math.round(top * (4 - i) / 4))));
+    }
+    parts.push(svg("text", {"class": "axis", x: CHART_PAD, y: CHART_H - 4}, "-" + humanNs(span)));
+    parts.push(svg("text", {"class": "axis", x: CHART_W - 8, y: CHART_H - 4, "text-anchor": "end"}, "now"));
+    ["mapped", "allocated"].forEach(function (key) {
+      var coords = pts.map(function (p) {
+        var x = CHART_PAD + plotW * (1 - (now - p.t) / span);
+        var y = 6 + plotH * (1 - p[key] / top);
+        return x.toFixed(1) + "," + y.toFixed(1);
+      });
+      parts.push(svg("polyline", {"class": key, points: coords.join(" "),
+                                  "data-points": coords.length}));
+    });
+    chart.innerHTML = parts.join("");
+    var last = pts[pts.length - 1];
+    $("chart-now").textContent = last
+      ? "now: " + human(last.allocated) + " allocated, " + human(last.mapped) + " mapped; " + pts.length + " samples"
+      : "no samples yet (one a second)";
+  }
+
+  function loadHistory() {
+    var name = selectedName(), url = "history?since=" + state.taken;
+    if (name) url += "&tag=" + encodeURIComponent(name);
+    return get(url, true).then(function (h) {
+      if (h.taken < state.taken) state.samples = []; // a restarted server
+      state.samples = state.samples.concat(h.samples).slice(-h.capacity);
+      state.taken = h.taken;
+      drawChart();
+    });
+  }
+
+  // -- the icicle of allocation sites --------------------------------------
+
+  function parseFolded(text, skipFirst) {
+    var root = {name: "all", value: 0, kids: {}};
+    text.split("\n").forEach(function (line) {
+      var sp = line.lastIndexOf(" ");
+      if (sp <= 0) return;
+      var bytes = Number(line.slice(sp + 1)), frames = line.slice(0, sp).split(";");
+      if (!(bytes > 0)) return;
+      if (skipFirst) frames.shift();
+      var node = root;
+      root.value += bytes;
+      frames.forEach(function (f) {
+        node = node.kids[f] = node.kids[f] || {name: f, value: 0, kids: {}};
+        node.value += bytes;
+      });
+    });
+    return root;
+  }
+
+  function drawSites(root, title) {
+    var box = $("flame"), depth = 0;
+    box.textContent = "";
+    if (root.value === 0) {
+      box.style.height = "";
+      box.textContent = "no live sampled blocks in " + title;
+      return;
+    }
+    (function place(node, x, d) {
+      var w = node.value / root.value;
+      if (w < 0.003) return;
+      var kids = Object.keys(node.kids).map(function (k) { return node.kids[k]; });
+      var div = document.createElement("div");
+      div.className = kids.length ? "frame" : "frame leaf";
+      div.style.left = (x * 100) + "%";
+      div.style.width = (w * 100) + "%";
+      div.style.top = (d * 18) + "px";
+      div.textContent = node.name;
+      div.title = node.name + ": " + human(node.value) + " (" + (w * 100).toFixed(1) + "%)";
+      div.dataset.name = node.name;
+      div.dataset.bytes = String(node.value);
+      box.appendChild(div);
+      depth = Math.max(depth, d + 1);
+      kids.sort(function (a, b) { return b.value - a.value; }).forEach(function (k) {
+        place(k, x, d + 1);
+        x += k.value / root.value;
+      });
+    })(root, 0, 0);
+    box.style.height = (depth * 18) + "px";
+  }
+
+  function loadSites() {
+    var name = selectedName(), title = name ? "tag " + name : "every tag";
+    var url = "profile" + (name ? "?tag=" + encodeURIComponent(name) : "");
+    state.sitesFor = name;
+    $("flame-title").textContent = title;
+    return get(url, false).then(function (text) {
+      if (state.sitesFor !== name) return;
+      var root = parseFolded(text, name !== null);
+      root.name = name ? "tag:" + name : "all";
+      drawSites(root, title);
+    }, function (e) {
+      if (state.sitesFor !== name) return;
+      $("flame").style.height = "";
+      $("flame").textContent = e.status === 503
+        ? "The profiler is off: start it with REGIONALLOC_PROF or ra_prof_start() to see the allocation sites here."
+        : "cannot read the profile: " + e.message;
+    });
+  }
+
+  // -- the checkpoints ------------------------------------------------------
+
+  function cell(tr, text, cls) {
+    var td = document.createElement("td");
+    td.textContent = text;
+    if (cls) td.className = cls;
+    tr.appendChild(td);
+    return td;
+  }
+
+  function showCheckpoints(c) {
+    var box = $("checkpoints"), shown = c.checkpoints.slice(-20);
+    var tags = c.tags.slice(0, 8), table = document.createElement("table");
+    var head = document.createElement("tr");
+    ["#", "label", "at", "phase", "allocated", "tagged", "rss"].forEach(function (h) {
+      var th = document.createElement("th");
+      th.textContent = h;
+      if (h === "label") th.className = "label";
+      head.appendChild(th);
+    });
+    tags.forEach(function (t) {
+      var th = document.createElement("th");
+      th.textContent = t.name;
+      head.appendChild(th);
+    });
+    table.appendChild(document.createElement("thead")).appendChild(head);
+    var body = table.appendChild(document.createElement("tbody"));
+    shown.forEach(function (p) {
+      var tr = body.appendChild(document.createElement("tr"));
+      cell(tr, String(p.seq));
+      cell(tr, p.label, "label");
+      cell(tr, humanNs(p.time_ns));
+      cell(tr, humanNs(p.phase_ns));
+      setBytes(cell(tr, ""), p.allocated);
+      setBytes(cell(tr, ""), p.tagged_allocated);
+      setBytes(cell(tr, ""), p.rss);
+      tags.forEach(function (t) {
+        var v = p.tag_allocated[t.id - 1]; // element i is tag id i + 1
+        if (v === null || v === undefined) cell(tr, "-");
+        else setBytes(cell(tr, ""), v);
+      });
+    });
+    box.textContent = "";
+    if (shown.length === 0) {
+      box.textContent = "No checkpoints yet: ra_checkpoint(label) takes one.";
+      return;
+    }
+    var note = document.createElement("p");
+    note.className = "muted";
+    note.textContent = c.recorded + " taken" + (c.recorded > shown.length ? ", the last " + shown.length + " shown" : "") +
+      (c.tags.length > tags.length ? "; the first " + tags.length + " tags' columns" : "");
+    var wrap = document.createElement("div");
+    wrap.className = "scroll";
+    wrap.appendChild(table);
+    box.appendChild(wrap);
+    box.appendChild(note);
+  }
+
+  // -- polling --------------------------------------------------------------
+
+  function refresh() {
+    var report = get("report?format=json", true).then(function (r) {
+      showTags(r);
+      if (resolveWanted()) return;
+      if (state.selected && !state.tags[state.selected]) select(0);
+    });
+    var checkpoints = get("checkpoints?format=json", true).then(showCheckpoints);
+    return Promise.all([report, checkpoints]).then(function () {
+      return loadHistory();
+    }).then(function () {
+      state.polls++;
+      document.body.dataset.polls = String(state.polls);
+      $("status").textContent = "live: updated " + new Date().toLocaleTimeString() +
+        ", every " + REFRESH_MS / 1000 + " s";
+    }, function (e) {
+      $("status").textContent = "cannot reach the server (" + e.message + "); the figures are the last read";
+    });
+  }
+
+  function start() {
+    adoptServerRows();
+    Array.prototype.forEach.call($("tags").tHead.rows[0].cells, function (th) {
+      if (!th.dataset.key) return;
+      th.title = "sort by " + th.textContent;
+      th.addEventListener("click", function () {
+        var key = th.dataset.key;
+        if (state.sortKey === key) {
+          if (state.sortDesc === (key !== "name")) state.sortDesc = !state.sortDesc;
+          else state.sortKey = null; // the third click: the tree's order again
+        } else {
+          state.sortKey = key;
+          state.sortDesc = key !== "name";
+        }
+        markSorted();
+        if (Object.keys(state.tags).length) treeOrder().forEach(function (t) {
+          $("tags").tBodies[0].appendChild(state.rows[t.id]);
+        });
+      });
+    });
+    $("tags").tBodies[0].addEventListener("click", function (ev) {
+      var tr = ev.target.closest("tr");
+      if (!tr || !tr.dataset.id) return;
+      var id = Number(tr.dataset.id);
+      select(state.selected === id ? 0 : id);
+    });
+    window.addEventListener("resize", drawChart);
+    window.addEventListener("hashchange", function () {
+      pickFromHash();
+      if (!resolveWanted() && state.wantName === null) select(0);
+    });
+    $("live").hidden = false;
+    pickFromHash();
+    refresh().then(function () {
+      if (state.wantName === null && state.sitesFor === null && state.selected === 0) loadSites();
+    });
+    setInterval(refresh, REFRESH_MS);
+  }
+
+  start();
+})();

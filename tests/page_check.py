@@ -1,0 +1,201 @@
+"""The page of GET /debug/regionalloc/ in a real browser (headless Chromium
+over the DevTools protocol, tests/cdp.py), against a running
+examples/server: what it shows with JavaScript off, then live: the tags
+and figures that /metrics serves, the chart's points, the allocation sites
+of the profile, the checkpoints, sorting and picking a tag by mouse clicks
+with no reload, the budget bars' colours, no request to another host, a
+narrow window, and screenshots that are not blank.
+
+Usage: page_check.py BASE_URL OUT_DIR   (BASE_URL: http://127.0.0.1:PORT)
+The server runs with REGIONALLOC_LIMITS giving "sessions" a soft limit it
+passes and "workers" a hard limit it reaches. Prints one line per failed
+check; exit status 1 if any failed."""
+
+import json
+import os
+import re
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cdp  # noqa: E402
+
+base, out_dir = sys.argv[1], sys.argv[2]
+page = base + "/debug/regionalloc/"
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+        print("FAIL:", what)
+    return ok
+
+
+def fetch(path):
+    with urllib.request.urlopen(base + path, timeout=30) as r:
+        return r.read().decode()
+
+
+def metrics():
+    """{(family, tag): value} of the per-tag series /metrics serves."""
+    out = {}
+    for m in re.finditer(r'^(regionalloc_tag_\w+)\{tag="([^"]*)"\} (\d+)$',
+                         fetch("/metrics"), re.M):
+        out[(m.group(1), m.group(2))] = int(m.group(3))
+    return out
+
+
+ROWS = """Array.from(document.querySelectorAll('#tags tbody tr[data-id]')).map(function (tr) {
+  var c = tr.cells;
+  return {name: tr.dataset.tag, selected: tr.classList.contains('selected'),
+          allocated: Number(c[1].dataset.bytes), resident: Number(c[2].dataset.bytes),
+          mapped: Number(c[3].dataset.bytes), bar: c[5].querySelector('.bar').className,
+          text: c[1].textContent};
+})"""
+
+b = cdp.Browser()
+try:
+    b.call("Network.enable")
+
+    # -- JavaScript off: the server's static table -------------------------
+    b.call("Emulation.setScriptExecutionDisabled", value=True)
+    b.open(page)
+    b.wait_for("document.readyState === 'complete' && !!document.getElementById('tags')")
+    static = b.evaluate(ROWS)
+    tags = sorted({t for (_, t) in metrics()})
+    check(sorted(r["name"] for r in static) == tags,
+          "static page: tags %s, /metrics has %s" % ([r["name"] for r in static], tags))
+    check(b.evaluate("document.getElementById('live').hidden"),
+          "static page: the live part (chart, sites) shows without its script")
+    check("cache filled" in b.evaluate("document.getElementById('checkpoints').textContent"),
+          "static page: no checkpoint table")
+    check(all(re.match(r"^\d+(\.\d)? (B|KiB|MiB|GiB)$", r["text"]) for r in static),
+          "static page: figures not in B/KiB/MiB/GiB: %s" % [r["text"] for r in static])
+    b.call("Emulation.setScriptExecutionDisabled", value=False)
+    b.open("about:blank")  # else #tag=cache would only move in this page
+    b.wait_for("location.href === 'about:blank'")
+
+    # -- live ------------------------------------------------------------
+    b.open(page + "#tag=cache")
+    b.wait_for("Number(document.body.dataset.polls) >= 2", 60)
+    b.wait_for("document.querySelector('#flame .frame') !== null", 30)
+    before = metrics()
+    rows = b.evaluate(ROWS)
+    after = metrics()
+    check(sorted(r["name"] for r in rows) == tags,
+          "live: tags %s, /metrics has %s" % ([r["name"] for r in rows], tags))
+    for r in rows:
+        for fig in ("allocated", "mapped"):
+            fam = "regionalloc_tag_%s_bytes" % fig
+            lo = min(before[(fam, r["name"])], after[(fam, r["name"])])
+            hi = max(before[(fam, r["name"])], after[(fam, r["name"])])
+            # The page's figures are from its last refresh, at most one
+            # period (2 s) before: the cache never changes, the others
+            # move by what two seconds of the server's work make.
+            if r["name"] == "cache":
+                check(r[fig] == lo == hi, "live: cache %s %d, /metrics %d..%d" % (fig, r[fig], lo, hi))
+            else:
+                check(0 < r[fig] and lo / 2 <= r[fig] <= hi * 2,
+                      "live: %s %s %d, /metrics %d..%d" % (r["name"], fig, r[fig], lo, hi))
+    check([r["name"] for r in rows if r["selected"]] == ["cache"],
+          "live: #tag=cache did not pick the cache: %s" % rows)
+    check(b.evaluate("document.getElementById('status').textContent").startswith("live"),
+          "live: the status line does not say the page is live")
+
+    # The numbers change in place: the same row element, new text.
+    b.evaluate("window.__sessionsRow = document.querySelector('tr[data-tag=\"sessions\"]'); "
+               "window.__sessionsText = __sessionsRow.textContent; "
+               "window.__polls = Number(document.body.dataset.polls); true")
+    b.wait_for("Number(document.body.dataset.polls) >= window.__polls + 2", 30)
+    check(b.evaluate("document.querySelector('tr[data-tag=\"sessions\"]') === window.__sessionsRow"),
+          "live: the sessions row was replaced, not updated in place")
+    check(b.evaluate("document.querySelector('tr[data-tag=\"sessions\"]').textContent !== window.__sessionsText"),
+          "live: the sessions row's figures never changed")
+
+    # The chart: the cache's samples, as many points as samples.
+    history = json.loads(fetch("/debug/regionalloc/history"))
+    chart = b.evaluate("Array.from(document.querySelectorAll('#chart polyline')).map(function (p) {"
+                       "return {cls: p.getAttribute('class'), n: Number(p.dataset.points),"
+                       "pairs: p.getAttribute('points').trim().split(/\\s+/).filter(Boolean).length};})")
+    check(sorted(c["cls"] for c in chart) == ["allocated", "mapped"], "chart: lines %s" % chart)
+    check(all(c["n"] >= 3 and c["n"] == c["pairs"] for c in chart), "chart: points %s" % chart)
+    cache_samples = [t["allocated"] for s in history["samples"] for t in s["tags"] if t["id"] == 1]
+    check(cache_samples and set(cache_samples) == {16 << 20},
+          "history: the cache's allocated bytes %s" % sorted(set(cache_samples)))
+    check("16.0 MiB allocated" in b.evaluate("document.getElementById('chart-now').textContent"),
+          "chart: the cache's last sample is not 16.0 MiB allocated")
+
+    # The allocation sites: every frame of the cache's stacks.
+    frames = set(b.evaluate("Array.from(document.querySelectorAll('#flame .frame')).map(function (f) {"
+                            "return f.dataset.name;})"))
+    folded = fetch("/debug/regionalloc/profile?tag=cache")
+    wanted = {f for line in folded.splitlines() for f in line.rsplit(" ", 1)[0].split(";")[1:]}
+    check("tag:cache" in frames and wanted and wanted <= frames,
+          "sites: the page shows %s, the profile has %s" % (sorted(frames), sorted(wanted)))
+    check(any(f.startswith("main+") for f in frames),
+          "sites: main, where the cache is filled, is not among %s" % sorted(frames))
+
+    # The checkpoints, as a table.
+    labels = b.evaluate("Array.from(document.querySelectorAll('#checkpoints td.label')).map(function (td) {"
+                        "return td.textContent;})")
+    check(labels[:1] == ["cache filled"], "checkpoints: labels %s" % labels)
+
+    # The budgets: past the soft limit warning-coloured, at the hard one red.
+    bars = {r["name"]: r["bar"] for r in b.evaluate(ROWS)}
+    check(bars.get("sessions") == "bar warn", "budget: sessions' bar is %s" % bars.get("sessions"))
+    b.wait_for("document.querySelector('tr[data-tag=\"workers\"] .bar').className === 'bar full'", 30)
+
+    # Sorting and picking, by mouse, with no reload.
+    b.evaluate("window.__kept = 42")
+    b.click("th[data-key=allocated]")
+    order = [r["allocated"] for r in b.evaluate(ROWS)]
+    check(order == sorted(order, reverse=True), "sort: allocated, largest first: %s" % order)
+    b.click("th[data-key=allocated]")
+    order = [r["allocated"] for r in b.evaluate(ROWS)]
+    check(order == sorted(order), "sort: allocated, smallest first: %s" % order)
+    b.click("th[data-key=name]")
+    names = [r["name"] for r in b.evaluate(ROWS)]
+    check(names == sorted(names), "sort: by name: %s" % names)
+    b.click("tr[data-tag=sessions] td.tag")
+    b.wait_for("document.querySelector('#flame .frame') !== null && "
+               "document.querySelector('#flame .frame').dataset.name === 'tag:sessions'", 30)
+    check(b.evaluate("location.hash") == "#tag=sessions", "pick: the address does not name sessions")
+    check(b.evaluate("document.getElementById('chart-title').textContent") == "tag sessions",
+          "pick: the chart is not the sessions'")
+    check([r["name"] for r in b.evaluate(ROWS) if r["selected"]] == ["sessions"],
+          "pick: the sessions row is not the selected one")
+    check(b.evaluate("window.__kept") == 42, "pick: the page was reloaded")
+    b.wait_for("Number(document.querySelector('#chart polyline').dataset.points) >= 1", 30)
+
+    # Nothing asked of another host.
+    urls = [e["params"]["request"]["url"] for e in b.events
+            if e["method"] == "Network.requestWillBeSent"]
+    check(urls and all(u.startswith(base + "/") for u in urls),
+          "requests elsewhere: %s" % [u for u in urls if not u.startswith(base + "/")])
+
+    # Screenshots at 1280x800 and in a narrow window, which the page fits.
+    for name, width, height in (("page-1280x800.png", 1280, 800), ("page-narrow.png", 420, 800)):
+        b.resize(width, height)
+        time.sleep(0.5)
+        if width < 700:
+            check(b.evaluate("document.documentElement.scrollWidth <= window.innerWidth"),
+                  "narrow: the page is wider than a %d px window" % width)
+        path = os.path.join(out_dir, name)
+        b.evaluate("window.scrollTo(0, 0); true")
+        b.screenshot(path)
+        w, h, pixels = cdp.png_pixels(path)
+        colours, inked = set(), 0
+        for row in pixels[::4]:
+            for px in row[::4]:
+                colours.add(px)
+                inked += px != (255, 255, 255)
+        share = inked / ((len(pixels[::4])) * len(pixels[0][::4]))
+        check((w, h) == (width, height) and len(colours) >= 8 and share >= 0.02,
+              "%s: %dx%d, %d colours, %.1f%% not white" % (name, w, h, len(colours), 100 * share))
+        print("%s: %dx%d, %d colours, %.1f%% not white" % (name, w, h, len(colours), 100 * share))
+finally:
+    b.close()
+
+sys.exit(1 if failures else 0)

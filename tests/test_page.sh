@@ -1,0 +1,49 @@
+#!/bin/bash
+# The page of GET /debug/regionalloc/ in a real browser: Debian's headless
+# Chromium, driven over the DevTools protocol by tests/page_check.py (with
+# the system's /usr/bin/python3), loads the page from examples/server and
+# checks what it shows with JavaScript off and live (see page_check.py).
+# The screenshots are kept when PAGE_SHOTS names a directory. Run by make
+# check with abs_top_builddir set.
+# Exit status: 0 pass, 1 fail, 77 skip (a tool missing outside CI).
+set -u
+
+# shellcheck source=tests/testlib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
+server=$builddir/examples/server
+checks=${abs_top_srcdir:-$(dirname "${BASH_SOURCE[0]}")/..}/tests/page_check.py
+need_built "$server"
+need chromium chromium || exit 77
+need /usr/bin/python3 python3 || exit 77
+
+reset_env
+export LC_ALL=C
+make_tmp test_page
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+
+# The sessions pass their soft limit at once, the workers reach their hard
+# one (their allocations then fail, which the workers take in their stride).
+REGIONALLOC_THREAD_TAGS='worker-*=workers' \
+REGIONALLOC_LIMITS='sessions=48M/4M,workers=3M' \
+    "$server" --listen 127.0.0.1:0 >"$tmp/server.out" 2>"$tmp/server.err" &
+pid=$!
+url=
+for ((i = 0; i < 200; i++)); do
+    url=$(sed -n '1s|^serving \(http://[^/]*\)/metrics$|\1|p' "$tmp/server.out")
+    [ -n "$url" ] && break
+    sleep 0.1
+done
+[ -n "$url" ] || { fail "the server did not say where it serves: $(cat "$tmp/server.err")"; finish; }
+
+# Three samples for the chart before the browser comes.
+for ((i = 0; i < 100; i++)); do
+    grep -q '"seq": 3,' <(curl -s "$url/debug/regionalloc/history") && break
+    sleep 0.2
+done
+
+shots=${PAGE_SHOTS:-$tmp}
+mkdir -p "$shots"
+/usr/bin/python3 "$checks" "$url" "$shots" || fail "the page in Chromium: see above"
+kill -0 "$pid" 2>/dev/null || fail "the server died: $(cat "$tmp/server.err")"
+finish
