@@ -1,7 +1,8 @@
 /* A long-running program that a fleet would watch: it keeps a cache, serves
  * sessions and runs a pool of named worker threads, and serves the library's
  * HTTP endpoints (ra_http_start): /metrics for Prometheus,
- * /debug/pprof/heap for a continuous profiler, the reports.
+ * /debug/pprof/heap for a continuous profiler, the reports, and the page
+ * /debug/regionalloc/ to open in a browser.
  *
  *   cache     16 blocks of 1 MiB, allocated once: exactly 16 MiB  tag "cache"
  *   sessions  a few thousand session records, created and ended  tag "sessions"
@@ -127,7 +128,8 @@ static void usage(FILE *out)
 "Runs a small workload under tags and serves libregionalloc's HTTP\n"
 "endpoints: /metrics, /debug/pprof/heap[?tag=NAME],\n"
 "/debug/regionalloc/report and /debug/regionalloc/checkpoints\n"
-"[?format=text|json|prometheus].\n"
+"[?format=text|json|prometheus], and a page to open in a browser:\n"
+"/debug/regionalloc/.\n"
 "\n"
 "  --listen ADDR   where to serve (default 127.0.0.1:9464; port 0: any\n"
 "                  free port; the first line printed names it)\n"

@@ -113,12 +113,7 @@ static void *sample_every_interval(void *arg)
     while (!stopping) {
         ra__unlock(&history_lock);
         ra__history_sample();
-        next.tv_sec += (time_t)(HISTORY_INTERVAL_NS / 1000000000u);
-        next.tv_nsec += (long)(HISTORY_INTERVAL_NS % 1000000000u);
-        if (next.tv_nsec >= 1000000000L) {
-            next.tv_sec++;
-            next.tv_nsec -= 1000000000L;
-        }
+        ra__deadline_add(&next, HISTORY_INTERVAL_NS);
         ra__lock(&history_lock);
         while (!stopping &&
                pthread_cond_timedwait(&wake, &history_lock, &next) == 0)

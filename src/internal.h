@@ -15,6 +15,9 @@ void ra__clock_start(void);
 /* Nanoseconds of CLOCK_MONOTONIC since the library was loaded. Never
  * allocates. */
 uint64_t ra__clock_ns(void);
+/* Moves *t (a CLOCK_MONOTONIC deadline) ns later: the background threads'
+ * next wake-up. */
+void ra__deadline_add(struct timespec *t, uint64_t ns);
 /* The process's resident bytes (/proc/self/statm); 0 when unreadable. Never
  * allocates (no stdio). */
 size_t ra__proc_rss(void);

@@ -29,6 +29,16 @@ void ra__clock_start(void)
     atomic_compare_exchange_strong(&load_time_ns, &zero, monotonic_ns());
 }
 
+void ra__deadline_add(struct timespec *t, uint64_t ns)
+{
+    t->tv_sec += (time_t)(ns / 1000000000u);
+    t->tv_nsec += (long)(ns % 1000000000u);
+    if (t->tv_nsec >= 1000000000L) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000L;
+    }
+}
+
 uint64_t ra__clock_ns(void)
 {
     uint64_t zero = atomic_load_explicit(&load_time_ns, memory_order_relaxed);

@@ -107,12 +107,7 @@ static void *publish_every_interval(void *arg)
     clock_gettime(CLOCK_MONOTONIC, &next);
     while (!atomic_load(&stopping)) {
         publish();
-        next.tv_sec += (time_t)(interval / 1000000000u);
-        next.tv_nsec += (long)(interval % 1000000000u);
-        if (next.tv_nsec >= 1000000000L) {
-            next.tv_sec++;
-            next.tv_nsec -= 1000000000L;
-        }
+        ra__deadline_add(&next, interval);
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) ==
                EINTR)
             ;
