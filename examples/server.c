@@ -7,13 +7,16 @@
  *   cache     16 blocks of 1 MiB, allocated once: exactly 16 MiB  tag "cache"
  *   sessions  a few thousand session records, created and ended  tag "sessions"
  *             all the time
+ *             (both children of the tag "app", a tag tree: its
+ *             subtree's figures are the two together)
  *   workers   two threads named "worker-1" and "worker-2" that    no tag pushed
  *             allocate scratch buffers without pushing a tag:
  *             run with REGIONALLOC_THREAD_TAGS='worker-*=workers'
  *             and they are tagged "workers" by their names
  *
  * The profiler samples every 64 KiB on average, and a checkpoint is taken
- * when the cache is full and every 100 ticks (10 s) after. Stops after --seconds, or on SIGINT or SIGTERM.
+ * when the cache is full and every 100 ticks (10 s) after. Stops after
+ * --seconds, or on SIGINT or SIGTERM.
  * Exit status: 0 done, 1 runtime failure, 2 bad usage. */
 #include <errno.h>
 #include <getopt.h>
@@ -205,7 +208,7 @@ int main(int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_signal};
     void *cache[CACHE_BLOCKS];
     pthread_t workers[2];
-    ra_tag_t tag_cache, tag_sessions;
+    ra_tag_t tag_app, tag_cache, tag_sessions;
     int port;
 
     if (argc > 0 && argv[0] != NULL && argv[0][0] != '\0') {
@@ -223,9 +226,11 @@ int main(int argc, char **argv)
     /* From the start, so that the cache is in the profile too. */
     if (ra_prof_start(64 << 10) != 0)
         die("ra_prof_start");
-    tag_cache = ra_tag_create("cache");
-    tag_sessions = ra_tag_create("sessions");
-    if (tag_cache == RA_TAG_NONE || tag_sessions == RA_TAG_NONE)
+    tag_app = ra_tag_create("app");
+    tag_cache = ra_tag_create_in(tag_app, "cache");
+    tag_sessions = ra_tag_create_in(tag_app, "sessions");
+    if (tag_app == RA_TAG_NONE || tag_cache == RA_TAG_NONE ||
+        tag_sessions == RA_TAG_NONE)
         die("ra_tag_create");
     for (unsigned i = 0; i < CACHE_BLOCKS; i++)
         if ((cache[i] = ra_malloc_tag(tag_cache, MIB)) == NULL)

@@ -74,6 +74,40 @@ static void out_html_text(struct ra__out *o, const char *s, size_t len)
     ra__out_write(o, s + from, len - from);
 }
 
+/* s as a URL's query value: unreserved bytes as they are, the others as
+ * %XX (which leaves nothing to escape for HTML). */
+static void out_query_value(struct ra__out *o, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        char enc[3] = {'%', hex[c >> 4], hex[c & 15]};
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
+            c == '~')
+            ra__out_write(o, s, 1);
+        else
+            ra__out_write(o, enc, sizeof enc);
+    }
+}
+
+/* The links to the tag's profile for pprof, and its subtree's when it has
+ * children. */
+static void out_profile_links(struct ra__out *o, const struct ra__usage *u,
+                              bool has_children)
+{
+    ra__out_str(o, "<td class=\"profile\"><a href=\"/debug/pprof/heap?tag=");
+    out_query_value(o, u->name);
+    ra__out_str(o, "\">pprof</a>");
+    if (has_children) {
+        ra__out_str(o, " <a href=\"/debug/pprof/heap?tree=");
+        out_query_value(o, u->name);
+        ra__out_str(o, "\">subtree</a>");
+    }
+    ra__out_str(o, "</td>");
+}
+
 /* A bar: value as a share of whole, in whole percent (0 to 100). */
 static void out_bar(struct ra__out *o, const char *class_name, uint64_t value,
                     uint64_t whole)
@@ -116,7 +150,7 @@ static void out_budget(struct ra__out *o, const struct ra__usage *u,
 }
 
 static void out_row(struct ra__out *o, const struct ra__usage *u,
-                    ra_tag_t parent, uint64_t widest)
+                    ra_tag_t parent, bool has_children, uint64_t widest)
 {
     ra__out_str(o, "<tr data-tag=\"");
     out_html(o, u->name);
@@ -137,7 +171,9 @@ static void out_row(struct ra__out *o, const struct ra__usage *u,
     out_u64(o, u->limit);
     ra__out_str(o, "\">");
     out_budget(o, u, widest);
-    ra__out_str(o, "</td></tr>\n");
+    ra__out_str(o, "</td><td class=\"trend\"></td>");
+    out_profile_links(o, u, has_children);
+    ra__out_str(o, "</tr>\n");
 }
 
 static const char links[] =
@@ -225,14 +261,19 @@ int ra__page_write(struct ra__out *o)
                    "<th data-key=\"mapped\">mapped</th>"
                    "<th data-key=\"tree\">subtree mapped</th>"
                    "<th data-key=\"budget\">budget</th>"
+                   "<th>last minutes</th><th>profile</th>"
                    "</tr></thead><tbody>\n");
-    for (unsigned r = 1; r <= snap.ntags; r++) {
-        const struct ra__usage *u = &snap.rows[snap.order[r]];
+    for (unsigned i = 1; i <= snap.ntags; i++) {
+        unsigned r = snap.order[i];
+        /* In the tree's order a tag's children come right after it. */
+        bool has_children = i < snap.ntags &&
+                            snap.rows[snap.order[i + 1]].parent_row == r;
+        const struct ra__usage *u = &snap.rows[r];
         out_row(o, u, u->parent_row != 0 ? snap.rows[u->parent_row].id : 0,
-                widest);
+                has_children, widest);
     }
     if (snap.ntags == 0)
-        ra__out_str(o, "<tr><td colspan=\"6\">no tags</td></tr>\n");
+        ra__out_str(o, "<tr><td colspan=\"8\">no tags</td></tr>\n");
     ra__out_str(o, "</tbody></table></div>\n");
     ra__snapshot_free(&snap);
     ra__out_str(o, live_parts);

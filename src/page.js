@@ -78,7 +78,7 @@
     cell.dataset.bytes = String(t.limit);
   }
 
-  var COLUMNS = ["allocated", "resident", "mapped", "tree", "budget"];
+  var COLUMNS = ["allocated", "resident", "mapped", "tree", "budget", "trend", "profile"];
 
   function rowFor(t) {
     var tr = state.rows[t.id];
@@ -97,9 +97,27 @@
     return tr;
   }
 
+  // The tag's own profile for pprof, and its subtree's when it has
+  // children.
+  function fillProfileLinks(cell, t) {
+    var name = encodeURIComponent(t.name), hasKids = false;
+    for (var id in state.tags) if (state.tags[id].parentId === t.id) hasKids = true;
+    if (cell.dataset.for === t.name + (hasKids ? "/" : "")) return;
+    cell.dataset.for = t.name + (hasKids ? "/" : "");
+    cell.textContent = "";
+    [["pprof", "tag"], ["subtree", "tree"]].forEach(function (l, i) {
+      if (i === 1 && !hasKids) return;
+      var a = document.createElement("a");
+      a.href = "/debug/pprof/heap?" + l[1] + "=" + name;
+      a.textContent = l[0];
+      if (i === 1) cell.appendChild(document.createTextNode(" "));
+      cell.appendChild(a);
+    });
+  }
+
   function depthOf(t) {
     var d = 1;
-    for (var p = t.parent; p && state.tags[p] && d < 16; p = state.tags[p].parent) d++;
+    for (var p = t.parentId; p && state.tags[p] && d < 16; p = state.tags[p].parentId) d++;
     return d;
   }
 
@@ -114,7 +132,7 @@
   function treeOrder() {
     var kids = {}, out = [];
     Object.keys(state.tags).forEach(function (id) {
-      var t = state.tags[id], p = t.parent && state.tags[t.parent] ? t.parent : 0;
+      var t = state.tags[id], p = state.tags[t.parentId] ? t.parentId : 0;
       (kids[p] = kids[p] || []).push(t);
     });
     function cmp(a, b) {
@@ -130,9 +148,12 @@
   }
 
   function showTags(report) {
-    var body = $("tags").tBodies[0], widest = 0, seen = {};
+    var body = $("tags").tBodies[0], widest = 0, seen = {}, byName = {};
     state.tags = {};
+    // The report names a tag's parent (names are unique among live tags).
+    report.tags.forEach(function (t) { byName[t.name] = t.id; });
     report.tags.forEach(function (t) {
+      t.parentId = t.parent === null ? 0 : byName[t.parent] || 0;
       state.tags[t.id] = t;
       if (t.mapped > widest) widest = t.mapped;
     });
@@ -141,7 +162,7 @@
       seen[t.id] = true;
       tr.dataset.tag = t.name;
       tr.dataset.id = String(t.id);
-      tr.dataset.parent = String(t.parent || 0);
+      tr.dataset.parent = String(t.parentId);
       c[0].textContent = t.name;
       c[0].style.paddingLeft = (6 + 18 * (depthOf(t) - 1)) + "px";
       setBytes(c[1], t.allocated);
@@ -149,6 +170,7 @@
       setBytes(c[3], t.mapped);
       setBytes(c[4], t.tree.mapped);
       fillBudget(c[5], t, widest);
+      fillProfileLinks(c[7], t);
       tr.classList.toggle("selected", t.id === state.selected);
       body.appendChild(tr); // moves a kept row: the order, not new rows
     });
@@ -160,7 +182,7 @@
     });
     if (report.tags.length === 0) {
       var tr = document.createElement("tr"), td = document.createElement("td");
-      td.colSpan = 6;
+      td.colSpan = 8;
       td.textContent = "no tags";
       tr.appendChild(td);
       body.appendChild(tr);
@@ -233,10 +255,10 @@
     return out + (text === undefined ? "/>" : ">" + text + "</" + tag + ">");
   }
 
-  // The chosen tag's figures in each sample (the newest holder of its id),
-  // or the process's.
-  function series() {
-    var id = state.selected, born = null, out = [];
+  // A tag's figures in each sample (the newest holder of its id; a recycled
+  // id's earlier tag is another), or with id 0 the process's.
+  function seriesOf(id) {
+    var born = null, out = [];
     if (id === 0) {
       return state.samples.map(function (s) {
         return {t: s.time_ns, allocated: s.allocated, mapped: s.mapped};
@@ -257,7 +279,7 @@
   // Drawn at the width it is shown, so that its text keeps its size in a
   // narrow window.
   function drawChart() {
-    var chart = $("chart"), pts = series(), top = 1, i;
+    var chart = $("chart"), pts = seriesOf(state.selected), top = 1, i;
     var CHART_W = Math.max(240, Math.min(1200, chart.parentNode.clientWidth || 900));
     var parts = [];
     chart.setAttribute("viewBox", "0 0 " + CHART_W + " " + CHART_H);
@@ -290,6 +312,24 @@
       : "no samples yet (one a second)";
   }
 
+  // Each row's trend: its tag's allocated bytes over the kept samples (the
+  // tags a sample holds: the largest, and the picked one).
+  function drawTrends() {
+    Object.keys(state.rows).forEach(function (id) {
+      var pts = seriesOf(Number(id)), cell = state.rows[id].cells[6], top = 1;
+      if (!cell) return;
+      pts.forEach(function (p) { top = Math.max(top, p.allocated); });
+      var t0 = pts.length ? pts[0].t : 0, span = pts.length > 1 ? pts[pts.length - 1].t - t0 : 1;
+      var coords = pts.map(function (p) {
+        return (2 + 76 * (p.t - t0) / span).toFixed(1) + "," + (16 - 14 * p.allocated / top).toFixed(1);
+      });
+      cell.innerHTML = "<svg class=\"trend\" viewBox=\"0 0 80 18\" width=\"80\" height=\"18\">" +
+        (coords.length > 1 ? svg("polyline", {points: coords.join(" "), "data-points": coords.length}) : "") +
+        "</svg>";
+      cell.title = pts.length > 1 ? "allocated over the last " + humanNs(span) : "not sampled (not among the largest tags)";
+    });
+  }
+
   function loadHistory() {
     var name = selectedName(), url = "history?since=" + state.taken;
     if (name) url += "&tag=" + encodeURIComponent(name);
@@ -298,6 +338,7 @@
       state.samples = state.samples.concat(h.samples).slice(-h.capacity);
       state.taken = h.taken;
       drawChart();
+      drawTrends();
     });
   }
 
@@ -471,6 +512,7 @@
       });
     });
     $("tags").tBodies[0].addEventListener("click", function (ev) {
+      if (ev.target.closest("a")) return; // a link, not a pick
       var tr = ev.target.closest("tr");
       if (!tr || !tr.dataset.id) return;
       var id = Number(tr.dataset.id);

@@ -154,12 +154,16 @@ class Browser:
     def wait_for(self, expression, timeout=30):
         """Waits until expression is true in the page; returns its value."""
         deadline = time.time() + timeout
+        error = ""
         while True:
-            value = self.evaluate(expression)
+            try:  # a page still loading may have no body yet
+                value = self.evaluate(expression)
+            except RuntimeError as e:
+                value, error = None, "; last: %s" % e
             if value:
                 return value
             if time.time() > deadline:
-                raise TimeoutError("the page never made true: " + expression)
+                raise TimeoutError("the page never made true: " + expression + error)
             time.sleep(0.2)
 
     def open(self, url):

@@ -549,6 +549,12 @@ START_TEST(test_http_page_of_the_tags)
     ck_assert_ptr_nonnull(strstr(row_t, "bar warn"));
     ck_assert_ptr_nonnull(strstr(row_q, "4.0 MiB"));
     ck_assert_ptr_nonnull(strstr(row_q, "data-bytes=\"4194304\""));
+    /* Its links to pprof: the name as a query value; a subtree's link for
+     * a parent only. */
+    ck_assert_ptr_nonnull(strstr(
+        row_t, "<a href=\"/debug/pprof/heap?tag=tenant%20%3C%26%3E\">pprof</a> "
+               "<a href=\"/debug/pprof/heap?tree=tenant%20%3C%26%3E\">"));
+    ck_assert_ptr_nonnull(strstr(row_q, "?tag=query\">pprof</a></td>"));
     /* The live part waits for its script; the checkpoints are a table in
      * text until then. */
     ck_assert_ptr_nonnull(strstr(body, "<section id=\"live\" hidden>"));

@@ -8,7 +8,8 @@ narrow window, and screenshots that are not blank.
 
 Usage: page_check.py BASE_URL OUT_DIR   (BASE_URL: http://127.0.0.1:PORT)
 The server runs with REGIONALLOC_LIMITS giving "sessions" a soft limit it
-passes and "workers" a hard limit it reaches. Prints one line per failed
+passes and "workers" a hard limit it reaches; its "cache" and "sessions"
+are children of "app" (a tag tree). Prints one line per failed
 check; exit status 1 if any failed."""
 
 import json
@@ -49,11 +50,41 @@ def metrics():
 
 ROWS = """Array.from(document.querySelectorAll('#tags tbody tr[data-id]')).map(function (tr) {
   var c = tr.cells;
-  return {name: tr.dataset.tag, selected: tr.classList.contains('selected'),
+  return {name: tr.dataset.tag, id: Number(tr.dataset.id), parent: Number(tr.dataset.parent),
+          indent: c[0].style.paddingLeft, selected: tr.classList.contains('selected'),
           allocated: Number(c[1].dataset.bytes), resident: Number(c[2].dataset.bytes),
           mapped: Number(c[3].dataset.bytes), bar: c[5].querySelector('.bar').className,
           text: c[1].textContent};
 })"""
+
+def tree_order(rows, key=None, desc=False):
+    """The rows as the page orders them: each tag before its children,
+    siblings by key (id order without one)."""
+    kids = {}
+    for r in rows:
+        kids.setdefault(r["parent"], []).append(r)
+    out = []
+
+    def walk(parent):
+        for r in sorted(kids.get(parent, []),
+                        key=lambda r: (r[key] if key else 0, r["id"]), reverse=desc):
+            out.append(r["name"])
+            walk(r["id"])
+    walk(0)
+    return out
+
+
+def check_tree(rows, where):
+    """cache and sessions under app, indented; the tree's order."""
+    by = {r["name"]: r for r in rows}
+    app = by.get("app", {}).get("id")
+    check(app and by.get("cache", {}).get("parent") == app and by.get("sessions", {}).get("parent") == app
+          and by["app"]["parent"] == 0,
+          "%s: not the tree app > cache, sessions: %s" % (where, rows))
+    check(by.get("cache", {}).get("indent") == "24px" and by.get("app", {}).get("indent") == "6px",
+          "%s: the children are not indented under their parent: %s" % (where, rows))
+    check([r["name"] for r in rows] == tree_order(rows), "%s: not in the tree's order: %s" % (where, rows))
+
 
 b = cdp.Browser()
 try:
@@ -65,6 +96,7 @@ try:
     b.wait_for("document.readyState === 'complete' && !!document.getElementById('tags')")
     static = b.evaluate(ROWS)
     tags = sorted({t for (_, t) in metrics()})
+    check_tree(static, "static page")
     check(sorted(r["name"] for r in static) == tags,
           "static page: tags %s, /metrics has %s" % ([r["name"] for r in static], tags))
     check(b.evaluate("document.getElementById('live').hidden"),
@@ -86,16 +118,18 @@ try:
     after = metrics()
     check(sorted(r["name"] for r in rows) == tags,
           "live: tags %s, /metrics has %s" % ([r["name"] for r in rows], tags))
+    check_tree(rows, "live")
     for r in rows:
         for fig in ("allocated", "mapped"):
             fam = "regionalloc_tag_%s_bytes" % fig
             lo = min(before[(fam, r["name"])], after[(fam, r["name"])])
             hi = max(before[(fam, r["name"])], after[(fam, r["name"])])
             # The page's figures are from its last refresh, at most one
-            # period (2 s) before: the cache never changes, the others
-            # move by what two seconds of the server's work make.
-            if r["name"] == "cache":
-                check(r[fig] == lo == hi, "live: cache %s %d, /metrics %d..%d" % (fig, r[fig], lo, hi))
+            # period (2 s) before: the cache and app (which holds nothing
+            # itself) never change, the others move by what two seconds of
+            # the server's work make.
+            if r["name"] in ("cache", "app"):
+                check(r[fig] == lo == hi, "live: %s %s %d, /metrics %d..%d" % (r["name"], fig, r[fig], lo, hi))
             else:
                 check(0 < r[fig] and lo / 2 <= r[fig] <= hi * 2,
                       "live: %s %s %d, /metrics %d..%d" % (r["name"], fig, r[fig], lo, hi))
@@ -121,11 +155,24 @@ try:
                        "pairs: p.getAttribute('points').trim().split(/\\s+/).filter(Boolean).length};})")
     check(sorted(c["cls"] for c in chart) == ["allocated", "mapped"], "chart: lines %s" % chart)
     check(all(c["n"] >= 3 and c["n"] == c["pairs"] for c in chart), "chart: points %s" % chart)
-    cache_samples = [t["allocated"] for s in history["samples"] for t in s["tags"] if t["id"] == 1]
+    cache_id = {r["name"]: r["id"] for r in rows}["cache"]
+    cache_samples = [t["allocated"] for s in history["samples"] for t in s["tags"] if t["id"] == cache_id]
     check(cache_samples and set(cache_samples) == {16 << 20},
           "history: the cache's allocated bytes %s" % sorted(set(cache_samples)))
     check("16.0 MiB allocated" in b.evaluate("document.getElementById('chart-now').textContent"),
           "chart: the cache's last sample is not 16.0 MiB allocated")
+
+    # Each row's trend, and its links to pprof (a subtree's for a parent).
+    trend = b.evaluate("(function(){var p=document.querySelector('tr[data-tag=\"cache\"] td.trend polyline');"
+                       "return p ? Number(p.dataset.points) : 0;})()")
+    check(trend >= 3, "trend: the cache's has %d points" % trend)
+    links = b.evaluate("Array.from(document.querySelectorAll('tr[data-tag=\"app\"] td.profile a'))"
+                       ".map(function (a) { return a.href; })")
+    check(links == [base + "/debug/pprof/heap?tag=app", base + "/debug/pprof/heap?tree=app"],
+          "links: app's profile links %s" % links)
+    for link in links:
+        with urllib.request.urlopen(link, timeout=30) as r:
+            check(r.status == 200 and r.read(2) == b"\x1f\x8b", "links: %s is no gzip profile" % link)
 
     # The allocation sites: every frame of the cache's stacks.
     frames = set(b.evaluate("Array.from(document.querySelectorAll('#flame .frame')).map(function (f) {"
@@ -143,21 +190,27 @@ try:
     check(labels[:1] == ["cache filled"], "checkpoints: labels %s" % labels)
 
     # The budgets: past the soft limit warning-coloured, at the hard one red.
-    bars = {r["name"]: r["bar"] for r in b.evaluate(ROWS)}
-    check(bars.get("sessions") == "bar warn", "budget: sessions' bar is %s" % bars.get("sessions"))
-    b.wait_for("document.querySelector('tr[data-tag=\"workers\"] .bar').className === 'bar full'", 30)
+    for tag, colour in (("sessions", "warn"), ("workers", "full")):
+        try:
+            b.wait_for("document.querySelector('tr[data-tag=\"%s\"] .bar').className === 'bar %s'"
+                       % (tag, colour), 30)
+        except TimeoutError:
+            check(False, "budget: %s's bar is not %s: %s" % (tag, colour, b.evaluate(ROWS)))
 
     # Sorting and picking, by mouse, with no reload.
     b.evaluate("window.__kept = 42")
+    # Siblings sort; children stay under their parent.
     b.click("th[data-key=allocated]")
-    order = [r["allocated"] for r in b.evaluate(ROWS)]
-    check(order == sorted(order, reverse=True), "sort: allocated, largest first: %s" % order)
+    rows = b.evaluate(ROWS)
+    check([r["name"] for r in rows] == tree_order(rows, "allocated", True),
+          "sort: allocated, largest first: %s" % rows)
     b.click("th[data-key=allocated]")
-    order = [r["allocated"] for r in b.evaluate(ROWS)]
-    check(order == sorted(order), "sort: allocated, smallest first: %s" % order)
+    rows = b.evaluate(ROWS)
+    check([r["name"] for r in rows] == tree_order(rows, "allocated"),
+          "sort: allocated, smallest first: %s" % rows)
     b.click("th[data-key=name]")
-    names = [r["name"] for r in b.evaluate(ROWS)]
-    check(names == sorted(names), "sort: by name: %s" % names)
+    rows = b.evaluate(ROWS)
+    check([r["name"] for r in rows] == tree_order(rows, "name"), "sort: by name: %s" % rows)
     b.click("tr[data-tag=sessions] td.tag")
     b.wait_for("document.querySelector('#flame .frame') !== null && "
                "document.querySelector('#flame .frame').dataset.name === 'tag:sessions'", 30)
