@@ -15,6 +15,7 @@
     selected: 0,     // tag id; 0: the whole process
     wantName: null,  // from #tag=NAME, until the report has it
     samples: [],
+    byTag: {},       // id -> its points (indexSamples)
     taken: 0,
     polls: 0,
     sitesFor: null
@@ -258,22 +259,27 @@
   // A tag's figures in each sample (the newest holder of its id; a recycled
   // id's earlier tag is another), or with id 0 the process's.
   function seriesOf(id) {
-    var born = null, out = [];
     if (id === 0) {
       return state.samples.map(function (s) {
         return {t: s.time_ns, allocated: s.allocated, mapped: s.mapped};
       });
     }
-    for (var i = state.samples.length - 1; i >= 0 && born === null; i--) {
-      state.samples[i].tags.forEach(function (x) { if (x.id === id) born = x.born; });
-    }
+    return state.byTag[id] || [];
+  }
+
+  // The samples by tag id, once per new samples: each id's points of its
+  // newest holder (the born of its last point), oldest first.
+  function indexSamples() {
+    var by = {};
     state.samples.forEach(function (s) {
       s.tags.forEach(function (x) {
-        if (x.id === id && x.born === born)
-          out.push({t: s.time_ns, allocated: x.allocated, mapped: x.mapped});
+        var list = by[x.id];
+        if (list && list.born !== x.born) list = null; // the id was recycled
+        if (!list) { list = by[x.id] = []; list.born = x.born; }
+        list.push({t: s.time_ns, allocated: x.allocated, mapped: x.mapped});
       });
     });
-    return out;
+    state.byTag = by;
   }
 
   // Drawn at the width it is shown, so that its text keeps its size in a
@@ -337,6 +343,7 @@
       if (h.taken < state.taken) state.samples = []; // a restarted server
       state.samples = state.samples.concat(h.samples).slice(-h.capacity);
       state.taken = h.taken;
+      indexSamples();
       drawChart();
       drawTrends();
     });

@@ -560,6 +560,8 @@ START_TEST(test_http_page_of_the_tags)
     ck_assert_ptr_nonnull(strstr(body, "<section id=\"live\" hidden>"));
     ck_assert_ptr_nonnull(strstr(body, "<div id=\"checkpoints\"><pre>"));
     ck_assert_ptr_nonnull(strstr(body, "<script>"));
+    /* The embedded script never ends its element early. */
+    ck_assert_ptr_null(strstr(strstr(body, "</script>") + 1, "</script"));
     free(answer);
     ck_assert_int_eq(request(port, "GET", "/debug/regionalloc", &answer),
                      301);

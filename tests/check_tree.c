@@ -154,14 +154,16 @@ static void *race_worker(void *arg)
 
 /* The subtree's figures as the threads race: its high-water mark of
  * committed memory (the count the limit is checked against) never above
- * the limit, nor the mapped bytes jemalloc reports for it. */
+ * the limit. Not its mapped bytes: jemalloc's per-arena figures, summed
+ * over arenas read one after another while blocks move between them, can
+ * pass it (by 5-11 MiB of 24 in 3 runs of 30); they are checked at rest. */
 static void *race_sampler(void *arg)
 {
     (void)arg;
     while (!atomic_load(&race_done)) {
         ra_tag_stats_t tree;
         if (ra_tag_stats_tree(race_parent, &tree) != 0 ||
-            tree.peak_mapped > BUDGET || tree.mapped > BUDGET)
+            tree.peak_mapped > BUDGET)
             atomic_fetch_add(&race_errors, 1);
     }
     return NULL;
@@ -191,6 +193,7 @@ START_TEST(test_tree_parent_budget_is_exact_under_racing_threads)
      * limit. */
     ck_assert_int_eq(ra_tag_stats_tree(race_parent, &tree), 0);
     ck_assert_uint_le(tree.peak_mapped, BUDGET);
+    ck_assert_uint_le(tree.mapped, BUDGET);
     ck_assert_uint_gt(tree.peak_mapped, BUDGET / 2);
     ck_assert_int_eq(ra_tag_get_limit(race_parent, &got), 0);
     ck_assert_uint_eq(got.hard, BUDGET);
