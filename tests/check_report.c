@@ -718,16 +718,6 @@ static void remove_dir(const char *path)
     ck_assert_int_eq(system(cmd), 0);
 }
 
-static unsigned count_of(const char *s, const char *what)
-{
-    unsigned n = 0;
-
-    for (const char *p = strstr(s, what); p != NULL;
-         p = strstr(p + 1, what))
-        n++;
-    return n;
-}
-
 /* -- "processes" ------------------------------------------------------------------
  * The exit reports come from the process that started the program (or
  * exec'd); a forked child reports only when the path has %p, so that its
@@ -741,10 +731,10 @@ START_TEST(test_report_forked_child_does_not_report_to_stderr)
     int status = tu_exec_self(env, "fork_before_first_use", err, sizeof err);
 
     ck_assert_msg(status == 0, "exit %d; stderr: %s", status, err);
-    ck_assert_uint_eq(count_of(err, "\"schema\": \"regionalloc-report-1\""),
+    ck_assert_uint_eq(tu_count_of(err, "\"schema\": \"regionalloc-report-1\""),
                       1);
     ck_assert_uint_eq(
-        count_of(err, "\"schema\": \"regionalloc-checkpoints-1\""), 1);
+        tu_count_of(err, "\"schema\": \"regionalloc-checkpoints-1\""), 1);
     ck_assert_msg(strstr(err, "\"name\": \"parent\"") != NULL, "%s", err);
 }
 END_TEST
@@ -823,7 +813,7 @@ START_TEST(test_report_pid_in_the_path_gives_each_process_its_file)
         snprintf(path, sizeof path, "%s/stats.%lu", dir, pid);
         out = tu_read_file(path);
         ck_assert_uint_eq(
-            count_of(out, "\"schema\": \"regionalloc-report-1\""), 1);
+            tu_count_of(out, "\"schema\": \"regionalloc-report-1\""), 1);
         with_parent += strstr(out, "\"name\": \"parent\"") != NULL;
         free(out);
         pid = pid_of_file(dir, "cp.%.", i);

@@ -214,6 +214,15 @@ char *tu_prof_dump_string(ra_prof_format_t fmt, ra_tag_t tag, size_t *len)
     return buf;
 }
 
+unsigned tu_count_of(const char *s, const char *what)
+{
+    unsigned n = 0;
+
+    for (const char *p = strstr(s, what); p != NULL; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
 unsigned tu_count_lines(const char *s)
 {
     unsigned n = 0;

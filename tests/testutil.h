@@ -143,6 +143,8 @@ char *tu_prof_dump_string(ra_prof_format_t fmt, ra_tag_t tag, size_t *len);
 /* Number of '\n'-terminated lines in s; a trailing unterminated fragment
  * counts as one more. */
 unsigned tu_count_lines(const char *s);
+/* Number of times what occurs in s (overlapping occurrences counted). */
+unsigned tu_count_of(const char *s, const char *what);
 
 /* The VmData figure of /proc/self/status, in bytes. */
 size_t tu_data_vm_bytes(void);

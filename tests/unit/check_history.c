@@ -48,16 +48,6 @@ static unsigned sample_lines(char *text, char **lines, unsigned max)
     return n;
 }
 
-static unsigned count_of(const char *s, const char *what)
-{
-    unsigned n = 0;
-
-    for (const char *at = strstr(s, what); at != NULL;
-         at = strstr(at + 1, what))
-        n++;
-    return n;
-}
-
 /* More samples than the ring holds: the newest CAPACITY, consecutive;
  * ?since gives those after it, none past the newest. */
 START_TEST(test_history_unit_ring_wraps_in_order)
@@ -125,7 +115,7 @@ START_TEST(test_history_unit_largest_and_watched)
     text = history_since(0);
     n = sample_lines(text, lines, CAPACITY + 1);
     ck_assert_uint_ge(n, 1);
-    ck_assert_uint_eq(count_of(lines[n - 1], "{\"id\": "), TAGS_PER_SAMPLE - 1);
+    ck_assert_uint_eq(tu_count_of(lines[n - 1], "{\"id\": "), TAGS_PER_SAMPLE - 1);
     snprintf(want, sizeof want, "{\"id\": %u, ", small);
     ck_assert_ptr_null(strstr(lines[n - 1], want));
     /* The largest is there with its allocated bytes. */
@@ -138,7 +128,7 @@ START_TEST(test_history_unit_largest_and_watched)
     ra__history_sample();
     text = history_since(0);
     n = sample_lines(text, lines, CAPACITY + 1);
-    ck_assert_uint_eq(count_of(lines[n - 1], "{\"id\": "), TAGS_PER_SAMPLE);
+    ck_assert_uint_eq(tu_count_of(lines[n - 1], "{\"id\": "), TAGS_PER_SAMPLE);
     snprintf(want, sizeof want, "{\"id\": %u, ", small);
     ck_assert_msg(strstr(lines[n - 1], want) != NULL, "%s", lines[n - 1]);
     free(text);
