@@ -315,7 +315,7 @@
     var last = pts[pts.length - 1];
     $("chart-now").textContent = last
       ? "now: " + human(last.allocated) + " allocated, " + human(last.mapped) + " mapped; " + pts.length + " samples"
-      : "no samples yet (one a second)";
+      : "no samples yet";
   }
 
   // Each row's trend: its tag's allocated bytes over the kept samples (the
