@@ -140,6 +140,11 @@ size_t ra__be_arena_allocated(unsigned arena)
            arena_size("stats.arenas.%u.large.allocated", arena);
 }
 
+size_t ra__be_arena_mapped(unsigned arena)
+{
+    return arena_size("stats.arenas.%u.mapped", arena);
+}
+
 bool ra__be_arena_stats(unsigned arena, struct ra__be_arena_stats *out)
 {
     size_t page = ra__be_page(), pactive, len = sizeof pactive;
@@ -151,7 +156,7 @@ bool ra__be_arena_stats(unsigned arena, struct ra__be_arena_stats *out)
     out->active = pactive * page;
     out->allocated = ra__be_arena_allocated(arena);
     out->resident = arena_size("stats.arenas.%u.resident", arena);
-    out->mapped = arena_size("stats.arenas.%u.mapped", arena);
+    out->mapped = ra__be_arena_mapped(arena);
     out->retained = arena_size("stats.arenas.%u.retained", arena);
     out->dirty = arena_size("stats.arenas.%u.pdirty", arena) * page;
     out->muzzy = arena_size("stats.arenas.%u.pmuzzy", arena) * page;

@@ -174,8 +174,9 @@ struct ra__be_arena_stats {
 /* Returns true when the arena has no statistics (never used, or
  * destroyed): then *out is zero. */
 bool ra__be_arena_stats(unsigned arena, struct ra__be_arena_stats *out);
-/* The allocated bytes of an arena alone, as of the last refresh. */
+/* The allocated (mapped) bytes of an arena alone, as of the last refresh. */
 size_t ra__be_arena_allocated(unsigned arena);
+size_t ra__be_arena_mapped(unsigned arena);
 /* jemalloc's process-wide totals, as of the last refresh. */
 void ra__be_totals(size_t *allocated, size_t *active, size_t *resident,
                    size_t *mapped);

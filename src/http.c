@@ -235,20 +235,18 @@ static int write_checkpoints(FILE *f, const void *arg)
     return ra_checkpoint_report(f, ((const struct document *)arg)->fmt);
 }
 
+static int subtree_profile_of(struct ra__out *o, const struct document *doc)
+{
+    return ra__prof_dump_write_tree(o, RA_PROF_PPROF, doc->tag);
+}
+
 static int write_profile(FILE *f, const void *arg)
 {
     const struct document *doc = arg;
-    struct ra__out o = RA__OUT_INIT(f, true);
-    int err;
 
     if (!doc->tree)
         return ra_prof_dump(f, RA_PROF_PPROF, doc->tag);
-    err = ra__prof_dump_write_tree(&o, RA_PROF_PPROF, doc->tag);
-    if (err != 0) {
-        errno = err;
-        return -1;
-    }
-    return 0;
+    return write_own(f, subtree_profile_of, doc);
 }
 
 /* What a request says of key: nothing, the key without a value ("?tag",

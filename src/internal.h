@@ -453,6 +453,9 @@ void ra__stats_global(struct ra__global_stats *out);
 /* allocated of tag (valid, tagging on) as of the last refresh: the two reads
  * of ra__stats_read() that a checkpoint needs, not all of them. */
 size_t ra__stats_allocated(ra_tag_t tag);
+/* mapped of tag (valid, tagging on) as of the last refresh: with
+ * ra__stats_allocated, what the page's samples need (history.c). */
+size_t ra__stats_mapped(ra_tag_t tag);
 /* Purges asked for tag (RA_TAG_NONE: the untagged arenas) through
  * ra_tag_purge() and ra_purge_all() so far. */
 uint64_t ra__stats_purges(ra_tag_t tag);

@@ -55,7 +55,8 @@ static void out_figure(struct ra__out *o, const char *element,
     ra__out_str(o, ">");
 }
 
-/* Text of any length (a report) as the content of an element. */
+/* Text of any length (a report) as the content of an element, its lines
+ * kept: not ra__escape, which is for names (bounded, newlines escaped). */
 static void out_html_text(struct ra__out *o, const char *s, size_t len)
 {
     size_t from = 0;

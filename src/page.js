@@ -148,6 +148,12 @@
     return out;
   }
 
+  // The rows in the tree's order: kept rows are moved, not made again.
+  function placeRows() {
+    var body = $("tags").tBodies[0];
+    treeOrder().forEach(function (t) { body.appendChild(state.rows[t.id]); });
+  }
+
   function showTags(report) {
     var body = $("tags").tBodies[0], widest = 0, seen = {}, byName = {};
     state.tags = {};
@@ -158,7 +164,7 @@
       state.tags[t.id] = t;
       if (t.mapped > widest) widest = t.mapped;
     });
-    treeOrder().forEach(function (t) {
+    report.tags.forEach(function (t) {
       var tr = rowFor(t), c = tr.cells;
       seen[t.id] = true;
       tr.dataset.tag = t.name;
@@ -173,8 +179,8 @@
       fillBudget(c[5], t, widest);
       fillProfileLinks(c[7], t);
       tr.classList.toggle("selected", t.id === state.selected);
-      body.appendChild(tr); // moves a kept row: the order, not new rows
     });
+    placeRows();
     Array.prototype.slice.call(body.rows).forEach(function (tr) {
       if (!seen[tr.dataset.id]) {
         delete state.rows[tr.dataset.id];
@@ -479,14 +485,19 @@
 
   // -- polling --------------------------------------------------------------
 
+  // The table and the samples every time; the checkpoints and the sites,
+  // which change slowly, every fifth time (and the sites when a tag is
+  // picked).
   function refresh() {
-    var report = get("report?format=json", true).then(function (r) {
+    var slow = state.polls % 5 === 0;
+    var parts = [get("report?format=json", true).then(function (r) {
       showTags(r);
-      if (resolveWanted()) return;
+      if (resolveWanted()) return; // select() loads the tag's sites
       if (state.selected && !state.tags[state.selected]) select(0);
-    });
-    var checkpoints = get("checkpoints?format=json", true).then(showCheckpoints);
-    return Promise.all([report, checkpoints]).then(function () {
+      else if (slow) loadSites();
+    })];
+    if (slow) parts.push(get("checkpoints?format=json", true).then(showCheckpoints));
+    return Promise.all(parts).then(function () {
       return loadHistory();
     }).then(function () {
       state.polls++;
@@ -513,9 +524,7 @@
           state.sortDesc = key !== "name";
         }
         markSorted();
-        if (Object.keys(state.tags).length) treeOrder().forEach(function (t) {
-          $("tags").tBodies[0].appendChild(state.rows[t.id]);
-        });
+        placeRows();
       });
     });
     $("tags").tBodies[0].addEventListener("click", function (ev) {
@@ -532,9 +541,7 @@
     });
     $("live").hidden = false;
     pickFromHash();
-    refresh().then(function () {
-      if (state.wantName === null && state.sitesFor === null && state.selected === 0) loadSites();
-    });
+    refresh();
     setInterval(refresh, REFRESH_MS);
   }
 

@@ -92,13 +92,24 @@ void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out)
     ra__thread_counts(tag, &out->nmalloc, &out->ndalloc);
 }
 
-size_t ra__stats_allocated(ra_tag_t tag)
+/* arena_figure of each arena of tag's pool, summed. */
+static size_t pool_sum(ra_tag_t tag, size_t (*arena_figure)(unsigned arena))
 {
     size_t sum = 0;
 
     for (unsigned k = 0, n = ra__pool_count(tag); k < n; k++)
-        sum += ra__be_arena_allocated(ra__pool_arena(tag, k));
+        sum += arena_figure(ra__pool_arena(tag, k));
     return sum;
+}
+
+size_t ra__stats_allocated(ra_tag_t tag)
+{
+    return pool_sum(tag, ra__be_arena_allocated);
+}
+
+size_t ra__stats_mapped(ra_tag_t tag)
+{
+    return pool_sum(tag, ra__be_arena_mapped);
 }
 
 void ra__stats_global(struct ra__global_stats *out)

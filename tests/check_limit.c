@@ -30,16 +30,14 @@ static void set_limit(ra_tag_t tag, size_t hard, size_t soft,
  * names the tag carries it. */
 static uint64_t limit_failures(const char *name)
 {
-    char *json = tu_report_string(ra_report, RA_FORMAT_JSON), key[96];
-    const char *at, *value;
+    char *json = tu_report_string(ra_report, RA_FORMAT_JSON);
+    char *line = tu_json_tag_line(json, name);
+    const char *value = strstr(line, "\"limit_failures\": ");
     uint64_t n;
 
-    snprintf(key, sizeof key, "\"name\": \"%s\"", name);
-    at = strstr(json, key);
-    ck_assert_msg(at != NULL, "%s not in: %s", key, json);
-    value = strstr(at, "\"limit_failures\": ");
-    ck_assert_ptr_nonnull(value);
+    ck_assert_msg(value != NULL, "%s", line);
     n = strtoull(value + strlen("\"limit_failures\": "), NULL, 10);
+    free(line);
     free(json);
     return n;
 }

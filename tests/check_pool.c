@@ -754,6 +754,17 @@ END_TEST
  * bin's worth, the tag's stack of the class takes the next 64 (its bound),
  * jemalloc the rest; nobody takes the stack back. Three barriers of A, B
  * and the main thread: made, freed, looked at. */
+/* The end of make_200 and free_200: freed (the second barrier), a flush
+ * when asked, looked at by the main thread. */
+static void looked_at(void)
+{
+    pthread_barrier_wait(&barrier);
+    if (flush_at_end)
+        ra_thread_flush();
+    pthread_barrier_wait(&barrier);
+    pthread_barrier_wait(&barrier);
+}
+
 static void *make_200(void *arg)
 {
     (void)arg;
@@ -765,11 +776,7 @@ static void *make_200(void *arg)
     if (ra_tag_pop(shared_tag) != 0)
         atomic_fetch_add(&errors, 1);
     pthread_barrier_wait(&barrier);
-    pthread_barrier_wait(&barrier);
-    if (flush_at_end)
-        ra_thread_flush();
-    pthread_barrier_wait(&barrier);
-    pthread_barrier_wait(&barrier);
+    looked_at();
     return NULL;
 }
 
@@ -779,11 +786,7 @@ static void *free_200(void *arg)
     pthread_barrier_wait(&barrier);
     for (unsigned k = 0; k < 200; k++)
         ra_free(blocks[0][k].p);
-    pthread_barrier_wait(&barrier);
-    if (flush_at_end)
-        ra_thread_flush();
-    pthread_barrier_wait(&barrier);
-    pthread_barrier_wait(&barrier);
+    looked_at();
     return NULL;
 }
 

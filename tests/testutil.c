@@ -214,6 +214,25 @@ char *tu_prof_dump_string(ra_prof_format_t fmt, ra_tag_t tag, size_t *len)
     return buf;
 }
 
+char *tu_json_tag_line(const char *json, const char *name)
+{
+    char key[96];
+    const char *at, *start, *end;
+    char *line;
+
+    snprintf(key, sizeof key, "\"name\": \"%s\",", name);
+    at = strstr(json, key);
+    ck_assert_msg(at != NULL, "%s not in: %s", key, json);
+    for (start = at; start > json && start[-1] != '\n'; start--)
+        ;
+    end = strchr(at, '\n');
+    if (end == NULL)
+        end = at + strlen(at);
+    line = strndup(start, (size_t)(end - start));
+    ck_assert_ptr_nonnull(line);
+    return line;
+}
+
 unsigned tu_count_of(const char *s, const char *what)
 {
     unsigned n = 0;

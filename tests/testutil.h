@@ -143,6 +143,11 @@ char *tu_prof_dump_string(ra_prof_format_t fmt, ra_tag_t tag, size_t *len);
 /* Number of '\n'-terminated lines in s; a trailing unterminated fragment
  * counts as one more. */
 unsigned tu_count_lines(const char *s);
+/* The line of a JSON report that holds the tag object named name (the
+ * reports write one a line), as a string to free(); fails the test when
+ * there is none. A value searched in it is the tag's own, not a later
+ * tag's. */
+char *tu_json_tag_line(const char *json, const char *name);
 /* Number of times what occurs in s (overlapping occurrences counted). */
 unsigned tu_count_of(const char *s, const char *what);
 
