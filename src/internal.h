@@ -55,16 +55,22 @@ size_t ra__carving_give_back(struct ra__carving *c);
  * regions when the address space is short). Returns true on failure, after
  * printing one line on stderr. Called once, from ra__init. */
 bool ra__region_reserve(unsigned max_tags, size_t region_size);
-/* Creates the jemalloc arena whose extents come from region idx. Returns the
- * arena index, or -1 with errno set (ENOMEM: the address space the region
- * needs is not to be had, see ra__region_give_back). Called with the
- * registry lock held. */
+/* Creates the jemalloc arena whose extents come from region idx, the first
+ * region not handed out yet (ra__region_count()). Returns the arena index,
+ * or -1 with errno set: ENOMEM, the address space the region needs is
+ * refused (the limit, see ra__region_give_back; or another mapping holds
+ * its part of the page table), and a later call may try idx again;
+ * ENOSPC, jemalloc has no arena index left; EEXIST, another mapping holds
+ * the region's own space: the region is counted as handed out, never to
+ * have a tag, and the next call takes idx + 1. Called with the registry
+ * lock held. */
 int ra__region_create_arena(unsigned idx);
 /* One more arena whose extents come from region idx, which has one
  * already (a tag's pool grows, pool.c): -1 with errno as above. */
 int ra__region_add_arena(unsigned idx);
-/* The number of regions that have an arena (tags created, ids recycled
- * counted once). */
+/* The number of regions handed out: those that have an arena (tags
+ * created, ids recycled counted once) and those skipped because another
+ * mapping holds their space (ra__region_create_arena's EEXIST). */
 unsigned ra__region_count(void);
 /* Region idx's hard limit, 0 for none. */
 size_t ra__region_hard_limit(unsigned idx);

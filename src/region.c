@@ -3,6 +3,7 @@
  * a lowered address-space limit. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -97,14 +98,16 @@ static bool region_contains(const struct region *r, const void *addr,
  * growth is rare (jemalloc grows an arena by large extents), and a give-back
  * must not unmap what a growth just made writable. */
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Set when this thread's carving failed for want of address space (a
- * mapping refused after a give-back), for ra__region_create_arena's errno. */
-static RA__TLS bool tls_space_refused;
+/* Why this thread's last carving could not map given-back space (see
+ * map_anew), 0 when none could not, for ra__region_create_arena's errno:
+ * the limit's refusal may pass, another mapping's space is not ours. */
+static RA__TLS int tls_space_refusal;
 
 /* Maps [addr, addr + len) readable and writable where nothing is mapped.
- * Returns true when the kernel refuses (the address-space limit) or
- * something else is there. */
-static bool map_anew(uintptr_t addr, size_t len)
+ * Returns 0, EEXIST when another mapping holds part of the range (a kernel
+ * before 4.17, which takes the address as a hint, maps elsewhere only
+ * then), or ENOMEM when the kernel refuses (the address-space limit). */
+static int map_anew(uintptr_t addr, size_t len)
 {
     void *p = mmap((void *)addr, len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
@@ -112,12 +115,12 @@ static bool map_anew(uintptr_t addr, size_t len)
                    -1, 0);
 
     if (p == MAP_FAILED)
-        return true;
-    if (p != (void *)addr) { /* a kernel before 4.17 took it as a hint */
+        return errno == EEXIST ? EEXIST : ENOMEM;
+    if (p != (void *)addr) {
         munmap(p, len);
-        return true;
+        return EEXIST;
     }
-    return false;
+    return 0;
 }
 
 /* Makes the region writable up to end, as far as it is not yet: reserved
@@ -129,6 +132,7 @@ static bool make_writable(struct ra__carving *r, uintptr_t end)
 {
     uintptr_t done, reserved, from;
     bool failed = false;
+    int refusal;
 
     if (end <= atomic_load_explicit(&r->writable_end, memory_order_acquire))
         return false;
@@ -139,13 +143,16 @@ static bool make_writable(struct ra__carving *r, uintptr_t end)
     if (end > done) {
         if (reserved > done &&
             mprotect((void *)done, (end < reserved ? end : reserved) - done,
-                     PROT_READ | PROT_WRITE) != 0)
+                     PROT_READ | PROT_WRITE) != 0) {
             failed = true;
-        else if (end > from && map_anew(from, end - from))
-            failed = tls_space_refused = true;
-        else
+        } else if (end > from &&
+                   (refusal = map_anew(from, end - from)) != 0) {
+            tls_space_refusal = refusal;
+            failed = true;
+        } else {
             atomic_store_explicit(&r->writable_end, end,
                                   memory_order_release);
+        }
     }
     ra__unlock(&grow_lock);
     return failed;
@@ -471,22 +478,38 @@ static bool extent_merge(extent_hooks_t *hooks, void *addr_a, size_t size_a,
            !region_contains(r, addr_b, size_b);
 }
 
-/* Maps size bytes of PROT_NONE address space aligned to align. Returns NULL
- * on failure. */
-static void *reserve_aligned(size_t size, size_t align)
+static size_t page_round_up(size_t n)
 {
-    size_t span = size + align;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+    return (n + page - 1) & ~(page - 1);
+}
+
+/* The page table's bytes for n regions of region_size, in whole pages. */
+static size_t table_bytes(unsigned n, size_t region_size)
+{
+    return page_round_up((size_t)n * (region_size >> RA__PAGE_SHIFT));
+}
+
+/* Maps size bytes of PROT_NONE address space aligned to align, and below
+ * bytes more right under them (the page table's place). Returns the
+ * aligned start, or NULL on failure. */
+static void *reserve_aligned(size_t size, size_t align, size_t below)
+{
+    size_t span;
     char *raw, *aligned;
 
-    if (span < size)
+    if (size > SIZE_MAX - align || below > SIZE_MAX - align - size)
         return NULL;
+    span = below + size + align;
     raw = mmap(NULL, span, PROT_NONE,
                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (raw == MAP_FAILED)
         return NULL;
-    aligned = (char *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
-    if (aligned != raw)
-        munmap(raw, (size_t)(aligned - raw));
+    aligned = (char *)(((uintptr_t)raw + below + align - 1) &
+                       ~(uintptr_t)(align - 1));
+    if (aligned - below != raw)
+        munmap(raw, (size_t)(aligned - below - raw));
     if (aligned + size != raw + span)
         munmap(aligned + size, (size_t)(raw + span - (aligned + size)));
     return aligned;
@@ -497,25 +520,24 @@ static void *reserve_aligned(size_t size, size_t align)
  * that maps its part again (map_table_for). Under the registry lock. */
 static size_t table_mapped, table_size;
 
-/* The page table of internal.h: virtual, touched a page at a time (one
- * byte of it per 4 KiB used). Without it, tags work without front caches. */
-static void map_page_table(size_t bytes)
+/* The page table of internal.h, at at: the reservation's own bytes right
+ * under region 0, virtual, touched a page at a time (one byte of it per
+ * 4 KiB used). The kernel puts a new mapping in the highest gap
+ * that fits, so what a give-back unmaps of the table, below every region,
+ * is the last space another mapping takes: the regions no tag has yet,
+ * above, fill first, and a region whose space is taken can be skipped
+ * (ra__region_create_arena), whereas a region whose part of the table is
+ * taken can never be handed out, nor any after it. Without the table, tags
+ * work without front caches. */
+static void map_page_table(char *at, size_t bytes)
 {
-    void *table = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-    if (table == MAP_FAILED)
+    if (mprotect(at, bytes, PROT_READ | PROT_WRITE) != 0) {
+        munmap(at, bytes);
         return;
+    }
     /* Entries are 0 (RA__PAGE_NONE) until written. */
-    ra__page_bin = table;
+    ra__page_bin = (uint8_t *)at;
     table_mapped = table_size = bytes;
-}
-
-static size_t page_round_up(size_t n)
-{
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-
-    return (n + page - 1) & ~(page - 1);
 }
 
 /* The bytes of the page table that regions [0, n) need. */
@@ -534,7 +556,8 @@ static bool map_table_for(unsigned idx)
         need = table_size;
     if (need <= table_mapped)
         return false;
-    if (map_anew((uintptr_t)ra__page_bin + table_mapped, need - table_mapped))
+    if (map_anew((uintptr_t)ra__page_bin + table_mapped,
+                 need - table_mapped) != 0)
         return true;
     table_mapped = need;
     return false;
@@ -586,6 +609,30 @@ static void warn_about_jemalloc_options(void)
                  "without extent hooks (untagged memory uses it)");
 }
 
+/* Region i (tag i + 1) of nregions: its hooks, and its carving of the
+ * reservation. */
+static void init_regions(size_t region_size)
+{
+    for (unsigned i = 0; i < nregions; i++) {
+        struct region *r = &regions[i];
+        r->hooks = (extent_hooks_t){
+            .alloc = extent_alloc,
+            .dalloc = extent_dalloc,
+            .destroy = extent_destroy,
+            .commit = extent_commit,
+            .decommit = extent_decommit,
+            .purge_lazy = NULL,
+            .purge_forced = extent_purge_forced,
+            .split = extent_split,
+            .merge = extent_merge,
+        };
+        ra__carving_init(&r->carving,
+                         ra__layout.base + ((uintptr_t)i << ra__layout.shift),
+                         region_size);
+        atomic_flag_clear(&r->linking);
+    }
+}
+
 bool ra__region_reserve(unsigned max_tags, size_t region_size)
 {
     size_t wanted = region_size;
@@ -595,7 +642,8 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
     for (; region_size >= RA__REGION_SIZE_MIN; region_size >>= 1) {
         if (region_size > SIZE_MAX / max_tags)
             continue;
-        base = reserve_aligned(region_size * max_tags, region_size);
+        base = reserve_aligned(region_size * max_tags, region_size,
+                               table_bytes(max_tags, region_size));
         if (base != NULL)
             break;
     }
@@ -623,26 +671,54 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
     ra__layout.shift = (unsigned)__builtin_ctzll(region_size);
     ra__free_gate.base = ra__layout.base;
     ra__free_gate.shift = ra__layout.shift;
-    map_page_table((size_t)max_tags << (ra__layout.shift - RA__PAGE_SHIFT));
-    for (unsigned i = 0; i < max_tags; i++) {
-        struct region *r = &regions[i];
-        r->hooks = (extent_hooks_t){
-            .alloc = extent_alloc,
-            .dalloc = extent_dalloc,
-            .destroy = extent_destroy,
-            .commit = extent_commit,
-            .decommit = extent_decommit,
-            .purge_lazy = NULL,
-            .purge_forced = extent_purge_forced,
-            .split = extent_split,
-            .merge = extent_merge,
-        };
-        ra__carving_init(&r->carving,
-                         ra__layout.base + ((uintptr_t)i << ra__layout.shift),
-                         region_size);
-        atomic_flag_clear(&r->linking);
-    }
+    map_page_table((char *)base - table_bytes(max_tags, region_size),
+                   table_bytes(max_tags, region_size));
+    init_regions(region_size);
     return false;
+}
+
+/* A region's given-back space, and whether a mapping reaches into it. */
+struct span_probe {
+    uintptr_t start, end;
+    bool taken;
+};
+
+/* ra__proc_maps callback. The file lists the mappings in address order:
+ * the first that ends past the span's start decides. */
+static bool note_mapping(char *text, size_t len, void *ctx)
+{
+    struct span_probe *p = ctx;
+    char *rest;
+    uintptr_t lo = (uintptr_t)strtoull(text, &rest, 16), hi;
+
+    (void)len;
+    if (*rest != '-')
+        return false;
+    hi = (uintptr_t)strtoull(rest + 1, NULL, 16);
+    if (hi <= p->start)
+        return false;
+    p->taken = lo < p->end;
+    return true;
+}
+
+/* Whether another mapping holds part of what fresh region idx gave back
+ * (what make_writable would map anew; an arena that the limit refused may
+ * have left the region a mapping of its own before it). Such a region is
+ * passed over whole: the carving of its arena's metadata sees only the
+ * first pages, and a tag would find the region full a few pages on. The
+ * maps are read only for a region whose space was given back, once (it
+ * is handed out or passed over for good); unreadable, they say nothing is
+ * there. */
+static bool region_taken(unsigned idx)
+{
+    const struct ra__carving *c = &regions[idx].carving;
+    uintptr_t done = atomic_load_explicit(&c->writable_end,
+                                          memory_order_relaxed);
+    uintptr_t reserved = atomic_load_explicit(&c->reserved_end,
+                                              memory_order_relaxed);
+    struct span_probe p = {reserved > done ? reserved : done, c->end, false};
+
+    return p.start < p.end && !ra__proc_maps(note_mapping, &p) && p.taken;
 }
 
 /* One more arena carving from region idx (whose page table is mapped).
@@ -655,12 +731,15 @@ static int make_arena(unsigned idx)
     size_t grow_limit = (size_t)1 << (ra__layout.shift - 3);
     int arena;
 
-    tls_space_refused = false;
+    tls_space_refusal = 0;
     arena = ra__be_arena_create(&regions[idx].hooks, grow_limit);
     if (arena < 0) {
         /* jemalloc says EAGAIN when it has no arena index left, and when
-         * the new arena's metadata could not be had. */
-        errno = tls_space_refused ? ENOMEM : errno == EAGAIN ? ENOSPC : errno;
+         * the new arena's metadata could not be had: the carving says why
+         * (the limit's ENOMEM, or another mapping's EEXIST). */
+        errno = tls_space_refusal != 0 ? tls_space_refusal
+                : errno == EAGAIN      ? ENOSPC
+                                       : errno;
         return -1;
     }
     return arena;
@@ -670,17 +749,32 @@ int ra__region_create_arena(unsigned idx)
 {
     int arena;
 
+    ra__assert(idx == __atomic_load_n(&ra__layout.count, __ATOMIC_RELAXED));
+    /* A region whose part of the page table cannot be had cannot be
+     * skipped either: free reads the part of every region below the count.
+     * The creation fails (ENOMEM), and the next one tries again. */
     if (ra__page_bin != NULL && map_table_for(idx)) {
         errno = ENOMEM;
         return -1;
     }
-    arena = make_arena(idx);
-    if (arena < 0)
+    if (region_taken(idx)) {
+        arena = -1;
+        errno = EEXIST;
+    } else {
+        arena = make_arena(idx);
+    }
+    if (arena < 0 && errno != EEXIST)
         return -1;
     /* Regions are handed out in order, under the registry lock: publishing
-     * the count makes addresses of region idx resolve to its tag. */
+     * the count makes addresses of region idx resolve to its tag. A region
+     * whose space another mapping holds is counted too, and never has a
+     * tag: its part of the page table, mapped and 0, sends the frees of
+     * that mapping's blocks to jemalloc, and the next region can be had. */
+    ra__assert(arena >= 0 || ra__page_bin != NULL);
     __atomic_store_n(&ra__layout.count, idx + 1, __ATOMIC_RELEASE);
     ra__free_gate_update();
+    if (arena < 0)
+        errno = EEXIST;
     return arena;
 }
 

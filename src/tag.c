@@ -78,24 +78,35 @@ ra_tag_t ra_tag_lookup(const char *name)
 }
 
 /* With the registry locked: a new id, with its arena, or RA_TAG_NONE with
- * errno set. */
+ * errno set. An id whose region another mapping took (given-back space,
+ * the region's EEXIST) is published dead and passed over for good: never
+ * live, never recycled, failing every call as a destroyed id does, so that
+ * one region lost does not stop every creation after it. */
 static ra_tag_t new_tag(bool tagging)
 {
     unsigned count = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
-    ra_tag_t tag = count + 1;
+    int arena, saved = errno;
 
-    if (count >= ra__config()->max_tags) {
-        errno = ENOSPC;
-        return RA_TAG_NONE;
-    }
-    if (tagging) {
-        int arena = ra__region_create_arena(count);
-        if (arena < 0)
+    for (;; count++) {
+        if (count >= ra__config()->max_tags) {
+            errno = ENOSPC;
             return RA_TAG_NONE;
-        ra__tag_arena[tag] = (unsigned)arena;
-        ra__pool_start(tag, (unsigned)arena);
+        }
+        if (!tagging)
+            return count + 1;
+        /* Every id published has its region handed out, and no other. */
+        ra__assert(ra__region_count() == count);
+        arena = ra__region_create_arena(count);
+        if (arena >= 0)
+            break;
+        if (errno != EEXIST)
+            return RA_TAG_NONE;
+        __atomic_store_n(&ra__tags_published, count + 1, __ATOMIC_RELEASE);
     }
-    return tag;
+    errno = saved; /* a region passed over is no error of the caller's */
+    ra__tag_arena[count + 1] = (unsigned)arena;
+    ra__pool_start(count + 1, (unsigned)arena);
+    return count + 1;
 }
 
 /* With the registry locked: the id destroyed longest ago, its region and

@@ -83,9 +83,10 @@ struct ra__config {
 /* -- region.c ------------------------------------------------------------- */
 /* The reservation (ra__layout, declared in regionalloc.h for the inline
  * ra_tag_of): region i (tag i + 1) is [base + (i << shift), +1 << shift).
- * count is the number of regions that have an arena (0 before the
- * reservation and in pass-through mode), so ra_tag_of() is RA_TAG_NONE for
- * every address outside a created tag's region. */
+ * count is the number of regions handed out: those that have an arena,
+ * and those skipped because another mapping took their given-back space
+ * (0 before the reservation and in pass-through mode), so ra_tag_of() is
+ * RA_TAG_NONE for every address above them. */
 /* Where a region hands out address space, never taking it back: jemalloc
  * keeps what it was given (opt.retain, or extents it may not unmap) and
  * reuses it. */
@@ -105,11 +106,11 @@ struct ra__carving {
 
 /* The first test of ra_free, one comparison: a block is untagged, and no
  * hook wants its free, when (ptr - base) >> shift >= count. count is the
- * number of regions with an arena, or, while a hook is installed, more
- * than any pointer can give, so that every free takes the full path. A
- * private copy of the layout (hidden: no GOT load), whose base and shift
- * never change after the reservation and whose count changes in one
- * store. */
+ * number of regions handed out (ra__layout's), or, while a hook is
+ * installed, more than any pointer can give, so that every free takes the
+ * full path. A private copy of the layout (hidden: no GOT load), whose
+ * base and shift never change after the reservation and whose count
+ * changes in one store. */
 struct ra__free_gate {
     uintptr_t base;
     _Atomic uintptr_t count;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -818,6 +819,16 @@ static void *allocate_and_touch(void *arg)
     return (void *)(uintptr_t)worked;
 }
 
+/* Runs the child called name with env's variables; its failure fails the
+ * test, with what it printed on stderr. */
+static void run_limit_child(const char *const env[], const char *name)
+{
+    char err[2048];
+
+    ck_assert_msg(tu_exec_self(env, name, err, sizeof err) == 0,
+                  "stderr: %s", err);
+}
+
 static int lower_as_limit(size_t bytes)
 {
     struct rlimit rl;
@@ -905,10 +916,8 @@ END_TEST
 START_TEST(test_region_as_limit_lowered_from_outside_lets_threads_start)
 {
     static const char *const env[] = {"REGIONALLOC_THREAD_TAGS=*", NULL};
-    char err[2048];
 
-    ck_assert_msg(tu_exec_self(env, "as_outside", err, sizeof err) == 0,
-                  "stderr: %s", err);
+    run_limit_child(env, "as_outside");
 }
 END_TEST
 
@@ -950,10 +959,180 @@ static int child_as_limit_exhausted(void)
 START_TEST(test_region_as_limit_exhausted_fails_cleanly)
 {
     static const char *const env[] = {"REGIONALLOC_MAX_TAGS=1000", NULL};
-    char err[2048];
 
-    ck_assert_msg(tu_exec_self(env, "as_exhausted", err, sizeof err) == 0,
-                  "stderr: %s", err);
+    run_limit_child(env, "as_exhausted");
+}
+END_TEST
+
+/* With REGIONALLOC_REGION_SIZE=64M (the children below). */
+#define LIMIT_REGION (64 * MIB)
+#define SCATTERED_BLOCKS 8
+#define SCATTERED_TAGS 64
+
+/* The bytes of untagged live blocks, as jemalloc counts them. */
+static size_t untagged_allocated(void)
+{
+    ra_tag_stats_t st;
+
+    return ra_tag_stats(RA_TAG_NONE, &st) == 0 ? st.allocated : 0;
+}
+
+/* Creates tags until one fails, each checked to work: blocks under it
+ * have its id, and free. Returns how many, with the failure's errno in
+ * *error; 0 with *error -1 when a tag does not work. */
+static unsigned create_working_tags(int *error)
+{
+    unsigned made = 0;
+
+    for (;;) {
+        char name[32];
+        ra_tag_t t;
+        void *small, *large;
+        snprintf(name, sizeof name, "scattered-%u", made);
+        errno = 0;
+        if ((t = ra_tag_create(name)) == RA_TAG_NONE) {
+            *error = errno;
+            return made;
+        }
+        small = ra_malloc_tag(t, 100);
+        large = ra_malloc_tag(t, 1 * MIB);
+        *error = -1;
+        if (small == NULL || large == NULL || ra_tag_of(small) != t ||
+            ra_tag_of(large) != t || ra_tag_name(t) == NULL)
+            return 0;
+        memset(large, 5, 1 * MIB);
+        free(small);
+        free(large);
+        made++;
+    }
+}
+
+/* The ids that were passed over: published, never live. */
+static unsigned count_dead_ids(void)
+{
+    unsigned dead = 0;
+
+    for (ra_tag_t t = 1; t <= ra_tag_count(); t++) {
+        errno = 0;
+        if (ra_tag_name(t) == NULL && errno == ENOENT)
+            dead++;
+    }
+    return dead;
+}
+
+/* The program lowers its limit, then allocates untagged memory, which
+ * jemalloc maps wherever the kernel likes: the kernel takes the highest
+ * gap that fits, the regions no tag has yet, from the top down. Tags are
+ * still created, as long as the limit leaves room, up to
+ * REGIONALLOC_MAX_TAGS: a region taken is passed over (its id is dead)
+ * and each tag made works; the untagged blocks, in passed-over regions or
+ * not, are jemalloc's to free. (Under the legacy bottom-up layout the
+ * kernel maps below the reservation and nothing is passed over.) */
+static int child_as_limit_untagged_scattered(void)
+{
+    void *blocks[SCATTERED_BLOCKS];
+    size_t before, mapped;
+    unsigned made, dead, in_regions = 0, in_dead = 0;
+    int error = 0;
+
+    TU_REQUIRE(ra_enabled());
+    TU_REQUIRE(lower_as_limit(2 * GIB) == 0);
+    before = vm_size();
+    for (unsigned i = 0; i < SCATTERED_BLOCKS; i++) {
+        TU_REQUIRE((blocks[i] = malloc(64 * MIB)) != NULL);
+        memset(blocks[i], (int)i, 4096);
+    }
+    mapped = vm_size() - before;
+    made = create_working_tags(&error);
+    TU_REQUIRE(error == ENOSPC);
+    TU_REQUIRE(vm_size() < 2 * GIB - 256 * MIB);
+    dead = count_dead_ids();
+    TU_REQUIRE(ra_tag_count() == SCATTERED_TAGS &&
+               made + dead == SCATTERED_TAGS);
+    TU_REQUIRE(dead <= mapped / LIMIT_REGION + 1);
+    for (unsigned i = 0; i < SCATTERED_BLOCKS; i++) {
+        ra_tag_t t = ra_tag_of(blocks[i]);
+        size_t held = untagged_allocated();
+        in_regions += t != RA_TAG_NONE;
+        in_dead += t != RA_TAG_NONE && ra_tag_name(t) == NULL;
+        TU_REQUIRE(ra_malloc_usable_size(blocks[i]) >= 64 * MIB);
+        free(blocks[i]);
+        TU_REQUIRE(held - untagged_allocated() >= 64 * MIB);
+    }
+    TU_REQUIRE(in_regions == 0 || (dead > 0 && in_dead > 0));
+    return 0;
+}
+
+START_TEST(test_region_as_limit_untagged_memory_does_not_stop_tags)
+{
+    static const char *const env[] = {
+        "REGIONALLOC_MAX_TAGS=64", "REGIONALLOC_REGION_SIZE=64M", NULL};
+
+    run_limit_child(env, "as_scattered");
+}
+END_TEST
+
+/* Maps a page of the program's own at addr, where nothing is. */
+static void *plant_at(uintptr_t addr)
+{
+    void *p = mmap((void *)addr, 4096, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+    return p == (void *)addr ? p : NULL;
+}
+
+/* Another mapping in given-back space, put there on purpose: in the
+ * page table's part of the next region (the table lies right under the
+ * regions, one byte per 4 KiB of them), creation fails with ENOMEM, and
+ * works again once the space is free; at the next region's start, the
+ * region is passed over for good: its id is dead, never recycled, and the
+ * ids after it are all handed out. */
+static int child_as_limit_region_taken(void)
+{
+    const size_t table = 16 * (LIMIT_REGION >> 12);
+    ra_tag_t first = ra_tag_create("first"), next;
+    uintptr_t region;
+    void *planted, *p;
+    unsigned made;
+    int error = 0;
+
+    TU_REQUIRE(first == 1);
+    TU_REQUIRE(lower_as_limit(2 * GIB) == 0);
+    planted = plant_at(ra__layout.base - table + (LIMIT_REGION >> 12));
+    TU_REQUIRE(planted != NULL);
+    for (int i = 0; i < 2; i++) {
+        errno = 0;
+        TU_REQUIRE(ra_tag_create("refused") == RA_TAG_NONE &&
+                   errno == ENOMEM && ra_tag_count() == 1);
+    }
+    TU_REQUIRE(munmap(planted, 4096) == 0);
+    region = ra__layout.base + LIMIT_REGION;
+    TU_REQUIRE((planted = plant_at(region)) != NULL);
+    next = ra_tag_create("next");
+    TU_REQUIRE(next == 3 && ra_tag_count() == 3);
+    errno = 0;
+    TU_REQUIRE(ra_tag_name(2) == NULL && errno == ENOENT);
+    TU_REQUIRE(ra_tag_push(2) == -1 && errno == EINVAL);
+    TU_REQUIRE(ra_tag_of(planted) == 2);
+    TU_REQUIRE((p = ra_malloc_tag(next, 1000)) != NULL &&
+               ra_tag_of(p) == next);
+    free(p);
+    TU_REQUIRE(ra_tag_destroy(next) == 0);
+    TU_REQUIRE(ra_tag_create("recycled") == 3);
+    /* The process's own later mappings may take the top regions too. */
+    made = create_working_tags(&error);
+    TU_REQUIRE(error == ENOSPC && ra_tag_count() == 16);
+    TU_REQUIRE(2 + made + count_dead_ids() == 16);
+    TU_REQUIRE(munmap(planted, 4096) == 0);
+    return 0;
+}
+
+START_TEST(test_region_as_limit_taken_region_is_passed_over)
+{
+    static const char *const env[] = {
+        "REGIONALLOC_MAX_TAGS=16", "REGIONALLOC_REGION_SIZE=64M", NULL};
+
+    run_limit_child(env, "as_taken");
 }
 END_TEST
 #endif
@@ -1011,6 +1190,8 @@ static Suite *region_suite(void)
     tcase_add_test(tc,
                    test_region_as_limit_lowered_from_outside_lets_threads_start);
     tcase_add_test(tc, test_region_as_limit_exhausted_fails_cleanly);
+    tcase_add_test(tc, test_region_as_limit_untagged_memory_does_not_stop_tags);
+    tcase_add_test(tc, test_region_as_limit_taken_region_is_passed_over);
     suite_add_tcase(s, tc);
 #endif
     return s;
@@ -1024,6 +1205,8 @@ int main(int argc, char **argv)
         {"as_later", child_as_limit_lowered_later},
         {"as_outside", child_as_limit_lowered_from_outside},
         {"as_exhausted", child_as_limit_exhausted},
+        {"as_scattered", child_as_limit_untagged_scattered},
+        {"as_taken", child_as_limit_region_taken},
 #endif
         {NULL, NULL},
     };
