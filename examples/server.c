@@ -13,6 +13,10 @@
  *             allocate scratch buffers without pushing a tag:
  *             run with REGIONALLOC_THREAD_TAGS='worker-*=workers'
  *             and they are tagged "workers" by their names
+ *   names     with --binary-names: 1 MiB under the bytes FF FE    three tags
+ *             "-bin" (not UTF-8), 256 KiB under its child
+ *             "bin-part", 512 KiB under C3 BF C3 BE "-bin", the
+ *             UTF-8 name that JSON reads the first one's as
  *
  * The profiler samples every 64 KiB on average, and a checkpoint is taken
  * when the cache is full and every 100 ticks (10 s) after. Stops after
@@ -122,6 +126,7 @@ static void *worker(void *arg)
 struct options {
     const char *listen;
     long seconds; /* 0: until a signal */
+    bool binary_names;
 };
 
 static void usage(FILE *out)
@@ -138,6 +143,11 @@ static void usage(FILE *out)
 "                  free port; the first line printed names it)\n"
 "  --seconds N     stop after N seconds (default: run until SIGINT or\n"
 "                  SIGTERM)\n"
+"  --binary-names  also make three tags that only their bytes tell apart:\n"
+"                  the bytes FF FE then \"-bin\" (not UTF-8, 1 MiB), its\n"
+"                  child \"bin-part\" (256 KiB), and C3 BF C3 BE then\n"
+"                  \"-bin\" (U+00FF U+00FE in UTF-8, 512 KiB), which JSON\n"
+"                  reads the first one's name as\n"
 "  -h, --help      this text\n"
 "\n"
 "Set REGIONALLOC_THREAD_TAGS='worker-*=workers' to tag the worker threads\n"
@@ -151,13 +161,14 @@ static void parse_options(int argc, char **argv, struct options *opt)
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, 'l'},
         {"seconds", required_argument, NULL, 's'},
+        {"binary-names", no_argument, NULL, 'b'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     char *end;
     int c;
 
-    *opt = (struct options){"127.0.0.1:9464", 0};
+    *opt = (struct options){"127.0.0.1:9464", 0, false};
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'l':
@@ -172,6 +183,9 @@ static void parse_options(int argc, char **argv, struct options *opt)
                         progname, optarg, progname);
                 exit(2);
             }
+            break;
+        case 'b':
+            opt->binary_names = true;
             break;
         case 'h':
             usage(stdout);
@@ -190,6 +204,54 @@ static void parse_options(int argc, char **argv, struct options *opt)
 
 /* -- main ----------------------------------------------------------------- */
 
+/* The tag tree app > cache, sessions, with the cache filled; returns the
+ * sessions' tag. */
+static ra_tag_t make_app(void *cache[CACHE_BLOCKS])
+{
+    ra_tag_t app = ra_tag_create("app");
+    ra_tag_t tag_cache = ra_tag_create_in(app, "cache");
+    ra_tag_t sessions = ra_tag_create_in(app, "sessions");
+
+    if (app == RA_TAG_NONE || tag_cache == RA_TAG_NONE ||
+        sessions == RA_TAG_NONE)
+        die("ra_tag_create");
+    for (unsigned i = 0; i < CACHE_BLOCKS; i++)
+        if ((cache[i] = ra_malloc_tag(tag_cache, MIB)) == NULL)
+            die("ra_malloc_tag");
+        else
+            memset(cache[i], 'c', MIB);
+    return sessions;
+}
+
+/* --binary-names: a name that is not UTF-8, its child, and the UTF-8 name
+ * that a JSON parser reads the first one's as (each byte that is not UTF-8
+ * becomes the character of its value), each holding a block it keeps. */
+static void make_binary_names(void *held[3])
+{
+    static const struct {
+        const char *name;
+        bool child; /* of the first */
+        size_t size;
+    } tags[3] = {
+        {"\xff\xfe-bin", false, MIB},
+        {"bin-part", true, MIB / 4},
+        {"\xc3\xbf\xc3\xbe-bin", false, MIB / 2},
+    };
+    ra_tag_t first = RA_TAG_NONE;
+
+    for (unsigned i = 0; i < 3; i++) {
+        ra_tag_t t = ra_tag_create_in(tags[i].child ? first : RA_TAG_NONE,
+                                      tags[i].name);
+        if (t == RA_TAG_NONE)
+            die("ra_tag_create_in");
+        if (i == 0)
+            first = t;
+        if ((held[i] = ra_malloc_tag(t, tags[i].size)) == NULL)
+            die("ra_malloc_tag");
+        memset(held[i], 'b', tags[i].size);
+    }
+}
+
 /* The first line a script reads: where the metrics are (an empty host is
  * 127.0.0.1, and port 0 the port the kernel chose). */
 static void print_url(const char *listen, int port)
@@ -206,9 +268,9 @@ int main(int argc, char **argv)
 {
     struct options opt;
     struct sigaction sa = {.sa_handler = on_signal};
-    void *cache[CACHE_BLOCKS];
+    void *cache[CACHE_BLOCKS], *held[3] = {NULL, NULL, NULL};
     pthread_t workers[2];
-    ra_tag_t tag_app, tag_cache, tag_sessions;
+    ra_tag_t tag_sessions;
     int port;
 
     if (argc > 0 && argv[0] != NULL && argv[0][0] != '\0') {
@@ -226,17 +288,9 @@ int main(int argc, char **argv)
     /* From the start, so that the cache is in the profile too. */
     if (ra_prof_start(64 << 10) != 0)
         die("ra_prof_start");
-    tag_app = ra_tag_create("app");
-    tag_cache = ra_tag_create_in(tag_app, "cache");
-    tag_sessions = ra_tag_create_in(tag_app, "sessions");
-    if (tag_app == RA_TAG_NONE || tag_cache == RA_TAG_NONE ||
-        tag_sessions == RA_TAG_NONE)
-        die("ra_tag_create");
-    for (unsigned i = 0; i < CACHE_BLOCKS; i++)
-        if ((cache[i] = ra_malloc_tag(tag_cache, MIB)) == NULL)
-            die("ra_malloc_tag");
-        else
-            memset(cache[i], 'c', MIB);
+    tag_sessions = make_app(cache);
+    if (opt.binary_names)
+        make_binary_names(held);
 
     if (ra_checkpoint("cache filled") != 0)
         die("ra_checkpoint");
@@ -268,5 +322,7 @@ int main(int argc, char **argv)
         free(sessions[i]);
     for (unsigned i = 0; i < CACHE_BLOCKS; i++)
         free(cache[i]);
+    for (unsigned i = 0; i < 3; i++)
+        free(held[i]);
     return 0;
 }

@@ -173,7 +173,7 @@ static void write_json_checkpoint(struct ra__emitter *e,
 {
     ra__json_object_begin(e, NULL, true);
     ra__json_u64(e, "seq", cp->seq);
-    ra__json_str(e, "label", cp->label);
+    ra__json_bytes(e, "label", "label_hex", cp->label);
     ra__json_u64(e, "time_ns", cp->time_ns);
     ra__json_u64(e, "phase_ns", cp->phase_ns);
     ra__json_u64(e, "tagged_allocated", cp->tagged);
@@ -196,6 +196,29 @@ static void write_json_checkpoint(struct ra__emitter *e,
     ra__json_object_end(e);
 }
 
+/* A live tag of the set: its id, its creation count (which tells it from
+ * an earlier holder of the id, as the history's samples do), its name and
+ * its parent, by name and by id, null at the top level (or when the
+ * parent went between the two reads). */
+static void write_json_tag(struct ra__emitter *e,
+                           const struct ra__checkpoint_set *set, ra_tag_t t)
+{
+    ra_tag_t p = set->holders[t].parent;
+
+    ra__json_object_begin(e, NULL, true);
+    ra__json_u64(e, "id", t);
+    ra__json_u64(e, "born", set->holders[t].born);
+    ra__json_bytes(e, "name", "name_hex", set->holders[t].name);
+    if (p != RA_TAG_NONE && p <= set->nholders && set->holders[p].live) {
+        ra__json_str(e, "parent", set->holders[p].name);
+        ra__json_u64(e, "parent_id", p);
+    } else {
+        ra__json_null(e, "parent");
+        ra__json_null(e, "parent_id");
+    }
+    ra__json_object_end(e);
+}
+
 static void write_json(struct ra__emitter *e,
                        const struct ra__checkpoint_set *set)
 {
@@ -206,21 +229,9 @@ static void write_json(struct ra__emitter *e,
     ra__json_u64(e, "recorded", set->recorded);
     ra__json_u64(e, "dropped", set->recorded - set->kept);
     ra__json_array_begin(e, "tags", false);
-    for (ra_tag_t t = 1; t <= set->nholders; t++) {
-        if (!set->holders[t].live)
-            continue;
-        ra_tag_t p = set->holders[t].parent;
-        ra__json_object_begin(e, NULL, true);
-        ra__json_u64(e, "id", t);
-        ra__json_str(e, "name", set->holders[t].name);
-        /* Tag trees: the parent's name, null at the top level (or when
-         * the parent went between the two reads). */
-        if (p != RA_TAG_NONE && p <= set->nholders && set->holders[p].live)
-            ra__json_str(e, "parent", set->holders[p].name);
-        else
-            ra__json_null(e, "parent");
-        ra__json_object_end(e);
-    }
+    for (ra_tag_t t = 1; t <= set->nholders; t++)
+        if (set->holders[t].live)
+            write_json_tag(e, set, t);
     ra__json_array_end(e);
     ra__json_array_begin(e, "checkpoints", false);
     for (size_t i = 0; i < set->kept; i++)

@@ -1,6 +1,7 @@
 /* Floor: services. One writer for the documents the reports emit: JSON
- * (nesting, commas, indentation, escaping), Prometheus's text exposition
- * (families, samples, labels) and the cells of text tables. */
+ * (nesting, commas, indentation, escaping, the bytes of a string that JSON
+ * cannot keep), Prometheus's text exposition (families, samples, labels)
+ * and the cells of text tables. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -41,14 +42,46 @@ static void json_item(struct ra__emitter *e)
     level->items++;
 }
 
-/* "s", escaped. */
-static void json_string(struct ra__out *o, const char *s)
+/* Whether a string that escape.c wrote for JSON loses bytes: it writes a
+ * byte that is not part of valid UTF-8, and only such a byte, as \u00NN
+ * with NN from 80 up (the control bytes it also writes so are below 20,
+ * and DEL is 7f; a character from U+0080 up is written as it is). A parser
+ * reads such a byte as U+00NN, which the UTF-8 of that character would
+ * also give. */
+static bool json_loses_bytes(const char *escaped)
+{
+    for (const char *p = escaped; *p != '\0'; p++) {
+        if (*p != '\\')
+            continue;
+        if (p[1] == 'u' && p[4] >= '8')
+            return true;
+        p += p[1] == 'u' ? 5 : 1;
+    }
+    return false;
+}
+
+/* "s", escaped. Returns whether the string loses bytes (above). */
+static bool json_string(struct ra__out *o, const char *s)
 {
     char buf[RA__ESCAPED_MAX];
 
     ra__escape(buf, sizeof buf, s, RA__ESCAPE_JSON);
     ra__out_str(o, "\"");
     ra__out_str(o, buf);
+    ra__out_str(o, "\"");
+    return json_loses_bytes(buf);
+}
+
+/* s's bytes as two lowercase hex digits each, quoted. */
+static void json_hex(struct ra__out *o, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+
+    ra__out_str(o, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        char pair[2] = {hex[*p >> 4], hex[*p & 15]};
+        ra__out_write(o, pair, sizeof pair);
+    }
     ra__out_str(o, "\"");
 }
 
@@ -123,6 +156,16 @@ void ra__json_str(struct ra__emitter *e, const char *key, const char *s)
 {
     json_key(e, key);
     json_string(e->out, s);
+}
+
+void ra__json_bytes(struct ra__emitter *e, const char *key,
+                    const char *hex_key, const char *s)
+{
+    json_key(e, key);
+    if (!json_string(e->out, s))
+        return;
+    json_key(e, hex_key);
+    json_hex(e->out, s);
 }
 
 void ra__json_null(struct ra__emitter *e, const char *key)

@@ -3,6 +3,9 @@
 // allocation sites), updates the table's numbers in place, sorts it, lets
 // one pick a tag (#tag=NAME in the address) and draws the chart and the
 // icicle of that tag's sites. The server wrote the same table without it.
+// A tag is its id (rows, parents, the pick) and the exact bytes of its
+// name (links, shown as the server shows them): a name that is not UTF-8
+// reads in the JSON like another, so it comes with its bytes (name_hex).
 "use strict";
 (function () {
   var REFRESH_MS = 2000;
@@ -13,7 +16,7 @@
     sortKey: null,   // null: the tree's order
     sortDesc: false,
     selected: 0,     // tag id; 0: the whole process
-    wantName: null,  // from #tag=NAME, until the report has it
+    wantKey: null,   // from #tag=NAME (as queryValue), until the report has it
     samples: [],
     byTag: {},       // id -> its points (indexSamples)
     taken: 0,
@@ -51,6 +54,92 @@
     });
   }
 
+  // -- names: arbitrary bytes ----------------------------------------------
+
+  var encoder = new TextEncoder(), decoder = new TextDecoder();
+
+  // A name's or label's bytes: hex when the JSON gives them (the name is
+  // not UTF-8), else the string's UTF-8, which the JSON then keeps exact.
+  function bytesOf(str, hex) {
+    if (typeof hex !== "string") return Array.from(encoder.encode(str));
+    var out = [];
+    for (var i = 0; i + 1 < hex.length; i += 2) out.push(parseInt(hex.substr(i, 2), 16));
+    return out;
+  }
+
+  function hex2(c, upper) {
+    var h = (c < 16 ? "0" : "") + c.toString(16);
+    return upper ? h.toUpperCase() : h;
+  }
+
+  // As a URL's query value, as page.c writes its links: unreserved bytes
+  // as they are, every other one as %XX. Also a tag's key: the exact bytes.
+  function queryValue(bytes) {
+    return bytes.map(function (c) {
+      var ch = String.fromCharCode(c);
+      return /^[A-Za-z0-9._~-]$/.test(ch) ? ch : "%" + hex2(c, true);
+    }).join("");
+  }
+
+  // The bytes of a query value or an address's fragment: %XX decoded,
+  // the rest as UTF-8 (a browser may show it so). decodeURIComponent would
+  // throw on a byte that is not UTF-8.
+  function bytesOfQuery(s) {
+    var out = [];
+    s.split(/(%[0-9A-Fa-f]{2})/).forEach(function (part) {
+      if (/^%[0-9A-Fa-f]{2}$/.test(part)) out.push(parseInt(part.slice(1), 16));
+      else Array.prototype.push.apply(out, encoder.encode(part));
+    });
+    return out;
+  }
+
+  // The length of the well-formed UTF-8 sequence at b[i], or 0 (a stray
+  // byte, an overlong form, a surrogate, past U+10FFFF, cut), as escape.c.
+  function utf8Length(b, i) {
+    var c = b[i], lo = 0x80, hi = 0xbf;
+    function cont(k) { return k < b.length && (b[k] & 0xc0) === 0x80; }
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf) return cont(i + 1) ? 2 : 0;
+    if (c >= 0xe0 && c <= 0xef) {
+      if (c === 0xe0) lo = 0xa0; else if (c === 0xed) hi = 0x9f;
+      return b[i + 1] >= lo && b[i + 1] <= hi && cont(i + 2) ? 3 : 0;
+    }
+    if (c >= 0xf0 && c <= 0xf4) {
+      if (c === 0xf0) lo = 0x90; else if (c === 0xf4) hi = 0x8f;
+      return b[i + 1] >= lo && b[i + 1] <= hi && cont(i + 2) && cont(i + 3) ? 4 : 0;
+    }
+    return 0;
+  }
+
+  // As the server shows a name (escape.c's text style, the static page's):
+  // valid UTF-8 as it is, \\ \n \t \r, other control bytes, DEL and the
+  // bytes that are not UTF-8 as \xNN. Two names never show the same.
+  function textOf(b) {
+    var named = {0x5c: "\\\\", 0x0a: "\\n", 0x09: "\\t", 0x0d: "\\r"}, out = "", i = 0;
+    while (i < b.length) {
+      var n = utf8Length(b, i), c = b[i];
+      if (n > 1) {
+        out += decoder.decode(new Uint8Array(b.slice(i, i + n)));
+        i += n;
+        continue;
+      }
+      i++;
+      if (named[c]) out += named[c];
+      else if (n === 0 || c < 0x20 || c === 0x7f) out += "\\x" + hex2(c, false);
+      else out += String.fromCharCode(c);
+    }
+    return out;
+  }
+
+  // A tag of the report with its name's forms: key (its exact bytes as a
+  // query value, for links and #tag=) and shown (as the server shows it).
+  function nameTag(t) {
+    var bytes = bytesOf(t.name, t.name_hex);
+    t.key = queryValue(bytes);
+    t.shown = textOf(bytes);
+    return t;
+  }
+
   function setBytes(cell, n) {
     cell.dataset.bytes = String(n);
     cell.textContent = human(n);
@@ -81,9 +170,11 @@
 
   var COLUMNS = ["allocated", "resident", "mapped", "tree", "budget", "trend", "profile"];
 
+  // A row is kept per id while its data-tag, the name as the server shows
+  // it (the static page's too), stays the same.
   function rowFor(t) {
     var tr = state.rows[t.id];
-    if (tr && tr.dataset.tag === t.name) return tr;
+    if (tr && tr.dataset.tag === t.shown) return tr;
     if (tr) tr.parentNode.removeChild(tr); // a recycled id: another tag
     tr = document.createElement("tr");
     var name = document.createElement("td");
@@ -101,10 +192,10 @@
   // The tag's own profile for pprof, and its subtree's when it has
   // children.
   function fillProfileLinks(cell, t) {
-    var name = encodeURIComponent(t.name), hasKids = false;
+    var name = t.key, hasKids = false;
     for (var id in state.tags) if (state.tags[id].parentId === t.id) hasKids = true;
-    if (cell.dataset.for === t.name + (hasKids ? "/" : "")) return;
-    cell.dataset.for = t.name + (hasKids ? "/" : "");
+    if (cell.dataset.for === name + (hasKids ? "/" : "")) return;
+    cell.dataset.for = name + (hasKids ? "/" : "");
     cell.textContent = "";
     [["pprof", "tag"], ["subtree", "tree"]].forEach(function (l, i) {
       if (i === 1 && !hasKids) return;
@@ -123,7 +214,7 @@
   }
 
   function sortValue(t, key) {
-    if (key === "name") return t.name;
+    if (key === "name") return t.shown;
     if (key === "tree") return t.tree.mapped;
     if (key === "budget") return t.limit ? t.tree.mapped / t.limit : -1;
     return t[key];
@@ -155,22 +246,21 @@
   }
 
   function showTags(report) {
-    var body = $("tags").tBodies[0], widest = 0, seen = {}, byName = {};
+    var body = $("tags").tBodies[0], widest = 0, seen = {};
     state.tags = {};
-    // The report names a tag's parent (names are unique among live tags).
-    report.tags.forEach(function (t) { byName[t.name] = t.id; });
     report.tags.forEach(function (t) {
-      t.parentId = t.parent === null ? 0 : byName[t.parent] || 0;
+      nameTag(t);
+      t.parentId = t.parent_id || 0; // null at the top level
       state.tags[t.id] = t;
       if (t.mapped > widest) widest = t.mapped;
     });
     report.tags.forEach(function (t) {
       var tr = rowFor(t), c = tr.cells;
       seen[t.id] = true;
-      tr.dataset.tag = t.name;
+      tr.dataset.tag = t.shown;
       tr.dataset.id = String(t.id);
       tr.dataset.parent = String(t.parentId);
-      c[0].textContent = t.name;
+      c[0].textContent = t.shown;
       c[0].style.paddingLeft = (6 + 18 * (depthOf(t) - 1)) + "px";
       setBytes(c[1], t.allocated);
       setBytes(c[2], t.resident);
@@ -218,33 +308,33 @@
 
   // -- picking a tag --------------------------------------------------------
 
-  function selectedName() {
-    var t = state.tags[state.selected];
-    return t ? t.name : null;
+  // The picked tag, or null for the whole process.
+  function selectedTag() {
+    return state.tags[state.selected] || null;
   }
 
   function select(id) {
     state.selected = id;
-    var name = selectedName();
-    history.replaceState(null, "", name ? "#tag=" + encodeURIComponent(name) : "#");
+    var t = selectedTag();
+    history.replaceState(null, "", t ? "#tag=" + t.key : "#");
     Array.prototype.forEach.call($("tags").tBodies[0].rows, function (tr) {
       tr.classList.toggle("selected", Number(tr.dataset.id) === id);
     });
-    $("chart-title").textContent = name ? "tag " + name : "the whole process";
+    $("chart-title").textContent = t ? "tag " + t.shown : "the whole process";
     drawChart();
     loadSites();
   }
 
   function pickFromHash() {
     var m = /^#tag=(.*)$/.exec(location.hash);
-    state.wantName = m ? decodeURIComponent(m[1]) : null;
+    state.wantKey = m ? queryValue(bytesOfQuery(m[1])) : null;
   }
 
   function resolveWanted() {
-    if (state.wantName === null) return false;
+    if (state.wantKey === null) return false;
     for (var id in state.tags) {
-      if (state.tags[id].name === state.wantName) {
-        state.wantName = null;
+      if (state.tags[id].key === state.wantKey) {
+        state.wantKey = null;
         select(Number(id));
         return true;
       }
@@ -343,8 +433,8 @@
   }
 
   function loadHistory() {
-    var name = selectedName(), url = "history?since=" + state.taken;
-    if (name) url += "&tag=" + encodeURIComponent(name);
+    var t = selectedTag(), url = "history?since=" + state.taken;
+    if (t) url += "&tag=" + t.key;
     return get(url, true).then(function (h) {
       if (h.taken < state.taken) state.samples = []; // a restarted server
       state.samples = state.samples.concat(h.samples).slice(-h.capacity);
@@ -407,17 +497,18 @@
   }
 
   function loadSites() {
-    var name = selectedName(), title = name ? "tag " + name : "every tag";
-    var url = "profile" + (name ? "?tag=" + encodeURIComponent(name) : "");
-    state.sitesFor = name;
+    var t = selectedTag(), key = t ? t.key : null;
+    var title = t ? "tag " + t.shown : "every tag";
+    var url = "profile" + (t ? "?tag=" + key : "");
+    state.sitesFor = key;
     $("flame-title").textContent = title;
     return get(url, false).then(function (text) {
-      if (state.sitesFor !== name) return;
-      var root = parseFolded(text, name !== null);
-      root.name = name ? "tag:" + name : "all";
+      if (state.sitesFor !== key) return;
+      var root = parseFolded(text, t !== null);
+      root.name = t ? "tag:" + t.shown : "all";
       drawSites(root, title);
     }, function (e) {
-      if (state.sitesFor !== name) return;
+      if (state.sitesFor !== key) return;
       $("flame").style.height = "";
       $("flame").textContent = e.status === 503
         ? "The profiler is off: start it with REGIONALLOC_PROF or ra_prof_start() to see the allocation sites here."
@@ -447,7 +538,7 @@
     });
     tags.forEach(function (t) {
       var th = document.createElement("th");
-      th.textContent = t.name;
+      th.textContent = nameTag(t).shown;
       head.appendChild(th);
     });
     table.appendChild(document.createElement("thead")).appendChild(head);
@@ -455,7 +546,7 @@
     shown.forEach(function (p) {
       var tr = body.appendChild(document.createElement("tr"));
       cell(tr, String(p.seq));
-      cell(tr, p.label, "label");
+      cell(tr, textOf(bytesOf(p.label, p.label_hex)), "label");
       cell(tr, humanNs(p.time_ns));
       cell(tr, humanNs(p.phase_ns));
       setBytes(cell(tr, ""), p.allocated);
@@ -537,7 +628,7 @@
     window.addEventListener("resize", drawChart);
     window.addEventListener("hashchange", function () {
       pickFromHash();
-      if (!resolveWanted() && state.wantName === null) select(0);
+      if (!resolveWanted() && state.wantKey === null) select(0);
     });
     $("live").hidden = false;
     pickFromHash();

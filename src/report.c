@@ -189,18 +189,22 @@ static void write_json_usage(struct ra__emitter *e, const char *key,
         ra__json_object_end(e);
 }
 
-/* Tag trees: a tag's parent (null at the top level) and its subtree's
- * totals. */
+/* Tag trees: a tag's parent (null at the top level), by name as the first
+ * schema had it and by id, which tells tags apart where names do not (a
+ * name that is not UTF-8 reads like another), and its subtree's totals. */
 static void write_json_tree(struct ra__emitter *e,
                             const struct ra__snapshot *snap,
                             const struct ra__usage *u)
 {
     const struct ra__tree_totals *t = &u->tree;
 
-    if (u->parent_row != 0)
+    if (u->parent_row != 0) {
         ra__json_str(e, "parent", snap->rows[u->parent_row].name);
-    else
+        ra__json_u64(e, "parent_id", snap->rows[u->parent_row].id);
+    } else {
         ra__json_null(e, "parent");
+        ra__json_null(e, "parent_id");
+    }
     ra__json_object_begin(e, "tree", true);
     ra__json_u64(e, "allocated", t->allocated);
     ra__json_u64(e, "active", t->active);
@@ -224,7 +228,7 @@ static void write_json(struct ra__emitter *e, struct ra__snapshot *snap)
         const struct ra__usage *u = &snap->rows[snap->order[r]];
         ra__json_object_begin(e, NULL, true);
         ra__json_u64(e, "id", u->id);
-        ra__json_str(e, "name", u->name);
+        ra__json_bytes(e, "name", "name_hex", u->name);
         write_json_usage(e, NULL, u, true);
         write_json_tree(e, snap, u);
         ra__json_object_end(e);

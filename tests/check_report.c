@@ -1,5 +1,6 @@
 /* Suite "report": ra_report in its three formats, the escaping of tag names
- * in each, its errors, and the reports printed at exit (REGIONALLOC_STATS,
+ * in each, how the JSON documents (the checkpoints' too) tell tags apart,
+ * its errors, and the reports printed at exit (REGIONALLOC_STATS,
  * REGIONALLOC_STATS_FORMAT). Tests/test_formats.sh parses the outputs with
  * real parsers (Python's json, promtool). */
 #include <check.h>
@@ -423,6 +424,89 @@ START_TEST(test_report_escapes_longest_name_whole)
     ck_assert_msg(strstr(prom, want) != NULL, "%s", prom);
     free(json);
     free(prom);
+}
+END_TEST
+
+/* -- JSON: tags told apart by id and bytes ---------------------------------------- */
+
+/* The line of doc's tag object named name (as JSON writes it), which must
+ * be tag id's; a string to free(). */
+static char *tag_line(const char *doc, const char *name, ra_tag_t id)
+{
+    char *line = tu_json_tag_line(doc, name), want[32];
+
+    snprintf(want, sizeof want, "{\"id\": %u, ", id);
+    ck_assert_msg(strncmp(strchr(line, '{'), want, strlen(want)) == 0,
+                  "not id %u: %s", id, line);
+    return line;
+}
+
+/* A name that is not UTF-8 and the UTF-8 name that JSON reads it as, the
+ * first with a child: the tags of doc (a report or the checkpoints) hold
+ * in JSON the same string "\u00ff\u00fe-bin", so the one that is not UTF-8
+ * carries its bytes (name_hex) and the child names its parent by id. */
+static void check_binary_names(const char *doc, ra_tag_t bin, ra_tag_t part,
+                               ra_tag_t twin)
+{
+    static const char top[] = "\"parent\": null, \"parent_id\": null";
+    char want[128], *line;
+
+    line = tag_line(doc, "\\u00ff\\u00fe-bin", bin);
+    ck_assert_msg(strstr(line, "\"name\": \"\\u00ff\\u00fe-bin\", "
+                               "\"name_hex\": \"fffe2d62696e\", ") != NULL &&
+                      strstr(line, top) != NULL,
+                  "%s", line);
+    free(line);
+    line = tag_line(doc, "bin-part", part);
+    snprintf(want, sizeof want,
+             "\"parent\": \"\\u00ff\\u00fe-bin\", \"parent_id\": %u", bin);
+    ck_assert_msg(strstr(line, want) != NULL, "no %s in %s", want, line);
+    free(line);
+    /* Valid UTF-8 needs no bytes beside it. */
+    line = tag_line(doc, "\xc3\xbf\xc3\xbe-bin", twin);
+    ck_assert_msg(strstr(line, top) != NULL, "%s", line);
+    free(line);
+    ck_assert_msg(tu_count_of(doc, "\"name_hex\"") == 1, "%s", doc);
+}
+
+/* The tags check_binary_names looks for: the name that is not UTF-8, its
+ * child, the UTF-8 name that JSON reads the first one's as. */
+static void make_binary_names(ra_tag_t tags[3])
+{
+    tags[0] = tu_tag_create("\xff\xfe-bin");
+    tags[1] = ra_tag_create_in(tags[0], "bin-part");
+    ck_assert_uint_ne(tags[1], RA_TAG_NONE);
+    tags[2] = tu_tag_create("\xc3\xbf\xc3\xbe-bin");
+}
+
+START_TEST(test_report_json_tells_tags_apart_by_id_and_bytes)
+{
+    ra_tag_t t[3];
+    char *json;
+
+    make_binary_names(t);
+    json = report(RA_FORMAT_JSON);
+    check_binary_names(json, t[0], t[1], t[2]);
+    free(json);
+}
+END_TEST
+
+/* The checkpoints' tags too, with their creation counts; and a label that
+ * is not UTF-8 carries its bytes. */
+START_TEST(test_report_checkpoint_json_tells_tags_apart_by_id_and_bytes)
+{
+    ra_tag_t t[3];
+    char *json;
+
+    make_binary_names(t);
+    ck_assert_int_eq(ra_checkpoint("caf\xe9"), 0);
+    json = tu_report_string(ra_checkpoint_report, RA_FORMAT_JSON);
+    check_binary_names(json, t[0], t[1], t[2]);
+    ck_assert_msg(tu_count_of(json, "\"born\": ") == 3, "%s", json);
+    ck_assert_msg(strstr(json, "\"label\": \"caf\\u00e9\", "
+                               "\"label_hex\": \"636166e9\", ") != NULL,
+                  "%s", json);
+    free(json);
 }
 END_TEST
 
@@ -895,6 +979,12 @@ static Suite *report_suite(void)
     tcase_add_test(tc, test_report_escapes_names_in_json);
     tcase_add_test(tc, test_report_escapes_names_in_prometheus);
     tcase_add_test(tc, test_report_escapes_longest_name_whole);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("tags told apart");
+    tcase_add_test(tc, test_report_json_tells_tags_apart_by_id_and_bytes);
+    tcase_add_test(tc,
+                   test_report_checkpoint_json_tells_tags_apart_by_id_and_bytes);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("errors");

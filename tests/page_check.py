@@ -9,8 +9,11 @@ narrow window, and screenshots that are not blank.
 Usage: page_check.py BASE_URL OUT_DIR   (BASE_URL: http://127.0.0.1:PORT)
 The server runs with REGIONALLOC_LIMITS giving "sessions" a soft limit it
 passes and "workers" a hard limit it reaches; its "cache" and "sessions"
-are children of "app" (a tag tree). Prints one line per failed
-check; exit status 1 if any failed."""
+are children of "app" (a tag tree); and with --binary-names, which adds a
+tag named by the bytes FF FE "-bin" (not UTF-8) with a child "bin-part",
+and the UTF-8 tag "\u00ff\u00fe-bin" that JSON reads the first one's name
+as: the page must link, pick and nest them by their bytes and ids. Prints
+one line per failed check; exit status 1 if any failed."""
 
 import json
 import os
@@ -40,12 +43,23 @@ def fetch(path):
 
 
 def metrics():
-    """{(family, tag): value} of the per-tag series /metrics serves."""
+    """{(family, tag): value} of the per-tag series /metrics serves, the
+    label's escapes undone: a byte that is not UTF-8 is then the text \\xNN,
+    as the page shows it."""
     out = {}
-    for m in re.finditer(r'^(regionalloc_tag_\w+)\{tag="([^"]*)"\} (\d+)$',
+    for m in re.finditer(r'^(regionalloc_tag_\w+)\{tag="((?:[^"\\]|\\.)*)"\} (\d+)$',
                          fetch("/metrics"), re.M):
-        out[(m.group(1), m.group(2))] = int(m.group(3))
+        tag = re.sub(r"\\(.)", lambda e: "\n" if e.group(1) == "n" else e.group(1), m.group(2))
+        out[(m.group(1), tag)] = int(m.group(3))
     return out
+
+
+# --binary-names: as the page shows them (escape.c's text style), and their
+# names' exact bytes as a query value.
+BIN, PART, TWIN = "\\xff\\xfe-bin", "bin-part", "\u00ff\u00fe-bin"
+BIN_URL, TWIN_URL = "%FF%FE-bin", "%C3%BF%C3%BE-bin"
+# Tags whose figures never change while the server runs.
+STILL = ("cache", "app", BIN, PART, TWIN)
 
 
 ROWS = """Array.from(document.querySelectorAll('#tags tbody tr[data-id]')).map(function (tr) {
@@ -75,7 +89,9 @@ def tree_order(rows, key=None, desc=False):
 
 
 def check_tree(rows, where):
-    """cache and sessions under app, indented; the tree's order."""
+    """cache and sessions under app, bin-part under the tag that is not
+    UTF-8 (not under the one whose JSON name reads the same), indented;
+    the tree's order."""
     by = {r["name"]: r for r in rows}
     app = by.get("app", {}).get("id")
     check(app and by.get("cache", {}).get("parent") == app and by.get("sessions", {}).get("parent") == app
@@ -83,7 +99,74 @@ def check_tree(rows, where):
           "%s: not the tree app > cache, sessions: %s" % (where, rows))
     check(by.get("cache", {}).get("indent") == "24px" and by.get("app", {}).get("indent") == "6px",
           "%s: the children are not indented under their parent: %s" % (where, rows))
+    binary = by.get(BIN, {}).get("id")
+    check(binary and by.get(PART, {}).get("parent") == binary and by[BIN]["parent"] == 0 and
+          by.get(TWIN, {}).get("parent") == 0 and by[TWIN]["id"] != binary,
+          "%s: not the tree %s > %s beside %s: %s" % (where, BIN, PART, TWIN, rows))
+    check(by.get(PART, {}).get("indent") == "24px" and by.get(BIN, {}).get("indent") == "6px",
+          "%s: %s is not indented under %s: %s" % (where, PART, BIN, rows))
     check([r["name"] for r in rows] == tree_order(rows), "%s: not in the tree's order: %s" % (where, rows))
+
+
+def profile_links(b, name):
+    """The profile links of the row of the tag shown as name."""
+    return b.evaluate("Array.from(document.querySelectorAll('#tags tbody tr')).filter(function (tr) {"
+                      "return tr.dataset.tag === %s; }).map(function (tr) {"
+                      "return Array.from(tr.querySelectorAll('td.profile a')).map(function (a) {"
+                      "return a.href; }); })[0] || []" % json.dumps(name))
+
+
+def check_links(b, where):
+    """The profile links of a tag that is not UTF-8 (its own and its
+    subtree's) and of its UTF-8 look-alike carry their exact bytes, and
+    serve a profile."""
+    heap = base + "/debug/pprof/heap?"
+    for name, want in ((BIN, [heap + "tag=" + BIN_URL, heap + "tree=" + BIN_URL]),
+                       (TWIN, [heap + "tag=" + TWIN_URL])):
+        links = profile_links(b, name)
+        check(links == want, "%s: %s's profile links %s, want %s" % (where, name, links, want))
+        for link in links:
+            with urllib.request.urlopen(link, timeout=30) as r:
+                check(r.status == 200 and r.read(2) == b"\x1f\x8b", "%s: %s is no gzip profile" % (where, link))
+
+
+def failed_responses(b):
+    """The page's requests of the server's documents that it did not
+    answer with 200."""
+    return [(e["params"]["response"]["status"], e["params"]["response"]["url"]) for e in b.events
+            if e["method"] == "Network.responseReceived" and e["params"]["response"]["status"] != 200
+            and e["params"]["response"]["url"].startswith(base + "/debug/")]
+
+
+def check_pick_binary(b, bin_id):
+    """A click on the row of the tag that is not UTF-8 (id bin_id, as the
+    server's static page says) picks it: the address names its bytes, the
+    chart and the sites are its own (the sites' bytes those of its folded
+    profile), and no request fails."""
+    b.click("tr[data-id=\"%d\"] td.tag" % bin_id)
+    try:
+        b.wait_for("document.querySelector('#flame .frame') !== null && "
+                   "document.querySelector('#flame .frame').dataset.name === %s" % json.dumps("tag:" + BIN), 30)
+    except TimeoutError:
+        check(False, "pick %s: the sites shown: %s" % (BIN, b.evaluate("document.getElementById('flame').textContent")))
+    folded = fetch("/debug/regionalloc/profile?tag=" + BIN_URL)
+    want = sum(int(line.rsplit(" ", 1)[1]) for line in folded.splitlines() if line)
+    got = b.evaluate("Number(document.querySelector('#flame .frame').dataset.bytes)")
+    check(want >= 1 << 20 and got == want, "pick %s: the sites hold %s bytes, its profile %d" % (BIN, got, want))
+    check(b.evaluate("location.hash") == "#tag=" + BIN_URL,
+          "pick %s: the address says %s" % (BIN, b.evaluate("location.hash")))
+    check(b.evaluate("document.getElementById('chart-title').textContent") == "tag " + BIN,
+          "pick %s: the chart is %r's" % (BIN, b.evaluate("document.getElementById('chart-title').textContent")))
+    check([r["name"] for r in b.evaluate(ROWS) if r["selected"]] == [BIN], "pick %s: not the selected row" % BIN)
+    b.evaluate("window.__polls = Number(document.body.dataset.polls); true")
+    b.wait_for("Number(document.body.dataset.polls) >= window.__polls + 1", 30)
+    check(b.evaluate("document.getElementById('status').textContent").startswith("live"),
+          "pick %s: the page stopped polling: %s" % (BIN, b.evaluate("document.getElementById('status').textContent")))
+    asked = [e["params"]["request"]["url"] for e in b.events if e["method"] == "Network.requestWillBeSent"]
+    for path in ("/debug/regionalloc/profile?tag=" + BIN_URL, "/debug/regionalloc/history?since="):
+        check(any(u.startswith(base + path) and u.endswith("tag=" + BIN_URL) for u in asked),
+              "pick %s: no request for %s...tag=%s" % (BIN, path, BIN_URL))
+    check(failed_responses(b) == [], "pick %s: requests failed: %s" % (BIN, failed_responses(b)))
 
 
 b = cdp.Browser()
@@ -97,6 +180,7 @@ try:
     static = b.evaluate(ROWS)
     tags = sorted({t for (_, t) in metrics()})
     check_tree(static, "static page")
+    bin_id = {r["name"]: r["id"] for r in static}.get(BIN, 0)
     check(sorted(r["name"] for r in static) == tags,
           "static page: tags %s, /metrics has %s" % ([r["name"] for r in static], tags))
     check(b.evaluate("document.getElementById('live').hidden"),
@@ -105,6 +189,7 @@ try:
           "static page: no checkpoint table")
     check(all(re.match(r"^\d+(\.\d)? (B|KiB|MiB|GiB)$", r["text"]) for r in static),
           "static page: figures not in B/KiB/MiB/GiB: %s" % [r["text"] for r in static])
+    check_links(b, "static page")
     b.call("Emulation.setScriptExecutionDisabled", value=False)
     b.open("about:blank")  # else #tag=cache would only move in this page
     b.wait_for("location.href === 'about:blank'")
@@ -125,10 +210,10 @@ try:
             lo = min(before[(fam, r["name"])], after[(fam, r["name"])])
             hi = max(before[(fam, r["name"])], after[(fam, r["name"])])
             # The page's figures are from its last refresh, at most one
-            # period (2 s) before: the cache and app (which holds nothing
-            # itself) never change, the others move by what two seconds of
-            # the server's work make.
-            if r["name"] in ("cache", "app"):
+            # period (2 s) before: the cache, app (which holds nothing
+            # itself) and the binary names never change, the others move
+            # by what two seconds of the server's work make.
+            if r["name"] in STILL:
                 check(r[fig] == lo == hi, "live: %s %s %d, /metrics %d..%d" % (r["name"], fig, r[fig], lo, hi))
             else:
                 check(0 < r[fig] and lo / 2 <= r[fig] <= hi * 2,
@@ -173,6 +258,7 @@ try:
     for link in links:
         with urllib.request.urlopen(link, timeout=30) as r:
             check(r.status == 200 and r.read(2) == b"\x1f\x8b", "links: %s is no gzip profile" % link)
+    check_links(b, "live")
 
     # The allocation sites: every frame of the cache's stacks.
     frames = set(b.evaluate("Array.from(document.querySelectorAll('#flame .frame')).map(function (f) {"
@@ -188,6 +274,9 @@ try:
     labels = b.evaluate("Array.from(document.querySelectorAll('#checkpoints td.label')).map(function (td) {"
                         "return td.textContent;})")
     check(labels[:1] == ["cache filled"], "checkpoints: labels %s" % labels)
+    heads = b.evaluate("Array.from(document.querySelectorAll('#checkpoints th')).map(function (th) {"
+                       "return th.textContent;})")
+    check(BIN in heads and TWIN in heads, "checkpoints: the tags' columns %s" % heads)
 
     # The budgets: past the soft limit warning-coloured, at the hard one red.
     for tag, colour in (("sessions", "warn"), ("workers", "full")):
@@ -221,6 +310,21 @@ try:
           "pick: the sessions row is not the selected one")
     check(b.evaluate("window.__kept") == 42, "pick: the page was reloaded")
     b.wait_for("Number(document.querySelector('#chart polyline').dataset.points) >= 1", 30)
+    if bin_id:
+        check_pick_binary(b, bin_id)
+    check(b.evaluate("window.__kept") == 42, "pick %s: the page was reloaded" % BIN)
+
+    # The address of that pick opens the page with the tag picked.
+    b.open("about:blank")
+    b.wait_for("location.href === 'about:blank'")
+    b.open(page + "#tag=" + BIN_URL)
+    try:
+        b.wait_for("Number(document.body.dataset.polls) >= 1 && "
+                   "document.querySelector('#tags tbody tr.selected') !== null", 30)
+    except TimeoutError:
+        pass
+    check([r["name"] for r in b.evaluate(ROWS) if r["selected"]] == [BIN],
+          "#tag=%s: the rows picked: %s" % (BIN_URL, [r["name"] for r in b.evaluate(ROWS) if r["selected"]]))
 
     # Nothing asked of another host.
     urls = [e["params"]["request"]["url"] for e in b.events

@@ -95,6 +95,30 @@ def unhex(h):
     return b"" if h == "-" else bytes.fromhex(h)
 
 
+def exact(obj, key):
+    """The bytes of a name or label: its key_hex where the JSON string
+    lost them (the name is not UTF-8), else the string's UTF-8."""
+    if key + "_hex" in obj:
+        return bytes.fromhex(obj[key + "_hex"])
+    return obj[key].encode("utf-8")
+
+
+def is_utf8(raw):
+    try:
+        raw.decode("utf-8", "strict")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def check_exact(path, obj, key, raw):
+    """obj's key (and key_hex) give back raw, with key_hex where, and only
+    where, raw is not UTF-8."""
+    check(exact(obj, key) == raw and (key + "_hex" in obj) == (not is_utf8(raw)),
+          path + ": %s %r (hex %r), want the bytes %r" %
+          (key, obj[key], obj.get(key + "_hex"), raw))
+
+
 # Blocks each tag holds (none freed, no purge asked), from the facts.
 blocks = {}
 
@@ -152,13 +176,15 @@ def load_json(path):
     return json.load(open(path, encoding="utf-8", errors="strict"))
 
 
+# name_hex besides, where the name is not UTF-8.
 TAG_KEYS = {"id", "name", "allocated", "active", "resident", "rss", "mapped",
             "peak_mapped", "dirty", "muzzy", "retained", "reserved", "nmalloc",
             "ndalloc", "purges", "limit", "soft_limit", "limit_failures",
-            "arenas", "parent", "tree"}
+            "arenas", "parent", "parent_id", "tree"}
 UNTAGGED_KEYS = TAG_KEYS - {"id", "name", "rss", "peak_mapped", "reserved", "limit",
                             "soft_limit", "limit_failures", "arenas", "parent",
-                            "tree"}
+                            "parent_id", "tree"}
+CP_TAG_KEYS = {"id", "born", "name", "parent", "parent_id"}
 CP_KEYS = {"seq", "label", "time_ns", "phase_ns", "tagged_allocated", "allocated",
            "active", "resident", "mapped", "rss", "peak_rss", "peak_rss_since",
            "tag_allocated"}
@@ -173,16 +199,18 @@ def check_report_json(path, tags):
     check(len(d["tags"]) == len(tags), path + ": %d tags" % len(d["tags"]))
     for t in d["tags"]:
         raw, allocated = tags[t["id"]]
-        check(set(t) == TAG_KEYS, path + ": tag keys %s" % sorted(t))
+        check(set(t) - {"name_hex"} == TAG_KEYS, path + ": tag keys %s" % sorted(t))
         check(t["name"] == as_json(raw), path + ": name %r, want %r" % (t["name"], as_json(raw)))
+        check_exact(path, t, "name", raw)
         check(t["allocated"] == allocated,
               path + ": %r allocated %d, want %d" % (t["name"], t["allocated"], allocated))
         check(all(isinstance(t[k], int) and t[k] >= 0
-                  for k in TAG_KEYS - {"name", "parent", "tree"}),
+                  for k in TAG_KEYS - {"name", "parent", "parent_id", "tree"}),
               path + ": non-integer figure in %r" % t)
         # These tags are all top-level, without children: their subtree
         # is themselves.
-        check(t["parent"] is None, path + ": %r has a parent" % t["name"])
+        check(t["parent"] is None and t.get("parent_id", 0) is None,
+              path + ": %r has a parent (or no parent_id)" % t["name"])
         check(all(t["tree"][k] == t[k] for k in
                   ("allocated", "active", "resident", "mapped", "dirty",
                    "nmalloc", "ndalloc")),
@@ -225,13 +253,21 @@ def check_checkpoints_json(path, tags, cps, extra_last=None):
           path + ": counts")
     check([(t["id"], t["name"]) for t in d["tags"]] ==
           [(i, as_json(tags[i][0])) for i in sorted(tags)], path + ": tags")
+    for t in d["tags"]:
+        check(set(t) - {"name_hex"} == CP_TAG_KEYS and t["parent"] is None and
+              t.get("parent_id", 0) is None, path + ": tag %r" % t)
+        check_exact(path, t, "name", tags[t["id"]][0])
+    # A tag's creation count: ascending with the ids, as none was recycled.
+    borns = [t.get("born", 0) for t in d["tags"]]
+    check(borns == sorted(set(borns)) and all(b >= 1 for b in borns), path + ": born %r" % borns)
     got = d["checkpoints"]
     check(len(got) == want, path + ": %d checkpoints" % len(got))
     prev = 0
     for c, (seq, label, allocated) in zip(got, cps + ([extra_last] if extra_last else [])):
-        check(set(c) == CP_KEYS, path + ": checkpoint keys %s" % sorted(c))
+        check(set(c) - {"label_hex"} == CP_KEYS, path + ": checkpoint keys %s" % sorted(c))
         check(c["seq"] == seq, path + ": seq %d, want %d" % (c["seq"], seq))
         check(c["label"] == as_json(label), path + ": label %r" % c["label"])
+        check_exact(path, c, "label", label)
         # Ids past the named tags are report_dump's tag tree, destroyed
         # before exit: null, as every destroyed id's figure is.
         check(c["tag_allocated"][:len(allocated)] == allocated and
@@ -329,6 +365,8 @@ for run in ("plain", "json", "prom"):
             continue
         check(t["parent"] == parent,
               "tree.json: %s's parent %r, want %r" % (name, t["parent"], parent))
+        check(t.get("parent_id", 0) == (by[parent]["id"] if parent else None),
+              "tree.json: %s's parent_id %r, want %s's id" % (name, t.get("parent_id"), parent))
         if parent is not None:
             check(order.index(parent) < order.index(name),
                   "tree.json: %s listed before its parent" % name)

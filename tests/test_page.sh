@@ -24,9 +24,12 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"'
 
 # The sessions pass their soft limit at once, the workers reach their hard
 # one (their allocations then fail, which the workers take in their stride).
+# --binary-names: a tag whose name is not UTF-8, with a child, and the
+# UTF-8 name that JSON reads the first as.
 REGIONALLOC_THREAD_TAGS='worker-*=workers' \
 REGIONALLOC_LIMITS='sessions=48M/4M,workers=3M' \
-    "$server" --listen 127.0.0.1:0 >"$tmp/server.out" 2>"$tmp/server.err" &
+    "$server" --listen 127.0.0.1:0 --binary-names \
+    >"$tmp/server.out" 2>"$tmp/server.err" &
 pid=$!
 url=
 for ((i = 0; i < 200; i++)); do

@@ -53,19 +53,59 @@ START_TEST(test_emit_unit_json_nesting)
 }
 END_TEST
 
-START_TEST(test_emit_unit_json_strings_are_escaped)
+/* What fill writes in an inline object, as a string to free(). */
+static char *inline_object(void (*fill)(struct ra__emitter *e))
 {
     struct unit_out u;
     struct ra__emitter e;
-    char *text;
 
     uo_open(&u);
     ra__emit_init(&e, &u.out);
     ra__json_object_begin(&e, NULL, true);
-    ra__json_str(&e, "name", TU_NASTY);
+    fill(&e);
     ra__json_object_end(&e);
-    text = uo_text(&u);
+    return uo_text(&u);
+}
+
+static void fill_nasty_string(struct ra__emitter *e)
+{
+    ra__json_str(e, "name", TU_NASTY);
+}
+
+START_TEST(test_emit_unit_json_strings_are_escaped)
+{
+    char *text = inline_object(fill_nasty_string);
+
     ck_assert_str_eq(text, "{\"name\": \"" TU_NASTY_JSON "\"}\n");
+    free(text);
+}
+END_TEST
+
+/* Bytes that JSON cannot keep (not UTF-8: a parser reads each such byte
+ * as the character of its value) come with their hex beside the string;
+ * valid UTF-8, control bytes and escapes included, does not. */
+static void fill_byte_strings(struct ra__emitter *e)
+{
+    ra__json_bytes(e, "name", "name_hex", "\xff\xfe-bin");
+    ra__json_bytes(e, "utf8", "utf8_hex",
+                   "\xc3\xbf\xc3\xbe-bin\x01\x7f\\u0080");
+    ra__json_bytes(e, "nasty", "nasty_hex", TU_NASTY);
+    ra__json_bytes(e, "empty", "empty_hex", "");
+}
+
+START_TEST(test_emit_unit_json_bytes_beside_strings_that_lose_them)
+{
+    char *text = inline_object(fill_byte_strings);
+
+    ck_assert_str_eq(text,
+                     "{\"name\": \"\\u00ff\\u00fe-bin\", "
+                     "\"name_hex\": \"fffe2d62696e\", "
+                     "\"utf8\": "
+                     "\"\xc3\xbf\xc3\xbe-bin\\u0001\\u007f\\\\u0080\", "
+                     "\"nasty\": \"" TU_NASTY_JSON "\", "
+                     "\"nasty_hex\": \"73702061636522712573256e5c620a6e09"
+                     "74017fc3a9e282acffc0afeda080f09f9880e282\", "
+                     "\"empty\": \"\"}\n");
     free(text);
 }
 END_TEST
@@ -118,6 +158,8 @@ int main(void)
 
     tcase_add_test(tc, test_emit_unit_json_nesting);
     tcase_add_test(tc, test_emit_unit_json_strings_are_escaped);
+    tcase_add_test(tc,
+                   test_emit_unit_json_bytes_beside_strings_that_lose_them);
     tcase_add_test(tc, test_emit_unit_prometheus_samples);
     tcase_add_test(tc, test_emit_unit_cells);
     suite_add_tcase(s, tc);
