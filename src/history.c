@@ -259,24 +259,29 @@ int ra__history_write(struct ra__out *o, uint64_t since)
     return 0;
 }
 
-/* A leaf lock, taken after the server's. */
+/* Nothing is held across a fork. What the child needs, the ring's
+ * address, changes only in ra__history_start and ra__history_stop, under
+ * the server's lock, which the fork holds (http.c); the samples that the
+ * sampler or a request may be copying under history_lock the child
+ * forgets. Taking history_lock here would hang a fork from a signal
+ * handler that interrupted its holder on the same thread (another fork's
+ * handlers, ra__history_start). */
 void ra__history_prefork(void)
 {
-    ra__lock(&history_lock);
 }
 
 void ra__history_postfork_parent(void)
 {
-    ra__unlock(&history_lock);
 }
 
 /* The sampler does not exist in a forked child, whose server is forgotten
- * too (http.c): so is the ring. */
+ * too (http.c): so is the ring, and the lock is made anew, since a thread
+ * that is not in the child may have held it. */
 void ra__history_postfork_child(void)
 {
     if (ring != NULL)
         orphan = ring;
     ring = NULL;
     taken = 0;
-    ra__unlock(&history_lock);
+    pthread_mutex_init(&history_lock, NULL);
 }

@@ -2,12 +2,16 @@
  * /metrics for Prometheus, /debug/pprof/heap for continuous profilers, the
  * reports, and an opt-in purge, served by libmicrohttpd from a thread of
  * its own behind the front door (http_door.c, a thread of the library's
- * that accepts the connections), both with every signal blocked. Its
+ * that accepts the connections and waits for each request's head), both
+ * with every signal blocked, as is the page's sampler (history.c). Its
  * thread is started through the library's pthread_create as one of the
  * library's threads, and ra_http_start and ra_http_stop are quiet: the
  * server's memory is the library's own (untagged, never hooked or
  * sampled). poll(2), level-triggered: a client that sends half a request
- * and hangs up is noticed at once. */
+ * and hangs up is noticed at once. One request a connection: every
+ * answer closes its connection, so that each request passes the door's
+ * deadlines and a connection holds one of the 16 places only while its
+ * request is answered. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -72,6 +76,7 @@ void ra__http_postfork_child(void)
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* Requests answered at once; the door holds the others back. */
 #define MAX_CONNECTIONS 16
 #define CONNECTION_TIMEOUT_S 10 /* of silence, then the connection goes */
 #define CONNECTION_MEMORY 32768 /* bounds a request's line and headers */
@@ -86,6 +91,26 @@ static char served[RA__HTTP_ADDR_MAX];
 /* Set while the server's thread answers: ra_http_stop from there would wait
  * for itself. */
 static RA__TLS bool tls_answering;
+/* How many times this thread holds http_lock: a fork from a signal handler
+ * that interrupts a holder (another fork's handlers, as glibc's
+ * tst-mallocfork2 does; ra_http_start) runs the prefork handler again on
+ * this thread, which must not wait for itself. Raised before the lock is
+ * taken and lowered after it is released, so that a handler landing in
+ * between skips the lock rather than waits; a signal handler ends before
+ * the code it interrupted goes on, so a plain count is enough. */
+static RA__TLS volatile unsigned tls_http_held;
+
+static void lock_http(void)
+{
+    tls_http_held++;
+    ra__lock(&http_lock);
+}
+
+static void unlock_http(void)
+{
+    ra__unlock(&http_lock);
+    tls_http_held--;
+}
 
 /* -- requests ---------------------------------------------------------------- */
 
@@ -102,6 +127,7 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (allow != NULL)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
     ok = MHD_queue_response(c, status, r);
@@ -119,6 +145,7 @@ static enum MHD_Result redirect(struct MHD_Connection *c, const char *location)
     if (r == NULL)
         return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     ok = MHD_queue_response(c, MHD_HTTP_MOVED_PERMANENTLY, r);
     MHD_destroy_response(r);
     return ok;
@@ -496,14 +523,53 @@ static bool is_loopback_host(const char *host)
             (ntohl(v4.s_addr) >> 24) == 127);
 }
 
-static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind,
-                                  const char *key, const char *value)
+struct header_count {
+    const char *name;
+    unsigned n;
+};
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind,
+                                    const char *key, const char *value)
 {
+    struct header_count *count = cls;
+
     (void)kind;
     (void)value;
-    if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
-        ++*(unsigned *)cls;
+    if (strcasecmp(key, count->name) == 0)
+        count->n++;
     return MHD_YES;
+}
+
+/* How many times the request carries the header name. */
+static unsigned headers_named(struct MHD_Connection *c, const char *name)
+{
+    struct header_count count = {name, 0};
+
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &count);
+    return count.n;
+}
+
+static enum MHD_Result find_nul(void *cls, enum MHD_ValueKind kind,
+                                const char *key, size_t key_size,
+                                const char *value, size_t value_size)
+{
+    (void)kind;
+    if (memchr(key, '\0', key_size) == NULL &&
+        (value == NULL || memchr(value, '\0', value_size) == NULL))
+        return MHD_YES;
+    *(bool *)cls = true;
+    return MHD_NO;
+}
+
+/* Whether a key or value of the query holds a NUL byte ("%00"): none of
+ * ours can, and read as a C string it would say something else ("5%00"
+ * is not the sample number 5). */
+static bool argument_holds_nul(struct MHD_Connection *c)
+{
+    bool found = false;
+
+    MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, find_nul, &found);
+    return found;
 }
 
 /* The status a request's Host earns before anything else is looked at: 0
@@ -514,10 +580,9 @@ static unsigned host_status(struct MHD_Connection *c, const char *version)
 {
     const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                    MHD_HTTP_HEADER_HOST);
-    unsigned hosts = 0;
 
-    MHD_get_connection_values(c, MHD_HEADER_KIND, count_host, &hosts);
-    if (hosts > 1 || (host != NULL && host[0] == '\0'))
+    if (headers_named(c, MHD_HTTP_HEADER_HOST) > 1 ||
+        (host != NULL && host[0] == '\0'))
         return MHD_HTTP_BAD_REQUEST;
     if (host == NULL)
         return strcmp(version, MHD_HTTP_VERSION_1_0) == 0
@@ -526,6 +591,33 @@ static unsigned host_status(struct MHD_Connection *c, const char *version)
     if (!ra__config()->http_allow_remote && !is_loopback_host(host))
         return MHD_HTTP_FORBIDDEN;
     return 0;
+}
+
+/* Answers at once, when the headers are in, a request whose body cannot
+ * be delimited: libmicrohttpd takes a Transfer-Encoding other than chunked
+ * for a body that ends with the connection, and of two Content-Lengths
+ * reads the first, so the client would wait for an answer until the
+ * connection's timeout. 501 (RFC 9112, 6.1) and 400 (6.3); an answer
+ * queued now makes libmicrohttpd drop the body and close. */
+static enum MHD_Result first_look(struct MHD_Connection *c)
+{
+    const char *coding = MHD_lookup_connection_value(
+        c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+
+    if (coding != NULL &&
+        (strcasecmp(coding, "chunked") != 0 ||
+         headers_named(c, MHD_HTTP_HEADER_TRANSFER_ENCODING) > 1))
+        return respond_text(c, MHD_HTTP_NOT_IMPLEMENTED, NULL,
+                            "Transfer-Encoding \"%s\" is not implemented: "
+                            "chunked alone is\n",
+                            coding);
+    if (headers_named(c, MHD_HTTP_HEADER_CONTENT_LENGTH) > 1)
+        return respond_text(c, MHD_HTTP_BAD_REQUEST, NULL,
+                            "a request has one Content-Length at most\n");
+    if (argument_holds_nul(c))
+        return respond_text(c, MHD_HTTP_BAD_REQUEST, NULL,
+                            "an argument holds a NUL byte (%%00)\n");
+    return MHD_YES;
 }
 
 /* libmicrohttpd calls it once the headers are in (req_cls still NULL),
@@ -546,7 +638,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
     tls_answering = true;
     if (*req_cls == NULL) {
         *req_cls = &headers_seen;
-        return MHD_YES;
+        return first_look(c);
     }
     if (*upload_data_size != 0) {
         *upload_data_size = 0;
@@ -584,6 +676,18 @@ static void log_nothing(void *cls, const char *fmt, va_list ap)
     (void)cls;
     (void)fmt;
     (void)ap;
+}
+
+/* A connection closed: the door may hand the next request over. */
+static void notify_connection(void *cls, struct MHD_Connection *c,
+                              void **socket_context,
+                              enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    (void)c;
+    (void)socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        ra__http_door_left();
 }
 
 /* -- the address --------------------------------------------------------------- */
@@ -697,9 +801,9 @@ static int open_listener(const char *addr, int *port)
 
 void ra__http_served(char out[RA__HTTP_ADDR_MAX])
 {
-    ra__lock(&http_lock);
+    lock_http();
     memcpy(out, served, RA__HTTP_ADDR_MAX);
-    ra__unlock(&http_lock);
+    unlock_http();
 }
 
 static int start_locked(const char *addr)
@@ -716,15 +820,20 @@ static int start_locked(const char *addr)
     if (fd < 0)
         return -1;
     /* libmicrohttpd gets its connections from the front door
-     * (http_door.c), which answers what it would drop unanswered. */
+     * (http_door.c), which answers what it would drop unanswered and
+     * keeps to MAX_CONNECTIONS by counting the closes it is told of.
+     * libmicrohttpd's own limit, twice that, is never reached: one that
+     * closed a connection counts it a moment after telling, and would
+     * reset a connection handed over in that moment. */
     ra__spawn_begin(&old);
     d = MHD_start_daemon(
         MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_NO_LISTEN_SOCKET |
             MHD_USE_ITC,
         0, NULL, NULL, answer, NULL, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)(2 * MAX_CONNECTIONS), MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)CONNECTION_MEMORY, MHD_OPTION_EXTERNAL_LOGGER, log_nothing,
+        (size_t)CONNECTION_MEMORY, MHD_OPTION_NOTIFY_CONNECTION,
+        notify_connection, NULL, MHD_OPTION_EXTERNAL_LOGGER, log_nothing,
         NULL, MHD_OPTION_END);
     ra__spawn_end(&old);
     if (d == NULL) {
@@ -736,7 +845,7 @@ static int start_locked(const char *addr)
         e = errno;
         goto fail_daemon;
     }
-    if (ra__http_door_open(fd, d, CONNECTION_TIMEOUT_S)) {
+    if (ra__http_door_open(fd, d, MAX_CONNECTIONS, CONNECTION_TIMEOUT_S)) {
         e = errno;
         ra__history_stop();
         goto fail_daemon;
@@ -760,9 +869,9 @@ int ra_http_start(const char *addr)
     if (ra__check_call(true) != 0)
         return -1;
     ra__quiet_begin();
-    ra__lock(&http_lock);
+    lock_http();
     port = start_locked(addr);
-    ra__unlock(&http_lock);
+    unlock_http();
     ra__quiet_end();
     return port;
 }
@@ -772,7 +881,7 @@ int ra_http_stop(void)
     int rc = 0;
 
     ra__quiet_begin();
-    ra__lock(&http_lock);
+    lock_http();
     if (daemon_ == NULL) {
         errno = EINVAL;
         rc = -1;
@@ -788,7 +897,7 @@ int ra_http_stop(void)
         listen_fd = -1;
         served[0] = '\0';
     }
-    ra__unlock(&http_lock);
+    unlock_http();
     ra__quiet_end();
     return rc;
 }
@@ -816,15 +925,26 @@ void ra__http_at_exit(void)
 }
 
 /* The outermost lock: a thread that holds it may be joining the server,
- * whose requests take the others. */
+ * whose requests take the others. Held across the fork so that the child
+ * finds the server whole, started or stopped; but not taken again by a
+ * thread that holds it already (a fork from a signal handler), which
+ * would wait for itself: what it holds does not change under it. */
 void ra__http_prefork(void)
 {
-    ra__lock(&http_lock);
+    if (tls_http_held++ == 0)
+        ra__lock(&http_lock);
+}
+
+static void postfork_unlock(void)
+{
+    if (tls_http_held == 1)
+        ra__unlock(&http_lock);
+    tls_http_held--;
 }
 
 void ra__http_postfork_parent(void)
 {
-    ra__unlock(&http_lock);
+    postfork_unlock();
 }
 
 /* In a forked child the server's thread does not exist: forget the server
@@ -838,7 +958,7 @@ void ra__http_postfork_child(void)
     listen_fd = -1;
     daemon_ = NULL;
     served[0] = '\0';
-    ra__unlock(&http_lock);
+    postfork_unlock();
 }
 
 #endif

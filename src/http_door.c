@@ -1,9 +1,11 @@
 /* Floor: services. The HTTP server's front door: a thread of the library's
- * that accepts connections, reads each one's request line without taking it
- * off the socket (MSG_PEEK), answers 400 to a line that libmicrohttpd would
- * drop with no answer at all (one without a space: "garbage", "GET"), and
- * hands every other connection to libmicrohttpd, which reads it from the
- * start. It allocates nothing: its connections sit in a fixed table. */
+ * that accepts connections, reads each one's request head (line and
+ * headers) without taking it off the socket (MSG_PEEK), answers itself
+ * what libmicrohttpd would drop with no answer at all, and hands each whole
+ * request to libmicrohttpd, which reads it from the start, once one of its
+ * places is free. No client holds the door for another: each connection is
+ * looked at only when it has sent more, and every one has deadlines. It
+ * allocates nothing: its connections sit in a fixed table. */
 #include "output.h"
 
 #ifdef RA_HTTP
@@ -12,21 +14,41 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-/* Connections that have not sent a whole request line yet; more wait in
- * the listening socket's backlog. */
-#define WAITING_MAX 16
-/* A request line longer than this goes to libmicrohttpd, which answers it
- * (414) as it answers a long one. */
-#define LINE_MAX 4096
+/* Connections the door holds at once (more wait in the listening socket's
+ * backlog): clients still sending their heads, whole requests waiting for
+ * a place, and refused ones being closed. More than libmicrohttpd's places,
+ * so that slow clients cannot keep a whole request from reaching it. */
+#define DOOR_MAX 64
+/* A head longer than this goes to libmicrohttpd, which answers it (414 or
+ * 431) as it answers a long one: its connection memory is as large. */
+#define HEAD_MAX 32768
+/* The whole head must have come, and a place have freed for it, within
+ * this long of the accept, however steadily the client sends. */
+#define HEAD_DEADLINE_NS (30 * NS_PER_S)
+/* After an answer of the door's, the client has this long, and this many
+ * bytes of whatever it still sends, to read the answer and close. */
+#define LINGER_NS (2 * NS_PER_S)
+#define LINGER_BYTES 65536
+#define NS_PER_S 1000000000ull
+
+enum stage {
+    HEAD,  /* its head is coming in */
+    WHOLE, /* its head is in: it waits for one of libmicrohttpd's places */
+    LINGER /* answered by the door: what it still sends is read off */
+};
 
 struct waiting {
     int fd;
-    uint64_t deadline_ns;
+    enum stage stage;
+    size_t seen; /* bytes peeked (HEAD), or read off (LINGER) */
+    uint64_t accepted_ns, deadline_ns;
     struct sockaddr_storage addr;
     socklen_t addrlen;
 };
@@ -34,193 +56,384 @@ struct waiting {
 static struct door {
     struct MHD_Daemon *daemon;
     int listen_fd;
-    int wake[2]; /* a byte in wake[1] stops the thread */
-    unsigned timeout_s;
+    /* A byte in wake[1] wakes the thread: to stop (stopping set), or when
+     * libmicrohttpd closed a connection. Open from the first start to the
+     * end of the process: libmicrohttpd's thread may write to it until it
+     * is joined, after the door's. */
+    int wake[2];
+    atomic_bool stopping;
+    uint64_t silence_ns;
+    unsigned places;  /* libmicrohttpd's connections at most */
+    unsigned handed;  /* connections handed over, by the door's thread */
+    atomic_uint left; /* of those, closed (libmicrohttpd's thread) */
     pthread_t thread;
-    unsigned nwaiting;
-    struct waiting waiting[WAITING_MAX];
-} door = {NULL, -1, {-1, -1}, 0, 0, 0, {{0}}};
+    unsigned n;
+    struct waiting waiting[DOOR_MAX];
+    char buf[HEAD_MAX]; /* the door thread's: a head peeked, bytes read off */
+} door = {.listen_fd = -1, .wake = {-1, -1}};
 
 static uint64_t now_ns(void)
 {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Closes a connection that sent what is no request: an answer first, then
- * the end of our side, and what the client sent is read off before the
- * close, so that the kernel ends with a FIN, not a reset that could
- * destroy the answer before the client reads it. */
-static void refuse(int fd)
-{
-    static const char answer[] =
-        "HTTP/1.1 400 Bad Request\r\n"
-        "Content-Type: text/plain; charset=utf-8\r\n"
-        "Content-Length: 29\r\n"
-        "Connection: close\r\n\r\n"
-        "not an HTTP/1.x request line\n";
-    char sink[512];
-
-    (void)send(fd, answer, sizeof answer - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-    shutdown(fd, SHUT_WR);
-    while (recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0)
-        ;
-    close(fd);
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
 static void drop(unsigned i)
 {
-    door.waiting[i] = door.waiting[--door.nwaiting];
+    door.waiting[i] = door.waiting[--door.n];
 }
 
-static void hand_over(unsigned i)
+static void close_waiting(unsigned i)
 {
-    struct waiting *w = &door.waiting[i];
-    int one = 1;
-
-    setsockopt(w->fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one);
-    /* Closes the socket itself when it cannot take it. */
-    (void)MHD_add_connection(door.daemon, w->fd, (struct sockaddr *)&w->addr,
-                             w->addrlen);
+    close(door.waiting[i].fd);
     drop(i);
 }
 
-/* What came on waiting connection i (revents from poll). */
+static void set_lowat(int fd, int bytes)
+{
+    setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &bytes, sizeof bytes);
+}
+
+/* The door's own answers, each closing its connection. */
+enum refusal { BAD_REQUEST, TIMEOUT, NO_PLACE };
+
+static const struct {
+    const char *status, *body;
+} refusals[] = {
+    [BAD_REQUEST] = {"400 Bad Request", "not an HTTP/1.x request\n"},
+    [TIMEOUT] = {"408 Request Timeout",
+                 "the request's head was too slow to come\n"},
+    [NO_PLACE] = {"503 Service Unavailable",
+                  "the server's connections stayed busy; try again\n"},
+};
+
+/* Answers connection i and lingers: the end of our side goes first, and
+ * what the client still sends is read off before the close (run_door),
+ * so that the kernel ends with a FIN, not a reset that could destroy the
+ * answer before the client reads it; but only for so long, and so many
+ * bytes, that a client who never stops sending cannot keep the slot. */
+static void refuse(unsigned i, enum refusal why)
+{
+    struct waiting *w = &door.waiting[i];
+    char answer[256];
+    int len = snprintf(answer, sizeof answer,
+                       "HTTP/1.1 %s\r\n"
+                       "Content-Type: text/plain; charset=utf-8\r\n"
+                       "Content-Length: %zu\r\n"
+                       "%s"
+                       "Connection: close\r\n\r\n%s",
+                       refusals[why].status, strlen(refusals[why].body),
+                       why == NO_PLACE ? "Retry-After: 1\r\n" : "",
+                       refusals[why].body);
+
+    (void)send(w->fd, answer, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    shutdown(w->fd, SHUT_WR);
+    set_lowat(w->fd, 1);
+    w->stage = LINGER;
+    w->seen = 0;
+    w->deadline_ns = now_ns() + LINGER_NS;
+}
+
+/* Reads off one buffer of what lingering connection i sent; closes it
+ * when the client is done or has sent too much. */
+static void read_off(unsigned i)
+{
+    struct waiting *w = &door.waiting[i];
+    ssize_t n = recv(w->fd, door.buf, sizeof door.buf, MSG_DONTWAIT);
+
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0 || (w->seen += (size_t)n) > LINGER_BYTES)
+        close_waiting(i);
+}
+
+/* Gives connection i to libmicrohttpd, which closes it itself when it
+ * cannot take it. */
+static void hand_over(unsigned i)
+{
+    struct waiting *w = &door.waiting[i];
+
+    set_lowat(w->fd, 1);
+    if (MHD_add_connection(door.daemon, w->fd, (struct sockaddr *)&w->addr,
+                           w->addrlen) == MHD_YES)
+        door.handed++;
+    drop(i);
+}
+
+/* Hands the whole requests over, the oldest first, while libmicrohttpd has
+ * places. */
+static void admit(void)
+{
+    for (;;) {
+        unsigned left = atomic_load_explicit(&door.left, memory_order_acquire);
+        unsigned oldest = DOOR_MAX;
+
+        if (door.handed - left >= door.places)
+            return;
+        for (unsigned i = 0; i < door.n; i++)
+            if (door.waiting[i].stage == WHOLE &&
+                (oldest == DOOR_MAX || door.waiting[i].accepted_ns <
+                                           door.waiting[oldest].accepted_ns))
+                oldest = i;
+        if (oldest == DOOR_MAX)
+            return;
+        hand_over(oldest);
+    }
+}
+
+/* -- what a head says --------------------------------------------------------- */
+
+enum verdict {
+    MORE,   /* not all there yet */
+    READY,  /* a whole request: to libmicrohttpd when a place is free */
+    ANSWER, /* libmicrohttpd answers it at once (a bad version, too long) */
+    REFUSE  /* libmicrohttpd would close it without a word: 400 here */
+};
+
+/* Whether the header lines from at on end with an empty one, as
+ * libmicrohttpd reads lines: ended by CRLF or a bare LF. */
+static bool head_ends(const char *at, const char *end)
+{
+    while (at < end) {
+        if (*at == '\n' || (*at == '\r' && at + 1 < end && at[1] == '\n'))
+            return true;
+        at = memchr(at, '\n', (size_t)(end - at));
+        if (at == NULL)
+            return false;
+        at++;
+    }
+    return false;
+}
+
+/* The n bytes a client sent first; full: as many as the door looks at;
+ * ended: the client will send no more. Empty lines before the request line
+ * are ignored (RFC 9112, 2.2), as libmicrohttpd ignores them. */
+static enum verdict judge(const char *p, size_t n, bool full, bool ended)
+{
+    const char *end = p + n, *line = p, *nl;
+    size_t len;
+
+    while (line < end && (*line == '\n' || (*line == '\r' && line + 1 < end &&
+                                            line[1] == '\n')))
+        line += *line == '\n' ? 1 : 2;
+    nl = memchr(line, '\n', (size_t)(end - line));
+    if (nl == NULL)
+        /* Past the door's look, a line that is not only empty lines is
+         * libmicrohttpd's to refuse (414). */
+        return ended || (full && line == end) ? REFUSE
+               : full                         ? ANSWER
+                                              : MORE;
+    len = (size_t)(nl - line) - (nl[-1] == '\r');
+    /* No method (a space first) or no space at all: libmicrohttpd closes
+     * the connection without an answer. */
+    if (line[0] == ' ' || memchr(line, ' ', len) == NULL)
+        return REFUSE;
+    /* A line that does not end in HTTP/1.x is answered at once (400 or
+     * 505), before any header. */
+    if (len < 9 || memcmp(line + len - 9, " HTTP/1.", 8) != 0 ||
+        line[len - 1] < '0' || line[len - 1] > '9')
+        return ANSWER;
+    if (head_ends(nl + 1, end))
+        return READY;
+    return ended ? REFUSE : full ? ANSWER : MORE;
+}
+
+/* What came on connection i, still sending its head (revents from poll). */
 static void look(unsigned i, short revents)
 {
     struct waiting *w = &door.waiting[i];
-    char line[LINE_MAX];
-    ssize_t n = recv(w->fd, line, sizeof line, MSG_PEEK | MSG_DONTWAIT);
-    const char *end;
-    int more;
+    ssize_t n = recv(w->fd, door.buf, sizeof door.buf, MSG_PEEK | MSG_DONTWAIT);
+    bool ended = (revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     if (n <= 0) { /* gone, having sent nothing */
-        close(w->fd);
-        drop(i);
+        close_waiting(i);
         return;
     }
-    end = memchr(line, '\n', (size_t)n);
-    if (end == NULL && (size_t)n == sizeof line) {
-        hand_over(i);
+    switch (judge(door.buf, (size_t)n, (size_t)n == sizeof door.buf, ended)) {
+    case MORE:
+        /* Not silent: the silence starts again. Poll again only once more
+         * has come (poll would report the same bytes again and again). */
+        if ((size_t)n > w->seen)
+            w->deadline_ns = now_ns() + door.silence_ns;
+        if (w->deadline_ns > w->accepted_ns + HEAD_DEADLINE_NS)
+            w->deadline_ns = w->accepted_ns + HEAD_DEADLINE_NS;
+        w->seen = (size_t)n;
+        set_lowat(w->fd, (int)n + 1);
+        return;
+    case READY:
+    case ANSWER:
+        w->stage = WHOLE;
+        w->deadline_ns = w->accepted_ns + HEAD_DEADLINE_NS;
+        return;
+    case REFUSE:
+        refuse(i, BAD_REQUEST);
         return;
     }
-    if (end == NULL && (revents & (POLLRDHUP | POLLHUP)) == 0) {
-        /* Half a line: poll again only once more has come. */
-        more = (int)n + 1;
-        setsockopt(w->fd, SOL_SOCKET, SO_RCVLOWAT, &more, sizeof more);
-        return;
-    }
-    if (end == NULL || memchr(line, ' ', (size_t)(end - line)) == NULL) {
-        refuse(w->fd);
-        drop(i);
-        return;
-    }
-    hand_over(i);
 }
+
+/* -- the thread ------------------------------------------------------------------ */
 
 static void accept_new(void)
 {
-    while (door.nwaiting < WAITING_MAX) {
-        struct waiting *w = &door.waiting[door.nwaiting];
+    while (door.n < DOOR_MAX) {
+        struct waiting *w = &door.waiting[door.n];
         w->addrlen = sizeof w->addr;
         w->fd = accept4(door.listen_fd, (struct sockaddr *)&w->addr,
                         &w->addrlen, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (w->fd < 0)
             return;
-        w->deadline_ns = now_ns() + (uint64_t)door.timeout_s * 1000000000u;
-        door.nwaiting++;
+        w->stage = HEAD;
+        w->seen = 0;
+        w->accepted_ns = now_ns();
+        w->deadline_ns = w->accepted_ns + door.silence_ns;
+        door.n++;
     }
 }
 
-/* Closes the connections that stayed silent past their deadline, and
- * returns poll's timeout until the next one (ms, -1: none). */
+/* Acts on the deadlines that have passed: a head too slow is answered 408,
+ * a whole request that found no place 503, a lingering connection closed.
+ * Returns poll's timeout until the next one (ms, -1: none). */
 static int expire(void)
 {
     uint64_t now = now_ns(), next = UINT64_MAX;
 
-    for (unsigned i = door.nwaiting; i-- > 0;) {
-        if (door.waiting[i].deadline_ns <= now) {
-            close(door.waiting[i].fd);
-            drop(i);
-        } else if (door.waiting[i].deadline_ns < next) {
-            next = door.waiting[i].deadline_ns;
+    for (unsigned i = door.n; i-- > 0;) {
+        struct waiting *w = &door.waiting[i];
+        if (w->deadline_ns > now) {
+            if (w->deadline_ns < next)
+                next = w->deadline_ns;
+        } else if (w->stage == LINGER) {
+            close_waiting(i);
+        } else {
+            refuse(i, w->stage == HEAD ? TIMEOUT : NO_PLACE);
+            if (w->deadline_ns < next)
+                next = w->deadline_ns;
         }
     }
     return next == UINT64_MAX ? -1 : (int)((next - now) / 1000000u + 1);
 }
 
+/* What poll watches on a connection: a head's or a lingering connection's
+ * bytes; for a whole request, nothing but its errors (a client that has
+ * said all and shut its side still waits for the answer). */
+static short events_of(const struct waiting *w)
+{
+    return w->stage == WHOLE ? 0 : POLLIN | POLLRDHUP;
+}
+
+static void serve(const struct pollfd *fds, unsigned n)
+{
+    /* From the end: drop() moves the last connection into the gap. */
+    for (unsigned i = n; i-- > 0;) {
+        short revents = fds[i].revents;
+        if (revents == 0)
+            continue;
+        if (door.waiting[i].stage == HEAD)
+            look(i, revents);
+        else if (door.waiting[i].stage == LINGER)
+            read_off(i);
+        else
+            close_waiting(i); /* gone before its answer */
+    }
+}
+
 static void *run_door(void *arg)
 {
-    struct pollfd fds[WAITING_MAX + 2];
+    struct pollfd fds[DOOR_MAX + 2];
+    char bytes[64];
 
     (void)arg;
     for (;;) {
-        int timeout = expire();
-        unsigned n = door.nwaiting;
+        int timeout;
+        unsigned n;
+        /* A place first: a request whose deadline has come is handed over
+         * rather than refused, when it can be. */
+        admit();
+        timeout = expire();
+        n = door.n;
         fds[0] = (struct pollfd){door.wake[0], POLLIN, 0};
         fds[1] = (struct pollfd){door.listen_fd,
-                                 n < WAITING_MAX ? POLLIN : 0, 0};
+                                 n < DOOR_MAX ? POLLIN : 0, 0};
         for (unsigned i = 0; i < n; i++)
             fds[i + 2] = (struct pollfd){door.waiting[i].fd,
-                                         POLLIN | POLLRDHUP, 0};
+                                         events_of(&door.waiting[i]), 0};
         if (poll(fds, n + 2, timeout) < 0 && errno != EINTR)
             break;
-        if (fds[0].revents != 0)
-            break;
-        /* From the end: drop() moves the last connection into the gap. */
-        for (unsigned i = n; i-- > 0;)
-            if (fds[i + 2].revents != 0)
-                look(i, fds[i + 2].revents);
+        if (fds[0].revents != 0) {
+            while (read(door.wake[0], bytes, sizeof bytes) > 0)
+                ;
+            if (atomic_load(&door.stopping))
+                break;
+        }
+        serve(fds + 2, n);
         if (fds[1].revents != 0)
             accept_new();
     }
     return NULL;
 }
 
-bool ra__http_door_open(int listen_fd, struct MHD_Daemon *daemon,
-                        unsigned timeout_s)
+static void wake_door(void)
 {
+    ssize_t written = write(door.wake[1], "", 1);
+
+    (void)written; /* a full pipe wakes the thread as well */
+}
+
+void ra__http_door_left(void)
+{
+    atomic_fetch_add_explicit(&door.left, 1, memory_order_release);
+    wake_door();
+}
+
+bool ra__http_door_open(int listen_fd, struct MHD_Daemon *daemon,
+                        unsigned places, unsigned silence_s)
+{
+    if (door.wake[0] < 0 && pipe2(door.wake, O_CLOEXEC | O_NONBLOCK) != 0)
+        return true;
     door.daemon = daemon;
     door.listen_fd = listen_fd;
-    door.timeout_s = timeout_s;
-    door.nwaiting = 0;
-    if (pipe2(door.wake, O_CLOEXEC | O_NONBLOCK) != 0)
-        return true;
+    door.places = places;
+    door.silence_ns = (uint64_t)silence_s * NS_PER_S;
+    door.handed = 0;
+    atomic_store(&door.left, 0);
+    atomic_store(&door.stopping, false);
+    door.n = 0;
     if (ra__background_start(run_door, NULL, &door.thread)) {
-        close(door.wake[0]);
-        close(door.wake[1]);
+        door.daemon = NULL;
         return true;
     }
     return false;
 }
 
-static void close_all(void)
+static void close_connections(void)
 {
-    while (door.nwaiting > 0)
-        close(door.waiting[--door.nwaiting].fd);
-    close(door.wake[0]);
-    close(door.wake[1]);
-    door.wake[0] = door.wake[1] = -1;
+    while (door.n > 0)
+        close(door.waiting[--door.n].fd);
     door.daemon = NULL;
 }
 
 void ra__http_door_close(void)
 {
-    ssize_t written = write(door.wake[1], "", 1);
-
-    (void)written; /* the pipe is empty: the byte fits */
+    atomic_store(&door.stopping, true);
+    wake_door();
     pthread_join(door.thread, NULL);
-    close_all();
+    close_connections();
 }
 
 void ra__http_door_forget(void)
 {
     if (door.daemon != NULL)
-        close_all();
+        close_connections();
+    /* The pipe is shared with the parent's door: the child makes its own. */
+    if (door.wake[0] >= 0) {
+        close(door.wake[0]);
+        close(door.wake[1]);
+        door.wake[0] = door.wake[1] = -1;
+    }
 }
 
 #endif

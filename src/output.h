@@ -115,6 +115,11 @@ void ra__json_array_end(struct ra__emitter *e);
 void ra__json_u64(struct ra__emitter *e, const char *key, uint64_t v);
 void ra__json_bool(struct ra__emitter *e, const char *key, bool v);
 void ra__json_str(struct ra__emitter *e, const char *key, const char *s);
+/* A string of arbitrary bytes (a tag's name, a label): key with s escaped,
+ * and, when that string does not give back s's bytes (s is not valid
+ * UTF-8), hex_key with them as lowercase hex, two digits a byte. */
+void ra__json_bytes(struct ra__emitter *e, const char *key,
+                    const char *hex_key, const char *s);
 void ra__json_null(struct ra__emitter *e, const char *key);
 
 /* Prometheus's text exposition: a family's HELP and TYPE lines, then its
@@ -345,7 +350,9 @@ void ra__shm_start(void);
 void ra__shm_at_exit(void);
 /* http.c: with REGIONALLOC_HTTP, at load: starts the server (a line on
  * stderr if it cannot); at exit: stops it. Its lock is the outermost of the
- * fork handlers'. */
+ * fork handlers', and never waited for by the thread that holds it: a fork
+ * from a signal handler in the middle of another fork, or of
+ * ra_http_start, goes through. */
 void ra__http_start_configured(void);
 void ra__http_at_exit(void);
 /* The address the server listens on ("127.0.0.1:43567", "[::1]:8080"), or
@@ -370,17 +377,23 @@ void ra__checkpoint_postfork(void);
 /* -- http_door.c: the server's front door (with libmicrohttpd) ------------- */
 struct MHD_Daemon;
 /* Starts the thread that accepts the connections of listen_fd (listening,
- * non-blocking), answers 400 to a request line with no space in it and
- * hands the others to daemon (started with MHD_USE_NO_LISTEN_SOCKET);
- * closes a connection silent for timeout_s seconds before its line. Returns
- * true on failure (errno set). One door at a time, under http.c's lock. */
+ * non-blocking), reads each request's head, answers itself what daemon
+ * (started with MHD_USE_NO_LISTEN_SOCKET) would drop without a word (400),
+ * and hands each whole request to daemon while it holds fewer than places
+ * connections; a head is answered 408 after silence_s seconds of silence
+ * or 30 seconds in all, a request that finds no place in those 30 seconds
+ * 503. Returns true on failure (errno set). One door at a time, under
+ * http.c's lock. */
 bool ra__http_door_open(int listen_fd, struct MHD_Daemon *daemon,
-                        unsigned timeout_s);
+                        unsigned places, unsigned silence_s);
+/* daemon closed a connection (its notify callback, on its thread): a place
+ * is free. Takes no lock, allocates nothing. */
+void ra__http_door_left(void);
 /* Stops the thread (joined) and closes the connections it held; the
  * listening socket is the caller's. */
 void ra__http_door_close(void);
 /* In a forked child, where the thread does not exist: closes the
- * connections it held. */
+ * connections it held, and its wake-up pipe, which the parent shares. */
 void ra__http_door_forget(void);
 
 #endif /* RA_OUTPUT_H */

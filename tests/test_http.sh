@@ -3,7 +3,8 @@
 # metrics on what /metrics serves; the pprof of /debug/pprof/heap decoded
 # (tests/pprof_decode.py) for its per-tag labels and ?tag=; the JSON
 # reports parsed; garbage and oversized requests from a raw socket while
-# the server keeps serving; an unmodified program (sleep) served under
+# the server keeps serving; requests libmicrohttpd would leave unanswered,
+# answered at once, and slow or flooding clients that hold up no other; an unmodified program (sleep) served under
 # LD_PRELOAD with REGIONALLOC_HTTP; and a real Prometheus server that
 # scrapes examples/server and answers a PromQL query with the bytes the
 # program holds. Run by make check with abs_top_builddir set.
@@ -172,6 +173,69 @@ for data in [os.urandom(4096), b"\r\n" * 1000, b"GET /" + b"a" * (1 << 20),
         print("FAIL: /metrics after garbage: %r" % ok[:60])
         sys.exit(1)
 print("raw socket: 5 kinds of garbage, served after each")
+EOF
+# What the server must answer at once, without the client closing its
+# side; clients stalled in their headers, which must leave room for
+# another; and a refused client that floods, which must hold up no one.
+/usr/bin/python3 - "${url##*:}" <<'EOF' || fail "answered at once: see above"
+import socket, sys, threading, time
+port = int(sys.argv[1])
+def status(data, timeout):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(data)
+        answer = s.recv(256)
+    except OSError:
+        answer = b""
+    s.close()
+    return answer.split(b" ")[1] if answer.startswith(b"HTTP/1.") else b"none"
+problems = []
+for data, want in [(b" GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n", b"400"),
+                   (b" \r\n\r\n", b"400"),
+                   (b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n"
+                    b"Transfer-Encoding: xchunked\r\n\r\n", b"501"),
+                   (b"GET /debug/regionalloc/history?since=5%00 HTTP/1.1\r\n"
+                    b"Host: localhost\r\n\r\n", b"400"),
+                   (b"\r\nGET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n", b"200")]:
+    got = status(data, 5)
+    if got != want:
+        problems.append("%r: %s, not %s" % (data[:40], got.decode(), want.decode()))
+stalled = []
+for _ in range(20):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nX-Sl")
+    stalled.append(s)
+time.sleep(0.2)
+got = status(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n", 5)
+if got != b"200":
+    problems.append("a client after 20 stalled in their headers: %s" % got.decode())
+for s in stalled:
+    s.close()
+done = []
+def flood():
+    s = socket.create_connection(("127.0.0.1", port))
+    junk = b"garbage\r\n" + b"x" * (1 << 20)
+    start = time.time()
+    try:
+        while time.time() - start < 20:
+            s.send(junk)
+    except OSError:
+        pass
+    s.close()
+    done.append(time.time() - start)
+t = threading.Thread(target=flood)
+t.start()
+time.sleep(0.2)
+got = status(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n", 2)
+t.join()
+if got != b"200":
+    problems.append("a client during a flood: %s" % got.decode())
+if not done or done[0] > 10:
+    problems.append("the flood went on for %.1f s" % (done[0] if done else -1))
+for p in problems:
+    print("FAIL: " + p)
+print("answered at once: 5 requests, a client after 20 stalled ones, one during a flood")
+sys.exit(1 if problems else 0)
 EOF
 
 # -- the opt-in purge, and tags by thread name ---------------------------------------
