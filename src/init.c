@@ -49,6 +49,7 @@ static void postfork_parent(void)
 static void postfork_child(void)
 {
     ra__history_postfork_child();
+    ra__returns_postfork_child();
     ra__pool_postfork();
     ra__thread_postfork_child();
     ra__limit_postfork();

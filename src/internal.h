@@ -208,11 +208,20 @@ bool ra__returns_push(ra_tag_t tag, unsigned bin, void *const *items,
 /* Takes up to max blocks of the stack into items; returns how many. */
 unsigned ra__returns_take(ra_tag_t tag, unsigned bin, void **items,
                           unsigned max);
-/* Gives the stacks' blocks back to jemalloc: of one tag, or of all. */
+/* Gives the stacks' blocks back to jemalloc: of one tag, or of all. A
+ * drain of a tag whose reset runs (ra__returns_close) does nothing: the
+ * reset discards the blocks. */
 void ra__returns_drain(ra_tag_t tag);
 void ra__returns_drain_all(void);
-/* Drops them: the caller resets the tag's arenas, which frees them. */
-void ra__returns_forget(ra_tag_t tag);
+/* Before the tag's arenas are reset: waits for the drains in flight to
+ * end, keeps new ones out and drops what the stacks hold (the reset frees
+ * it); ra__returns_open, once the arenas are reset, lets drains in again.
+ * Called one tag at a time (lifetime.c's lock), never from a drain. */
+void ra__returns_close(ra_tag_t tag);
+void ra__returns_open(ra_tag_t tag);
+/* In a forked child: drains that the parent's other threads had in flight
+ * are over. */
+void ra__returns_postfork_child(void);
 /* Frees the records the calling thread kept for its next pushes. */
 void ra__returns_thread_exit(void);
 

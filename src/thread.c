@@ -384,14 +384,15 @@ void ra_thread_flush(void)
     struct ra__thread_state *ts = ra__thread;
 
     ra__be_flush_thread_cache();
-    if (ts == NULL)
-        return;
-    ra__lock(&threads_lock);
-    for (unsigned t = 1; t < ts->nslots; t++)
-        if (ts->slots[t].alloc_flags != 0)
-            flush_slot(&ts->slots[t]);
-    ra__unlock(&threads_lock);
-    /* What threads left for each other too: every figure exact after it. */
+    if (ts != NULL) {
+        ra__lock(&threads_lock);
+        for (unsigned t = 1; t < ts->nslots; t++)
+            if (ts->slots[t].alloc_flags != 0)
+                flush_slot(&ts->slots[t]);
+        ra__unlock(&threads_lock);
+    }
+    /* What threads left for each other too, whoever calls: every figure
+     * exact after it. */
     ra__returns_drain_all();
 }
 
@@ -399,10 +400,14 @@ void ra__thread_flush_tag(ra_tag_t tag)
 {
     struct ra__thread_state *ts = ra__thread;
 
-    if (ts == NULL || tag >= ts->nslots || ts->slots[tag].alloc_flags == 0)
+    if (ts == NULL || tag >= ts->nslots)
         return;
+    /* The slot is read under the lock too: a destroy of the tag, on
+     * another thread, starts the pair over under it (forget_pair), and this
+     * thread may flush a tag it does not use (a purge of a subtree). */
     ra__lock(&threads_lock);
-    flush_slot(&ts->slots[tag]);
+    if (ts->slots[tag].alloc_flags != 0)
+        flush_slot(&ts->slots[tag]);
     ra__unlock(&threads_lock);
 }
 
