@@ -260,6 +260,12 @@ ra_tag_t ra__tag_next_idle(void);
  * recycled). Returns false for a dead tag (name "", born UINT64_MAX). */
 bool ra__tag_identity(ra_tag_t tag, char name[RA_TAG_NAME_MAX + 1],
                       uint64_t *born_at);
+/* Who holds each id of 1..n (n at most ra__tag_published()) into out[1..n],
+ * all read in one hold of the registry's lock: a report's tree is then one
+ * moment's, whatever is destroyed and recycled while it is written (two
+ * reads of one tag's parent each could name the other). Returns the ids
+ * filled: n, or fewer when fewer are published. */
+unsigned ra__tag_holders(struct ra__tag_holder *out, unsigned n);
 /* How many tags have been created so far, recycled ids counted again. */
 uint64_t ra__tag_creations(void);
 /* What the reports call tag: its name (copied into buf), or "(destroyed)"

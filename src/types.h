@@ -193,6 +193,15 @@ struct ra__thread_state {
  * (thread_tags.c): valid until the thread exits. */
 struct ra__tag_thread;
 
+/* Who holds a tag id, as one moment's view of the registry shows it
+ * (ra__tag_holders): every parent named is live in the same view. */
+struct ra__tag_holder {
+    bool live;
+    ra_tag_t parent; /* tag trees: RA_TAG_NONE at the top level */
+    uint64_t born;   /* ra__tag_creations() when it was created */
+    char name[RA_TAG_NAME_MAX + 1];
+};
+
 /* -- alloc paths, hooks, prof --------------------------------------------- */
 /* ra__instrumented: RA__INSTRUMENT_PROF while the profiler samples, plus
  * RA__INSTRUMENT_HOOK per hook installed: the allocation paths test it
