@@ -191,9 +191,13 @@ void ra__pool_recycle(ra_tag_t tag);
 void ra__pool_purge(ra_tag_t tag);
 void ra__pool_reset(ra_tag_t tag);
 void ra__pool_decay(ra_tag_t tag);
-/* ra_tag_purge's work on root's subtree (tag trees): for each tag, the
- * calling thread's caches of it and its return stacks emptied, then its
- * pool purged. Takes the registry's lock: never call with it held. */
+/* Everything of tag's that a purge can reach goes back to the OS: the
+ * calling thread's caches of it, the tcaches of its parked pairs (what a
+ * destroy kept for the slot's next holder), its return stacks, then the
+ * pool's dirty pages. Takes the threads' lock. */
+void ra__pool_purge_kept(ra_tag_t tag);
+/* ra_tag_purge's work on root's subtree (tag trees): ra__pool_purge_kept
+ * of each tag. Takes the registry's lock: never call with it held. */
 void ra__pool_purge_subtree(ra_tag_t root);
 void ra__pool_prefork(void);
 void ra__pool_postfork(void);
@@ -330,11 +334,19 @@ void ra__thread_wipe_tag(ra_tag_t tag);
 /* At the tag's destroy: its counts start again from 0. Returns true when
  * blocks of the tag are live: the threads' caches of the tag were then
  * forgotten and their pairs start over (ra__thread_wipe_tag), and the
- * arena must be reset. False when none is: the caches keep their blocks,
- * free blocks of the slot, for its next holder. */
+ * arena must be reset. False when none is: the pairs the holder used are
+ * parked (their front caches' blocks on the return stacks, their tcaches
+ * kept), free blocks of the slot for its next holder, and every other pair
+ * starts over. */
 bool ra__thread_end_tag(ra_tag_t tag);
 /* Sums the counters of tag over live and exited threads. */
 void ra__thread_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc);
+/* The tcaches of tag's pairs parked at its last destroy (that left nothing
+ * live) give their blocks back to the arena: what a purge of the tag must
+ * reach, whatever thread calls, so that the slot's kept pages never hold
+ * its next holder past a budget. A pair its owner took back meanwhile is
+ * the owner's. */
+void ra__thread_release_kept(ra_tag_t tag);
 
 /* -- thread_tags.c: tags by thread name ------------------------------------ */
 /* REGIONALLOC_THREAD_TAGS. Whether it gives tags (rules and tagging on). A

@@ -49,7 +49,7 @@ static void end_tag(ra_tag_t tag)
      * keeps nothing (a big request's end pays the purge, as its frees
      * would have untagged). */
     if (ra__region_committed(tag - 1) > ra__be_oversize)
-        ra__pool_purge(tag);
+        ra__pool_purge_kept(tag);
     ra__stats_forget(tag);
     ra__limit_forget(tag);
     ra__region_forget(tag - 1);

@@ -130,7 +130,7 @@ static bool attach(ra_tag_t tag, ra_tag_t parent)
     if (ra__region_attach(tag - 1, parent == RA_TAG_NONE ? -1 : (int)parent - 1))
         return true;
     ra__limit_refused = RA_TAG_NONE;
-    ra__pool_purge(tag);
+    ra__pool_purge_kept(tag);
     if (ra__region_attach(tag - 1, (int)parent - 1))
         return true;
     ra__limit_refused = RA_TAG_NONE;

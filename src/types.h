@@ -134,7 +134,10 @@ struct ra__free_gate {
 #define RA__PAGE_SAMPLED 0xfeu
 
 /* -- thread.c ------------------------------------------------------------- */
-#define RA__NO_TCACHE UINT32_MAX
+#define RA__NO_TCACHE UINT16_MAX
+#define RA__PAIR_ACTIVE 0u
+#define RA__PAIR_PARKED 1u
+#define RA__PAIR_FLUSHING 2u
 #define RA__FC_SLOTS 64 /* blocks per bin of a front cache */
 /* A pair's misses (thread.c) until it takes a tcache of its own. */
 #define RA__TCACHE_AFTER_MISSES 2
@@ -157,16 +160,25 @@ struct ra__fc_bin {
  * certainly the tag's, behind it an explicit jemalloc tcache of its own (or
  * none when jemalloc has no tcache id left), then the tag's arena. */
 struct ra__tag_slot {
-    int alloc_flags;          /* MALLOCX_ARENA | MALLOCX_TCACHE*, 0 = unset */
+    /* MALLOCX_ARENA | MALLOCX_TCACHE*; 0 = not set up, or parked. */
+    int alloc_flags;
     int free_flags;           /* MALLOCX_TCACHE* */
-    unsigned tcache;          /* explicit tcache id, or RA__NO_TCACHE */
-    uint16_t misses;          /* up to RA__TCACHE_AFTER_MISSES */
+    uint16_t tcache;          /* explicit tcache id, or RA__NO_TCACHE */
+    uint16_t arena;           /* the arena of the pool it is bound to */
+    uint8_t misses;           /* up to RA__TCACHE_AFTER_MISSES */
     /* Counted in its tag's pool as a thread that allocates (pool.c): set
      * when the pair is made by an allocation or first refills. A pair made
      * by a free (a consumer of another thread's blocks) allocates nothing,
      * and puts no load on an arena of its own. Here, not at the end: the
      * slot keeps its size (64 bytes), and the fast paths their code. */
     bool counted;
+    /* RA__PAIR_ACTIVE, or parked: between a destroy of its tag that left
+     * nothing live and the owner's next use, the pair holds no front-cache
+     * block and may not be used (alloc_flags 0, every bin's capacity 0),
+     * and only its tcache keeps blocks, which another thread may give back
+     * (RA__PAIR_FLUSHING) so that the slot's next holder is not charged for
+     * them. The owner takes it back with a compare-and-swap (thread.c). */
+    _Atomic uint8_t parked;
     struct ra__fc_bin *bins;  /* front cache by small bin, NULL = none */
     /* Written only by the owning thread, read by ra_tag_stats(): relaxed
      * atomics make the plain increments race-free at no cost on x86-64. */
