@@ -182,16 +182,14 @@ static void make_world(struct world *w, enum drain_by by)
 }
 
 /* ends: ra_tag_reset or ra_tag_destroy of x, while another thread drains
- * by. */
-static void race(enum drain_by by, int (*ends)(ra_tag_t))
+ * by; w is x's world, for what the caller checks next. */
+static void race(enum drain_by by, int (*ends)(ra_tag_t), struct world *w)
 {
-    struct world w;
-
-    make_world(&w, by);
-    ck_assert_int_eq(pthread_create(&drainer, NULL, drain, &w), 0);
+    make_world(w, by);
+    ck_assert_int_eq(pthread_create(&drainer, NULL, drain, w), 0);
     wait_for(&drainer_ready, 0);
-    watched = w.x;
-    ck_assert_int_eq(ends(w.x), 0);
+    watched = w->x;
+    ck_assert_int_eq(ends(w->x), 0);
     atomic_store(&reset_done, true);
     ck_assert_int_eq(pthread_join(drainer, NULL), 0);
     watched = RA_TAG_NONE;
@@ -201,43 +199,57 @@ static void race(enum drain_by by, int (*ends)(ra_tag_t))
 
 START_TEST(test_returns_unit_reset_waits_for_a_flush)
 {
-    race(BY_FLUSH, ra_tag_reset);
+    struct world w;
+
+    race(BY_FLUSH, ra_tag_reset, &w);
 }
 END_TEST
 
 START_TEST(test_returns_unit_reset_waits_for_purge_all)
 {
-    race(BY_PURGE_ALL, ra_tag_reset);
+    struct world w;
+
+    race(BY_PURGE_ALL, ra_tag_reset, &w);
 }
 END_TEST
 
 START_TEST(test_returns_unit_reset_waits_for_an_exit)
 {
-    race(BY_EXIT, ra_tag_reset);
+    struct world w;
+
+    race(BY_EXIT, ra_tag_reset, &w);
 }
 END_TEST
 
 START_TEST(test_returns_unit_reset_waits_for_a_refused_sibling)
 {
-    race(BY_BUDGET, ra_tag_reset);
+    struct world w;
+
+    race(BY_BUDGET, ra_tag_reset, &w);
 }
 END_TEST
 
 START_TEST(test_returns_unit_destroy_waits_for_a_flush)
 {
-    race(BY_FLUSH, ra_tag_destroy);
+    struct world w;
+
+    race(BY_FLUSH, ra_tag_destroy, &w);
 }
 END_TEST
 
 START_TEST(test_returns_unit_destroy_waits_for_an_exit)
 {
-    race(BY_EXIT, ra_tag_destroy);
+    struct world w;
+
+    race(BY_EXIT, ra_tag_destroy, &w);
 }
 END_TEST
 
 START_TEST(test_returns_unit_destroy_waits_for_a_refused_sibling)
 {
-    race(BY_BUDGET, ra_tag_destroy);
+    struct world w;
+
+    race(BY_BUDGET, ra_tag_destroy, &w);
 }
 END_TEST
 
@@ -249,14 +261,7 @@ START_TEST(test_returns_unit_blocks_after_the_race_are_distinct)
     void **blocks = malloc(N * sizeof *blocks);
     struct world w;
 
-    make_world(&w, BY_FLUSH);
-    ck_assert_int_eq(pthread_create(&drainer, NULL, drain, &w), 0);
-    wait_for(&drainer_ready, 0);
-    watched = w.x;
-    ck_assert_int_eq(ra_tag_reset(w.x), 0);
-    atomic_store(&reset_done, true);
-    ck_assert_int_eq(pthread_join(drainer, NULL), 0);
-    watched = RA_TAG_NONE;
+    race(BY_FLUSH, ra_tag_reset, &w);
     for (unsigned i = 0; i < N; i++) {
         blocks[i] = ra_malloc_tag(w.x, BLOCK);
         ck_assert_ptr_nonnull(blocks[i]);
