@@ -28,9 +28,7 @@ void ra__make_room(ra_tag_t tag)
 {
     ra_tag_t refused = ra__limit_refused;
 
-    ra__thread_flush_tag(tag);
-    ra__returns_drain(tag);
-    ra__pool_purge(tag);
+    ra__pool_purge_kept(tag);
     /* An ancestor's hard limit refused (tag trees): dirty pages anywhere
      * in its subtree count against it. */
     if (refused != RA_TAG_NONE && refused != tag)

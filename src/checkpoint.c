@@ -181,12 +181,7 @@ bool ra__checkpoint_copy(struct ra__checkpoint_set *set)
         ra__checkpoint_set_free(set);
         return true;
     }
-    for (unsigned t = 1; t <= set->nholders; t++) {
-        set->holders[t].live = ra__tag_identity(t, set->holders[t].name,
-                                                &set->holders[t].born);
-        set->holders[t].parent =
-            set->holders[t].live ? ra_tag_parent(t) : RA_TAG_NONE;
-    }
+    set->nholders = ra__tag_holders(set->holders, set->nholders);
     return false;
 }
 

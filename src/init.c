@@ -7,11 +7,20 @@
 
 #include "output.h"
 
+/* Forks this thread is inside: a signal handler that forks while this
+ * thread runs the fork handlers of an outer fork (glibc's tst-mallocfork2)
+ * would wait for ever on the locks the outer one holds. The nested fork
+ * runs none of them: the outer fork's handlers hold or take them, and
+ * release them in the parent and in the child after the handler returns. */
+static RA__TLS unsigned fork_depth;
+
 /* The library's own locks are taken before fork and released on both sides,
  * so a child never inherits one held by a thread that no longer exists.
  * jemalloc does the same for its own. */
 static void prefork(void)
 {
+    if (fork_depth++ != 0)
+        return;
     /* Outermost first, in the order the library nests them: a checkpoint
      * holds the ring while it reads stats; a reset or destroy holds its
      * lock while it takes the profile's, the registry's, the budgets' and
@@ -33,6 +42,8 @@ static void prefork(void)
 
 static void postfork_parent(void)
 {
+    if (--fork_depth != 0)
+        return;
     ra__history_postfork_parent();
     ra__pool_postfork();
     ra__thread_postfork_parent();
@@ -48,7 +59,10 @@ static void postfork_parent(void)
 
 static void postfork_child(void)
 {
+    if (--fork_depth != 0)
+        return;
     ra__history_postfork_child();
+    ra__returns_postfork_child();
     ra__pool_postfork();
     ra__thread_postfork_child();
     ra__limit_postfork();

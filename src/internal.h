@@ -197,9 +197,13 @@ void ra__pool_recycle(ra_tag_t tag);
 void ra__pool_purge(ra_tag_t tag);
 void ra__pool_reset(ra_tag_t tag);
 void ra__pool_decay(ra_tag_t tag);
-/* ra_tag_purge's work on root's subtree (tag trees): for each tag, the
- * calling thread's caches of it and its return stacks emptied, then its
- * pool purged. Takes the registry's lock: never call with it held. */
+/* Everything of tag's that a purge can reach goes back to the OS: the
+ * calling thread's caches of it, the tcaches of its parked pairs (what a
+ * destroy kept for the slot's next holder), its return stacks, then the
+ * pool's dirty pages. Takes the threads' lock. */
+void ra__pool_purge_kept(ra_tag_t tag);
+/* ra_tag_purge's work on root's subtree (tag trees): ra__pool_purge_kept
+ * of each tag. Takes the registry's lock: never call with it held. */
 void ra__pool_purge_subtree(ra_tag_t root);
 void ra__pool_prefork(void);
 void ra__pool_postfork(void);
@@ -214,11 +218,20 @@ bool ra__returns_push(ra_tag_t tag, unsigned bin, void *const *items,
 /* Takes up to max blocks of the stack into items; returns how many. */
 unsigned ra__returns_take(ra_tag_t tag, unsigned bin, void **items,
                           unsigned max);
-/* Gives the stacks' blocks back to jemalloc: of one tag, or of all. */
+/* Gives the stacks' blocks back to jemalloc: of one tag, or of all. A
+ * drain of a tag whose reset runs (ra__returns_close) does nothing: the
+ * reset discards the blocks. */
 void ra__returns_drain(ra_tag_t tag);
 void ra__returns_drain_all(void);
-/* Drops them: the caller resets the tag's arenas, which frees them. */
-void ra__returns_forget(ra_tag_t tag);
+/* Before the tag's arenas are reset: waits for the drains in flight to
+ * end, keeps new ones out and drops what the stacks hold (the reset frees
+ * it); ra__returns_open, once the arenas are reset, lets drains in again.
+ * Called one tag at a time (lifetime.c's lock), never from a drain. */
+void ra__returns_close(ra_tag_t tag);
+void ra__returns_open(ra_tag_t tag);
+/* In a forked child: drains that the parent's other threads had in flight
+ * are over. */
+void ra__returns_postfork_child(void);
 /* Frees the records the calling thread kept for its next pushes. */
 void ra__returns_thread_exit(void);
 
@@ -257,6 +270,12 @@ ra_tag_t ra__tag_next_idle(void);
  * recycled). Returns false for a dead tag (name "", born UINT64_MAX). */
 bool ra__tag_identity(ra_tag_t tag, char name[RA_TAG_NAME_MAX + 1],
                       uint64_t *born_at);
+/* Who holds each id of 1..n (n at most ra__tag_published()) into out[1..n],
+ * all read in one hold of the registry's lock: a report's tree is then one
+ * moment's, whatever is destroyed and recycled while it is written (two
+ * reads of one tag's parent each could name the other). Returns the ids
+ * filled: n, or fewer when fewer are published. */
+unsigned ra__tag_holders(struct ra__tag_holder *out, unsigned n);
 /* How many tags have been created so far, recycled ids counted again. */
 uint64_t ra__tag_creations(void);
 /* What the reports call tag: its name (copied into buf), or "(destroyed)"
@@ -321,11 +340,19 @@ void ra__thread_wipe_tag(ra_tag_t tag);
 /* At the tag's destroy: its counts start again from 0. Returns true when
  * blocks of the tag are live: the threads' caches of the tag were then
  * forgotten and their pairs start over (ra__thread_wipe_tag), and the
- * arena must be reset. False when none is: the caches keep their blocks,
- * free blocks of the slot, for its next holder. */
+ * arena must be reset. False when none is: the pairs the holder used are
+ * parked (their front caches' blocks on the return stacks, their tcaches
+ * kept), free blocks of the slot for its next holder, and every other pair
+ * starts over. */
 bool ra__thread_end_tag(ra_tag_t tag);
 /* Sums the counters of tag over live and exited threads. */
 void ra__thread_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc);
+/* The tcaches of tag's pairs parked at its last destroy (that left nothing
+ * live) give their blocks back to the arena: what a purge of the tag must
+ * reach, whatever thread calls, so that the slot's kept pages never hold
+ * its next holder past a budget. A pair its owner took back meanwhile is
+ * the owner's. */
+void ra__thread_release_kept(ra_tag_t tag);
 
 /* -- thread_tags.c: tags by thread name ------------------------------------ */
 /* REGIONALLOC_THREAD_TAGS. Whether it gives tags (rules and tagging on). A

@@ -20,9 +20,10 @@ static ra_tag_t subtree[RA__MAX_TAGS_LIMIT];
 static void reset_tag(ra_tag_t tag)
 {
     ra__thread_wipe_tag(tag);
-    ra__returns_forget(tag);
     ra__prof_forget(tag, false);
+    ra__returns_close(tag);
     ra__pool_reset(tag);
+    ra__returns_open(tag);
     ra__pool_purge(tag);
 }
 
@@ -39,15 +40,16 @@ static void end_tag(ra_tag_t tag)
 
     ra__prof_forget(tag, true);
     if (live) {
-        ra__returns_forget(tag);
+        ra__returns_close(tag);
         ra__pool_reset(tag);
+        ra__returns_open(tag);
     }
     /* A cache, not a hoard: past jemalloc's oversize threshold (8 MiB),
      * what jemalloc itself would give back at once untagged, the slot
      * keeps nothing (a big request's end pays the purge, as its frees
      * would have untagged). */
     if (ra__region_committed(tag - 1) > ra__be_oversize)
-        ra__pool_purge(tag);
+        ra__pool_purge_kept(tag);
     ra__stats_forget(tag);
     ra__limit_forget(tag);
     ra__region_forget(tag - 1);

@@ -48,7 +48,7 @@ static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit,
         if (subtree)
             ra__pool_purge_subtree(tag);
         else
-            ra__pool_purge(tag);
+            ra__pool_purge_kept(tag);
     }
     ra__lock(&budget_lock);
     budgets[tag].limit = *limit;

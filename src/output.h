@@ -269,14 +269,9 @@ struct ra__checkpoint_set {
     struct ra__checkpoint *items;   /* oldest first; arrays copied too */
     size_t *tag_max;                /* scratch for ntags + 1 figures */
     /* [id], 1..nholders (at least ntags): who holds each id now, read
-     * after the copy. */
+     * after the copy, in one view of the registry (ra__tag_holders). */
     unsigned nholders;
-    struct ra__id_holder {
-        bool live;
-        uint64_t born; /* ra__tag_creations() when it was created */
-        char name[RA_TAG_NAME_MAX + 1];
-        ra_tag_t parent; /* tag trees: RA_TAG_NONE at the top level */
-    } *holders;
+    struct ra__tag_holder *holders;
 };
 /* Whether checkpoint cp's figure for tag t is the current holder's of id
  * t: not a figure of a destroyed tag or of an earlier holder of the id. */

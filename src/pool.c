@@ -204,16 +204,21 @@ void ra__pool_decay(ra_tag_t tag)
     each_arena(tag, ra__be_arena_decay);
 }
 
+void ra__pool_purge_kept(ra_tag_t tag)
+{
+    ra__thread_flush_tag(tag);
+    ra__thread_release_kept(tag);
+    ra__returns_drain(tag);
+    ra__pool_purge(tag);
+}
+
 void ra__pool_purge_subtree(ra_tag_t root)
 {
     unsigned count = ra__tag_published();
 
     for (ra_tag_t t = 1; t <= count; t++)
-        if (ra__tag_in_subtree(t, root)) {
-            ra__thread_flush_tag(t);
-            ra__returns_drain(t);
-            ra__pool_purge(t);
-        }
+        if (ra__tag_in_subtree(t, root))
+            ra__pool_purge_kept(t);
 }
 
 int ra_tag_set_arenas(ra_tag_t tag, unsigned max)

@@ -21,7 +21,8 @@
  * jemalloc, like the front caches': drained by ra_thread_flush and a
  * thread's exit (every figure exact after them), purges, and a reset or
  * destroy with live blocks, which forgets them before the arena discards
- * them. */
+ * them, with drains kept out until the arena is reset (the gate). */
+#include <sched.h>
 #include <stdalign.h>
 #include <string.h>
 
@@ -43,9 +44,21 @@ struct stack {
     _Atomic unsigned count;
 };
 
+/* A drain takes a stack whole and then gives its blocks to jemalloc one by
+ * one, with no lock: a reset that found the stack empty meanwhile and reset
+ * the arena would have the drain free blocks of slabs that are gone (a
+ * SIGSEGV in jemalloc). So a drain passes a gate that a reset closes: the
+ * gate counts the drains in flight, and GATE_CLOSED turns new ones away (the
+ * reset discards what the stacks hold anyway) while the reset waits for the
+ * ones in flight to leave. Both sides take it with one read-modify-write of
+ * the same word, so either the drain is counted before the reset looks, or
+ * it sees the gate closed. */
+#define GATE_CLOSED (1u << 31)
+
 /* A tag's stacks: one per small bin, then the spare records. Made at its
  * first push and kept with the slot (the library's own memory). */
 struct returns {
+    _Atomic unsigned gate;
     struct stack spare;
     struct stack bins[];
 };
@@ -169,14 +182,10 @@ unsigned ra__returns_take(ra_tag_t tag, unsigned bin, void **items,
     return got;
 }
 
-/* Takes every stack of the tag whole; gives each block back to jemalloc
- * (give) or drops it (the caller resets the arenas). */
-static void empty_stacks(ra_tag_t tag, bool give)
+/* Takes every stack of r whole; gives each block back to jemalloc (give)
+ * or drops it (the caller resets the arenas). */
+static void empty_stacks(struct returns *r, bool give)
 {
-    struct returns *r = returns_get(tag);
-
-    if (r == NULL)
-        return;
     for (unsigned bin = 0; bin < ra__nbins; bin++) {
         struct batch *b = take_all(&r->bins[bin]), *last = b;
         unsigned n = 0;
@@ -197,7 +206,19 @@ static void empty_stacks(ra_tag_t tag, bool give)
 
 void ra__returns_drain(ra_tag_t tag)
 {
-    empty_stacks(tag, true);
+    struct returns *r = returns_get(tag);
+
+    if (r == NULL)
+        return;
+    /* Turned away: a reset of the tag runs, and discards what is here. */
+    if (atomic_fetch_add_explicit(&r->gate, 1, memory_order_seq_cst) &
+        GATE_CLOSED) {
+        atomic_fetch_sub_explicit(&r->gate, 1, memory_order_relaxed);
+        return;
+    }
+    empty_stacks(r, true);
+    /* Release: the frees come before a waiting reset goes on. */
+    atomic_fetch_sub_explicit(&r->gate, 1, memory_order_release);
 }
 
 void ra__returns_drain_all(void)
@@ -205,12 +226,44 @@ void ra__returns_drain_all(void)
     unsigned count = ra__tag_published();
 
     for (ra_tag_t t = 1; t <= count; t++)
-        empty_stacks(t, true);
+        ra__returns_drain(t);
 }
 
-void ra__returns_forget(ra_tag_t tag)
+void ra__returns_close(ra_tag_t tag)
 {
-    empty_stacks(tag, false);
+    struct returns *r = returns_get(tag);
+
+    if (r == NULL)
+        return;
+    atomic_fetch_or_explicit(&r->gate, GATE_CLOSED, memory_order_seq_cst);
+    /* A drain in flight frees at most four bins' worth of blocks a class:
+     * microseconds, never a lock of ours (the threads' lock a thread's
+     * exit may hold is not the caller's). */
+    while ((atomic_load_explicit(&r->gate, memory_order_acquire) &
+            ~GATE_CLOSED) != 0)
+        sched_yield();
+    empty_stacks(r, false);
+}
+
+void ra__returns_open(ra_tag_t tag)
+{
+    struct returns *r = returns_get(tag);
+
+    if (r != NULL)
+        atomic_fetch_and_explicit(&r->gate, ~GATE_CLOSED,
+                                  memory_order_release);
+}
+
+void ra__returns_postfork_child(void)
+{
+    /* Drains that other threads had in flight never end in the child: the
+     * blocks they held are lost to it, their count must not be. No reset
+     * runs at a fork (lifetime.c's lock is held), so no gate is closed. */
+    for (ra_tag_t t = 1; t <= RA__MAX_TAGS_LIMIT; t++) {
+        struct returns *r = returns_get(t);
+        if (r != NULL)
+            atomic_store_explicit(&r->gate, 0, memory_order_relaxed);
+    }
 }
 
 void ra__returns_thread_exit(void)

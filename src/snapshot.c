@@ -31,15 +31,6 @@ static void read_usage(ra_tag_t tag, struct ra__usage *u)
     };
 }
 
-/* The row of the live tag id, or 0. */
-static unsigned row_of(const struct ra__snapshot *snap, ra_tag_t id)
-{
-    for (unsigned r = 1; r <= snap->ntags; r++)
-        if (snap->rows[r].id == id)
-            return r;
-    return 0;
-}
-
 static void add_to_tree(struct ra__tree_totals *t, const struct ra__usage *u)
 {
     t->allocated += u->allocated;
@@ -51,31 +42,55 @@ static void add_to_tree(struct ra__tree_totals *t, const struct ra__usage *u)
     t->ndalloc += u->ndalloc;
 }
 
-/* Appends row r and, after it, its subtree, to snap->order. */
-static void order_from(struct ra__snapshot *snap, unsigned r, unsigned *n)
+/* What link_rows needs besides the rows, in one allocation: the row of
+ * each id (0: none), and each row's first child and next sibling. */
+struct links {
+    unsigned *row_of_id, *first_child, *next_sibling;
+};
+
+/* Appends row r and, after it, its subtree to snap->order; a row already
+ * placed is not placed again, so that no order can loop. */
+static void order_from(struct ra__snapshot *snap, const struct links *l,
+                       bool *placed, unsigned r, unsigned *n)
 {
+    if (placed[r])
+        return;
+    placed[r] = true;
     snap->order[++*n] = r;
-    for (unsigned c = 1; c <= snap->ntags; c++)
-        if (snap->rows[c].parent_row == r)
-            order_from(snap, c, n);
+    for (unsigned c = l->first_child[r]; c != 0; c = l->next_sibling[c])
+        order_from(snap, l, placed, c, n);
 }
 
-/* Tag trees: parents, depths, subtree totals and the tree order. A tag
- * whose parent has no row (destroyed between the two reads) is shown at
- * the top level. Returns true when there is no memory for the order. */
-static bool link_rows(struct ra__snapshot *snap)
+/* Tag trees: parents, depths, subtree totals and the tree order, from the
+ * parents of one view of the registry (ra__tag_holders), in which every
+ * parent named is live: a tree, whatever was recycled meanwhile. A tag
+ * whose parent has no row (its figures were an heir's, dropped) is shown
+ * at the top level. Returns true when there is no memory. */
+static bool link_rows(struct ra__snapshot *snap,
+                      const struct ra__tag_holder *holders, unsigned nids)
 {
-    unsigned n = 0;
+    unsigned rows = snap->ntags + 1, n = 0;
+    unsigned *scratch = ra__meta_calloc((size_t)nids + 1 + 2 * (size_t)rows,
+                                        sizeof *scratch);
+    bool *placed = ra__meta_calloc(rows, sizeof *placed);
+    struct links l = {scratch, scratch + nids + 1, scratch + nids + 1 + rows};
 
-    snap->order = ra__meta_alloc((snap->ntags + 1) * sizeof *snap->order);
-    if (snap->order == NULL)
+    snap->order = ra__meta_alloc(rows * sizeof *snap->order);
+    if (scratch == NULL || placed == NULL || snap->order == NULL) {
+        ra__meta_free(scratch);
+        ra__meta_free(placed);
         return true;
-    for (unsigned r = 1; r <= snap->ntags; r++) {
-        ra_tag_t parent = ra_tag_parent(snap->rows[r].id);
-        snap->rows[r].parent_row =
-            parent == RA_TAG_NONE ? 0 : row_of(snap, parent);
     }
-    for (unsigned r = 1; r <= snap->ntags; r++) {
+    for (unsigned r = 1; r < rows; r++)
+        l.row_of_id[snap->rows[r].id] = r;
+    /* From the last row up: each list of children comes out in id order. */
+    for (unsigned r = rows - 1; r >= 1; r--) {
+        unsigned p = l.row_of_id[holders[snap->rows[r].id].parent];
+        snap->rows[r].parent_row = p;
+        l.next_sibling[r] = l.first_child[p];
+        l.first_child[p] = r;
+    }
+    for (unsigned r = 1; r < rows; r++) {
         unsigned depth = 0;
         for (unsigned a = r; a != 0 && depth <= RA_TAG_DEPTH_MAX;
              a = snap->rows[a].parent_row) {
@@ -86,42 +101,69 @@ static bool link_rows(struct ra__snapshot *snap)
         snap->rows[r].tree.peak_mapped =
             ra__region_tree_peak(snap->rows[r].id - 1);
     }
-    for (unsigned r = 1; r <= snap->ntags; r++)
-        if (snap->rows[r].parent_row == 0)
-            order_from(snap, r, &n);
+    for (unsigned c = l.first_child[0]; c != 0; c = l.next_sibling[c])
+        order_from(snap, &l, placed, c, &n);
+    ra__assert(n == snap->ntags);
+    ra__meta_free(scratch);
+    ra__meta_free(placed);
     return false;
+}
+
+/* The rows of the tags live in view, with their names from it; then the
+ * rows whose id changed holder while their figures were read (destroyed,
+ * maybe recycled) are dropped: figures are a holder's, not its heir's. */
+static void read_rows(struct ra__snapshot *snap,
+                      const struct ra__tag_holder *view, unsigned nids,
+                      struct ra__tag_holder *after)
+{
+    unsigned kept = 0;
+
+    snap->ntags = 0;
+    for (ra_tag_t t = 1; t <= nids; t++) {
+        struct ra__usage *u = &snap->rows[snap->ntags + 1];
+        if (!view[t].live)
+            continue;
+        read_usage(t, u);
+        memcpy(u->name, view[t].name, sizeof u->name);
+        snap->ntags++;
+    }
+    ra__tag_holders(after, nids);
+    for (unsigned r = 1; r <= snap->ntags; r++) {
+        ra_tag_t t = snap->rows[r].id;
+        if (after[t].live && after[t].born == view[t].born)
+            snap->rows[++kept] = snap->rows[r];
+    }
+    snap->ntags = kept;
 }
 
 bool ra__snapshot_take(struct ra__snapshot *snap)
 {
-    unsigned published = ra__tag_published();
-    char name[RA_TAG_NAME_MAX + 1];
+    unsigned published = ra__tag_published(), nids;
+    struct ra__tag_holder *view;
+    bool failed;
 
     /* Allocated before the refresh, so that the figures include it. */
     snap->order = NULL;
     snap->rows = ra__meta_calloc(published + 1, sizeof *snap->rows);
-    if (snap->rows == NULL)
-        return true;
-    snap->time_ns = ra__clock_ns();
-    ra__stats_refresh();
-    read_usage(RA_TAG_NONE, &snap->rows[0]);
-    snap->ntags = 0;
-    for (ra_tag_t t = 1; t <= published; t++) {
-        struct ra__usage *u = &snap->rows[snap->ntags + 1];
-        if (!ra__tag_identity(t, name, NULL))
-            continue;
-        read_usage(t, u);
-        memcpy(u->name, name, sizeof name);
-        snap->ntags++;
-    }
-    ra__stats_global(&snap->global);
-    snap->process_rss = ra__proc_rss();
-    snap->library = ra__meta_held();
-    if (link_rows(snap)) {
+    view = ra__meta_calloc(2 * ((size_t)published + 1), sizeof *view);
+    if (snap->rows == NULL || view == NULL) {
+        ra__meta_free(view);
         ra__snapshot_free(snap);
         return true;
     }
-    return false;
+    nids = ra__tag_holders(view, published);
+    snap->time_ns = ra__clock_ns();
+    ra__stats_refresh();
+    read_usage(RA_TAG_NONE, &snap->rows[0]);
+    read_rows(snap, view, nids, view + published + 1);
+    ra__stats_global(&snap->global);
+    snap->process_rss = ra__proc_rss();
+    snap->library = ra__meta_held();
+    failed = link_rows(snap, view, nids);
+    ra__meta_free(view);
+    if (failed)
+        ra__snapshot_free(snap);
+    return failed;
 }
 
 

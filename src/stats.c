@@ -208,6 +208,10 @@ int ra_purge_all(void)
     for (ra_tag_t t = 0; t <= count; t++)
         count_purge(t);
     ra_thread_flush();
+    /* What destroyed tags' slots keep for their next holders too,
+     * recycled or not: every page the process can give back. */
+    for (ra_tag_t t = 1; t <= count; t++)
+        ra__thread_release_kept(t);
     ra__be_arena_purge(RA__BE_ALL_ARENAS);
     return 0;
 }

@@ -141,7 +141,7 @@ static bool attach(ra_tag_t tag, ra_tag_t parent)
     if (ra__region_attach(tag - 1, parent == RA_TAG_NONE ? -1 : (int)parent - 1))
         return true;
     ra__limit_refused = RA_TAG_NONE;
-    ra__pool_purge(tag);
+    ra__pool_purge_kept(tag);
     if (ra__region_attach(tag - 1, (int)parent - 1))
         return true;
     ra__limit_refused = RA_TAG_NONE;
@@ -344,6 +344,26 @@ bool ra__tag_identity(ra_tag_t tag, char name[RA_TAG_NAME_MAX + 1],
         *born_at = live ? born[tag] : UINT64_MAX;
     ra__unlock(&registry_lock);
     return live;
+}
+
+unsigned ra__tag_holders(struct ra__tag_holder *out, unsigned n)
+{
+    unsigned published;
+
+    ra__lock(&registry_lock);
+    published = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
+    if (n > published)
+        n = published;
+    for (ra_tag_t t = 1; t <= n; t++) {
+        struct ra__tag_holder *h = &out[t];
+        h->live = ra__tag_live[t] != 0;
+        h->parent = h->live ? parents[t] : RA_TAG_NONE;
+        h->born = h->live ? born[t] : UINT64_MAX;
+        memcpy(h->name, h->live ? tag_names[t] : "",
+               h->live ? sizeof h->name : 1);
+    }
+    ra__unlock(&registry_lock);
+    return n;
 }
 
 uint64_t ra__tag_creations(void)

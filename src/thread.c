@@ -3,6 +3,7 @@
  * thread exit. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,9 @@ static RA__TLS bool tls_busy;
 /* Set once this thread's state was released at exit: later tagged requests
  * go uncached instead of creating state nobody would release. */
 static RA__TLS bool tls_exited;
+
+/* The fast paths' code depends on it: one cache line a slot. */
+_Static_assert(sizeof(struct ra__tag_slot) == 64, "a slot is 64 bytes");
 
 static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ra__thread_state all_threads = {
@@ -49,6 +53,7 @@ static void remove_user(struct ra__tag_slot *s)
 /* The pair allocates from arena through its cache (free_flags). */
 static void bind_to(struct ra__tag_slot *s, unsigned arena)
 {
+    s->arena = (uint16_t)arena;
     s->alloc_flags = RA__ARENA_FLAGS(arena) | s->free_flags;
     ra__assert(RA__NAMES_TCACHE(s->alloc_flags) &&
                RA__NAMES_TCACHE(s->free_flags));
@@ -58,6 +63,7 @@ static void bind_to(struct ra__tag_slot *s, unsigned arena)
  * (ra__slot_miss_slow), bound to arena. */
 static void start_uncached(struct ra__tag_slot *s, unsigned arena)
 {
+    atomic_store_explicit(&s->parked, RA__PAIR_ACTIVE, memory_order_relaxed);
     s->tcache = RA__NO_TCACHE;
     /* MALLOC_CONF=tcache:false: never a tcache, nothing to count. */
     s->misses = ra__be_caches ? 0 : RA__TCACHE_AFTER_MISSES;
@@ -106,6 +112,92 @@ static void release_oldest(struct ra__tag_slot *s, unsigned bin, unsigned n)
     memmove(b->items, b->items + n, b->count * sizeof b->items[0]);
 }
 
+/* -- parked pairs ----------------------------------------------------------
+ * A destroy that finds nothing live keeps the pairs its holder used, so
+ * that the slot's next holder allocates without a call into jemalloc; but
+ * what a pair keeps must stay within reach of a purge, whoever calls it,
+ * or the kept pages would hold the next holder past a budget (a consumer
+ * thread's caches of blocks another thread made). So the destroy parks
+ * each such pair: its front cache's blocks go onto the tag's return
+ * stacks (which anyone drains, and the next refill takes whole), or when
+ * they are full through the pair's tcache; every bin's capacity goes to 0
+ * and alloc_flags to 0, so that the owner's next use of the pair, from any
+ * path, goes through unpark() first; and the tcache, the one cache left
+ * that holds blocks, may be flushed by any thread while the pair stays
+ * parked (ra__thread_release_kept). */
+
+static bool is_parked(const struct ra__tag_slot *s)
+{
+    return atomic_load_explicit(&s->parked, memory_order_acquire) !=
+           RA__PAIR_ACTIVE;
+}
+
+/* Whether the slot was set up (in use, or parked). */
+static bool set_up(const struct ra__tag_slot *s)
+{
+    return s->alloc_flags != 0 || is_parked(s);
+}
+
+/* With threads_lock held, at the destroy of tag that found nothing live:
+ * nobody uses the pair (the caller's promise). */
+static void park(struct ra__tag_slot *s, ra_tag_t tag)
+{
+    if (s->bins != NULL)
+        for (unsigned bin = 0; bin < ra__nbins; bin++) {
+            struct ra__fc_bin *b = &s->bins[bin];
+            unsigned bound = RA__RETURNS_BINS * b->cap;
+            while (b->count != 0) {
+                unsigned n = b->count < RA__FC_SLOTS / 2 ? b->count
+                                                         : RA__FC_SLOTS / 2;
+                if (!ra__returns_push(tag, bin, b->items + b->count - n, n,
+                                      bound))
+                    break;
+                b->count -= n;
+            }
+            release_oldest(s, bin, b->count);
+            b->cap = 0;
+        }
+    s->alloc_flags = 0;
+    atomic_store_explicit(&s->parked, RA__PAIR_PARKED, memory_order_release);
+}
+
+/* The owner takes its parked pair back, as it finds it: a flush of its
+ * tcache by another thread (RA__PAIR_FLUSHING) is waited for, a matter of
+ * microseconds. No lock: a request's first use of a recycled slot must
+ * not queue behind every other thread's. */
+static void unpark(struct ra__tag_slot *s)
+{
+    uint8_t want = RA__PAIR_PARKED;
+
+    while (!atomic_compare_exchange_weak_explicit(
+        &s->parked, &want, RA__PAIR_ACTIVE, memory_order_acquire,
+        memory_order_relaxed)) {
+        ra__assert(want != RA__PAIR_ACTIVE);
+        want = RA__PAIR_PARKED;
+        sched_yield();
+    }
+    bind_to(s, s->arena);
+}
+
+void ra__thread_release_kept(ra_tag_t tag)
+{
+    ra__lock(&threads_lock);
+    for (struct ra__tag_slot *s = users[tag]; s != NULL; s = s->users_next) {
+        uint8_t want = RA__PAIR_PARKED;
+        if (s->tcache == RA__NO_TCACHE ||
+            !atomic_compare_exchange_strong_explicit(
+                &s->parked, &want, RA__PAIR_FLUSHING, memory_order_acquire,
+                memory_order_relaxed))
+            continue;
+        /* jemalloc keeps the id and builds the tcache again at its next
+         * use, so the owner's flags stay right. */
+        flush_tcache(s->tcache);
+        atomic_store_explicit(&s->parked, RA__PAIR_PARKED,
+                              memory_order_release);
+    }
+    ra__unlock(&threads_lock);
+}
+
 /* How many blocks of a bin a front cache may hold: RA__FC_SLOTS, fewer for
  * big classes, so that a cache holds at most about 64 KiB per class. */
 static unsigned bin_cap(unsigned bin)
@@ -124,6 +216,8 @@ void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
     struct ra__fc_bin *b = &s->bins[bin];
     unsigned half = b->cap / 2;
 
+    if (RA__UNLIKELY(s->alloc_flags == 0))
+        unpark(s);
     if (b->cap == 0) {
         b->cap = bin_cap(bin);
         return;
@@ -189,10 +283,11 @@ void ra__slot_miss_slow(struct ra__tag_slot *s)
      * front cache, correct and slower, and asks no more. */
     if (ra__be_tcache_create(&tcache))
         return;
+    ra__assert(tcache < RA__NO_TCACHE);
     ra__lock(&threads_lock);
-    s->tcache = tcache;
+    s->tcache = (uint16_t)tcache;
     s->free_flags = MALLOCX_TCACHE(tcache);
-    bind_to(s, RA__FLAGS_ARENA(s->alloc_flags));
+    bind_to(s, s->arena);
     ra__unlock(&threads_lock);
 }
 
@@ -230,6 +325,8 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     unsigned want, got = 0;
     void *first;
 
+    if (RA__UNLIKELY(s->alloc_flags == 0))
+        unpark(s);
     if (RA__UNLIKELY(!s->counted))
         count_in_pool(s, tag);
     b->cap = bin_cap(bin); /* first use, maybe (ra__fc_make_room) */
@@ -293,7 +390,7 @@ void ra__thread_exit(void)
     ra__lock(&threads_lock);
     for (unsigned t = 1; t < ts->nslots; t++) {
         struct ra__tag_slot *s = &ts->slots[t];
-        if (s->alloc_flags == 0)
+        if (!set_up(s))
             continue;
         flush_slot(s);
         /* What this thread left for the tag's other threads goes too: a
@@ -303,7 +400,7 @@ void ra__thread_exit(void)
             ra__be_tcache_destroy(s->tcache);
         remove_user(s);
         if (s->counted)
-            ra__pool_unbind(t, (unsigned)RA__FLAGS_ARENA(s->alloc_flags));
+            ra__pool_unbind(t, s->arena);
         ra__meta_free(s->bins);
         atomic_fetch_add_explicit(&orphan_nmalloc[t],
                                   atomic_load(&s->nmalloc),
@@ -368,7 +465,9 @@ struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag, bool allocating)
     ra__tag_suspend();
     if (ts == NULL)
         ts = create_thread_state();
-    if (ts != NULL && ts->slots[tag].alloc_flags == 0) {
+    if (ts != NULL && is_parked(&ts->slots[tag])) {
+        unpark(&ts->slots[tag]);
+    } else if (ts != NULL && ts->slots[tag].alloc_flags == 0) {
         setup_slot(&ts->slots[tag], tag, allocating);
         ra__lock(&threads_lock);
         add_user(&ts->slots[tag], tag);
@@ -384,14 +483,15 @@ void ra_thread_flush(void)
     struct ra__thread_state *ts = ra__thread;
 
     ra__be_flush_thread_cache();
-    if (ts == NULL)
-        return;
-    ra__lock(&threads_lock);
-    for (unsigned t = 1; t < ts->nslots; t++)
-        if (ts->slots[t].alloc_flags != 0)
-            flush_slot(&ts->slots[t]);
-    ra__unlock(&threads_lock);
-    /* What threads left for each other too: every figure exact after it. */
+    if (ts != NULL) {
+        ra__lock(&threads_lock);
+        for (unsigned t = 1; t < ts->nslots; t++)
+            if (set_up(&ts->slots[t]))
+                flush_slot(&ts->slots[t]);
+        ra__unlock(&threads_lock);
+    }
+    /* What threads left for each other too, whoever calls: every figure
+     * exact after it. */
     ra__returns_drain_all();
 }
 
@@ -399,10 +499,14 @@ void ra__thread_flush_tag(ra_tag_t tag)
 {
     struct ra__thread_state *ts = ra__thread;
 
-    if (ts == NULL || tag >= ts->nslots || ts->slots[tag].alloc_flags == 0)
+    if (ts == NULL || tag >= ts->nslots)
         return;
+    /* The slot is read under the lock too: a destroy of the tag, on
+     * another thread, starts the pair over under it (forget_pair), and this
+     * thread may flush a tag it does not use (a purge of a subtree). */
     ra__lock(&threads_lock);
-    flush_slot(&ts->slots[tag]);
+    if (set_up(&ts->slots[tag]))
+        flush_slot(&ts->slots[tag]);
     ra__unlock(&threads_lock);
 }
 
@@ -433,7 +537,7 @@ static void forget_pair(struct ra__tag_slot *s)
 {
     if (s->tcache != RA__NO_TCACHE)
         ra__be_tcache_destroy(s->tcache);
-    start_uncached(s, RA__FLAGS_ARENA(s->alloc_flags));
+    start_uncached(s, s->arena);
     s->made_before = 0;
     if (s->bins != NULL)
         for (unsigned bin = 0; bin < ra__nbins; bin++)
@@ -485,6 +589,8 @@ bool ra__thread_end_tag(ra_tag_t tag)
                 atomic_load_explicit(&s->ndalloc, memory_order_relaxed) == 0) {
                 flush_slot(s);
                 forget_pair(s);
+            } else {
+                park(s, tag);
             }
         forget_counts(tag);
         ra__unlock(&threads_lock);

@@ -102,35 +102,54 @@ static struct named_thread *me(void)
     return e;
 }
 
-/* Gives e the base tag of name; a tag destroyed in between is not given. */
-static void name_thread(struct named_thread *e, const char *name)
+/* With named_lock held: the entry of thread, or NULL when it has none (it
+ * never was named, or it exited). */
+static struct named_thread *find_named(pthread_t thread)
+{
+    for (struct named_thread *t = named.next; t != &named; t = t->next)
+        if (pthread_equal(t->id, thread))
+            return t;
+    return NULL;
+}
+
+/* Gives thread (whose entry is mine, when it is the calling thread) the
+ * base tag of name. The tag is made with no lock held (its creation takes
+ * the registry's, and may purge), and the entry is found again after it:
+ * another thread may have exited meanwhile and freed its entry. A tag
+ * destroyed in between is not given. */
+static void name_thread(pthread_t thread, struct named_thread *mine,
+                        const char *name)
 {
     ra_tag_t tag = tag_for(name);
+    struct named_thread *e;
 
     ra__lock(&named_lock);
+    e = mine != NULL ? mine : find_named(thread);
     if (tag != RA_TAG_NONE && !ra__tag_valid(tag))
         tag = RA_TAG_NONE;
-    ra__tag_set_base(e->stack, tag);
+    if (e != NULL)
+        ra__tag_set_base(e->stack, tag);
     ra__unlock(&named_lock);
 }
 
 void ra__thread_tags_named(pthread_t thread, const char *name)
 {
-    struct named_thread *e = NULL;
+    struct named_thread *mine = NULL;
+    bool known;
 
     if (ra__library_thread || !ra__thread_tags_on())
         return;
     if (pthread_equal(thread, pthread_self())) {
-        e = me();
+        mine = me();
+        known = mine != NULL;
     } else {
+        /* No tag is made for a thread that cannot take it. */
         ra__lock(&named_lock);
-        for (struct named_thread *t = named.next; t != &named; t = t->next)
-            if (pthread_equal(t->id, thread))
-                e = t;
+        known = find_named(thread) != NULL;
         ra__unlock(&named_lock);
     }
-    if (e != NULL)
-        name_thread(e, name);
+    if (known)
+        name_thread(thread, mine, name);
 }
 
 void ra__thread_tags_start_thread(void)

@@ -135,7 +135,10 @@ struct ra__free_gate {
 #define RA__PAGE_SAMPLED 0xfeu
 
 /* -- thread.c ------------------------------------------------------------- */
-#define RA__NO_TCACHE UINT32_MAX
+#define RA__NO_TCACHE UINT16_MAX
+#define RA__PAIR_ACTIVE 0u
+#define RA__PAIR_PARKED 1u
+#define RA__PAIR_FLUSHING 2u
 #define RA__FC_SLOTS 64 /* blocks per bin of a front cache */
 /* A pair's misses (thread.c) until it takes a tcache of its own. */
 #define RA__TCACHE_AFTER_MISSES 2
@@ -158,16 +161,25 @@ struct ra__fc_bin {
  * certainly the tag's, behind it an explicit jemalloc tcache of its own (or
  * none when jemalloc has no tcache id left), then the tag's arena. */
 struct ra__tag_slot {
-    int alloc_flags;          /* MALLOCX_ARENA | MALLOCX_TCACHE*, 0 = unset */
+    /* MALLOCX_ARENA | MALLOCX_TCACHE*; 0 = not set up, or parked. */
+    int alloc_flags;
     int free_flags;           /* MALLOCX_TCACHE* */
-    unsigned tcache;          /* explicit tcache id, or RA__NO_TCACHE */
-    uint16_t misses;          /* up to RA__TCACHE_AFTER_MISSES */
+    uint16_t tcache;          /* explicit tcache id, or RA__NO_TCACHE */
+    uint16_t arena;           /* the arena of the pool it is bound to */
+    uint8_t misses;           /* up to RA__TCACHE_AFTER_MISSES */
     /* Counted in its tag's pool as a thread that allocates (pool.c): set
      * when the pair is made by an allocation or first refills. A pair made
      * by a free (a consumer of another thread's blocks) allocates nothing,
      * and puts no load on an arena of its own. Here, not at the end: the
      * slot keeps its size (64 bytes), and the fast paths their code. */
     bool counted;
+    /* RA__PAIR_ACTIVE, or parked: between a destroy of its tag that left
+     * nothing live and the owner's next use, the pair holds no front-cache
+     * block and may not be used (alloc_flags 0, every bin's capacity 0),
+     * and only its tcache keeps blocks, which another thread may give back
+     * (RA__PAIR_FLUSHING) so that the slot's next holder is not charged for
+     * them. The owner takes it back with a compare-and-swap (thread.c). */
+    _Atomic uint8_t parked;
     struct ra__fc_bin *bins;  /* front cache by small bin, NULL = none */
     /* Written only by the owning thread, read by ra_tag_stats(): relaxed
      * atomics make the plain increments race-free at no cost on x86-64. */
@@ -193,6 +205,15 @@ struct ra__thread_state {
 /* A thread's tag stack as other threads reach it, to give it a base tag
  * (thread_tags.c): valid until the thread exits. */
 struct ra__tag_thread;
+
+/* Who holds a tag id, as one moment's view of the registry shows it
+ * (ra__tag_holders): every parent named is live in the same view. */
+struct ra__tag_holder {
+    bool live;
+    ra_tag_t parent; /* tag trees: RA_TAG_NONE at the top level */
+    uint64_t born;   /* ra__tag_creations() when it was created */
+    char name[RA_TAG_NAME_MAX + 1];
+};
 
 /* -- alloc paths, hooks, prof --------------------------------------------- */
 /* ra__instrumented: RA__INSTRUMENT_PROF while the profiler samples, plus
