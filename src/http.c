@@ -91,27 +91,6 @@ static char served[RA__HTTP_ADDR_MAX];
 /* Set while the server's thread answers: ra_http_stop from there would wait
  * for itself. */
 static RA__TLS bool tls_answering;
-/* How many times this thread holds http_lock: a fork from a signal handler
- * that interrupts a holder (another fork's handlers, as glibc's
- * tst-mallocfork2 does; ra_http_start) runs the prefork handler again on
- * this thread, which must not wait for itself. Raised before the lock is
- * taken and lowered after it is released, so that a handler landing in
- * between skips the lock rather than waits; a signal handler ends before
- * the code it interrupted goes on, so a plain count is enough. */
-static RA__TLS volatile unsigned tls_http_held;
-
-static void lock_http(void)
-{
-    tls_http_held++;
-    ra__lock(&http_lock);
-}
-
-static void unlock_http(void)
-{
-    ra__unlock(&http_lock);
-    tls_http_held--;
-}
-
 /* -- requests ---------------------------------------------------------------- */
 
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
@@ -801,9 +780,9 @@ static int open_listener(const char *addr, int *port)
 
 void ra__http_served(char out[RA__HTTP_ADDR_MAX])
 {
-    lock_http();
+    ra__lock(&http_lock);
     memcpy(out, served, RA__HTTP_ADDR_MAX);
-    unlock_http();
+    ra__unlock(&http_lock);
 }
 
 static int start_locked(const char *addr)
@@ -869,9 +848,9 @@ int ra_http_start(const char *addr)
     if (ra__check_call(true) != 0)
         return -1;
     ra__quiet_begin();
-    lock_http();
+    ra__lock(&http_lock);
     port = start_locked(addr);
-    unlock_http();
+    ra__unlock(&http_lock);
     ra__quiet_end();
     return port;
 }
@@ -881,7 +860,7 @@ int ra_http_stop(void)
     int rc = 0;
 
     ra__quiet_begin();
-    lock_http();
+    ra__lock(&http_lock);
     if (daemon_ == NULL) {
         errno = EINVAL;
         rc = -1;
@@ -897,7 +876,7 @@ int ra_http_stop(void)
         listen_fd = -1;
         served[0] = '\0';
     }
-    unlock_http();
+    ra__unlock(&http_lock);
     ra__quiet_end();
     return rc;
 }
@@ -926,25 +905,16 @@ void ra__http_at_exit(void)
 
 /* The outermost lock: a thread that holds it may be joining the server,
  * whose requests take the others. Held across the fork so that the child
- * finds the server whole, started or stopped; but not taken again by a
- * thread that holds it already (a fork from a signal handler), which
- * would wait for itself: what it holds does not change under it. */
+ * finds the server whole, started or stopped (a fork nested in another's
+ * handlers runs none of these: init.c). */
 void ra__http_prefork(void)
 {
-    if (tls_http_held++ == 0)
-        ra__lock(&http_lock);
-}
-
-static void postfork_unlock(void)
-{
-    if (tls_http_held == 1)
-        ra__unlock(&http_lock);
-    tls_http_held--;
+    ra__lock(&http_lock);
 }
 
 void ra__http_postfork_parent(void)
 {
-    postfork_unlock();
+    ra__unlock(&http_lock);
 }
 
 /* In a forked child the server's thread does not exist: forget the server
@@ -958,7 +928,7 @@ void ra__http_postfork_child(void)
     listen_fd = -1;
     daemon_ = NULL;
     served[0] = '\0';
-    postfork_unlock();
+    ra__unlock(&http_lock);
 }
 
 #endif
