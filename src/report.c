@@ -228,6 +228,7 @@ static void write_json(struct ra__emitter *e, struct ra__snapshot *snap)
         const struct ra__usage *u = &snap->rows[snap->order[r]];
         ra__json_object_begin(e, NULL, true);
         ra__json_u64(e, "id", u->id);
+        ra__json_u64(e, "born", u->born);
         ra__json_bytes(e, "name", "name_hex", u->name);
         write_json_usage(e, NULL, u, true);
         write_json_tree(e, snap, u);

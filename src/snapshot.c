@@ -124,6 +124,7 @@ static void read_rows(struct ra__snapshot *snap,
         if (!view[t].live)
             continue;
         read_usage(t, u);
+        u->born = view[t].born;
         memcpy(u->name, view[t].name, sizeof u->name);
         snap->ntags++;
     }

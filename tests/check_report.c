@@ -491,6 +491,25 @@ START_TEST(test_report_json_tells_tags_apart_by_id_and_bytes)
 }
 END_TEST
 
+/* A recycled id is another tag: the usage report says so by its creation
+ * count. */
+START_TEST(test_report_json_tells_a_recycled_id_by_its_birth)
+{
+    ra_tag_t first = tu_tag_create("first"), next;
+    char *json, *line;
+
+    ck_assert_int_eq(ra_tag_destroy(first), 0);
+    next = tu_tag_create("next");
+    ck_assert_uint_eq(next, first);
+    json = report(RA_FORMAT_JSON);
+    line = tu_json_tag_line(json, "next");
+    ck_assert_ptr_nonnull(line);
+    ck_assert_msg(strstr(line, "\"born\": 2, ") != NULL, "%s", line);
+    free(line);
+    free(json);
+}
+END_TEST
+
 /* The checkpoints' tags too, with their creation counts; and a label that
  * is not UTF-8 carries its bytes. */
 START_TEST(test_report_checkpoint_json_tells_tags_apart_by_id_and_bytes)
@@ -983,6 +1002,7 @@ static Suite *report_suite(void)
 
     tc = tcase_create("tags told apart");
     tcase_add_test(tc, test_report_json_tells_tags_apart_by_id_and_bytes);
+    tcase_add_test(tc, test_report_json_tells_a_recycled_id_by_its_birth);
     tcase_add_test(tc,
                    test_report_checkpoint_json_tells_tags_apart_by_id_and_bytes);
     suite_add_tcase(s, tc);

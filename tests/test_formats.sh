@@ -177,11 +177,11 @@ def load_json(path):
 
 
 # name_hex besides, where the name is not UTF-8.
-TAG_KEYS = {"id", "name", "allocated", "active", "resident", "rss", "mapped",
+TAG_KEYS = {"id", "born", "name", "allocated", "active", "resident", "rss", "mapped",
             "peak_mapped", "dirty", "muzzy", "retained", "reserved", "nmalloc",
             "ndalloc", "purges", "limit", "soft_limit", "limit_failures",
             "arenas", "parent", "parent_id", "tree"}
-UNTAGGED_KEYS = TAG_KEYS - {"id", "name", "rss", "peak_mapped", "reserved", "limit",
+UNTAGGED_KEYS = TAG_KEYS - {"id", "born", "name", "rss", "peak_mapped", "reserved", "limit",
                             "soft_limit", "limit_failures", "arenas", "parent",
                             "parent_id", "tree"}
 CP_TAG_KEYS = {"id", "born", "name", "parent", "parent_id"}
@@ -211,6 +211,7 @@ def check_report_json(path, tags):
         # is themselves.
         check(t["parent"] is None and t.get("parent_id", 0) is None,
               path + ": %r has a parent (or no parent_id)" % t["name"])
+        check(t["born"] >= 1, path + ": %r born %r" % (t["name"], t["born"]))
         check(all(t["tree"][k] == t[k] for k in
                   ("allocated", "active", "resident", "mapped", "dirty",
                    "nmalloc", "ndalloc")),
