@@ -73,7 +73,7 @@ static bool link_rows(struct ra__snapshot *snap,
     unsigned *scratch = ra__meta_calloc((size_t)nids + 1 + 2 * (size_t)rows,
                                         sizeof *scratch);
     bool *placed = ra__meta_calloc(rows, sizeof *placed);
-    struct links l = {scratch, scratch + nids + 1, scratch + nids + 1 + rows};
+    struct links l;
 
     snap->order = ra__meta_alloc(rows * sizeof *snap->order);
     if (scratch == NULL || placed == NULL || snap->order == NULL) {
@@ -81,6 +81,7 @@ static bool link_rows(struct ra__snapshot *snap,
         ra__meta_free(placed);
         return true;
     }
+    l = (struct links){scratch, scratch + nids + 1, scratch + nids + 1 + rows};
     for (unsigned r = 1; r < rows; r++)
         l.row_of_id[snap->rows[r].id] = r;
     /* From the last row up: each list of children comes out in id order. */
