@@ -82,12 +82,13 @@ tsan_runs=(check_threads check_hooks check_lifetime:threads check_limit:hard
 make -C build-tsan -j"$jobs" $(printf 'tests/%s\n' "${tsan_runs[@]%%:*}" | sort -u)
 for run in "${tsan_runs[@]}"; do
     suite=${run%%:*}
-    case_name=
-    [ "$suite" != "$run" ] && case_name=${run#*:}
-    # An empty CK_RUN_CASE would run no case at all: set it only with one.
+    case_env=()
+    # An empty CK_RUN_CASE would run no case at all: set it only with one
+    # (an array: a case's name may hold spaces).
+    [ "$suite" != "$run" ] && case_env=("CK_RUN_CASE=${run#*:}")
     env TSAN_OPTIONS="suppressions=$top/tests/tsan.supp halt_on_error=1 die_after_fork=0" \
         CK_EXCLUDE_TAGS="multithreaded-fork exact-stderr" \
-        ${case_name:+CK_RUN_CASE=$case_name} \
+        "${case_env[@]}" \
         "build-tsan/tests/$suite" || {
         echo "test.sh: $run failed under ThreadSanitizer" >&2
         exit 1
