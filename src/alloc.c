@@ -188,8 +188,6 @@ void ra__free_tagged(void *ptr, ra_tag_t tag)
     free_tagged_slow(ptr, tag, entry);
 }
 
-_Atomic unsigned ra__instrumented;
-
 static inline void *alloc_as(ra_tag_t tag, size_t size, int flags)
 {
     return ra__alloc_with(

@@ -1,4 +1,4 @@
-/* Floor: services. The library's background threads (the stats segment's
+/* Floor: state. The library's background threads (the stats segment's
  * publisher, the HTTP server): started with every signal blocked, so that
  * signals reach the program's own threads, and quiet for their whole life,
  * so that what they allocate (and what the libraries they call allocate for
@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include "dynsym.h"
 #include "internal.h"
 
 RA__TLS bool ra__library_thread;
@@ -19,6 +20,36 @@ void ra__become_library_thread(void)
         return;
     ra__library_thread = true;
     ra__quiet_begin(); /* never ended: the thread is the library's */
+}
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *,
+                         void *(*)(void *), void *);
+
+/* A thread's stack could not be mapped: an address-space limit lowered
+ * from outside (prlimit --pid), which setrlimit's stand-in did not see,
+ * may be why. The library gives back what no tag uses and tries again. */
+int ra__thread_create(pthread_t *thread, const pthread_attr_t *attr,
+                      void *(*fn)(void *), void *arg)
+{
+#ifdef RA_OVERRIDE
+    /* pthread_create is the library's own (override_thread.c): the next
+     * definition is the C library's, or an interposer's after ours. */
+    static void *volatile cache;
+    create_fn real = (create_fn)ra__dynsym_next(&cache, "pthread_create");
+#else
+    /* No stand-in of ours: the name reaches whatever the program binds,
+     * a sanitizer's interceptor included (ThreadSanitizer must see every
+     * thread start). */
+    create_fn real = pthread_create;
+#endif
+    int rc;
+
+    if (real == NULL)
+        return EAGAIN;
+    rc = real(thread, attr, fn, arg);
+    if (rc == EAGAIN && ra__tag_give_back_address_space())
+        rc = real(thread, attr, fn, arg);
+    return rc;
 }
 
 struct start {
@@ -61,10 +92,10 @@ bool ra__background_start(void *(*fn)(void *), void *arg, pthread_t *thread)
         return true;
     }
     *s = (struct start){fn, arg};
-    /* Through the library's own pthread_create when it exports one: never
-     * a thread's tag for this thread. */
+    /* C library's pthread_create: run() makes the thread the library's
+     * before anything else, so no rule gives it a tag. */
     ra__spawn_begin(&old);
-    rc = pthread_create(thread, NULL, run, s);
+    rc = ra__thread_create(thread, NULL, run, s);
     ra__spawn_end(&old);
     if (rc != 0) {
         ra__meta_free(s);

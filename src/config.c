@@ -17,23 +17,6 @@
 static struct ra__config config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
-void ra__warn(const char *msg)
-{
-    /* write(2) rather than stdio: this runs inside malloc and must not
-     * allocate. A short write of a diagnostic is not worth retrying. */
-    if (write(STDERR_FILENO, msg, strlen(msg)) >= 0)
-        (void)!write(STDERR_FILENO, "\n", 1);
-}
-
-void ra__assert_fail(const char *cond, const char *file, int line)
-{
-    char buf[512];
-    snprintf(buf, sizeof buf, "regionalloc: %s:%d: assertion failed: %s",
-             file, line, cond);
-    ra__warn(buf);
-    abort();
-}
-
 static void warn_default(const char *var, const char *value,
                          const char *why, const char *used)
 {

@@ -3,6 +3,7 @@
  * works (inside the first malloc, from other libraries' constructors), so
  * nothing here allocates or takes a lock of the library's. */
 #include <elf.h>
+#include <dlfcn.h>
 #include <link.h>
 #include <string.h>
 
@@ -142,4 +143,15 @@ void *ra__dynsym_first_definition(const char *name)
 
     dl_iterate_phdr(find_first_definition, &f);
     return f.found;
+}
+
+void *ra__dynsym_next(void *volatile *cache, const char *name)
+{
+    void *fn = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+
+    if (fn == NULL) {
+        fn = dlsym(RTLD_NEXT, name);
+        __atomic_store_n(cache, fn, __ATOMIC_RELEASE);
+    }
+    return fn;
 }

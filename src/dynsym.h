@@ -27,5 +27,9 @@ void *ra__dynsym_find(const struct ra__dynsym *d, const char *name);
 /* The definition of the function name that the program's calls reach: the
  * first in the global scope's order (dynsym.c), or NULL. */
 void *ra__dynsym_first_definition(const char *name);
+/* The definition of name after the caller's object's (dlsym's RTLD_NEXT:
+ * the C library's function that one of ours stands in front of), looked up
+ * once into *cache; NULL if there is none. */
+void *ra__dynsym_next(void *volatile *cache, const char *name);
 
 #endif /* RA_DYNSYM_H */

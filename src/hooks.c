@@ -1,4 +1,4 @@
-/* Floor: API. User callbacks on every allocation and free the library
+/* Floor: instruments. User callbacks on every allocation and free the library
  * routes. A callback must cost its call, not a cache line shared by every
  * thread: dispatching writes only the calling thread's own word. Removal
  * carries the weight instead, as a grace period: ra_hooks_remove clears the
@@ -14,6 +14,11 @@
 #include <unistd.h>
 
 #include "internal.h"
+
+/* The allocation paths' one test for the hooks and the profiler
+ * (types.h's RA__INSTRUMENT_*): kept by the two instruments, read by every
+ * path. */
+_Atomic unsigned ra__instrumented;
 
 /* A thread's dispatch count: odd while it dispatches. One per cache line,
  * written by its thread only. Threads beyond READERS, and threads past
@@ -42,7 +47,6 @@ static bool barrier_checked;
 /* Set while this thread runs callbacks: what a callback allocates or frees
  * is not reported (it is still allocated and tagged normally). */
 static RA__TLS bool tls_in_hook;
-RA__TLS unsigned ra__hooks_muted;
 static RA__TLS struct reader *tls_reader;
 /* This thread counts in overflow_inflight: no reader was free, or its
  * reader was given back at exit. */
@@ -146,7 +150,7 @@ int ra_hooks_install(const ra_hooks_t *hooks)
         atomic_fetch_or(&active_mask, 1u << i);
         /* Counted before the gate opens every free to the hooks. */
         ra__instrument_add(RA__INSTRUMENT_HOOK);
-        ra__free_gate_update();
+        ra__free_gate_hooks(true);
         id = i;
         break;
     }
@@ -201,7 +205,7 @@ int ra_hooks_remove(int id)
     atomic_fetch_and(&active_mask, ~(1u << id));
     draining_mask |= 1u << id;
     ra__instrument_sub(RA__INSTRUMENT_HOOK);
-    ra__free_gate_update();
+    ra__free_gate_hooks(ra__hooks_any());
     ra__unlock(&install_lock);
     wait_for_readers();
     ra__lock(&install_lock);

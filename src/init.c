@@ -75,12 +75,12 @@ static void postfork_child(void)
     ra__http_postfork_child();
 }
 
-/* A thread's end (the destructor of ready.c's key, which a module arms
- * when it gives the thread state): first its tag stack leaves the named
+/* A thread's end (what the destructor of ready.c's key calls; a module arms
+ * the key when it gives the thread state): first its tag stack leaves the named
  * threads (no rename reaches it any more), then its caches and tag state
  * go (they may still dispatch frees), last its hooks' reader word. What it
  * allocates afterwards (other destructors) goes uncached and untracked. */
-void ra__thread_end(void *armed)
+static void thread_end(void *armed)
 {
     (void)armed;
     ra__thread_tags_thread_exit();
@@ -108,8 +108,13 @@ static void start_services(void)
         ra__http_start_configured();
 }
 
-__attribute__((constructor)) static void process_start(void)
+/* Not static: a program linked with the core's archive itself (the unit
+ * suites) names it (-Wl,-u) so that the lifecycle is linked in, as it is
+ * into the library whole. Nothing calls it. */
+void ra__process_start(void);
+__attribute__((constructor)) void ra__process_start(void)
 {
+    ra__thread_exit_set(thread_end);
     ra__clock_start();
     ra__report_at_load();
     if (pthread_atfork(prefork, postfork_parent, postfork_child) != 0)

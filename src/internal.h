@@ -35,6 +35,10 @@ bool ra__proc_reset_peak_rss(void);
 bool ra__proc_maps(bool (*line)(char *text, size_t len, void *ctx),
                    void *ctx);
 
+/* -- warn.c: diagnostics ---------------------------------------------------- */
+/* Writes msg and a newline to stderr without allocating. */
+void ra__warn(const char *msg);
+
 /* -- region.c: the reservation and the extent hooks ----------------------- */
 /* Prepares c for [start, start + size), a PROT_NONE reservation. */
 void ra__carving_init(struct ra__carving *c, uintptr_t start, size_t size);
@@ -55,22 +59,29 @@ size_t ra__carving_give_back(struct ra__carving *c);
  * regions when the address space is short). Returns true on failure, after
  * printing one line on stderr. Called once, from ra__init. */
 bool ra__region_reserve(unsigned max_tags, size_t region_size);
-/* Creates the jemalloc arena whose extents come from region idx, the first
- * region not handed out yet (ra__region_count()). Returns the arena index,
- * or -1 with errno set: ENOMEM, the address space the region needs is
- * refused (the limit, see ra__region_give_back; or another mapping holds
- * its part of the page table), and a later call may try idx again;
- * ENOSPC, jemalloc has no arena index left; EEXIST, another mapping holds
- * the region's own space: the region is counted as handed out, never to
- * have a tag, and the next call takes idx + 1. Called with the registry
- * lock held. */
-int ra__region_create_arena(unsigned idx);
-/* One more arena whose extents come from region idx, which has one
- * already (a tag's pool grows, pool.c): -1 with errno as above. */
-int ra__region_add_arena(unsigned idx);
+/* Readies region idx, the first not handed out yet (ra__region_count()),
+ * for its first arena (pool.c makes it): 0, or -1 with errno ENOMEM (its
+ * part of the page table cannot be mapped: the limit, or another mapping;
+ * a later call may try idx again) or EEXIST (another mapping holds the
+ * region's own space: it is published anyway, never to have a tag).
+ * publish: idx is handed out; addresses in it resolve to its tag. Called
+ * with the registry lock held. */
+int ra__region_open(unsigned idx);
+void ra__region_publish(unsigned idx);
+/* What jemalloc needs to make an arena of region idx: its extent hooks and
+ * the cap on an arena's growth step. */
+struct extent_hooks_s *ra__region_hooks(unsigned idx);
+size_t ra__region_grow_limit(void);
+/* Why this thread's carving last could not map space (ENOMEM: the limit;
+ * EEXIST: another mapping), 0 if it could; cleared before an arena is
+ * made, read when jemalloc could not make it. */
+void ra__region_refusal_clear(void);
+int ra__region_refusal(void);
+/* Region idx's carved part: [*start, *end), what its arenas were given. */
+void ra__region_carved(unsigned idx, uintptr_t *start, uintptr_t *end);
 /* The number of regions handed out: those that have an arena (tags
  * created, ids recycled counted once) and those skipped because another
- * mapping holds their space (ra__region_create_arena's EEXIST). */
+ * mapping holds their space (ra__region_open's EEXIST). */
 unsigned ra__region_count(void);
 /* Region idx's hard limit, 0 for none. */
 size_t ra__region_hard_limit(unsigned idx);
@@ -122,8 +133,11 @@ void ra__region_name(unsigned idx, const char *tag_name);
 extern uint8_t *ra__page_bin;
 /* The first test of free (struct ra__free_gate). */
 extern struct ra__free_gate ra__free_gate;
-/* Recomputes the gate's count (the regions, the hooks). */
+/* Recomputes the gate's count (the regions, the hooks). hooks: whether a
+ * hook is installed (hooks.c, serialized by its install lock), which opens
+ * the gate to every free. */
 void ra__free_gate_update(void);
+void ra__free_gate_hooks(bool any);
 
 /* -- config.c: environment, read once ------------------------------------- */
 /* Reads the environment on the first call (thread-safe, allocation-free,
@@ -136,8 +150,6 @@ const struct ra__config *ra__config(void);
  * started at load (the stats segment, HTTP, thread tags, the profiler). */
 bool ra__config_peek_is(const char *var, const char *value);
 bool ra__config_asked_at_load(void);
-/* Writes msg and a newline to stderr without allocating. */
-void ra__warn(const char *msg);
 /* Parses "<digits>[K|M|G|T][i][B]" (suffix case-insensitive, binary
  * multiples) into *out. Returns true on failure (syntax or overflow). */
 bool ra__parse_size(const char *s, size_t *out);
@@ -156,6 +168,9 @@ void ra__meta_free(void *ptr);
 /* Bytes in the library's live blocks of its own (usable sizes): what the
  * reports show as "library", part of the untagged figures. */
 size_t ra__meta_held(void);
+/* Non-zero while the calling thread does the library's own work (see
+ * ra__quiet_begin, inline.h): no hook sees what it allocates. */
+extern RA__TLS unsigned ra__hooks_muted;
 
 /* -- ready.c: the library's first use, and the thread-exit key ------------- */
 /* Reads the configuration and jemalloc's classes and makes the reservation,
@@ -168,11 +183,19 @@ int ra__check_call(bool arguments_valid);
 /* The state ra__init settled on; false before ra__init has run. */
 extern atomic_bool ra__tagging;
 /* The calling thread holds state to release at its exit: arms the one
- * thread-exit key, whose destructor is init.c's ra__thread_end. Returns
- * true on failure (pthread_setspecific could not allocate). */
+ * thread-exit key, whose destructor calls what ra__thread_exit_set gave
+ * (init.c's thread end, at load). Returns true on failure
+ * (pthread_setspecific could not allocate). */
 bool ra__thread_exit_arm(void);
+void ra__thread_exit_set(void (*end)(void *));
 
 /* -- pool.c: a tag's pool of arenas ------------------------------------- */
+/* Creates the first jemalloc arena of region idx (ra__region_open), then
+ * publishes the region. Returns the arena, or -1 with errno: ENOMEM (a
+ * later call may try idx again), ENOSPC (jemalloc has no arena index
+ * left), EEXIST (the region is passed over: the next call takes idx + 1).
+ * Called with the registry lock held. */
+int ra__pool_first_arena(unsigned idx);
 /* The pool's first arena, the one ra__tag_arena names: set as the tag's id
  * is first made, before it is published. */
 void ra__pool_start(ra_tag_t tag, unsigned arena);
@@ -393,6 +416,12 @@ void ra__spawn_end(const sigset_t *old);
 /* Starts fn(arg) on a new thread with every signal blocked, quiet for its
  * whole life. Returns true on failure (errno set). */
 bool ra__background_start(void *(*fn)(void *), void *arg, pthread_t *thread);
+/* The C library's pthread_create, tried again once after a give-back of
+ * address space when it says EAGAIN (an address-space limit lowered from
+ * outside may be why): what the library's pthread_create and its own
+ * threads start with. */
+int ra__thread_create(pthread_t *thread, const pthread_attr_t *attr,
+                      void *(*fn)(void *), void *arg);
 
 /* -- limit.c: per-tag budgets ----------------------------------------------- */
 /* Sets the budgets REGIONALLOC_LIMITS names for a tag just created (or
@@ -419,9 +448,6 @@ void ra__limit_fire_soft(void) __attribute__((noinline, cold));
  * as alloc.c, its owner, does. */
 extern _Atomic unsigned ra__instrumented __attribute__((visibility("hidden")));
 
-/* Non-zero while the calling thread does the library's own work (see
- * ra__quiet_begin): nothing is reported then. */
-extern RA__TLS unsigned ra__hooks_muted;
 /* Whether a report of ptr would reach the installed hooks: not NULL, and
  * the calling thread neither inside a hook nor muted. */
 bool ra__hooks_reporting(const void *ptr);
@@ -513,16 +539,16 @@ static inline void ra__override_check(void) {}
 #endif
 
 /* -- init.c: the process's start and end, fork, a thread's end ------------- */
-/* At load, init.c's constructor calls, in this order, ra__clock_start,
+/* At load, init.c's constructor calls, in this order, ra__thread_exit_set
+ * (its thread end), ra__clock_start,
  * ra__report_at_load, pthread_atfork with its fork handlers,
  * ra__override_check and, when the environment asks for them, the profiler
  * (REGIONALLOC_PROF), ra__thread_tags_start_thread (the main thread's base
  * tag), ra__shm_start (the stats segment) and ra__http_start_configured;
  * at exit its destructor calls ra__report_at_exit, ra__http_at_exit and
- * ra__shm_at_exit. At a thread's exit ra__thread_end calls
+ * ra__shm_at_exit. At a thread's exit its thread end calls
  * ra__thread_tags_thread_exit, ra__thread_exit and ra__hooks_thread_exit,
  * in this order. */
-void ra__thread_end(void *armed);
 
 #include "inline.h"
 

@@ -1,4 +1,4 @@
-/* Floor: API. Per-tag budgets: ra_tag_set_limit and ra_tag_get_limit,
+/* Floor: state. Per-tag budgets: ra_tag_set_limit and ra_tag_get_limit,
  * REGIONALLOC_LIMITS, the soft limit's callback and the count of refused
  * allocations. The limits themselves are kept where memory is committed, in
  * the extent hooks (region.c), so that no allocation path pays for them. */

@@ -10,6 +10,10 @@
  * own choice, never a tag's. */
 #define META_FLAGS MALLOCX_TCACHE_NONE
 
+/* The depth of the calling thread's quiet sections (ra__quiet_begin): the
+ * library's own work, which no hook sees. */
+RA__TLS unsigned ra__hooks_muted;
+
 /* Bytes in the library's live blocks (usable sizes), for the reports. */
 static _Atomic size_t held;
 

@@ -14,24 +14,10 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "dynsym.h"
 #include "internal.h"
 
-typedef int (*create_fn)(pthread_t *, const pthread_attr_t *,
-                         void *(*)(void *), void *);
 typedef int (*setname_fn)(pthread_t, const char *);
-
-/* The C library's function called name (the next definition after ours);
- * NULL if there is none. */
-static void *next_definition(void *volatile *cache, const char *name)
-{
-    void *fn = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
-
-    if (fn == NULL) {
-        fn = dlsym(RTLD_NEXT, name);
-        __atomic_store_n(cache, fn, __ATOMIC_RELEASE);
-    }
-    return fn;
-}
 
 struct start {
     void *(*fn)(void *);
@@ -51,38 +37,20 @@ static void *start_thread(void *p)
     return s.fn(s.arg);
 }
 
-/* A thread's stack could not be mapped: an address-space limit lowered
- * from outside (prlimit --pid), which setrlimit's stand-in did not see,
- * may be why. The library gives back what no tag uses and tries again. */
-static int create_or_retry(create_fn real, pthread_t *thread,
-                           const pthread_attr_t *attr, void *(*fn)(void *),
-                           void *arg)
-{
-    int rc = real(thread, attr, fn, arg);
-
-    if (rc == EAGAIN && ra__tag_give_back_address_space())
-        rc = real(thread, attr, fn, arg);
-    return rc;
-}
-
 RA_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
                              void *(*fn)(void *), void *arg)
 {
-    static void *volatile cache;
-    create_fn real = (create_fn)next_definition(&cache, "pthread_create");
     struct start *s;
     int rc;
 
-    if (real == NULL)
-        return EAGAIN;
     /* Most programs: straight through. */
     if (!ra__library_spawning && !ra__thread_tags_on())
-        return create_or_retry(real, thread, attr, fn, arg);
+        return ra__thread_create(thread, attr, fn, arg);
     s = ra__meta_alloc(sizeof *s);
     if (s == NULL)
         return EAGAIN;
     *s = (struct start){fn, arg, ra__library_spawning};
-    rc = create_or_retry(real, thread, attr, start_thread, s);
+    rc = ra__thread_create(thread, attr, start_thread, s);
     if (rc != 0)
         ra__meta_free(s);
     return rc;
@@ -108,7 +76,7 @@ static void named(pthread_t thread, const char *name, const void *caller)
 RA_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
 {
     static void *volatile cache;
-    setname_fn real = (setname_fn)next_definition(&cache,
+    setname_fn real = (setname_fn)ra__dynsym_next(&cache,
                                                   "pthread_setname_np");
     int rc;
 

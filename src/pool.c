@@ -97,6 +97,41 @@ static bool may_grow(ra_tag_t tag)
     return ra__be_arena_count() + unborn + 1 < ARENA_INDICES;
 }
 
+/* One more arena carving from region idx, whose page table part is mapped.
+ * Returns its index, or -1 with errno as ra__pool_first_arena. */
+static int make_arena(unsigned idx)
+{
+    int arena;
+
+    ra__region_refusal_clear();
+    arena = ra__be_arena_create(ra__region_hooks(idx),
+                                ra__region_grow_limit());
+    if (arena < 0) {
+        /* jemalloc says EAGAIN when it has no arena index left, and when
+         * the new arena's metadata could not be had: the carving says why
+         * (the limit's ENOMEM, or another mapping's EEXIST). */
+        int refusal = ra__region_refusal();
+        errno = refusal != 0 ? refusal : errno == EAGAIN ? ENOSPC : errno;
+    }
+    return arena;
+}
+
+int ra__pool_first_arena(unsigned idx)
+{
+    int arena = -1;
+
+    if (ra__region_open(idx) != 0) {
+        if (errno != EEXIST)
+            return -1;
+    } else if ((arena = make_arena(idx)) < 0 && errno != EEXIST) {
+        return -1;
+    }
+    ra__region_publish(idx);
+    if (arena < 0)
+        errno = EEXIST;
+    return arena;
+}
+
 /* With pool_lock held: one more arena for the tag's pool, or false. */
 static bool grow(ra_tag_t tag)
 {
@@ -106,7 +141,8 @@ static bool grow(ra_tag_t tag)
 
     if (p->stuck || !may_grow(tag))
         return false;
-    arena = ra__region_add_arena(tag - 1);
+    ra__assert(tag - 1 < ra__region_count());
+    arena = make_arena(tag - 1);
     if (arena < 0) {
         p->stuck = true;
         return false;

@@ -1,4 +1,4 @@
-/* Floor: API. The sampled allocation-site profile: when to sample, what a
+/* Floor: instruments. The sampled allocation-site profile: when to sample, what a
  * sample records, and the tables of live samples and of (tag, stack) totals. */
 #include <dlfcn.h>
 #include <link.h>

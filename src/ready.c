@@ -3,7 +3,8 @@
  * done once, from any thread, at any time; the check every public call
  * makes first; and the thread-exit key, which a module arms for the
  * calling thread when it gives it state to release. What runs at thread
- * exit, and in which order, is init.c's (ra__thread_end). */
+ * exit, and in which order, is the lifecycle's (init.c), which gives it
+ * here at load (ra__thread_exit_set). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,6 +17,20 @@ static pthread_once_t ready_once = PTHREAD_ONCE_INIT;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 
+/* MALLOC_CONF options that tag arenas cannot follow, one line each. */
+static void warn_about_jemalloc_options(void)
+{
+    if (!ra__be_option("opt.retain"))
+        ra__warn("regionalloc: MALLOC_CONF retain:false does not apply to "
+                 "tags: a tag keeps its freed address space reserved (its "
+                 "pages still go back to the OS)");
+    if (ra__be_option("opt.hpa"))
+        ra__warn("regionalloc: MALLOC_CONF hpa:true does not apply to "
+                 "tags: jemalloc's huge page allocator serves only arenas "
+                 "without extent hooks (untagged memory uses it)");
+}
+
+
 static void get_ready(void)
 {
     const struct ra__config *config = ra__config();
@@ -24,6 +39,8 @@ static void get_ready(void)
     ra__be_start();
     if (config->enabled)
         tagging = !ra__region_reserve(config->max_tags, config->region_size);
+    if (tagging)
+        warn_about_jemalloc_options();
     atomic_store_explicit(&ra__tagging, tagging, memory_order_release);
 }
 
@@ -52,10 +69,28 @@ int ra_enabled(void)
     return ra__init() ? 1 : 0;
 }
 
+static void (*_Atomic thread_end)(void *);
+
+void ra__thread_exit_set(void (*end)(void *))
+{
+    atomic_store_explicit(&thread_end, end, memory_order_release);
+}
+
+/* Read at the thread's end, not when the key is made: a module may arm
+ * the key before the constructor that gives the function has run. */
+static void run_thread_end(void *armed)
+{
+    void (*end)(void *) =
+        atomic_load_explicit(&thread_end, memory_order_acquire);
+
+    if (end != NULL)
+        end(armed);
+}
+
 /* No key means no thread's state is ever released: a broken process. */
 static void make_key(void)
 {
-    if (pthread_key_create(&exit_key, ra__thread_end) != 0)
+    if (pthread_key_create(&exit_key, run_thread_end) != 0)
         abort();
 }
 

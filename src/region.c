@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -61,6 +62,10 @@ static unsigned nregions;
 struct ra__free_gate ra__free_gate;
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Whether a hook is installed (hooks.c says so): then every free goes
+ * through the tagged path, which dispatches to the hooks. */
+static bool gate_hooks;
+
 void ra__free_gate_update(void)
 {
     uintptr_t n;
@@ -71,12 +76,21 @@ void ra__free_gate_update(void)
     ra__lock(&gate_lock);
     n = __atomic_load_n(&ra__layout.count, __ATOMIC_ACQUIRE);
     ra__assert(n <= nregions);
-    if (ra__hooks_any())
+    if (gate_hooks)
         n = ra__free_gate.shift == 0 ? UINTPTR_MAX
                                      : (UINTPTR_MAX >> ra__free_gate.shift) + 1;
     atomic_store_explicit(&ra__free_gate.count, n, memory_order_release);
     ra__unlock(&gate_lock);
 }
+
+void ra__free_gate_hooks(bool any)
+{
+    ra__lock(&gate_lock);
+    gate_hooks = any;
+    ra__unlock(&gate_lock);
+    ra__free_gate_update();
+}
+
 uint8_t *ra__page_bin;
 
 static struct region regions[RA__MAX_TAGS_LIMIT];
@@ -99,7 +113,8 @@ static bool region_contains(const struct region *r, const void *addr,
  * must not unmap what a growth just made writable. */
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Why this thread's last carving could not map given-back space (see
- * map_anew), 0 when none could not, for ra__region_create_arena's errno:
+ * map_anew), 0 when none could not, for the errno of an arena that could
+ * not be made (ra__region_refusal):
  * the limit's refusal may pass, another mapping's space is not ours. */
 static RA__TLS int tls_space_refusal;
 
@@ -526,7 +541,7 @@ static size_t table_mapped, table_size;
  * that fits, so what a give-back unmaps of the table, below every region,
  * is the last space another mapping takes: the regions no tag has yet,
  * above, fill first, and a region whose space is taken can be skipped
- * (ra__region_create_arena), whereas a region whose part of the table is
+ * (ra__region_open), whereas a region whose part of the table is
  * taken can never be handed out, nor any after it. Without the table, tags
  * work without front caches. */
 static void map_page_table(char *at, size_t bytes)
@@ -596,19 +611,6 @@ static void print_size(char *buf, size_t len, size_t bytes)
     snprintf(buf, len, "%zu%c", bytes, units[u]);
 }
 
-/* MALLOC_CONF options that tag arenas cannot follow, one line each. */
-static void warn_about_jemalloc_options(void)
-{
-    if (!ra__be_option("opt.retain"))
-        ra__warn("regionalloc: MALLOC_CONF retain:false does not apply to "
-                 "tags: a tag keeps its freed address space reserved (its "
-                 "pages still go back to the OS)");
-    if (ra__be_option("opt.hpa"))
-        ra__warn("regionalloc: MALLOC_CONF hpa:true does not apply to "
-                 "tags: jemalloc's huge page allocator serves only arenas "
-                 "without extent hooks (untagged memory uses it)");
-}
-
 /* Region i (tag i + 1) of nregions: its hooks, and its carving of the
  * reservation. */
 static void init_regions(size_t region_size)
@@ -665,7 +667,6 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
         ra__warn(msg);
     }
 
-    warn_about_jemalloc_options();
     nregions = max_tags;
     ra__layout.base = (uintptr_t)base;
     ra__layout.shift = (unsigned)__builtin_ctzll(region_size);
@@ -721,34 +722,8 @@ static bool region_taken(unsigned idx)
     return p.start < p.end && !ra__proc_maps(note_mapping, &p) && p.taken;
 }
 
-/* One more arena carving from region idx (whose page table is mapped).
- * Returns its index, or -1 with errno set as ra__region_create_arena. */
-static int make_arena(unsigned idx)
+int ra__region_open(unsigned idx)
 {
-    /* jemalloc grows a retained arena by an exponential series of extents;
-     * the step is capped so that a small region is filled before a grow
-     * fails. */
-    size_t grow_limit = (size_t)1 << (ra__layout.shift - 3);
-    int arena;
-
-    tls_space_refusal = 0;
-    arena = ra__be_arena_create(&regions[idx].hooks, grow_limit);
-    if (arena < 0) {
-        /* jemalloc says EAGAIN when it has no arena index left, and when
-         * the new arena's metadata could not be had: the carving says why
-         * (the limit's ENOMEM, or another mapping's EEXIST). */
-        errno = tls_space_refusal != 0 ? tls_space_refusal
-                : errno == EAGAIN      ? ENOSPC
-                                       : errno;
-        return -1;
-    }
-    return arena;
-}
-
-int ra__region_create_arena(unsigned idx)
-{
-    int arena;
-
     ra__assert(idx == __atomic_load_n(&ra__layout.count, __ATOMIC_RELAXED));
     /* A region whose part of the page table cannot be had cannot be
      * skipped either: free reads the part of every region below the count.
@@ -758,30 +733,53 @@ int ra__region_create_arena(unsigned idx)
         return -1;
     }
     if (region_taken(idx)) {
-        arena = -1;
         errno = EEXIST;
-    } else {
-        arena = make_arena(idx);
-    }
-    if (arena < 0 && errno != EEXIST)
         return -1;
+    }
+    return 0;
+}
+
+void ra__region_publish(unsigned idx)
+{
+    ra__assert(idx == __atomic_load_n(&ra__layout.count, __ATOMIC_RELAXED));
     /* Regions are handed out in order, under the registry lock: publishing
      * the count makes addresses of region idx resolve to its tag. A region
      * whose space another mapping holds is counted too, and never has a
      * tag: its part of the page table, mapped and 0, sends the frees of
      * that mapping's blocks to jemalloc, and the next region can be had. */
-    ra__assert(arena >= 0 || ra__page_bin != NULL);
     __atomic_store_n(&ra__layout.count, idx + 1, __ATOMIC_RELEASE);
     ra__free_gate_update();
-    if (arena < 0)
-        errno = EEXIST;
-    return arena;
 }
 
-int ra__region_add_arena(unsigned idx)
+struct extent_hooks_s *ra__region_hooks(unsigned idx)
 {
-    ra__assert(idx < __atomic_load_n(&ra__layout.count, __ATOMIC_ACQUIRE));
-    return make_arena(idx);
+    return &regions[idx].hooks;
+}
+
+size_t ra__region_grow_limit(void)
+{
+    /* jemalloc grows a retained arena by an exponential series of extents;
+     * the step is capped so that a small region is filled before a grow
+     * fails. */
+    return (size_t)1 << (ra__layout.shift - 3);
+}
+
+void ra__region_refusal_clear(void)
+{
+    tls_space_refusal = 0;
+}
+
+int ra__region_refusal(void)
+{
+    return tls_space_refusal;
+}
+
+void ra__region_carved(unsigned idx, uintptr_t *start, uintptr_t *end)
+{
+    const struct ra__carving *c = &regions[idx].carving;
+
+    *start = c->start;
+    *end = atomic_load_explicit(&c->next, memory_order_relaxed);
 }
 
 unsigned ra__region_count(void)
@@ -905,49 +903,12 @@ void ra__region_name(unsigned idx, const char *tag_name)
         if (c < 0x20 || c > 0x7e || strchr("\\`$[]", c) != NULL)
             name[i] = '_';
     }
-    if (prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, r->carving.start,
-              r->carving.end - r->carving.start, (unsigned long)name) == 0)
+    /* The system call itself: prctl is the library's own (it tags a thread
+     * on PR_SET_NAME, override_thread.c), a floor above this one. */
+    if (syscall(SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME, r->carving.start,
+                r->carving.end - r->carving.start, (unsigned long)name) == 0)
         __atomic_store_n(&naming_works, 1, __ATOMIC_RELAXED);
     else if (errno == EINVAL &&
              __atomic_load_n(&naming_works, __ATOMIC_RELAXED) == 0)
         __atomic_store_n(&naming_works, -1, __ATOMIC_RELAXED);
-}
-
-int ra_tag_rss(ra_tag_t tag, size_t *bytes)
-{
-    /* One byte per page from mincore, in chunks: no allocation, bounded
-     * stack, whatever the region's size. */
-    unsigned char vec[4096];
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    const struct region *r;
-    uintptr_t addr, end;
-    size_t resident = 0;
-
-    if (tag == RA_TAG_NONE || !ra__tag_valid(tag) || bytes == NULL) {
-        errno = EINVAL;
-        return -1;
-    }
-    if (!ra__init()) {
-        errno = ENOTSUP;
-        return -1;
-    }
-    r = &regions[tag - 1];
-    end = atomic_load_explicit(&r->carving.next, memory_order_relaxed);
-    for (addr = r->carving.start; addr < end;) {
-        size_t pages = (end - addr + page - 1) / page;
-        if (pages > sizeof vec)
-            pages = sizeof vec;
-        if (mincore((void *)addr, pages * page, vec) != 0)
-            return -1;
-        for (size_t i = 0; i < pages; i++)
-            resident += vec[i] & 1;
-        addr += pages * page;
-    }
-    *bytes = resident * page;
-    return 0;
-}
-
-ra_tag_t(ra_tag_of)(const void *ptr)
-{
-    return ra__tag_of_addr(ptr);
 }

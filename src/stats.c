@@ -1,8 +1,12 @@
 /* Floor: API. Per-tag usage (ra_tag_stats, from jemalloc's per-arena
- * statistics through the backend) and purge (ra_tag_purge, ra_purge_all),
- * with the count of purges each tag was asked for. */
+ * statistics through the backend; ra_tag_rss, from the kernel; ra_tag_of)
+ * and purge (ra_tag_purge, ra_purge_all), with the count of purges each
+ * tag was asked for. */
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "internal.h"
@@ -214,4 +218,41 @@ int ra_purge_all(void)
         ra__thread_release_kept(t);
     ra__be_arena_purge(RA__BE_ALL_ARENAS);
     return 0;
+}
+
+int ra_tag_rss(ra_tag_t tag, size_t *bytes)
+{
+    /* One byte per page from mincore, in chunks: no allocation, bounded
+     * stack, whatever the region's size. */
+    unsigned char vec[4096];
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t addr, end;
+    size_t resident = 0;
+
+    if (tag == RA_TAG_NONE || !ra__tag_valid(tag) || bytes == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!ra__init()) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    ra__region_carved(tag - 1, &addr, &end);
+    while (addr < end) {
+        size_t pages = (end - addr + page - 1) / page;
+        if (pages > sizeof vec)
+            pages = sizeof vec;
+        if (mincore((void *)addr, pages * page, vec) != 0)
+            return -1;
+        for (size_t i = 0; i < pages; i++)
+            resident += vec[i] & 1;
+        addr += pages * page;
+    }
+    *bytes = resident * page;
+    return 0;
+}
+
+ra_tag_t(ra_tag_of)(const void *ptr)
+{
+    return ra__tag_of_addr(ptr);
 }

@@ -96,7 +96,7 @@ static ra_tag_t new_tag(bool tagging)
             return count + 1;
         /* Every id published has its region handed out, and no other. */
         ra__assert(ra__region_count() == count);
-        arena = ra__region_create_arena(count);
+        arena = ra__pool_first_arena(count);
         if (arena >= 0)
             break;
         if (errno != EEXIST)
