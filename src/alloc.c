@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "paths.h"
+#include "region.h"
 
 /* jemalloc's malloc family has glibc's semantics: malloc(0) is a unique
  * block, failure sets errno to ENOMEM. flags is 0, MALLOCX_ZERO, an
@@ -22,28 +23,15 @@ void *ra__alloc_untagged_flags(size_t size, int flags)
     return p != NULL ? p : ra__fail_enomem();
 }
 
-/* doc/design.md, jemalloc facts: a bounded arena can fail while dirty pages
- * sit unused. */
-void ra__make_room(ra_tag_t tag)
-{
-    ra_tag_t refused = ra__limit_refused;
-
-    ra__pool_purge_kept(tag);
-    /* An ancestor's hard limit refused (tag trees): dirty pages anywhere
-     * in its subtree count against it. */
-    if (refused != RA_TAG_NONE && refused != tag)
-        ra__pool_purge_subtree(refused);
-}
-
 /* The refusal counts for the tag whose limit refused: tag's, or an
  * ancestor's. */
 void *ra__fail_tagged(void)
 {
-    if (ra__limit_refused != RA_TAG_NONE) {
-        ra__limit_count_failure(ra__limit_refused);
-        ra__limit_refused = RA_TAG_NONE;
+    if (ra__budget_refused != RA_TAG_NONE) {
+        ra__budget_count_failure(ra__budget_refused);
+        ra__budget_refused = RA_TAG_NONE;
     }
-    ra__limit_check_soft();
+    ra__budget_check_soft();
     return ra__fail_enomem();
 }
 
@@ -59,11 +47,11 @@ RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
         return ra__fail_enomem();
     s = ra__thread_slot(tag);
     tag_flags = ra__slot_alloc_flags(s, tag);
-    ra__limit_refused = RA_TAG_NONE;
+    ra__budget_refused = RA_TAG_NONE;
     p = ra__je_mallocx(ra__at_least_one(size), tag_flags | flags);
     if (p == NULL) {
-        ra__make_room(tag);
-        ra__limit_refused = RA_TAG_NONE;
+        ra__budget_make_room(tag);
+        ra__budget_refused = RA_TAG_NONE;
         p = ra__je_mallocx(ra__at_least_one(size), tag_flags | flags);
         if (p == NULL)
             return ra__fail_tagged();
@@ -81,7 +69,7 @@ void *ra__alloc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin,
         return alloc_tagged_slow(tag, size, 0);
     if (RA__LIKELY(ra__tag_of_addr(p) == tag))
         ra__count_one(&s->nmalloc);
-    ra__limit_check_soft();
+    ra__budget_check_soft();
     return p;
 }
 

@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "instruments.h"
 #include "internal.h"
 
 /* The allocation paths' one test for the hooks and the profiler

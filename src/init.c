@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "budget.h"
+#include "instruments.h"
 #include "output.h"
 
 /* Forks this thread is inside: a signal handler that forks while this
@@ -34,7 +36,7 @@ static void prefork(void)
     ra__hooks_prefork();
     ra__prof_prefork();
     ra__tag_prefork();
-    ra__limit_prefork();
+    ra__budget_prefork();
     ra__thread_prefork();
     ra__pool_prefork();
     ra__history_prefork(); /* a leaf */
@@ -47,7 +49,7 @@ static void postfork_parent(void)
     ra__history_postfork_parent();
     ra__pool_postfork();
     ra__thread_postfork_parent();
-    ra__limit_postfork();
+    ra__budget_postfork();
     ra__tag_postfork();
     ra__prof_postfork();
     ra__hooks_postfork(false);
@@ -65,7 +67,7 @@ static void postfork_child(void)
     ra__returns_postfork_child();
     ra__pool_postfork();
     ra__thread_postfork_child();
-    ra__limit_postfork();
+    ra__budget_postfork();
     ra__tag_postfork();
     ra__prof_postfork();
     ra__hooks_postfork(true);

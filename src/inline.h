@@ -129,33 +129,6 @@ static inline void ra__count_one(_Atomic uint64_t *counter)
         memory_order_relaxed);
 }
 
-/* -- alloc.c, hooks.c, prof.c: the instrumentation word ---------------------- */
-static inline void ra__instrument_add(unsigned what)
-{
-    atomic_fetch_add(&ra__instrumented, what);
-}
-
-static inline void ra__instrument_sub(unsigned what)
-{
-    atomic_fetch_sub(&ra__instrumented, what);
-}
-
-/* Whether a hook is installed: ra__instrumented counts them. */
-static inline bool ra__hooks_any(void)
-{
-    return (atomic_load_explicit(&ra__instrumented, memory_order_relaxed) &
-            ~RA__INSTRUMENT_PROF) != 0;
-}
-
-/* -- limit.c: the soft limit's check ----------------------------------------- */
-/* After an allocation that jemalloc may have committed memory for: the
- * soft limits' callbacks, if the commit reached one. A thread-local load. */
-static inline void ra__limit_check_soft(void)
-{
-    if (RA__UNLIKELY(ra__soft_pending != 0))
-        ra__limit_fire_soft();
-}
-
 /* -- the library's own work ------------------------------------------------- */
 /* Between ra__quiet_begin() and ra__quiet_end(), whatever the calling thread
  * allocates, through any path (the C library's mallocs on its behalf
@@ -173,22 +146,6 @@ static inline void ra__quiet_end(void)
     ra__assert(ra__hooks_muted > 0);
     ra__tag_resume();
     ra__hooks_muted--;
-}
-
-/* -- prof.c: the sampling countdown ------------------------------------------- */
-/* Counts size bytes off the calling thread's countdown. Returns false when
- * it ran out (or was never drawn): then ra__prof_tick_slow decides. Inline:
- * a subtract, a compare and a store. */
-static inline bool ra__prof_countdown_holds(size_t size)
-{
-    /* Unsigned: a size of 2^63 or more wraps instead of overflowing (such
-     * an allocation fails anyway, whatever the countdown says). */
-    int64_t left = (int64_t)((uint64_t)ra__prof_countdown - (uint64_t)size);
-
-    if (RA__UNLIKELY(left <= 0))
-        return false;
-    ra__prof_countdown = left;
-    return true;
 }
 
 #endif /* RA_INLINE_H */

@@ -1,8 +1,10 @@
 /* The core's prototypes, grouped by the file that owns them, floor by floor
- * from the bottom (the kernel, the region, jemalloc, the library's state)
- * up to the paths and the API; the types are types.h's, the hot paths'
- * inlines inline.h's (included at the end), jemalloc's part backend.h's.
- * The reports, checkpoints and profile formats have theirs in output.h. */
+ * from the bottom (the kernel, jemalloc, the library's state) up to the
+ * API; the types are types.h's, the hot paths' inlines inline.h's
+ * (included at the end), jemalloc's part backend.h's. Owners that only
+ * some files use have a header of their own: region.h (the address
+ * space), budget.h, instruments.h (hooks and the profiler); the reports,
+ * checkpoints and profile formats have output.h. */
 #ifndef RA_INTERNAL_H
 #define RA_INTERNAL_H
 
@@ -39,97 +41,7 @@ bool ra__proc_maps(bool (*line)(char *text, size_t len, void *ctx),
 /* Writes msg and a newline to stderr without allocating. */
 void ra__warn(const char *msg);
 
-/* -- region.c: the reservation and the extent hooks ----------------------- */
-/* Prepares c for [start, start + size), a PROT_NONE reservation. */
-void ra__carving_init(struct ra__carving *c, uintptr_t start, size_t size);
-/* Takes [addr, addr + size) from the never-used part: exactly new_addr when
- * it is not 0 (possible only when it is the next address), else the first
- * address aligned to alignment (a power of two). The space is made
- * writable first (mprotect). Returns addr, or 0 when it does not fit or the
- * kernel refuses to make it writable; then nothing is taken. Thread-safe,
- * lock-free. */
-uintptr_t ra__carve_extent(struct ra__carving *c, uintptr_t new_addr,
-                           size_t size, size_t alignment);
-/* Unmaps the reserved part that nothing was carved from yet, so that it
- * no longer counts towards the address-space limit; later carvings map it
- * again. Returns the bytes given back. Not concurrent with carvings of c
- * (region.c's growth lock). */
-size_t ra__carving_give_back(struct ra__carving *c);
-/* Reserves max_tags regions of region_size bytes (retrying with smaller
- * regions when the address space is short). Returns true on failure, after
- * printing one line on stderr. Called once, from ra__init. */
-bool ra__region_reserve(unsigned max_tags, size_t region_size);
-/* Readies region idx, the first not handed out yet (ra__region_count()),
- * for its first arena (pool.c makes it): 0, or -1 with errno ENOMEM (its
- * part of the page table cannot be mapped: the limit, or another mapping;
- * a later call may try idx again) or EEXIST (another mapping holds the
- * region's own space: it is published anyway, never to have a tag).
- * publish: idx is handed out; addresses in it resolve to its tag. Called
- * with the registry lock held. */
-int ra__region_open(unsigned idx);
-void ra__region_publish(unsigned idx);
-/* What jemalloc needs to make an arena of region idx: its extent hooks and
- * the cap on an arena's growth step. */
-struct extent_hooks_s *ra__region_hooks(unsigned idx);
-size_t ra__region_grow_limit(void);
-/* Why this thread's carving last could not map space (ENOMEM: the limit;
- * EEXIST: another mapping), 0 if it could; cleared before an arena is
- * made, read when jemalloc could not make it. */
-void ra__region_refusal_clear(void);
-int ra__region_refusal(void);
-/* Region idx's carved part: [*start, *end), what its arenas were given. */
-void ra__region_carved(unsigned idx, uintptr_t *start, uintptr_t *end);
-/* The number of regions handed out: those that have an arena (tags
- * created, ids recycled counted once) and those skipped because another
- * mapping holds their space (ra__region_open's EEXIST). */
-unsigned ra__region_count(void);
-/* Region idx's hard limit, 0 for none. */
-size_t ra__region_hard_limit(unsigned idx);
-/* What region idx's tag and its descendants hold committed, and its
- * high-water mark since the tag's creation (tag trees). */
-size_t ra__region_tree_committed(unsigned idx);
-size_t ra__region_tree_peak(unsigned idx);
-/* Makes region idx (a tag being created, nothing allocating under it) a
- * child of region parent (-1: top level): what it holds joins every
- * ancestor's subtree. Returns false, with ra__limit_refused naming the
- * tag whose hard limit refused and nothing changed, when it does not
- * fit. ra__region_forget undoes it. */
-bool ra__region_attach(unsigned idx, int parent);
-/* Gives back the part of the reservation that no tag uses, so that a
- * lowered address-space limit (RLIMIT_AS) leaves room for the rest of the
- * program: the regions not handed to a tag yet, their part of the page
- * table, and what each tag's region has not carved. From then on regions
- * map what they carve as they carve it. Returns whether anything was given
- * back. Called with the registry lock held (tag.c). */
-bool ra__region_give_back(void);
-/* High-water mark of the bytes jemalloc held committed in region idx. */
-size_t ra__region_peak_committed(unsigned idx);
-/* The bytes jemalloc holds committed in region idx now. */
-size_t ra__region_committed(unsigned idx);
-/* Region idx's budget (0: none): commits past hard are refused; the first
- * commit that reaches soft is reported (re-armed when committed falls
- * below soft). */
-void ra__region_set_limit(unsigned idx, size_t hard, size_t soft);
-/* Gives the pages of the block [ptr, ptr + size) back to the OS, before
- * the block is freed: they read as zero when used again. */
-void ra__region_discard(void *ptr, size_t size);
-/* Region idx's tag was destroyed: its peak starts again from what it
- * holds, and crossings of its soft limit not yet delivered are dropped. */
-void ra__region_forget(unsigned idx);
-/* Set by an extent hook of the calling thread: the tag whose hard limit
- * refused a commit (0 when none), and the number of soft limits its
- * commits crossed that are not yet delivered. The allocation paths read
- * them after jemalloc returns. */
-extern RA__TLS ra_tag_t ra__limit_refused;
-extern RA__TLS unsigned ra__soft_pending;
-/* The tag of the oldest crossing not yet delivered (taken off the list),
- * or RA_TAG_NONE when none is left; a crossing of a tag destroyed since is
- * skipped. */
-ra_tag_t ra__region_take_crossing(void);
-/* Names region idx "regionalloc:<tag_name>" in /proc/<pid>/maps where the
- * kernel supports it; silently does nothing elsewhere. */
-void ra__region_name(unsigned idx, const char *tag_name);
-
+/* -- region.c: the page table and the free gate, for the inlines --------- */
 extern uint8_t *ra__page_bin;
 /* The first test of free (struct ra__free_gate). */
 extern struct ra__free_gate ra__free_gate;
@@ -190,12 +102,12 @@ bool ra__thread_exit_arm(void);
 void ra__thread_exit_set(void (*end)(void *));
 
 /* -- pool.c: a tag's pool of arenas ------------------------------------- */
-/* Creates the first jemalloc arena of region idx (ra__region_open), then
- * publishes the region. Returns the arena, or -1 with errno: ENOMEM (a
- * later call may try idx again), ENOSPC (jemalloc has no arena index
- * left), EEXIST (the region is passed over: the next call takes idx + 1).
- * Called with the registry lock held. */
-int ra__pool_first_arena(unsigned idx);
+/* Creates the first jemalloc arena of tag's region (ra__region_open),
+ * then publishes the region. Returns the arena, or -1 with errno: ENOMEM
+ * (a later call may try the same tag again), ENOSPC (jemalloc has no
+ * arena index left), EEXIST (the region is passed over: the next call
+ * takes tag + 1). Called with the registry lock held. */
+int ra__pool_first_arena(ra_tag_t tag);
 /* The pool's first arena, the one ra__tag_arena names: set as the tag's id
  * is first made, before it is published. */
 void ra__pool_start(ra_tag_t tag, unsigned arena);
@@ -422,83 +334,6 @@ bool ra__background_start(void *(*fn)(void *), void *arg, pthread_t *thread);
  * threads start with. */
 int ra__thread_create(pthread_t *thread, const pthread_attr_t *attr,
                       void *(*fn)(void *), void *arg);
-
-/* -- limit.c: per-tag budgets ----------------------------------------------- */
-/* Sets the budgets REGIONALLOC_LIMITS names for a tag just created (or
- * recycled) under name. Called with the registry locked. */
-void ra__limit_apply_config(ra_tag_t tag, const char *name);
-/* Fork handlers for the budgets' lock. */
-void ra__limit_prefork(void);
-void ra__limit_postfork(void);
-/* Clears a destroyed tag's budget and its count of refusals. */
-void ra__limit_forget(ra_tag_t tag);
-/* Counts an allocation that the tag's hard limit refused. */
-void ra__limit_count_failure(ra_tag_t tag);
-/* The tag's budget and refusals, for the reports. */
-void ra__limit_read(ra_tag_t tag, size_t *hard, size_t *soft,
-                    uint64_t *failures);
-/* Runs the soft limits' callbacks of the crossings this thread's commits
- * made, each once, oldest first: outside every lock, on the thread whose
- * commit crossed; inside a callback, nothing (the crossings it makes are
- * delivered when it returns). */
-void ra__limit_fire_soft(void) __attribute__((noinline, cold));
-
-/* -- hooks.c: user callbacks ------------------------------------------------ */
-/* Hidden: the entry points in other files (override.c) reach it PC-relative,
- * as alloc.c, its owner, does. */
-extern _Atomic unsigned ra__instrumented __attribute__((visibility("hidden")));
-
-/* Whether a report of ptr would reach the installed hooks: not NULL, and
- * the calling thread neither inside a hook nor muted. */
-bool ra__hooks_reporting(const void *ptr);
-/* Report to the installed hooks, unless ra__hooks_reporting says no: the
- * allocation of ptr (usable size known to the caller; returns ptr, so that
- * an allocation path ends in a tail call), the free of ptr of tag (called
- * before the block can be reused). */
-void *ra__hooks_on_alloc_of(void *ptr, size_t size);
-void ra__hooks_on_free_of(ra_tag_t tag, void *ptr, size_t size);
-/* At thread exit (init.c): the thread's reader word goes back; what it
- * dispatches afterwards counts in the shared overflow counter. */
-void ra__hooks_thread_exit(void);
-/* Fork handlers for the install lock; in the child, the callbacks that other
- * threads were running are over. */
-void ra__hooks_prefork(void);
-void ra__hooks_postfork(bool child);
-
-/* -- prof.c: the sampled allocation-site profile ------------------------------ */
-/* Calls visit for every stack of tag (RA_TAG_ALL: every tag) while holding
- * the profile's lock, so the figures are consistent; visit may allocate
- * with ra__meta_alloc, and must call nothing else of the library's.
- * Returns the mean sampling interval in bytes, or 0 when the profiler was
- * never started (nothing visited). */
-size_t ra__prof_visit(ra_tag_t tag,
-                      void (*visit)(const struct ra__prof_stack *stack,
-                                    void *ctx),
-                      void *ctx);
-
-/* Whether the profiler samples. */
-extern atomic_bool ra__prof_sampling;
-/* The calling thread's bytes to its next sample; <= 0 also when none was
- * drawn yet. */
-extern RA__TLS int64_t ra__prof_countdown;
-/* The countdown ran out: draws the next one and says whether this
- * allocation of size bytes is sampled (never inside the profiler). */
-bool ra__prof_tick_slow(size_t size) __attribute__((noinline, cold));
-
-/* Records the sampled block ptr of size requested bytes under tag: its call
- * stack and its weight. The block's page is already marked. */
-void ra__prof_record(ra_tag_t tag, void *ptr, size_t size);
-/* ptr, a sampled block, is being freed (or reallocated): it leaves the
- * profile's live figures. */
-void ra__prof_on_free(const void *ptr);
-/* The tag's blocks were all freed at once (a reset): its live samples
- * leave the profile; with history (a destroy), its stacks too. */
-void ra__prof_forget(ra_tag_t tag, bool history);
-/* ra_prof_start without its checks, for ra__init (REGIONALLOC_PROF). */
-void ra__prof_begin(size_t mean_interval_bytes);
-/* Fork handlers for the profile's lock. */
-void ra__prof_prefork(void);
-void ra__prof_postfork(void);
 
 /* -- stats.c: per-tag usage and purge ------------------------------------- */
 /* Refreshes jemalloc's statistics (the "epoch"); not cheap (doc/design.md,

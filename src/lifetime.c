@@ -5,6 +5,8 @@
 #include <pthread.h>
 
 #include "backend.h"
+#include "budget.h"
+#include "instruments.h"
 #include "internal.h"
 
 /* One reset or destroy at a time: each walks every thread's caches. */
@@ -48,11 +50,10 @@ static void end_tag(ra_tag_t tag)
      * what jemalloc itself would give back at once untagged, the slot
      * keeps nothing (a big request's end pays the purge, as its frees
      * would have untagged). */
-    if (ra__region_committed(tag - 1) > ra__be_oversize)
+    if (ra__budget_committed(tag) > ra__be_oversize)
         ra__pool_purge_kept(tag);
     ra__stats_forget(tag);
-    ra__limit_forget(tag);
-    ra__region_forget(tag - 1);
+    ra__budget_forget(tag);
 }
 
 void ra__lifetime_prefork(void)

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "backend.h"
+#include "budget.h"
+#include "instruments.h"
 #include "internal.h"
 
 /* -- alloc.c, realloc.c: what the overrides call -------------------------- */
@@ -46,9 +48,6 @@ __attribute__((noinline)) void *ra__alloc_tagged(ra_tag_t tag, size_t size,
 /* A tagged free that the fast path leaves: a full bin, no front cache, an
  * unknown class, a sampled block, what is no tag's block. */
 __attribute__((noinline)) void ra__free_tagged(void *ptr, ra_tag_t tag);
-/* A full region may still hold free space in this thread's cache or in
- * dirty pages of the arena: both are given back before a retry. */
-RA__COLD void ra__make_room(ra_tag_t tag);
 /* The end of a tagged allocation that failed: NULL with ENOMEM, counted
  * for the tag whose hard limit refused (the allocating tag's or an
  * ancestor's: tag trees). */
@@ -118,7 +117,7 @@ static inline void ra__count_alloc(struct ra__tag_slot *s, ra_tag_t tag,
     else
         ra__count_orphan(tag, true);
     /* jemalloc may have committed memory for it: a soft limit reached? */
-    ra__limit_check_soft();
+    ra__budget_check_soft();
 }
 
 /* The flags that reach tag's arena from this thread: the slot's, or

@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "backend.h"
+#include "budget.h"
 #include "internal.h"
+#include "region.h"
 
 struct pool {
     /* arenas[0, n) are made (arenas[0] is ra__tag_arena's); n only grows,
@@ -89,22 +91,22 @@ static unsigned bound_of(const struct pool *p)
  * the budget and jemalloc's indices go. */
 static bool may_grow(ra_tag_t tag)
 {
-    size_t hard = ra__region_hard_limit(tag - 1);
+    size_t hard = ra__budget_hard(tag);
     unsigned unborn = ra__config()->max_tags - ra__region_count();
 
-    if (hard != 0 && ra__region_committed(tag - 1) + GROW_HEADROOM > hard)
+    if (hard != 0 && ra__budget_committed(tag) + GROW_HEADROOM > hard)
         return false;
     return ra__be_arena_count() + unborn + 1 < ARENA_INDICES;
 }
 
 /* One more arena carving from region idx, whose page table part is mapped.
  * Returns its index, or -1 with errno as ra__pool_first_arena. */
-static int make_arena(unsigned idx)
+static int make_arena(ra_tag_t tag)
 {
     int arena;
 
     ra__region_refusal_clear();
-    arena = ra__be_arena_create(ra__region_hooks(idx),
+    arena = ra__be_arena_create(ra__region_hooks(tag),
                                 ra__region_grow_limit());
     if (arena < 0) {
         /* jemalloc says EAGAIN when it has no arena index left, and when
@@ -116,17 +118,17 @@ static int make_arena(unsigned idx)
     return arena;
 }
 
-int ra__pool_first_arena(unsigned idx)
+int ra__pool_first_arena(ra_tag_t tag)
 {
     int arena = -1;
 
-    if (ra__region_open(idx) != 0) {
+    if (ra__region_open(tag) != 0) {
         if (errno != EEXIST)
             return -1;
-    } else if ((arena = make_arena(idx)) < 0 && errno != EEXIST) {
+    } else if ((arena = make_arena(tag)) < 0 && errno != EEXIST) {
         return -1;
     }
-    ra__region_publish(idx);
+    ra__region_publish(tag);
     if (arena < 0)
         errno = EEXIST;
     return arena;
@@ -142,7 +144,7 @@ static bool grow(ra_tag_t tag)
     if (p->stuck || !may_grow(tag))
         return false;
     ra__assert(tag - 1 < ra__region_count());
-    arena = make_arena(tag - 1);
+    arena = make_arena(tag);
     if (arena < 0) {
         p->stuck = true;
         return false;

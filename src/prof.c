@@ -11,6 +11,7 @@
 #include <sys/auxv.h>
 #include <time.h>
 
+#include "instruments.h"
 #include "internal.h"
 
 /* One live sampled block. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "instruments.h"
 #include "output.h"
 
 

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 
 #include "backend.h"
+#include "budget.h"
 #include "internal.h"
+#include "region.h"
 
 atomic_bool ra__tagging;
 static pthread_once_t ready_once = PTHREAD_ONCE_INIT;
@@ -38,7 +40,8 @@ static void get_ready(void)
 
     ra__be_start();
     if (config->enabled)
-        tagging = !ra__region_reserve(config->max_tags, config->region_size);
+        tagging = !ra__region_reserve(config->max_tags, config->region_size,
+                                      &ra__budget_commits);
     if (tagging)
         warn_about_jemalloc_options();
     atomic_store_explicit(&ra__tagging, tagging, memory_order_release);

@@ -38,11 +38,11 @@ RA__COLD static void *realloc_tagged_slow(void *ptr, ra_tag_t tag,
         return ra__fail_enomem();
     s = ra__thread_slot(tag);
     flags |= ra__slot_alloc_flags(s, tag);
-    ra__limit_refused = RA_TAG_NONE;
+    ra__budget_refused = RA_TAG_NONE;
     p = ra__je_rallocx(ptr, size, flags);
     if (p == NULL) {
-        ra__make_room(tag);
-        ra__limit_refused = RA_TAG_NONE;
+        ra__budget_make_room(tag);
+        ra__budget_refused = RA_TAG_NONE;
         p = ra__je_rallocx(ptr, size, flags);
         if (p == NULL)
             return ra__fail_tagged();
@@ -139,7 +139,7 @@ RA__COLD static void *realloc_tagged_hooked(void *ptr, ra_tag_t tag,
         ((uintptr_t)ptr & (align - 1)) == 0 &&
         ra__je_xallocx(ptr, size, 0, flags) >= size) {
         count_free_and_alloc(ra__thread_slot(tag), tag);
-        ra__limit_check_soft();
+        ra__budget_check_soft();
         ra__hooks_on_free_of(tag, ptr, old_size);
         ra__report_alloc(ptr);
         return ptr;
@@ -224,7 +224,7 @@ size_t ra__resize_in_place(void *ptr, size_t size, size_t extra, int flags)
         if (ra__page_is_sampled(ptr))
             ra__prof_on_free(ptr);
         count_free_and_alloc(ra__thread_slot(tag), tag);
-        ra__limit_check_soft();
+        ra__budget_check_soft();
     }
     if (ra__hooks_any()) {
         ra__hooks_on_free_of(tag, ptr, old_size);

@@ -13,6 +13,7 @@
 #include "backend.h"
 
 #include "internal.h"
+#include "region.h"
 
 /* Linux 5.17 names anonymous mappings; older headers lack the constants. */
 #ifndef PR_SET_VMA
@@ -28,31 +29,6 @@
 struct region {
     extent_hooks_t hooks;
     struct ra__carving carving;
-    /* Bytes jemalloc holds committed, and their high-water mark: the hooks
-     * see every commit and decommit, so no cost lands on malloc. */
-    _Atomic size_t committed;
-    _Atomic size_t peak_committed;
-    /* The same over the tag's subtree (the tag and its descendants: tag
-     * trees), charged at every level up the chain where memory is
-     * committed; equal to committed for a tag without children. */
-    _Atomic size_t tree_committed;
-    _Atomic size_t tree_peak;
-    /* The parent's region, or NULL at the top level. Set when the tag is
-     * created and cleared when it is destroyed, while nobody allocates
-     * under it (the caller's promise). A purge may still give pages back
-     * meanwhile (ra_purge_all, an idle slot's decay): linking (below)
-     * holds that off, so that what the region holds moves up the chain or
-     * not at all, never half. */
-    _Atomic(struct region *) parent;
-    /* The tag's budget (0: none), on its subtree: tree_committed never
-     * exceeds hard; the first commit that reaches soft while soft_armed
-     * is reported once. */
-    _Atomic size_t hard, soft;
-    /* Bumped when the region's tag is destroyed: a crossing noted for the
-     * old tag and not yet delivered is dropped. */
-    _Atomic uint32_t holder;
-    atomic_bool soft_armed;
-    atomic_flag linking;
 };
 
 struct ra__layout ra__layout;
@@ -227,170 +203,13 @@ uintptr_t ra__carve_extent(struct ra__carving *r, uintptr_t new_addr,
     return addr;
 }
 
-RA__TLS ra_tag_t ra__limit_refused;
-RA__TLS unsigned ra__soft_pending;
-
-/* The soft limits this thread's commits crossed, oldest first, with the
- * holder each was crossed for: delivered by ra__limit_fire_soft once the
- * allocation is back in the library's hands (and after the callback it
- * may be running). A few suffice: a crossing waits only while a callback
- * runs; when they are all taken, a crossing is left armed, to be noted at
- * the region's next commit. */
-#define PENDING_MAX 8
-static RA__TLS struct pending_crossing {
-    unsigned region;
-    uint32_t holder;
-} tls_pending[PENDING_MAX];
+/* What the region's commits are counted against (budget.c's, given at the
+ * reservation): every commit and decommit of the hooks reaches it. */
+static const struct ra__commit_ops *commits;
 
 static ra_tag_t tag_of_region(const struct region *r)
 {
     return (ra_tag_t)(r - regions) + 1;
-}
-
-static void raise_to(_Atomic size_t *peak_at, size_t now)
-{
-    size_t peak = atomic_load_explicit(peak_at, memory_order_relaxed);
-
-    while (now > peak &&
-           !atomic_compare_exchange_weak_explicit(peak_at, &peak, now,
-                                                  memory_order_relaxed,
-                                                  memory_order_relaxed))
-        ;
-}
-
-static struct region *parent_of(const struct region *r)
-{
-    return atomic_load_explicit(&r->parent, memory_order_acquire);
-}
-
-/* Adds bytes to r's subtree count unless that passes its hard limit.
- * Returns false when refused. */
-static bool charge_one(struct region *r, size_t bytes)
-{
-    size_t now = atomic_load_explicit(&r->tree_committed,
-                                      memory_order_relaxed);
-    size_t hard = atomic_load_explicit(&r->hard, memory_order_relaxed);
-    size_t next;
-
-    do {
-        next = now + bytes;
-        if (next < now || (hard != 0 && next > hard))
-            return false;
-    } while (!atomic_compare_exchange_weak_explicit(
-        &r->tree_committed, &now, next, memory_order_relaxed,
-        memory_order_relaxed));
-    /* Invariant 8: the count never passes the hard limit. */
-    ra__assert(hard == 0 || next <= hard);
-    return true;
-}
-
-/* The soft limit of r's subtree reached by a commit (now): disarmed, and
- * noted for the calling thread, which runs the callback once the
- * allocation is back in the library's hands. */
-static void note_soft(struct region *r, size_t now)
-{
-    size_t soft = atomic_load_explicit(&r->soft, memory_order_relaxed);
-
-    if (soft != 0 && now >= soft && ra__soft_pending < PENDING_MAX &&
-        atomic_exchange_explicit(&r->soft_armed, false, memory_order_relaxed))
-        tls_pending[ra__soft_pending++] = (struct pending_crossing){
-            (unsigned)(r - regions),
-            atomic_load_explicit(&r->holder, memory_order_relaxed)};
-}
-
-/* Charges bytes to the subtree counts from `from` up to the top. On a
- * refusal the levels already charged give them back, the calling thread
- * learns whose limit refused (ra__limit_refused), and false is returned;
- * else each level's peak is raised and its soft limit checked. */
-static bool charge_chain(struct region *from, size_t bytes)
-{
-    struct region *at, *refused = NULL;
-
-    for (at = from; at != NULL; at = parent_of(at))
-        if (!charge_one(at, bytes)) {
-            refused = at;
-            break;
-        }
-    if (refused != NULL) {
-        for (at = from; at != refused; at = parent_of(at))
-            atomic_fetch_sub_explicit(&at->tree_committed, bytes,
-                                      memory_order_relaxed);
-        ra__limit_refused = tag_of_region(refused);
-        return false;
-    }
-    for (at = from; at != NULL; at = parent_of(at)) {
-        size_t now = atomic_load_explicit(&at->tree_committed,
-                                          memory_order_relaxed);
-        raise_to(&at->tree_peak, now);
-        note_soft(at, now);
-    }
-    return true;
-}
-
-/* Counts bytes more committed in r, and in the subtree of every tag up
- * its chain, unless that would pass one of their hard limits: then nothing
- * is counted anywhere. Each level's count is taken with its own
- * compare-and-swap against its limit, so no subtree ever holds more than
- * its limit, whatever threads race (tag trees). */
-static bool try_commit(struct region *r, size_t bytes)
-{
-    size_t now;
-
-    if (!charge_chain(r, bytes))
-        return false;
-    now = atomic_fetch_add_explicit(&r->committed, bytes,
-                                    memory_order_relaxed) + bytes;
-    raise_to(&r->peak_committed, now);
-    return true;
-}
-
-ra_tag_t ra__region_take_crossing(void)
-{
-    while (ra__soft_pending > 0) {
-        struct pending_crossing c = tls_pending[0];
-        ra__soft_pending--;
-        memmove(&tls_pending[0], &tls_pending[1],
-                ra__soft_pending * sizeof tls_pending[0]);
-        if (c.holder == atomic_load_explicit(&regions[c.region].holder,
-                                             memory_order_relaxed))
-            return c.region + 1;
-    }
-    return RA_TAG_NONE;
-}
-
-/* Gives back what try_commit counted; a subtree falling below its soft
- * limit arms it again. */
-static void uncharge(struct region *r, size_t bytes)
-{
-    for (struct region *at = r; at != NULL; at = parent_of(at)) {
-        size_t now = atomic_fetch_sub_explicit(&at->tree_committed, bytes,
-                                               memory_order_relaxed) -
-                     bytes;
-        size_t soft = atomic_load_explicit(&at->soft, memory_order_relaxed);
-        if (soft != 0 && now < soft)
-            atomic_store_explicit(&at->soft_armed, true,
-                                  memory_order_relaxed);
-    }
-}
-
-static void link_lock(struct region *r)
-{
-    while (atomic_flag_test_and_set_explicit(&r->linking,
-                                             memory_order_acquire))
-        ;
-}
-
-static void link_unlock(struct region *r)
-{
-    atomic_flag_clear_explicit(&r->linking, memory_order_release);
-}
-
-static void uncommit(struct region *r, size_t bytes)
-{
-    link_lock(r);
-    atomic_fetch_sub_explicit(&r->committed, bytes, memory_order_relaxed);
-    uncharge(r, bytes);
-    link_unlock(r);
 }
 
 static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
@@ -406,19 +225,19 @@ static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
      * is its choice: growth asks for uncommitted space and commits what it
      * uses, and only that counts towards peak_mapped and the budget. The
      * commitment is taken first, so that a refusal carves nothing. */
-    if (*commit && !try_commit(r, size))
+    if (*commit && !commits->commit(tag_of_region(r), size))
         return NULL;
     /* jemalloc grows (uncommitted) after a recycled extent's commit was
      * refused, and keeps a grown extent whose commit fails: every refused
      * attempt would strand fresh address space until the region ran out.
      * The grown extent's commit would be refused as well: carve nothing. */
-    if (!*commit && ra__limit_refused == tag_of_region(r))
+    if (!*commit && commits->refused(tag_of_region(r)))
         return NULL;
     addr = ra__carve_extent(&r->carving, (uintptr_t)new_addr, size,
                             alignment);
     if (addr == 0) {
         if (*commit)
-            uncommit(r, size);
+            commits->uncommit(tag_of_region(r), size);
         return NULL;
     }
     *zero = true;
@@ -452,7 +271,7 @@ static bool extent_commit(extent_hooks_t *hooks, void *addr, size_t size,
                           size_t offset, size_t length, unsigned arena_ind)
 {
     (void)addr; (void)size; (void)offset; (void)arena_ind;
-    return !try_commit(region_of_hooks(hooks), length);
+    return !commits->commit(tag_of_region(region_of_hooks(hooks)), length);
 }
 
 static bool extent_decommit(extent_hooks_t *hooks, void *addr, size_t size,
@@ -461,7 +280,7 @@ static bool extent_decommit(extent_hooks_t *hooks, void *addr, size_t size,
     (void)size; (void)arena_ind;
     if (madvise((char *)addr + offset, length, MADV_DONTNEED) != 0)
         return true;
-    uncommit(region_of_hooks(hooks), length);
+    commits->uncommit(tag_of_region(region_of_hooks(hooks)), length);
     return false;
 }
 
@@ -631,11 +450,11 @@ static void init_regions(size_t region_size)
         ra__carving_init(&r->carving,
                          ra__layout.base + ((uintptr_t)i << ra__layout.shift),
                          region_size);
-        atomic_flag_clear(&r->linking);
     }
 }
 
-bool ra__region_reserve(unsigned max_tags, size_t region_size)
+bool ra__region_reserve(unsigned max_tags, size_t region_size,
+                        const struct ra__commit_ops *ops)
 {
     size_t wanted = region_size;
     char msg[256], a[32], b[32];
@@ -668,6 +487,7 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
     }
 
     nregions = max_tags;
+    commits = ops;
     ra__layout.base = (uintptr_t)base;
     ra__layout.shift = (unsigned)__builtin_ctzll(region_size);
     ra__free_gate.base = ra__layout.base;
@@ -722,8 +542,10 @@ static bool region_taken(unsigned idx)
     return p.start < p.end && !ra__proc_maps(note_mapping, &p) && p.taken;
 }
 
-int ra__region_open(unsigned idx)
+int ra__region_open(ra_tag_t tag)
 {
+    unsigned idx = tag - 1;
+
     ra__assert(idx == __atomic_load_n(&ra__layout.count, __ATOMIC_RELAXED));
     /* A region whose part of the page table cannot be had cannot be
      * skipped either: free reads the part of every region below the count.
@@ -739,8 +561,10 @@ int ra__region_open(unsigned idx)
     return 0;
 }
 
-void ra__region_publish(unsigned idx)
+void ra__region_publish(ra_tag_t tag)
 {
+    unsigned idx = tag - 1;
+
     ra__assert(idx == __atomic_load_n(&ra__layout.count, __ATOMIC_RELAXED));
     /* Regions are handed out in order, under the registry lock: publishing
      * the count makes addresses of region idx resolve to its tag. A region
@@ -751,9 +575,9 @@ void ra__region_publish(unsigned idx)
     ra__free_gate_update();
 }
 
-struct extent_hooks_s *ra__region_hooks(unsigned idx)
+struct extent_hooks_s *ra__region_hooks(ra_tag_t tag)
 {
-    return &regions[idx].hooks;
+    return &regions[tag - 1].hooks;
 }
 
 size_t ra__region_grow_limit(void)
@@ -774,9 +598,9 @@ int ra__region_refusal(void)
     return tls_space_refusal;
 }
 
-void ra__region_carved(unsigned idx, uintptr_t *start, uintptr_t *end)
+void ra__region_carved(ra_tag_t tag, uintptr_t *start, uintptr_t *end)
 {
-    const struct ra__carving *c = &regions[idx].carving;
+    const struct ra__carving *c = &regions[tag - 1].carving;
 
     *start = c->start;
     *end = atomic_load_explicit(&c->next, memory_order_relaxed);
@@ -785,87 +609,6 @@ void ra__region_carved(unsigned idx, uintptr_t *start, uintptr_t *end)
 unsigned ra__region_count(void)
 {
     return (unsigned)__atomic_load_n(&ra__layout.count, __ATOMIC_ACQUIRE);
-}
-
-size_t ra__region_hard_limit(unsigned idx)
-{
-    return atomic_load_explicit(&regions[idx].hard, memory_order_relaxed);
-}
-
-size_t ra__region_peak_committed(unsigned idx)
-{
-    return atomic_load_explicit(&regions[idx].peak_committed,
-                                memory_order_relaxed);
-}
-
-size_t ra__region_committed(unsigned idx)
-{
-    return atomic_load_explicit(&regions[idx].committed, memory_order_relaxed);
-}
-
-size_t ra__region_tree_committed(unsigned idx)
-{
-    return atomic_load_explicit(&regions[idx].tree_committed,
-                                memory_order_relaxed);
-}
-
-size_t ra__region_tree_peak(unsigned idx)
-{
-    return atomic_load_explicit(&regions[idx].tree_peak,
-                                memory_order_relaxed);
-}
-
-void ra__region_set_limit(unsigned idx, size_t hard, size_t soft)
-{
-    struct region *r = &regions[idx];
-
-    atomic_store_explicit(&r->hard, hard, memory_order_relaxed);
-    atomic_store_explicit(&r->soft, soft, memory_order_relaxed);
-    atomic_store_explicit(&r->soft_armed,
-                          ra__region_tree_committed(idx) < soft,
-                          memory_order_relaxed);
-}
-
-bool ra__region_attach(unsigned idx, int parent)
-{
-    struct region *r = &regions[idx];
-    bool fits;
-
-    if (parent < 0)
-        return true;
-    link_lock(r);
-    ra__assert(parent_of(r) == NULL &&
-               ra__region_tree_committed(idx) == ra__region_committed(idx));
-    /* What the region holds already (a recycled slot's pages, its arena's
-     * metadata) joins every ancestor's subtree, within their limits, as a
-     * commit would. */
-    fits = charge_chain(&regions[parent], ra__region_committed(idx));
-    if (fits)
-        atomic_store_explicit(&r->parent, &regions[parent],
-                              memory_order_release);
-    link_unlock(r);
-    return fits;
-}
-
-void ra__region_forget(unsigned idx)
-{
-    struct region *r = &regions[idx];
-    struct region *up;
-    size_t held;
-
-    /* A destroyed tag has no children left (they go first): its subtree is
-     * itself, and it leaves its ancestors' subtrees with what it holds. */
-    link_lock(r);
-    up = parent_of(r);
-    held = ra__region_committed(idx);
-    ra__assert(ra__region_tree_committed(idx) == held);
-    atomic_store_explicit(&r->parent, NULL, memory_order_release);
-    if (up != NULL)
-        uncharge(up, held);
-    link_unlock(r);
-    atomic_store_explicit(&r->peak_committed, held, memory_order_relaxed);
-    atomic_store_explicit(&r->tree_peak, held, memory_order_relaxed);
-    atomic_fetch_add_explicit(&r->holder, 1, memory_order_relaxed);
 }
 
 /* Whether the kernel names anonymous mappings: 0 until the first try, then
@@ -886,11 +629,11 @@ void ra__region_discard(void *ptr, size_t size)
         (void)madvise((void *)start, end - start, MADV_DONTNEED);
 }
 
-void ra__region_name(unsigned idx, const char *tag_name)
+void ra__region_name(ra_tag_t tag, const char *tag_name)
 {
     /* The kernel takes 80 bytes at most, printable ASCII but \`$[]. */
     char name[80];
-    const struct region *r = &regions[idx];
+    const struct region *r = &regions[tag - 1];
     size_t n;
 
     if (__atomic_load_n(&naming_works, __ATOMIC_RELAXED) < 0)

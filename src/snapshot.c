@@ -3,6 +3,7 @@
  * publishes. */
 #include <string.h>
 
+#include "budget.h"
 #include "output.h"
 
 static void read_usage(ra_tag_t tag, struct ra__usage *u)
@@ -17,7 +18,7 @@ static void read_usage(ra_tag_t tag, struct ra__usage *u)
     if (tag != RA_TAG_NONE && ra_tag_rss(tag, &rss) != 0)
         rss = 0;
     if (tag != RA_TAG_NONE)
-        ra__limit_read(tag, &hard, &soft, &failures);
+        ra__budget_read(tag, &hard, &soft, &failures);
     *u = (struct ra__usage){
         .id = tag,
         .allocated = s.allocated, .active = s.active,
@@ -100,7 +101,7 @@ static bool link_rows(struct ra__snapshot *snap,
         }
         snap->rows[r].depth = depth;
         snap->rows[r].tree.peak_mapped =
-            ra__region_tree_peak(snap->rows[r].id - 1);
+            ra__budget_tree_peak(snap->rows[r].id);
     }
     for (unsigned c = l.first_child[0]; c != 0; c = l.next_sibling[c])
         order_from(snap, &l, placed, c, &n);

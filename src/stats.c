@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "budget.h"
 #include "internal.h"
+#include "region.h"
 
 /* Purges asked through the public calls, per tag; [0] is the untagged
  * arenas. Reports show them as counters (regionalloc_tag_purges_total). */
@@ -92,7 +94,7 @@ void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out)
     for (unsigned k = 0, n = ra__pool_count(tag); k < n; k++)
         add_arena(ra__pool_arena(tag, k), out, false);
     out->reserved = (size_t)1 << ra__layout.shift;
-    out->peak_mapped = ra__region_peak_committed(tag - 1);
+    out->peak_mapped = ra__budget_peak(tag);
     ra__thread_counts(tag, &out->nmalloc, &out->ndalloc);
 }
 
@@ -165,7 +167,7 @@ int ra_tag_stats_tree(ra_tag_t tag, ra_tag_stats_t *out)
         out->ndalloc += one.ndalloc;
     }
     /* The subtree's own high-water mark, not a sum of its tags' peaks. */
-    out->peak_mapped = ra__region_tree_peak(tag - 1);
+    out->peak_mapped = ra__budget_tree_peak(tag);
     return 0;
 }
 
@@ -177,8 +179,8 @@ int ra_tag_usage(ra_tag_t tag, ra_tag_usage_t *out)
     }
     if (ra__check_call(ra__tag_valid(tag)) != 0)
         return -1;
-    out->mapped = ra__region_committed(tag - 1);
-    out->peak_mapped = ra__region_peak_committed(tag - 1);
+    out->mapped = ra__budget_committed(tag);
+    out->peak_mapped = ra__budget_peak(tag);
     ra__thread_counts(tag, &out->nmalloc, &out->ndalloc);
     return 0;
 }
@@ -237,7 +239,7 @@ int ra_tag_rss(ra_tag_t tag, size_t *bytes)
         errno = ENOTSUP;
         return -1;
     }
-    ra__region_carved(tag - 1, &addr, &end);
+    ra__region_carved(tag, &addr, &end);
     while (addr < end) {
         size_t pages = (end - addr + page - 1) / page;
         if (pages > sizeof vec)

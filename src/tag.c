@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "internal.h"
+#include "region.h"
 
 __thread struct ra__tag_stack ra__tag_stack;
 unsigned ra__tags_published;
@@ -21,9 +23,9 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
  * tag's saw that tag, not an earlier holder of its id. */
 static uint64_t creations;
 static uint64_t born[RA__MAX_TAGS_LIMIT + 1];
-/* Tag trees: each live tag's parent (RA_TAG_NONE at the top level) and
- * depth (1 at the top level), under the registry lock. */
-static ra_tag_t parents[RA__MAX_TAGS_LIMIT + 1];
+/* Tag trees: each live tag's depth (1 at the top level), under the
+ * registry lock. Its parent is the budgets' (ra__budget_parent), which
+ * charge up the tree: set and cleared under the registry lock too. */
 static unsigned depths[RA__MAX_TAGS_LIMIT + 1];
 /* Destroyed ids ready for reuse, oldest first (a ring). */
 static unsigned free_ids[RA__MAX_TAGS_LIMIT];
@@ -96,7 +98,7 @@ static ra_tag_t new_tag(bool tagging)
             return count + 1;
         /* Every id published has its region handed out, and no other. */
         ra__assert(ra__region_count() == count);
-        arena = ra__pool_first_arena(count);
+        arena = ra__pool_first_arena(count + 1);
         if (arena >= 0)
             break;
         if (errno != EEXIST)
@@ -132,23 +134,6 @@ static void unrecycle(ra_tag_t tag)
     free_count++;
 }
 
-/* With the registry locked: joins the new tag's region to its parent's
- * subtree. A recycled slot's kept pages are purged first when they do not
- * fit an ancestor's budget; false (errno ENOMEM) when even then they do
- * not. */
-static bool attach(ra_tag_t tag, ra_tag_t parent)
-{
-    if (ra__region_attach(tag - 1, parent == RA_TAG_NONE ? -1 : (int)parent - 1))
-        return true;
-    ra__limit_refused = RA_TAG_NONE;
-    ra__pool_purge_kept(tag);
-    if (ra__region_attach(tag - 1, (int)parent - 1))
-        return true;
-    ra__limit_refused = RA_TAG_NONE;
-    errno = ENOMEM;
-    return false;
-}
-
 /* anywhere: ra_tag_create's lookup, which finds a tag of that name at any
  * level. */
 static ra_tag_t create_in(ra_tag_t parent, const char *name, bool anywhere)
@@ -171,7 +156,7 @@ static ra_tag_t create_in(ra_tag_t parent, const char *name, bool anywhere)
     }
     tag = find_tag(name);
     if (tag != RA_TAG_NONE) {
-        if (!anywhere && parents[tag] != parent) {
+        if (!anywhere && ra__budget_parent(tag) != parent) {
             errno = EEXIST;
             tag = RA_TAG_NONE;
         }
@@ -183,7 +168,8 @@ static ra_tag_t create_in(ra_tag_t parent, const char *name, bool anywhere)
         tag = new_tag(tagging);
     if (tag == RA_TAG_NONE)
         goto out;
-    if (tagging && !attach(tag, parent)) {
+    /* A recycled slot's kept pages may not fit an ancestor's budget. */
+    if (!ra__budget_attach(tag, parent)) {
         /* A fresh id too: its arena is made, the next creation takes it. */
         unrecycle(tag);
         if (tag > __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED))
@@ -191,7 +177,6 @@ static ra_tag_t create_in(ra_tag_t parent, const char *name, bool anywhere)
         tag = RA_TAG_NONE;
         goto out;
     }
-    parents[tag] = parent;
     depths[tag] = parent == RA_TAG_NONE ? 1 : depths[parent] + 1;
     /* Zero-filled: the bytes after the NUL are published too (the stats
      * segment copies the whole field), and must not be a dead tag's. */
@@ -199,8 +184,8 @@ static ra_tag_t create_in(ra_tag_t parent, const char *name, bool anywhere)
     memcpy(tag_names[tag], name, len);
     born[tag] = __atomic_add_fetch(&creations, 1, __ATOMIC_RELAXED);
     if (tagging) {
-        ra__region_name(tag - 1, name);
-        ra__limit_apply_config(tag, name);
+        ra__region_name(tag, name);
+        ra__budget_apply_config(tag, name);
     }
     __atomic_store_n(&ra__tag_live[tag], 1, __ATOMIC_RELEASE);
     if (tag > __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED))
@@ -226,7 +211,7 @@ ra_tag_t ra_tag_parent(ra_tag_t tag)
 
     ra__lock(&registry_lock);
     if (ra__tag_valid(tag)) {
-        parent = parents[tag];
+        parent = ra__budget_parent(tag);
         errno = 0;
     } else {
         errno = EINVAL;
@@ -238,7 +223,7 @@ ra_tag_t ra_tag_parent(ra_tag_t tag)
 /* With the registry locked: whether tag (live) is root or below it. */
 static bool in_subtree(ra_tag_t tag, ra_tag_t root)
 {
-    for (; tag != RA_TAG_NONE; tag = parents[tag])
+    for (; tag != RA_TAG_NONE; tag = ra__budget_parent(tag))
         if (tag == root)
             return true;
     return false;
@@ -357,7 +342,7 @@ unsigned ra__tag_holders(struct ra__tag_holder *out, unsigned n)
     for (ra_tag_t t = 1; t <= n; t++) {
         struct ra__tag_holder *h = &out[t];
         h->live = ra__tag_live[t] != 0;
-        h->parent = h->live ? parents[t] : RA_TAG_NONE;
+        h->parent = h->live ? ra__budget_parent(t) : RA_TAG_NONE;
         h->born = h->live ? born[t] : UINT64_MAX;
         memcpy(h->name, h->live ? tag_names[t] : "",
                h->live ? sizeof h->name : 1);

@@ -104,6 +104,18 @@ struct ra__carving {
     _Atomic uintptr_t reserved_end;
 };
 
+/* What a region's commits are counted against (budget.c's, given to the
+ * region at the reservation, which is below the budgets): commit counts
+ * bytes newly committed in tag's region unless a hard limit up its chain
+ * refuses (false); uncommit gives them back; refused: whether this
+ * thread's last commit in tag was refused, so that jemalloc's uncommitted
+ * growth after a refusal carves nothing. */
+struct ra__commit_ops {
+    bool (*commit)(ra_tag_t tag, size_t bytes);
+    void (*uncommit)(ra_tag_t tag, size_t bytes);
+    bool (*refused)(ra_tag_t tag);
+};
+
 /* The first test of ra_free, one comparison: a block is untagged, and no
  * hook wants its free, when (ptr - base) >> shift >= count. count is the
  * number of regions handed out (ra__layout's), or, while a hook is

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include "internal.h"
+#include "region.h"
 #include "testutil.h"
 
 #define MIB ((uintptr_t)1 << 20)

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "budget.h"
 #include "internal.h"
 #include "testutil.h"
 
@@ -174,7 +175,7 @@ static void make_world(struct world *w, enum drain_by by)
     if (by == BY_BUDGET) {
         /* Room for a little more, not for what the sibling asks. */
         ra_tag_limit_t limit = {0, 0, NULL, NULL};
-        limit.hard = ra__region_tree_committed(w->parent - 1) + (1 << 20);
+        limit.hard = ra__budget_tree(w->parent) + (1 << 20);
         ck_assert_int_eq(ra_tag_set_limit(w->parent, &limit), 0);
     }
     real_sdallocx = atomic_load(&ra__je.sdallocx_fn);

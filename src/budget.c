@@ -1,0 +1,465 @@
+/* Floor: state. Per-tag budgets, in one place: what each tag and its
+ * subtree hold committed (the extent hooks report every commit and
+ * decommit here, so no allocation path pays for a budget), the charge up
+ * the tag tree against each level's hard limit, the soft limits' crossings
+ * and callbacks, ra_tag_set_limit and ra_tag_get_limit, REGIONALLOC_LIMITS,
+ * the count of refused allocations, and the retry after a refusal. The
+ * tree's parent links live here too, once: the charge walks them. */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "budget.h"
+#include "internal.h"
+
+/* One tag's budget and commit counts, indexed by tag ([0] unused). */
+struct budget {
+    /* Bytes jemalloc holds committed in the tag's region, and their
+     * high-water mark since the tag's creation. */
+    _Atomic size_t committed;
+    _Atomic size_t peak_committed;
+    /* The same over the tag's subtree (the tag and its descendants),
+     * charged at every level up the chain where memory is committed;
+     * equal to committed for a tag without children. */
+    _Atomic size_t tree_committed;
+    _Atomic size_t tree_peak;
+    /* The parent (RA_TAG_NONE at the top level). Set when the tag is
+     * created and cleared when it is destroyed, while nobody allocates
+     * under it (the caller's promise). A purge may still give pages back
+     * meanwhile (ra_purge_all, an idle slot's decay): linking (below)
+     * holds that off, so that what the tag holds moves up the chain or
+     * not at all, never half. */
+    _Atomic ra_tag_t parent;
+    /* The limits on the subtree (0: none): tree_committed never exceeds
+     * hard; the first commit that reaches soft while soft_armed is
+     * reported once. */
+    _Atomic size_t hard, soft;
+    /* Bumped when the tag is destroyed: a crossing noted for the old tag
+     * and not yet delivered is dropped. */
+    _Atomic uint32_t holder;
+    atomic_bool soft_armed;
+    atomic_flag linking;
+    /* What ra_tag_set_limit was given (callback and context included),
+     * under budget_lock; and the allocations the hard limit refused. */
+    ra_tag_limit_t limit;
+    _Atomic uint64_t failures;
+};
+
+static struct budget budgets[RA__MAX_TAGS_LIMIT + 1];
+/* Keeps a budget's limit fields together for readers; never held while
+ * user code runs. */
+static pthread_mutex_t budget_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Set while this thread runs a soft limit's callback: a crossing that the
+ * callback's own allocations cause waits until it returns. */
+static RA__TLS bool tls_in_callback;
+
+RA__TLS ra_tag_t ra__budget_refused;
+RA__TLS unsigned ra__budget_soft_pending;
+
+/* The soft limits this thread's commits crossed, oldest first, with the
+ * holder each was crossed for: delivered by ra__budget_fire_soft once the
+ * allocation is back in the library's hands (and after the callback it
+ * may be running). A few suffice: a crossing waits only while a callback
+ * runs; when they are all taken, a crossing is left armed, to be noted at
+ * the tag's next commit. */
+#define PENDING_MAX 8
+static RA__TLS struct pending_crossing {
+    ra_tag_t tag;
+    uint32_t holder;
+} tls_pending[PENDING_MAX];
+
+void ra__budget_prefork(void)
+{
+    ra__lock(&budget_lock);
+}
+
+void ra__budget_postfork(void)
+{
+    ra__unlock(&budget_lock);
+}
+
+/* -- the commit counts and the charge up the tree --------------------------- */
+
+static void raise_to(_Atomic size_t *peak_at, size_t now)
+{
+    size_t peak = atomic_load_explicit(peak_at, memory_order_relaxed);
+
+    while (now > peak &&
+           !atomic_compare_exchange_weak_explicit(peak_at, &peak, now,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+}
+
+static ra_tag_t parent_of(ra_tag_t tag)
+{
+    return atomic_load_explicit(&budgets[tag].parent, memory_order_acquire);
+}
+
+/* Adds bytes to tag's subtree count unless that passes its hard limit.
+ * Returns false when refused. */
+static bool charge_one(struct budget *b, size_t bytes)
+{
+    size_t now = atomic_load_explicit(&b->tree_committed,
+                                      memory_order_relaxed);
+    size_t hard = atomic_load_explicit(&b->hard, memory_order_relaxed);
+    size_t next;
+
+    do {
+        next = now + bytes;
+        if (next < now || (hard != 0 && next > hard))
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &b->tree_committed, &now, next, memory_order_relaxed,
+        memory_order_relaxed));
+    /* Invariant 8: the count never passes the hard limit. */
+    ra__assert(hard == 0 || next <= hard);
+    return true;
+}
+
+/* The soft limit of tag's subtree reached by a commit (now): disarmed, and
+ * noted for the calling thread, which runs the callback once the
+ * allocation is back in the library's hands. */
+static void note_soft(ra_tag_t tag, size_t now)
+{
+    struct budget *b = &budgets[tag];
+    size_t soft = atomic_load_explicit(&b->soft, memory_order_relaxed);
+
+    if (soft != 0 && now >= soft && ra__budget_soft_pending < PENDING_MAX &&
+        atomic_exchange_explicit(&b->soft_armed, false, memory_order_relaxed))
+        tls_pending[ra__budget_soft_pending++] = (struct pending_crossing){
+            tag, atomic_load_explicit(&b->holder, memory_order_relaxed)};
+}
+
+/* Charges bytes to the subtree counts from `from` up to the top. On a
+ * refusal the levels already charged give them back, the calling thread
+ * learns whose limit refused (ra__budget_refused), and false is returned;
+ * else each level's peak is raised and its soft limit checked. */
+static bool charge_chain(ra_tag_t from, size_t bytes)
+{
+    ra_tag_t at, refused = RA_TAG_NONE;
+
+    for (at = from; at != RA_TAG_NONE; at = parent_of(at))
+        if (!charge_one(&budgets[at], bytes)) {
+            refused = at;
+            break;
+        }
+    if (refused != RA_TAG_NONE) {
+        for (at = from; at != refused; at = parent_of(at))
+            atomic_fetch_sub_explicit(&budgets[at].tree_committed, bytes,
+                                      memory_order_relaxed);
+        ra__budget_refused = refused;
+        return false;
+    }
+    for (at = from; at != RA_TAG_NONE; at = parent_of(at)) {
+        size_t now = atomic_load_explicit(&budgets[at].tree_committed,
+                                          memory_order_relaxed);
+        raise_to(&budgets[at].tree_peak, now);
+        note_soft(at, now);
+    }
+    return true;
+}
+
+/* Gives back what was charged; a subtree falling below its soft limit
+ * arms it again. */
+static void uncharge(ra_tag_t from, size_t bytes)
+{
+    for (ra_tag_t at = from; at != RA_TAG_NONE; at = parent_of(at)) {
+        struct budget *b = &budgets[at];
+        size_t now = atomic_fetch_sub_explicit(&b->tree_committed, bytes,
+                                               memory_order_relaxed) -
+                     bytes;
+        size_t soft = atomic_load_explicit(&b->soft, memory_order_relaxed);
+        if (soft != 0 && now < soft)
+            atomic_store_explicit(&b->soft_armed, true,
+                                  memory_order_relaxed);
+    }
+}
+
+static void link_lock(struct budget *b)
+{
+    while (atomic_flag_test_and_set_explicit(&b->linking,
+                                             memory_order_acquire))
+        ;
+}
+
+static void link_unlock(struct budget *b)
+{
+    atomic_flag_clear_explicit(&b->linking, memory_order_release);
+}
+
+/* Counts bytes more committed in tag, and in the subtree of every tag up
+ * its chain, unless that would pass one of their hard limits: then nothing
+ * is counted anywhere. Each level's count is taken with its own
+ * compare-and-swap against its limit, so no subtree ever holds more than
+ * its limit, whatever threads race (tag trees). */
+static bool commit(ra_tag_t tag, size_t bytes)
+{
+    size_t now;
+
+    if (!charge_chain(tag, bytes))
+        return false;
+    now = atomic_fetch_add_explicit(&budgets[tag].committed, bytes,
+                                    memory_order_relaxed) + bytes;
+    raise_to(&budgets[tag].peak_committed, now);
+    return true;
+}
+
+static void uncommit(ra_tag_t tag, size_t bytes)
+{
+    struct budget *b = &budgets[tag];
+
+    link_lock(b);
+    atomic_fetch_sub_explicit(&b->committed, bytes, memory_order_relaxed);
+    uncharge(tag, bytes);
+    link_unlock(b);
+}
+
+/* jemalloc grows (uncommitted) after a recycled extent's commit was
+ * refused: whether this thread's last commit in tag was refused by tag's
+ * own chain. */
+static bool refused_here(ra_tag_t tag)
+{
+    return ra__budget_refused == tag;
+}
+
+const struct ra__commit_ops ra__budget_commits = {commit, uncommit,
+                                                  refused_here};
+
+size_t ra__budget_committed(ra_tag_t tag)
+{
+    return atomic_load_explicit(&budgets[tag].committed,
+                                memory_order_relaxed);
+}
+
+size_t ra__budget_peak(ra_tag_t tag)
+{
+    return atomic_load_explicit(&budgets[tag].peak_committed,
+                                memory_order_relaxed);
+}
+
+size_t ra__budget_tree(ra_tag_t tag)
+{
+    return atomic_load_explicit(&budgets[tag].tree_committed,
+                                memory_order_relaxed);
+}
+
+size_t ra__budget_tree_peak(ra_tag_t tag)
+{
+    return atomic_load_explicit(&budgets[tag].tree_peak,
+                                memory_order_relaxed);
+}
+
+size_t ra__budget_hard(ra_tag_t tag)
+{
+    return atomic_load_explicit(&budgets[tag].hard, memory_order_relaxed);
+}
+
+ra_tag_t ra__budget_parent(ra_tag_t tag)
+{
+    return parent_of(tag);
+}
+
+static bool link_to(ra_tag_t tag, ra_tag_t parent)
+{
+    struct budget *b = &budgets[tag];
+    bool fits = true;
+
+    link_lock(b);
+    ra__assert(parent_of(tag) == RA_TAG_NONE &&
+               ra__budget_tree(tag) == ra__budget_committed(tag));
+    /* What the tag holds already (a recycled slot's pages, its arena's
+     * metadata) joins every ancestor's subtree, within their limits, as a
+     * commit would. */
+    if (parent != RA_TAG_NONE) {
+        fits = charge_chain(parent, ra__budget_committed(tag));
+        if (fits)
+            atomic_store_explicit(&b->parent, parent, memory_order_release);
+    }
+    link_unlock(b);
+    return fits;
+}
+
+bool ra__budget_attach(ra_tag_t tag, ra_tag_t parent)
+{
+    if (link_to(tag, parent))
+        return true;
+    /* A recycled slot's kept pages that do not fit an ancestor's budget
+     * are purged, and the tag tried again. */
+    ra__budget_refused = RA_TAG_NONE;
+    ra__pool_purge_kept(tag);
+    if (link_to(tag, parent))
+        return true;
+    ra__budget_refused = RA_TAG_NONE;
+    errno = ENOMEM;
+    return false;
+}
+
+/* -- the limits -------------------------------------------------------------- */
+
+static void set_limits(ra_tag_t tag, size_t hard, size_t soft)
+{
+    struct budget *b = &budgets[tag];
+
+    atomic_store_explicit(&b->hard, hard, memory_order_relaxed);
+    atomic_store_explicit(&b->soft, soft, memory_order_relaxed);
+    atomic_store_explicit(&b->soft_armed, ra__budget_tree(tag) < soft,
+                          memory_order_relaxed);
+}
+
+/* A recycled tag's slot keeps the pages its last holder left (a tag's end
+ * does not purge): they must not put the new holder past a budget set on
+ * it, so a budget below what the region holds purges them first.
+ * subtree: the tag may have children (not at its creation, which holds
+ * the registry's lock: then its own pages are all there is to purge). */
+static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit,
+                       bool subtree)
+{
+    size_t held = ra__budget_tree(tag);
+
+    /* The budget bounds the tag's subtree (tag trees). */
+    if ((limit->hard != 0 && held > limit->hard) ||
+        (limit->soft != 0 && held >= limit->soft)) {
+        if (subtree)
+            ra__pool_purge_subtree(tag);
+        else
+            ra__pool_purge_kept(tag);
+    }
+    ra__lock(&budget_lock);
+    budgets[tag].limit = *limit;
+    set_limits(tag, limit->hard, limit->soft);
+    ra__unlock(&budget_lock);
+}
+
+static const ra_tag_limit_t no_limit = {0, 0, NULL, NULL};
+
+int ra_tag_set_limit(ra_tag_t tag, const ra_tag_limit_t *limit)
+{
+    bool soft_fits = limit == NULL || limit->hard == 0 ||
+                     limit->soft <= limit->hard;
+
+    if (ra__check_call(soft_fits && ra__tag_valid(tag)) != 0)
+        return -1;
+    set_budget(tag, limit != NULL ? limit : &no_limit, true);
+    return 0;
+}
+
+int ra_tag_get_limit(ra_tag_t tag, ra_tag_limit_t *out)
+{
+    if (out == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (ra__check_call(ra__tag_valid(tag)) != 0)
+        return -1;
+    ra__lock(&budget_lock);
+    *out = budgets[tag].limit;
+    ra__unlock(&budget_lock);
+    return 0;
+}
+
+void ra__budget_apply_config(ra_tag_t tag, const char *name)
+{
+    const struct ra__config *config = ra__config();
+
+    for (unsigned i = 0; i < config->nlimits; i++) {
+        const struct ra__limit_entry *e = &config->limits[i];
+        if (strcmp(e->name, name) == 0) {
+            ra_tag_limit_t limit = {e->hard, e->soft, NULL, NULL};
+            set_budget(tag, &limit, false);
+        }
+    }
+}
+
+void ra__budget_forget(ra_tag_t tag)
+{
+    struct budget *b = &budgets[tag];
+    ra_tag_t up;
+    size_t held;
+
+    set_budget(tag, &no_limit, false);
+    atomic_store_explicit(&b->failures, 0, memory_order_relaxed);
+    /* A destroyed tag has no children left (they go first): its subtree is
+     * itself, and it leaves its ancestors' subtrees with what it holds. */
+    link_lock(b);
+    up = parent_of(tag);
+    held = ra__budget_committed(tag);
+    ra__assert(ra__budget_tree(tag) == held);
+    atomic_store_explicit(&b->parent, RA_TAG_NONE, memory_order_release);
+    if (up != RA_TAG_NONE)
+        uncharge(up, held);
+    link_unlock(b);
+    atomic_store_explicit(&b->peak_committed, held, memory_order_relaxed);
+    atomic_store_explicit(&b->tree_peak, held, memory_order_relaxed);
+    atomic_fetch_add_explicit(&b->holder, 1, memory_order_relaxed);
+}
+
+void ra__budget_count_failure(ra_tag_t tag)
+{
+    atomic_fetch_add_explicit(&budgets[tag].failures, 1,
+                              memory_order_relaxed);
+}
+
+void ra__budget_read(ra_tag_t tag, size_t *hard, size_t *soft,
+                     uint64_t *failures)
+{
+    ra__lock(&budget_lock);
+    *hard = budgets[tag].limit.hard;
+    *soft = budgets[tag].limit.soft;
+    ra__unlock(&budget_lock);
+    *failures = atomic_load_explicit(&budgets[tag].failures,
+                                     memory_order_relaxed);
+}
+
+/* -- the soft limits' callbacks, and the retry ------------------------------- */
+
+/* The tag of the oldest crossing not yet delivered (taken off the list),
+ * or RA_TAG_NONE when none is left; a crossing of a tag destroyed since is
+ * skipped. */
+static ra_tag_t take_crossing(void)
+{
+    while (ra__budget_soft_pending > 0) {
+        struct pending_crossing c = tls_pending[0];
+        ra__budget_soft_pending--;
+        memmove(&tls_pending[0], &tls_pending[1],
+                ra__budget_soft_pending * sizeof tls_pending[0]);
+        if (c.holder == atomic_load_explicit(&budgets[c.tag].holder,
+                                             memory_order_relaxed))
+            return c.tag;
+    }
+    return RA_TAG_NONE;
+}
+
+void ra__budget_fire_soft(void)
+{
+    ra_tag_t tag;
+
+    if (tls_in_callback)
+        return;
+    while ((tag = take_crossing()) != RA_TAG_NONE) {
+        void (*on_soft)(void *, ra_tag_t, size_t);
+        void *ctx;
+        ra__lock(&budget_lock);
+        on_soft = budgets[tag].limit.on_soft;
+        ctx = budgets[tag].limit.ctx;
+        ra__unlock(&budget_lock);
+        if (on_soft == NULL)
+            continue;
+        tls_in_callback = true;
+        on_soft(ctx, tag, ra__budget_tree(tag));
+        tls_in_callback = false;
+    }
+}
+
+/* doc/design.md, jemalloc facts: a bounded arena can fail while dirty pages
+ * sit unused. */
+void ra__budget_make_room(ra_tag_t tag)
+{
+    ra_tag_t refused = ra__budget_refused;
+
+    ra__pool_purge_kept(tag);
+    /* An ancestor's hard limit refused (tag trees): dirty pages anywhere
+     * in its subtree count against it. */
+    if (refused != RA_TAG_NONE && refused != tag)
+        ra__pool_purge_subtree(refused);
+}

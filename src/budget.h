@@ -1,0 +1,68 @@
+/* Floor: state. budget.c's declarations: commit counts, the charge up the
+ * tree, limits, soft callbacks, the retry; and the paths' inline check of
+ * the soft limits. */
+#ifndef RA_BUDGET_H
+#define RA_BUDGET_H
+
+#include "internal.h"
+
+/* -- budget.c: per-tag budgets and commit counts ---------------------------- */
+/* What the region's extent hooks report (ra__region_reserve). */
+extern const struct ra__commit_ops ra__budget_commits;
+/* What tag's region holds committed and its high-water mark since the
+ * tag's creation; the same over its subtree (tag trees); its hard limit
+ * (0: none). Lock-free. */
+size_t ra__budget_committed(ra_tag_t tag);
+size_t ra__budget_peak(ra_tag_t tag);
+size_t ra__budget_tree(ra_tag_t tag);
+size_t ra__budget_tree_peak(ra_tag_t tag);
+size_t ra__budget_hard(ra_tag_t tag);
+/* The tree's one record of tag's parent (RA_TAG_NONE at the top level):
+ * set by ra__budget_attach, cleared by ra__budget_forget. */
+ra_tag_t ra__budget_parent(ra_tag_t tag);
+/* Makes tag (being created, nothing allocating under it) a child of
+ * parent (RA_TAG_NONE: top level): what it holds joins every ancestor's
+ * subtree, after a purge of its kept pages if they do not fit. Returns
+ * false (errno ENOMEM, nothing changed) when even then they do not.
+ * Called with the registry locked. */
+bool ra__budget_attach(ra_tag_t tag, ra_tag_t parent);
+/* Sets the budgets REGIONALLOC_LIMITS names for a tag just created (or
+ * recycled) under name. Called with the registry locked. */
+void ra__budget_apply_config(ra_tag_t tag, const char *name);
+/* Fork handlers for the budgets' lock. */
+void ra__budget_prefork(void);
+void ra__budget_postfork(void);
+/* A destroyed tag: its budget and refusals cleared, it leaves its
+ * ancestors' subtrees with what it holds, its peaks start again from
+ * that, and crossings of its soft limit not yet delivered are dropped. */
+void ra__budget_forget(ra_tag_t tag);
+/* Counts an allocation that the tag's hard limit refused. */
+void ra__budget_count_failure(ra_tag_t tag);
+/* The tag's budget and refusals, for the reports. */
+void ra__budget_read(ra_tag_t tag, size_t *hard, size_t *soft,
+                     uint64_t *failures);
+/* Set by an extent hook of the calling thread: the tag whose hard limit
+ * refused a commit (0 when none), and the number of soft limits its
+ * commits crossed that are not yet delivered. The allocation paths read
+ * them after jemalloc returns. */
+extern RA__TLS ra_tag_t ra__budget_refused;
+extern RA__TLS unsigned ra__budget_soft_pending;
+/* Runs the soft limits' callbacks of the crossings this thread's commits
+ * made, each once, oldest first: outside every lock, on the thread whose
+ * commit crossed; inside a callback, nothing (the crossings it makes are
+ * delivered when it returns). */
+void ra__budget_fire_soft(void) __attribute__((noinline, cold));
+/* After a refusal, before the one retry: what a purge can reach of tag's
+ * goes back, and of the subtree whose limit refused (an ancestor's). */
+RA__COLD void ra__budget_make_room(ra_tag_t tag);
+
+/* -- budget.c: the soft limits' check ---------------------------------------- */
+/* After an allocation that jemalloc may have committed memory for: the
+ * soft limits' callbacks, if the commit reached one. A thread-local load. */
+static inline void ra__budget_check_soft(void)
+{
+    if (RA__UNLIKELY(ra__budget_soft_pending != 0))
+        ra__budget_fire_soft();
+}
+
+#endif /* RA_BUDGET_H */
