@@ -11,8 +11,9 @@
 # first word after "Floor:" on its first line. Every symbol an object leaves
 # undefined that another object of the list defines is a call from the one
 # source to the other; it fails the check when the callee's floor is above
-# the caller's. Calls within a floor are allowed. Prints every up-call and
-# exits 1 if there is one, 2 on bad input, 0 otherwise.
+# the caller's. Calls within a floor are allowed, in one direction: two
+# files that call each other (a knot) fail it too. Prints every up-call and
+# knot and exits 1 if there is one, 2 on bad input, 0 otherwise.
 set -euo pipefail
 
 usage() { echo "usage: floors.sh DESIGN.md SOURCE=OBJECT..." >&2; exit 2; }
@@ -88,6 +89,8 @@ awk '
 		if (!(sym in def)) next
 		callee = def[sym]
 		calls++
+		if (!((caller " " callee) in edge))
+			edge[caller " " callee] = sym
 		if (rank[callee] < rank[caller]) {
 			printf "floors: %s (%s) calls up into %s (%s): %s\n",
 			    caller, floor[caller], callee, floor[callee], sym
@@ -96,11 +99,22 @@ awk '
 		}
 	}
 	END {
+		for (e in edge) {
+			split(e, f, " ")
+			if (f[1] < f[2] && ((f[2] " " f[1]) in edge)) {
+				printf "floors: %s and %s call each other: %s, %s\n",
+				    f[1], f[2], edge[e], edge[f[2] " " f[1]]
+				knots++
+			}
+		}
 		for (p in pairs) np++
-		if (n) {
-			printf "floors: %d up-calls in %d file pairs\n", n, np
+		if (n || knots) {
+			if (n)
+				printf "floors: %d up-calls in %d file pairs\n", n, np
+			if (knots)
+				printf "floors: %d knots\n", knots
 			exit 1
 		}
-		printf "floors: %d calls between the files, none up\n", calls
+		printf "floors: %d calls between the files, none up, no knot\n", calls
 	}
 ' "$tmp/files" "$tmp/defs" "$tmp/uses"

@@ -3,7 +3,8 @@
  * decommit here, so no allocation path pays for a budget), the charge up
  * the tag tree against each level's hard limit, the soft limits' crossings
  * and callbacks, ra_tag_set_limit and ra_tag_get_limit, REGIONALLOC_LIMITS,
- * the count of refused allocations, and the retry after a refusal. The
+ * the count of refused allocations, and the retry after a refusal (the
+ * public calls are settings.c's). The
  * tree's parent links live here too, once: the charge walks them. */
 #include <errno.h>
 #include <pthread.h>
@@ -287,7 +288,7 @@ bool ra__budget_attach(ra_tag_t tag, ra_tag_t parent)
     /* A recycled slot's kept pages that do not fit an ancestor's budget
      * are purged, and the tag tried again. */
     ra__budget_refused = RA_TAG_NONE;
-    ra__pool_purge_kept(tag);
+    ra__purge_kept(tag);
     if (link_to(tag, parent))
         return true;
     ra__budget_refused = RA_TAG_NONE;
@@ -321,9 +322,9 @@ static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit,
     if ((limit->hard != 0 && held > limit->hard) ||
         (limit->soft != 0 && held >= limit->soft)) {
         if (subtree)
-            ra__pool_purge_subtree(tag);
+            ra__purge_subtree(tag);
         else
-            ra__pool_purge_kept(tag);
+            ra__purge_kept(tag);
     }
     ra__lock(&budget_lock);
     budgets[tag].limit = *limit;
@@ -333,29 +334,28 @@ static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit,
 
 static const ra_tag_limit_t no_limit = {0, 0, NULL, NULL};
 
-int ra_tag_set_limit(ra_tag_t tag, const ra_tag_limit_t *limit)
+void ra__budget_set(ra_tag_t tag, const ra_tag_limit_t *limit)
 {
-    bool soft_fits = limit == NULL || limit->hard == 0 ||
-                     limit->soft <= limit->hard;
-
-    if (ra__check_call(soft_fits && ra__tag_valid(tag)) != 0)
-        return -1;
     set_budget(tag, limit != NULL ? limit : &no_limit, true);
-    return 0;
 }
 
-int ra_tag_get_limit(ra_tag_t tag, ra_tag_limit_t *out)
+void ra__budget_get(ra_tag_t tag, ra_tag_limit_t *out)
 {
-    if (out == NULL) {
-        errno = EINVAL;
-        return -1;
-    }
-    if (ra__check_call(ra__tag_valid(tag)) != 0)
-        return -1;
     ra__lock(&budget_lock);
     *out = budgets[tag].limit;
     ra__unlock(&budget_lock);
-    return 0;
+}
+
+/* A budgeted tag grows its pool only while this much of its hard limit is
+ * free: each arena's metadata (its first 2 MiB block) is committed in the
+ * tag's region, and would otherwise eat the budget of its blocks. */
+#define GROW_HEADROOM ((size_t)8 << 20)
+
+bool ra__budget_allows_growth(ra_tag_t tag)
+{
+    size_t hard = ra__budget_hard(tag);
+
+    return hard == 0 || ra__budget_committed(tag) + GROW_HEADROOM <= hard;
 }
 
 void ra__budget_apply_config(ra_tag_t tag, const char *name)
@@ -457,9 +457,9 @@ void ra__budget_make_room(ra_tag_t tag)
 {
     ra_tag_t refused = ra__budget_refused;
 
-    ra__pool_purge_kept(tag);
+    ra__purge_kept(tag);
     /* An ancestor's hard limit refused (tag trees): dirty pages anywhere
      * in its subtree count against it. */
     if (refused != RA_TAG_NONE && refused != tag)
-        ra__pool_purge_subtree(refused);
+        ra__purge_subtree(refused);
 }

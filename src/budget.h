@@ -55,6 +55,13 @@ void ra__budget_fire_soft(void) __attribute__((noinline, cold));
 /* After a refusal, before the one retry: what a purge can reach of tag's
  * goes back, and of the subtree whose limit refused (an ancestor's). */
 RA__COLD void ra__budget_make_room(ra_tag_t tag);
+/* settings.c's ra_tag_set_limit (limit NULL: none; a limit below what the
+ * subtree holds purges it first) and ra_tag_get_limit, checked. */
+void ra__budget_set(ra_tag_t tag, const ra_tag_limit_t *limit);
+void ra__budget_get(ra_tag_t tag, ra_tag_limit_t *out);
+/* Whether the tag's budget leaves room for one more arena of its pool (8
+ * MiB of its hard limit free, or no hard limit). */
+bool ra__budget_allows_growth(ra_tag_t tag);
 
 /* -- budget.c: the soft limits' check ---------------------------------------- */
 /* After an allocation that jemalloc may have committed memory for: the

@@ -111,6 +111,10 @@ int ra__pool_first_arena(ra_tag_t tag);
 /* The pool's first arena, the one ra__tag_arena names: set as the tag's id
  * is first made, before it is published. */
 void ra__pool_start(ra_tag_t tag, unsigned arena);
+/* The first arena of each created tag's pool, indexed by tag id; 0 in
+ * pass-through mode (no arena). Written by ra__pool_start, before the tag
+ * id is published; read by the paths. */
+extern unsigned ra__tag_arena[RA__MAX_TAGS_LIMIT + 1];
 /* Arenas in the tag's pool (0 in pass-through mode), and the k-th: every
  * arena that holds the tag's blocks. Lock-free; the pool only grows. */
 unsigned ra__pool_count(ra_tag_t tag);
@@ -119,8 +123,10 @@ unsigned ra__pool_arena(ra_tag_t tag, unsigned k);
 ra_tag_t ra__pool_owner(unsigned arena);
 /* The arena a new (thread, tag) pair allocates through: the pool's least
  * loaded, after one more arena is made if the pool's arenas already have
- * REGIONALLOC_THREADS_PER_ARENA pairs each. unbind: the pair is gone. */
-unsigned ra__pool_bind(ra_tag_t tag);
+ * REGIONALLOC_THREADS_PER_ARENA pairs each, the pool's bound and
+ * jemalloc's indices allow, and budget_allows (the caller asks the budget:
+ * ra__budget_allows_growth). unbind: the pair is gone. */
+unsigned ra__pool_bind(ra_tag_t tag, bool budget_allows);
 /* The arena with the fewest pairs, for a pair that only frees so far: no
  * count taken, no growth. */
 unsigned ra__pool_quietest(ra_tag_t tag);
@@ -128,18 +134,15 @@ void ra__pool_unbind(ra_tag_t tag, unsigned arena);
 /* The tag's id is queued for reuse: its next holder has the default
  * bound, and may try to grow again. The arenas stay with the slot. */
 void ra__pool_recycle(ra_tag_t tag);
+/* settings.c's ra_tag_set_arenas (max >= 1, capped at RA__POOL_MAX) and
+ * ra_tag_arenas (up to cap of the pool's arenas into out; returns how
+ * many the pool has). */
+void ra__pool_set_bound(ra_tag_t tag, unsigned max);
+unsigned ra__pool_arenas(ra_tag_t tag, unsigned *out, unsigned cap);
 /* arena.<i>.purge, .reset, .decay of every arena of the tag's pool. */
 void ra__pool_purge(ra_tag_t tag);
 void ra__pool_reset(ra_tag_t tag);
 void ra__pool_decay(ra_tag_t tag);
-/* Everything of tag's that a purge can reach goes back to the OS: the
- * calling thread's caches of it, the tcaches of its parked pairs (what a
- * destroy kept for the slot's next holder), its return stacks, then the
- * pool's dirty pages. Takes the threads' lock. */
-void ra__pool_purge_kept(ra_tag_t tag);
-/* ra_tag_purge's work on root's subtree (tag trees): ra__pool_purge_kept
- * of each tag. Takes the registry's lock: never call with it held. */
-void ra__pool_purge_subtree(ra_tag_t root);
 void ra__pool_prefork(void);
 void ra__pool_postfork(void);
 
@@ -173,9 +176,6 @@ void ra__returns_thread_exit(void);
 /* -- tag.c: registry of names and ids, thread-local stack ------------------ */
 /* struct ra__tag_stack and the thread's ra__tag_stack are declared in
  * regionalloc.h for the inline push and pop. */
-/* Arena index of each created tag, indexed by tag id; 0 in pass-through mode
- * (no arena). Entries are written once, before the tag id is published. */
-extern unsigned ra__tag_arena[RA__MAX_TAGS_LIMIT + 1];
 /* ra__region_give_back under the registry lock, when tagging is on: the
  * process's address-space limit was lowered (override_limits.c). Returns
  * whether anything was given back. */
@@ -288,6 +288,16 @@ void ra__thread_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc);
  * its next holder past a budget. A pair its owner took back meanwhile is
  * the owner's. */
 void ra__thread_release_kept(ra_tag_t tag);
+
+/* -- purge.c: what a purge can reach ------------------------------------------ */
+/* Everything of tag's that a purge can reach goes back to the OS: the
+ * calling thread's caches of it, the tcaches of its parked pairs (what a
+ * destroy kept for the slot's next holder), its return stacks, then the
+ * pool's dirty pages. Takes the threads' lock. */
+void ra__purge_kept(ra_tag_t tag);
+/* ra_tag_purge's work on root's subtree (tag trees): ra__purge_kept of
+ * each tag. Takes the registry's lock: never call with it held. */
+void ra__purge_subtree(ra_tag_t root);
 
 /* -- thread_tags.c: tags by thread name ------------------------------------ */
 /* REGIONALLOC_THREAD_TAGS. Whether it gives tags (rules and tagging on). A

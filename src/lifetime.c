@@ -51,7 +51,7 @@ static void end_tag(ra_tag_t tag)
      * keeps nothing (a big request's end pays the purge, as its frees
      * would have untagged). */
     if (ra__budget_committed(tag) > ra__be_oversize)
-        ra__pool_purge_kept(tag);
+        ra__purge_kept(tag);
     ra__stats_forget(tag);
     ra__budget_forget(tag);
 }

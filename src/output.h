@@ -199,9 +199,25 @@ struct ra__prof_dump {
     char *names;                   /* where the frames' names point */
 };
 
-/* The entry of addr, one of the addresses of d's stacks (never NULL). */
-const struct ra__prof_frame *ra__prof_dump_frame(const struct ra__prof_dump *d,
-                                                 const void *addr);
+/* The entry of addr, one of the addresses of d's stacks (never NULL): a
+ * binary search, inline so that both writers of frames (prof_dump.c's text
+ * formats, prof_pprof.c) read the copy without calling each other. */
+static inline const struct ra__prof_frame *
+ra__prof_dump_frame(const struct ra__prof_dump *d, const void *addr)
+{
+    size_t lo = 0, hi = d->nframes;
+
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (d->frames[mid].addr <= (uintptr_t)addr)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    ra__assert(lo < d->nframes && d->frames[lo].addr == (uintptr_t)addr);
+    return &d->frames[lo];
+}
+
 /* Room for a frame's name and its NUL; longer names are cut. */
 #define RA__PROF_NAME_MAX 1024
 /* Writes the name of f into buf (len > 0): "function+0xoff",

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "backend.h"
-#include "budget.h"
 #include "internal.h"
 #include "region.h"
 
@@ -37,10 +36,6 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 /* jemalloc allows 4095 arena indices; a pool never takes one that a tag
  * yet to be created would need. */
 #define ARENA_INDICES 4095u
-/* A budgeted tag grows its pool only while this much of its hard limit is
- * free: each arena's metadata (its first 2 MiB block) is committed in the
- * tag's region, and would otherwise eat the budget of its blocks. */
-#define GROW_HEADROOM ((size_t)8 << 20)
 
 void ra__pool_prefork(void)
 {
@@ -52,10 +47,13 @@ void ra__pool_postfork(void)
     ra__unlock(&pool_lock);
 }
 
+unsigned ra__tag_arena[RA__MAX_TAGS_LIMIT + 1];
+
 void ra__pool_start(ra_tag_t tag, unsigned arena)
 {
     struct pool *p = &pools[tag];
 
+    ra__tag_arena[tag] = arena;
     p->arenas[0] = (uint16_t)arena;
     atomic_store_explicit(&arena_tag[arena], (uint16_t)tag,
                           memory_order_release);
@@ -87,15 +85,12 @@ static unsigned bound_of(const struct pool *p)
     return bound > RA__POOL_MAX ? RA__POOL_MAX : bound;
 }
 
-/* With pool_lock held: whether the tag may take one more arena, as far as
- * the budget and jemalloc's indices go. */
-static bool may_grow(ra_tag_t tag)
+/* With pool_lock held: whether one more arena leaves jemalloc the indices
+ * that the tags yet to be created need. */
+static bool may_grow(void)
 {
-    size_t hard = ra__budget_hard(tag);
     unsigned unborn = ra__config()->max_tags - ra__region_count();
 
-    if (hard != 0 && ra__budget_committed(tag) + GROW_HEADROOM > hard)
-        return false;
     return ra__be_arena_count() + unborn + 1 < ARENA_INDICES;
 }
 
@@ -141,7 +136,7 @@ static bool grow(ra_tag_t tag)
     unsigned n = atomic_load_explicit(&p->n, memory_order_relaxed);
     int arena;
 
-    if (p->stuck || !may_grow(tag))
+    if (p->stuck || !may_grow())
         return false;
     ra__assert(tag - 1 < ra__region_count());
     arena = make_arena(tag);
@@ -157,7 +152,7 @@ static bool grow(ra_tag_t tag)
     return true;
 }
 
-unsigned ra__pool_bind(ra_tag_t tag)
+unsigned ra__pool_bind(ra_tag_t tag, bool budget_allows)
 {
     struct pool *p = &pools[tag];
     unsigned n, pairs = 0, best = 0, within;
@@ -171,7 +166,7 @@ unsigned ra__pool_bind(ra_tag_t tag)
         pairs += p->load[k];
     /* One more pair than the arenas may take: one more arena. */
     if (pairs + 1 > within * ra__config()->threads_per_arena &&
-        within == n && n < bound_of(p) && grow(tag))
+        within == n && n < bound_of(p) && budget_allows && grow(tag))
         within = ++n;
     for (unsigned k = 1; k < within; k++)
         if (p->load[k] < p->load[best])
@@ -242,42 +237,18 @@ void ra__pool_decay(ra_tag_t tag)
     each_arena(tag, ra__be_arena_decay);
 }
 
-void ra__pool_purge_kept(ra_tag_t tag)
+void ra__pool_set_bound(ra_tag_t tag, unsigned max)
 {
-    ra__thread_flush_tag(tag);
-    ra__thread_release_kept(tag);
-    ra__returns_drain(tag);
-    ra__pool_purge(tag);
-}
-
-void ra__pool_purge_subtree(ra_tag_t root)
-{
-    unsigned count = ra__tag_published();
-
-    for (ra_tag_t t = 1; t <= count; t++)
-        if (ra__tag_in_subtree(t, root))
-            ra__pool_purge_kept(t);
-}
-
-int ra_tag_set_arenas(ra_tag_t tag, unsigned max)
-{
-    if (ra__check_call(max >= 1 && ra__tag_valid(tag)) != 0)
-        return -1;
     ra__lock(&pool_lock);
     pools[tag].bound = max > RA__POOL_MAX ? RA__POOL_MAX : max;
     ra__unlock(&pool_lock);
-    return 0;
 }
 
-int ra_tag_arenas(ra_tag_t tag, unsigned *out, unsigned cap)
+unsigned ra__pool_arenas(ra_tag_t tag, unsigned *out, unsigned cap)
 {
-    unsigned n;
+    unsigned n = ra__pool_count(tag);
 
-    if (ra__check_call((out != NULL || cap == 0) && ra__tag_valid(tag)) != 0)
-        return -1;
-    n = ra__pool_count(tag);
-    if (out != NULL) /* else cap is 0 */
-        for (unsigned k = 0; k < n && k < cap; k++)
-            out[k] = pools[tag].arenas[k];
-    return (int)n;
+    for (unsigned k = 0; k < n && k < cap; k++)
+        out[k] = pools[tag].arenas[k];
+    return n;
 }

@@ -204,22 +204,6 @@ out:
     return failed;
 }
 
-const struct ra__prof_frame *ra__prof_dump_frame(const struct ra__prof_dump *d,
-                                                 const void *addr)
-{
-    size_t lo = 0, hi = d->nframes;
-
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->frames[mid].addr <= (uintptr_t)addr)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    ra__assert(lo < d->nframes && d->frames[lo].addr == (uintptr_t)addr);
-    return &d->frames[lo];
-}
-
 const char *ra__prof_frame_name(char *buf, size_t len,
                                 const struct ra__prof_frame *f, bool folded)
 {

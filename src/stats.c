@@ -193,7 +193,7 @@ int ra_tag_purge(ra_tag_t tag)
         return -1;
     count_purge(tag);
     if (tag != RA_TAG_NONE) {
-        ra__pool_purge_subtree(tag);
+        ra__purge_subtree(tag);
         return 0;
     }
     ra__be_flush_thread_cache();

@@ -12,7 +12,6 @@
 __thread struct ra__tag_stack ra__tag_stack;
 unsigned ra__tags_published;
 unsigned char ra__tag_live[RA__MAX_TAGS_LIMIT + 1];
-unsigned ra__tag_arena[RA__MAX_TAGS_LIMIT + 1];
 
 /* Names change only under the lock (a destroyed tag's is "", a recycled
  * id's is the new one), and are read under it. */
@@ -106,7 +105,6 @@ static ra_tag_t new_tag(bool tagging)
         __atomic_store_n(&ra__tags_published, count + 1, __ATOMIC_RELEASE);
     }
     errno = saved; /* a region passed over is no error of the caller's */
-    ra__tag_arena[count + 1] = (unsigned)arena;
     ra__pool_start(count + 1, (unsigned)arena);
     return count + 1;
 }

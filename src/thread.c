@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "budget.h"
 
 #include "internal.h"
 
@@ -308,7 +309,7 @@ static void flush_slot(struct ra__tag_slot *s)
  * the arena that then has the fewest allocating threads. */
 static void count_in_pool(struct ra__tag_slot *s, ra_tag_t tag)
 {
-    unsigned arena = ra__pool_bind(tag);
+    unsigned arena = ra__pool_bind(tag, ra__budget_allows_growth(tag));
 
     ra__lock(&threads_lock);
     s->counted = true;
@@ -449,8 +450,9 @@ static void setup_slot(struct ra__tag_slot *s, ra_tag_t tag, bool allocating)
      * (ra__fc_make_room, ra__fc_refill), so unused bins cost no page. */
     if (ra__nbins != 0 && ra__page_bin != NULL)
         s->bins = ra__meta_calloc(ra__nbins, sizeof s->bins[0]);
-    start_uncached(s, allocating ? ra__pool_bind(tag)
-                                 : ra__pool_quietest(tag));
+    start_uncached(s, allocating
+                          ? ra__pool_bind(tag, ra__budget_allows_growth(tag))
+                          : ra__pool_quietest(tag));
     s->counted = allocating;
 }
 

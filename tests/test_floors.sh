@@ -1,8 +1,8 @@
 #!/bin/bash
 # The floor check (scripts/floors.sh, run by make lint): the library's own
 # objects pass it; an up-call planted beside them fails it, naming the
-# caller, the callee and the symbol; a call within a floor and a call down
-# pass; a file with no floor, or a floor the drawing lacks, is bad input.
+# caller, the callee and the symbol, and so do two planted files that call
+# each other; a call within a floor and a call down pass; a file with no floor, or a floor the drawing lacks, is bad input.
 # Run by make check with abs_top_builddir, top_srcdir and CC set.
 set -u
 
@@ -35,7 +35,7 @@ out=$("$BASH" "$check" "$design" "${pairs[@]}" 2>&1)
 rc=$?
 [ "$rc" = 0 ] || fail "the library's own objects: exit $rc: $out"
 case $out in
-*"none up"*) ;;
+*"none up, no knot"*) ;;
 *) fail "no summary on success: $out" ;;
 esac
 
@@ -62,6 +62,19 @@ esac
 case $out in
 *"1 up-calls in 1 file pairs"*) ;;
 *) fail "the count is not 1 up-call: $out" ;;
+esac
+
+# Two files of one floor that call each other: a knot.
+printf '/* Floor: state. Planted. */\nextern int knot_b(void);\nint knot_a(void) { return knot_b(); }\n' > "$tmp/knot_a.c"
+printf '/* Floor: state. Planted. */\nextern int knot_a(void);\nint knot_b(void) { return knot_a(); }\n' > "$tmp/knot_b.c"
+"$cc" -c -o "$tmp/knot_a.o" "$tmp/knot_a.c" && "$cc" -c -o "$tmp/knot_b.o" "$tmp/knot_b.c" ||
+    fail "cannot compile the knot"
+out=$("$BASH" "$check" "$design" "$tmp/knot_a.c=$tmp/knot_a.o" "$tmp/knot_b.c=$tmp/knot_b.o" 2>&1)
+rc=$?
+[ "$rc" = 1 ] || fail "a planted knot: exit $rc, not 1: $out"
+case $out in
+*"knot_a.c and knot_b.c call each other: knot_b, knot_a"*) ;;
+*) fail "the planted knot is not named: $out" ;;
 esac
 
 # A call down (from the lifecycle) and one within the floor pass.

@@ -1,0 +1,23 @@
+/* Floor: state. What a purge can reach of a tag: the calling thread's
+ * caches of it, the tcaches of its parked pairs, its return stacks, its
+ * pool's dirty pages; and the same over a subtree. Above the pool, the
+ * threads and the stacks, which it calls in that order, so that none of
+ * them calls another back. */
+#include "internal.h"
+
+void ra__purge_kept(ra_tag_t tag)
+{
+    ra__thread_flush_tag(tag);
+    ra__thread_release_kept(tag);
+    ra__returns_drain(tag);
+    ra__pool_purge(tag);
+}
+
+void ra__purge_subtree(ra_tag_t root)
+{
+    unsigned count = ra__tag_published();
+
+    for (ra_tag_t t = 1; t <= count; t++)
+        if (ra__tag_in_subtree(t, root))
+            ra__purge_kept(t);
+}

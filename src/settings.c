@@ -1,0 +1,47 @@
+/* Floor: API. A tag's settings, the public calls: its budget
+ * (ra_tag_set_limit, ra_tag_get_limit: budget.c keeps it) and its pool's
+ * bound (ra_tag_set_arenas, ra_tag_arenas: pool.c's). Each checks its
+ * arguments and the tag first, so that the owners below never ask the
+ * registry. */
+#include <errno.h>
+
+#include "budget.h"
+#include "internal.h"
+
+int ra_tag_set_limit(ra_tag_t tag, const ra_tag_limit_t *limit)
+{
+    bool soft_fits = limit == NULL || limit->hard == 0 ||
+                     limit->soft <= limit->hard;
+
+    if (ra__check_call(soft_fits && ra__tag_valid(tag)) != 0)
+        return -1;
+    ra__budget_set(tag, limit);
+    return 0;
+}
+
+int ra_tag_get_limit(ra_tag_t tag, ra_tag_limit_t *out)
+{
+    if (out == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (ra__check_call(ra__tag_valid(tag)) != 0)
+        return -1;
+    ra__budget_get(tag, out);
+    return 0;
+}
+
+int ra_tag_set_arenas(ra_tag_t tag, unsigned max)
+{
+    if (ra__check_call(max >= 1 && ra__tag_valid(tag)) != 0)
+        return -1;
+    ra__pool_set_bound(tag, max);
+    return 0;
+}
+
+int ra_tag_arenas(ra_tag_t tag, unsigned *out, unsigned cap)
+{
+    if (ra__check_call((out != NULL || cap == 0) && ra__tag_valid(tag)) != 0)
+        return -1;
+    return (int)ra__pool_arenas(tag, out, cap);
+}
