@@ -8,6 +8,7 @@
 #include "budget.h"
 #include "instruments.h"
 #include "output.h"
+#include "thread_tags.h"
 
 /* Forks this thread is inside: a signal handler that forks while this
  * thread runs the fork handlers of an outer fork (glibc's tst-mallocfork2)

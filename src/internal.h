@@ -3,7 +3,8 @@
  * API; the types are types.h's, the hot paths' inlines inline.h's
  * (included at the end), jemalloc's part backend.h's. Owners that only
  * some files use have a header of their own: region.h (the address
- * space), budget.h, instruments.h (hooks and the profiler); the reports,
+ * space), budget.h, instruments.h (hooks and the profiler),
+ * thread_tags.h; the reports,
  * checkpoints and profile formats have output.h. */
 #ifndef RA_INTERNAL_H
 #define RA_INTERNAL_H
@@ -298,30 +299,6 @@ void ra__purge_kept(ra_tag_t tag);
 /* ra_tag_purge's work on root's subtree (tag trees): ra__purge_kept of
  * each tag. Takes the registry's lock: never call with it held. */
 void ra__purge_subtree(ra_tag_t root);
-
-/* -- thread_tags.c: tags by thread name ------------------------------------ */
-/* REGIONALLOC_THREAD_TAGS. Whether it gives tags (rules and tagging on). A
- * thread was named (by pthread_setname_np or prctl): its base tag follows.
- * At a thread's start (and the main thread's at load), and after a
- * prctl(PR_SET_NAME): the name the kernel has gives its base.
- * ra_tag_destroy's kill of root's subtree: EBUSY (nothing done) when a
- * tag of it is a thread's base, EINVAL when root is not live, else 0 with
- * the subtree, dead, in killed (ra__tag_kill_subtree) and its size in
- * *n. */
-bool ra__thread_tags_on(void);
-void ra__thread_tags_named(pthread_t thread, const char *name);
-/* At thread exit (init.c): the thread leaves the named threads. */
-void ra__thread_tags_thread_exit(void);
-void ra__thread_tags_start_thread(void);
-/* The calling thread will never have a base tag (it is jemalloc's). */
-void ra__thread_tags_leave(void);
-int ra__thread_tags_kill(ra_tag_t root, ra_tag_t *killed, unsigned *n);
-/* Whether one of tags[0, n) is a thread's base tag now (ra_tag_reset's
- * check: a named thread allocates into its base without pushing it). */
-bool ra__thread_tags_base_in(const ra_tag_t *tags, unsigned n);
-void ra__thread_tags_prefork(void);
-void ra__thread_tags_postfork_parent(void);
-void ra__thread_tags_postfork_child(void);
 
 /* -- background.c: the library's own threads ------------------------------ */
 /* True on the library's background threads: never given a thread's tag. */

@@ -8,6 +8,7 @@
 #include "budget.h"
 #include "instruments.h"
 #include "internal.h"
+#include "thread_tags.h"
 
 /* One reset or destroy at a time: each walks every thread's caches. */
 static pthread_mutex_t lifetime_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "thread_tags.h"
 
 /* A thread whose name can give it a tag: its stack is reachable from the
  * others, so that pthread_setname_np on another thread reaches it. */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "thread_tags.h"
 #include "testutil.h"
 
 ra_tag_t __real_ra_tag_create(const char *name);
