@@ -2,8 +2,9 @@
 # Builds libregionalloc and runs the whole test suite: the Check suites and
 # shell tests, a second pass under UBSan, a third with the invariants
 # checked (--enable-debug), the suites whose threads share
-# state (threads, hooks, http, the threaded cases of lifetime and limit)
-# under ThreadSanitizer, a build with --disable-override and --without-http,
+# state (threads, hooks, http, the threaded cases of lifetime and limit,
+# the return stacks and the pool's binding) under ThreadSanitizer, a build
+# with --disable-override and --without-http,
 # cppcheck, a smoke run of the benchmarks, and make distcheck. Builds out of tree in build/, build-ubsan/,
 # build-debug/, build-tsan/ and build-nooverride/; safe to run repeatedly.
 # JOBS (default: number of CPUs) sets make's parallelism.
@@ -77,6 +78,7 @@ mkdir -p build-tsan
 # suite[:case]: a whole suite, or the test case of it that runs threads.
 tsan_runs=(check_threads check_hooks check_lifetime:threads check_limit:hard
     check_limit:soft check_http check_pool check_tree:race unit/check_returns
+    unit/check_returns_stacks unit/check_pool:threads
     "check_lifetime:kept pages")
 # shellcheck disable=SC2046  # one target a word
 make -C build-tsan -j"$jobs" $(printf 'tests/%s\n' "${tsan_runs[@]%%:*}" | sort -u)

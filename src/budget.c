@@ -346,16 +346,20 @@ void ra__budget_get(ra_tag_t tag, ra_tag_limit_t *out)
     ra__unlock(&budget_lock);
 }
 
-/* A budgeted tag grows its pool only while this much of its hard limit is
- * free: each arena's metadata (its first 2 MiB block) is committed in the
- * tag's region, and would otherwise eat the budget of its blocks. */
+/* A tag grows its pool only while this much of every hard limit up its
+ * chain is free: each arena's metadata (its first 2 MiB block) is committed
+ * in the tag's region, charged to every ancestor's subtree, and would
+ * otherwise eat the budget of their blocks. */
 #define GROW_HEADROOM ((size_t)8 << 20)
 
 bool ra__budget_allows_growth(ra_tag_t tag)
 {
-    size_t hard = ra__budget_hard(tag);
-
-    return hard == 0 || ra__budget_committed(tag) + GROW_HEADROOM <= hard;
+    for (ra_tag_t at = tag; at != RA_TAG_NONE; at = parent_of(at)) {
+        size_t hard = ra__budget_hard(at);
+        if (hard != 0 && ra__budget_tree(at) + GROW_HEADROOM > hard)
+            return false;
+    }
+    return true;
 }
 
 void ra__budget_apply_config(ra_tag_t tag, const char *name)

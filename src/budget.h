@@ -59,8 +59,9 @@ RA__COLD void ra__budget_make_room(ra_tag_t tag);
  * subtree holds purges it first) and ra_tag_get_limit, checked. */
 void ra__budget_set(ra_tag_t tag, const ra_tag_limit_t *limit);
 void ra__budget_get(ra_tag_t tag, ra_tag_limit_t *out);
-/* Whether the tag's budget leaves room for one more arena of its pool (8
- * MiB of its hard limit free, or no hard limit). */
+/* Whether the budgets up tag's chain leave room for one more arena of its
+ * pool: 8 MiB free under every hard limit of the tag's and its ancestors'
+ * subtrees. */
 bool ra__budget_allows_growth(ra_tag_t tag);
 
 /* -- budget.c: the soft limits' check ---------------------------------------- */
