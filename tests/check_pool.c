@@ -21,13 +21,6 @@
 #include "testutil.h"
 
 #define MIB ((size_t)1 << 20)
-/* call returns -1 with errno err. */
-#define FAILS_WITH(call, err)                                               \
-    do {                                                                    \
-        errno = 0;                                                          \
-        ck_assert_int_eq((call), -1);                                       \
-        ck_assert_int_eq(errno, (err));                                     \
-    } while (0)
 #define THREADS 8u
 #define BLOCKS 2000u /* per thread and round */
 
@@ -311,17 +304,17 @@ START_TEST(test_pool_calls_check_their_arguments)
 
     pool_environment();
     tag = tu_tag_create("args");
-    FAILS_WITH(ra_tag_set_arenas(tag, 0), EINVAL);
-    FAILS_WITH(ra_tag_set_arenas(RA_TAG_NONE, 2), EINVAL);
-    FAILS_WITH(ra_tag_set_arenas(tag + 1000, 2), EINVAL);
-    FAILS_WITH(ra_tag_arenas(tag, NULL, 1), EINVAL);
-    FAILS_WITH(ra_tag_arenas(RA_TAG_NONE, out, 2), EINVAL);
+    TU_FAILS_WITH(ra_tag_set_arenas(tag, 0), EINVAL);
+    TU_FAILS_WITH(ra_tag_set_arenas(RA_TAG_NONE, 2), EINVAL);
+    TU_FAILS_WITH(ra_tag_set_arenas(tag + 1000, 2), EINVAL);
+    TU_FAILS_WITH(ra_tag_arenas(tag, NULL, 1), EINVAL);
+    TU_FAILS_WITH(ra_tag_arenas(RA_TAG_NONE, out, 2), EINVAL);
     /* cap 0: the count alone. */
     ck_assert_int_eq(ra_tag_arenas(tag, NULL, 0), 1);
     ck_assert_int_eq(ra_tag_set_arenas(tag, 1000), 0); /* clamped to 64 */
     ck_assert_int_eq(ra_tag_destroy(tag), 0);
-    FAILS_WITH(ra_tag_arenas(tag, out, 2), EINVAL);
-    FAILS_WITH(ra_tag_set_arenas(tag, 2), EINVAL);
+    TU_FAILS_WITH(ra_tag_arenas(tag, out, 2), EINVAL);
+    TU_FAILS_WITH(ra_tag_set_arenas(tag, 2), EINVAL);
 }
 END_TEST
 
@@ -332,8 +325,8 @@ START_TEST(test_pool_pass_through_mode_fails_cleanly)
 
     ck_assert_int_eq(setenv("REGIONALLOC", "0", 1), 0);
     tag = tu_tag_create("off");
-    FAILS_WITH(ra_tag_arenas(tag, out, 2), ENOTSUP);
-    FAILS_WITH(ra_tag_set_arenas(tag, 2), ENOTSUP);
+    TU_FAILS_WITH(ra_tag_arenas(tag, out, 2), ENOTSUP);
+    TU_FAILS_WITH(ra_tag_set_arenas(tag, 2), ENOTSUP);
 }
 END_TEST
 

@@ -3,6 +3,7 @@
 #define RA_TESTUTIL_H
 
 #include <check.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -108,6 +109,14 @@ int tu_exec_self(const char *const env[], const char *name, char *err,
 /* Prints "file:line: check failed: what (errno N)" on stdout; used by
  * TU_REQUIRE in child functions, whose stderr is captured. */
 void tu_child_failed(const char *file, int line, const char *what);
+
+/* call returns -1 with errno err (errno cleared first). */
+#define TU_FAILS_WITH(call, err)                                            \
+    do {                                                                    \
+        errno = 0;                                                          \
+        ck_assert_int_eq((call), -1);                                       \
+        ck_assert_int_eq(errno, (err));                                     \
+    } while (0)
 
 /* In a child function (int fn(void)): returns 1 after saying which check
  * failed when cond is false. */

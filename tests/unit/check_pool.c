@@ -66,13 +66,6 @@ int __wrap_ra__region_refusal(void)
     return refusal_reason != 0 ? refusal_reason : __real_ra__region_refusal();
 }
 
-/* call fails with errno err. */
-#define FAILS_WITH(call, err)                                               \
-    do {                                                                    \
-        errno = 0;                                                          \
-        ck_assert_int_eq((call), -1);                                       \
-        ck_assert_int_eq(errno, (err));                                     \
-    } while (0)
 
 /* A pair's binding as thread.c makes it: the budget says whether the pool
  * may grow for it. */
@@ -183,11 +176,11 @@ START_TEST(test_pool_unit_first_arena_refused_by_jemalloc)
     ck_assert(ra__init());
     idx = ra__region_count();
     refusals = 1;
-    FAILS_WITH(ra__pool_first_arena(idx + 1), ENOSPC);
+    TU_FAILS_WITH(ra__pool_first_arena(idx + 1), ENOSPC);
     ck_assert_uint_eq(ra__region_count(), idx);
     refusals = 1;
     refusal_errno = EINVAL;
-    FAILS_WITH(ra__pool_first_arena(idx + 1), EINVAL);
+    TU_FAILS_WITH(ra__pool_first_arena(idx + 1), EINVAL);
     ck_assert_uint_eq(ra__region_count(), idx);
     ck_assert_int_ge(ra__pool_first_arena(idx + 1), 0);
     ck_assert_uint_eq(ra__region_count(), idx + 1);
@@ -205,11 +198,11 @@ START_TEST(test_pool_unit_first_arena_says_why_the_carving_refused)
     idx = ra__region_count();
     refusals = 1;
     refusal_reason = ENOMEM;
-    FAILS_WITH(ra__pool_first_arena(idx + 1), ENOMEM);
+    TU_FAILS_WITH(ra__pool_first_arena(idx + 1), ENOMEM);
     ck_assert_uint_eq(ra__region_count(), idx);
     refusals = 1;
     refusal_reason = EEXIST;
-    FAILS_WITH(ra__pool_first_arena(idx + 1), EEXIST);
+    TU_FAILS_WITH(ra__pool_first_arena(idx + 1), EEXIST);
     ck_assert_uint_eq(ra__region_count(), idx + 1);
     ck_assert_int_ge(ra__pool_first_arena(idx + 2), 0);
     ck_assert_uint_eq(ra__region_count(), idx + 2);
@@ -241,7 +234,7 @@ START_TEST(test_pool_unit_tag_creation_follows_the_first_arena)
     ck_assert_uint_eq(ra__region_count(), 3);
     check_owned(tag);
     ck_assert_uint_eq(ra__pool_count(2), 0);
-    FAILS_WITH(ra_tag_set_arenas(2, 1), EINVAL);
+    TU_FAILS_WITH(ra_tag_set_arenas(2, 1), EINVAL);
 }
 END_TEST
 
@@ -318,8 +311,8 @@ START_TEST(test_pool_unit_set_arenas_bounds_the_binding)
 {
     ra_tag_t tag = tu_tag_create("bounded"), wide = tu_tag_create("wide");
 
-    FAILS_WITH(ra_tag_set_arenas(tag, 0), EINVAL);
-    FAILS_WITH(ra_tag_set_arenas(RA_TAG_NONE, 1), EINVAL);
+    TU_FAILS_WITH(ra_tag_set_arenas(tag, 0), EINVAL);
+    TU_FAILS_WITH(ra_tag_set_arenas(RA_TAG_NONE, 1), EINVAL);
     ck_assert_int_eq(ra_tag_set_arenas(tag, 1), 0);
     for (unsigned i = 0; i < 3 * PER_ARENA; i++)
         bind_expect(tag, 0, 1);
