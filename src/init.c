@@ -81,13 +81,15 @@ static void postfork_child(void)
 /* A thread's end (what the destructor of ready.c's key calls; a module arms
  * the key when it gives the thread state): first its tag stack leaves the named
  * threads (no rename reaches it any more), then its caches and tag state
- * go (they may still dispatch frees), last its hooks' reader word. What it
+ * go (they may still dispatch frees), then the spare records it took for
+ * the return stacks, last its hooks' reader word. What it
  * allocates afterwards (other destructors) goes uncached and untracked. */
 static void thread_end(void *armed)
 {
     (void)armed;
     ra__thread_tags_thread_exit();
     ra__thread_exit();
+    ra__returns_thread_exit();
     ra__hooks_thread_exit();
 }
 

@@ -369,8 +369,8 @@ static inline void ra__override_check(void) {}
  * tag), ra__shm_start (the stats segment) and ra__http_start_configured;
  * at exit its destructor calls ra__report_at_exit, ra__http_at_exit and
  * ra__shm_at_exit. At a thread's exit its thread end calls
- * ra__thread_tags_thread_exit, ra__thread_exit and ra__hooks_thread_exit,
- * in this order. */
+ * ra__thread_tags_thread_exit, ra__thread_exit, ra__returns_thread_exit
+ * and ra__hooks_thread_exit, in this order. */
 
 #include "inline.h"
 

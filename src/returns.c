@@ -15,9 +15,9 @@
  * pair's time in serial misses). Stacks, of full batches per (tag, bin)
  * and of spare records per tag, are only ever emptied whole
  * (atomic_exchange), never popped one entry at a time, so a push's
- * compare-and-swap cannot suffer ABA. Each (tag, bin) stack is bounded (a
- * front cache bin's capacity of blocks): what does not fit goes to
- * jemalloc as before. Its blocks are free to the library and allocated to
+ * compare-and-swap cannot suffer ABA. Each (tag, bin) stack is bounded
+ * (RA__RETURNS_BINS front cache bins' capacity of blocks, as the caller
+ * says): what does not fit goes to jemalloc as before. Its blocks are free to the library and allocated to
  * jemalloc, like the front caches': drained by ra_thread_flush and a
  * thread's exit (every figure exact after them), purges, and a reset or
  * destroy with live blocks, which forgets them before the arena discards
@@ -109,6 +109,13 @@ static void push_chain(struct stack *st, struct batch *first,
         &st->head, &head, first, memory_order_release, memory_order_relaxed));
 }
 
+static struct batch *last_of(struct batch *b)
+{
+    while (b->next != NULL)
+        b = b->next;
+    return b;
+}
+
 static struct batch *take_all(struct stack *st)
 {
     /* A relaxed look first: an empty stack costs no write to its line. */
@@ -117,13 +124,21 @@ static struct batch *take_all(struct stack *st)
     return atomic_exchange_explicit(&st->head, NULL, memory_order_acquire);
 }
 
-/* A record for a batch: this thread's spare, the tag's, or a new one. */
+/* A record for a batch: this thread's spare, the tag's, or a new one. The
+ * spares a thread takes are freed at its exit (ra__returns_thread_exit),
+ * whether or not it has other state: the exit key is armed for them. A
+ * thread that cannot be armed takes one record and leaves the rest. */
 static struct batch *spare_record(struct returns *r)
 {
     struct batch *b = tls_spares;
 
-    if (b == NULL)
-        b = tls_spares = take_all(&r->spare);
+    if (b == NULL && (b = take_all(&r->spare)) != NULL) {
+        if (b->next != NULL && ra__thread_exit_arm())
+            push_chain(&r->spare, b->next, last_of(b->next));
+        else
+            tls_spares = b->next;
+        return b;
+    }
     if (b == NULL)
         return ra__meta_alloc(sizeof *b);
     tls_spares = b->next;

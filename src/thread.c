@@ -414,7 +414,6 @@ void ra__thread_exit(void)
     ts->next->prev = ts->prev;
     ra__unlock(&threads_lock);
     ra__meta_free(ts);
-    ra__returns_thread_exit();
 }
 
 static struct ra__thread_state *create_thread_state(void)

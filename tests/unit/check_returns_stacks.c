@@ -456,7 +456,17 @@ static void *push_one_batch_and_exit(void *arg)
     return NULL;
 }
 
-START_TEST(test_returns_stacks_unit_an_exit_frees_only_spare_records)
+/* The same from a thread that has no state of the library's otherwise: it
+ * frees nothing, allocates nothing, only pushes (as a destroy parks a
+ * tag's caches onto the stacks). */
+static void *only_push_and_exit(void *arg)
+{
+    if (!ra__returns_push(tag, bin, arg, BATCH_MAX, NO_BOUND))
+        atomic_fetch_add(&errors, 1);
+    return NULL;
+}
+
+static void exit_frees_only_spares(void *(*pusher)(void *))
 {
     enum { WARM = 8 };
     void **blocks, *out[(WARM + 1) * BATCH_MAX];
@@ -475,7 +485,7 @@ START_TEST(test_returns_stacks_unit_an_exit_frees_only_spare_records)
      * left (its spare list is what it took from the spare stack). */
     ra__returns_thread_exit();
     before = ra__meta_held();
-    ck_assert_int_eq(pthread_create(&t, NULL, push_one_batch_and_exit,
+    ck_assert_int_eq(pthread_create(&t, NULL, pusher,
                                     blocks + WARM * BATCH_MAX),
                      0);
     ck_assert_int_eq(pthread_join(t, NULL), 0);
@@ -490,6 +500,17 @@ START_TEST(test_returns_stacks_unit_an_exit_frees_only_spare_records)
     ck_assert_uint_eq(take_all(out, BATCH_MAX), BATCH_MAX);
     give_back(blocks, (WARM + 1) * BATCH_MAX);
     free(blocks);
+}
+
+START_TEST(test_returns_stacks_unit_an_exit_frees_only_spare_records)
+{
+    exit_frees_only_spares(push_one_batch_and_exit);
+}
+END_TEST
+
+START_TEST(test_returns_stacks_unit_a_stateless_pushers_exit_frees_its_spares)
+{
+    exit_frees_only_spares(only_push_and_exit);
 }
 END_TEST
 
@@ -543,6 +564,8 @@ static Suite *stacks_suite(void)
         threads, test_returns_stacks_unit_blocks_outlive_the_threads_that_pushed);
     tcase_add_test(threads,
                    test_returns_stacks_unit_an_exit_frees_only_spare_records);
+    tcase_add_test(
+        threads, test_returns_stacks_unit_a_stateless_pushers_exit_frees_its_spares);
     suite_add_tcase(s, threads);
     return s;
 }
