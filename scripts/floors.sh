@@ -1,12 +1,12 @@
 #!/bin/bash
 # The floor check: calls only go down.
 #
-#   floors.sh DESIGN.md SOURCE=OBJECT...
+#   floors.sh doc/design.md SOURCE=OBJECT...
 #
 # OBJECT may be a libtool object (.lo): its PIC object is read, or its
 # non-PIC one when it has none.
 # The floors' order, top first, is the drawing under "Calls go down" in
-# DESIGN.md (the first fenced block after that line): each line that starts
+# doc/design.md (the first fenced block after that line): each line that starts
 # with one space and a word names a floor. A source file's floor is the
 # first word after "Floor:" on its first line. Every symbol an object leaves
 # undefined that another object of the list defines is a call from the one
@@ -16,7 +16,7 @@
 # knot and exits 1 if there is one, 2 on bad input, 0 otherwise.
 set -euo pipefail
 
-usage() { echo "usage: floors.sh DESIGN.md SOURCE=OBJECT..." >&2; exit 2; }
+usage() { echo "usage: floors.sh doc/design.md SOURCE=OBJECT..." >&2; exit 2; }
 [ $# -ge 2 ] || usage
 design=$1
 shift
