@@ -78,7 +78,7 @@ mkdir -p build-tsan
 # suite[:case]: a whole suite, or the test case of it that runs threads.
 tsan_runs=(check_threads check_hooks check_lifetime:threads check_limit:hard
     check_limit:soft check_http check_pool check_tree:race unit/check_returns
-    unit/check_returns_stacks unit/check_pool:threads
+    unit/check_returns_stacks unit/check_outbox unit/check_pool:threads
     "check_lifetime:kept pages")
 # shellcheck disable=SC2046  # one target a word
 make -C build-tsan -j"$jobs" $(printf 'tests/%s\n' "${tsan_runs[@]%%:*}" | sort -u)

@@ -83,7 +83,9 @@ void *ra__alloc_tagged(ra_tag_t tag, size_t size, int flags)
     if (RA__UNLIKELY(ts == NULL))
         return alloc_tagged_slow(tag, size, flags);
     s = &ts->slots[tag];
-    if (RA__LIKELY(s->alloc_flags != 0) && RA__LIKELY(size <= PTRDIFF_MAX)) {
+    /* A pair made by a free starts to allocate in the slow path. */
+    if (RA__LIKELY(s->alloc_flags != 0) && RA__LIKELY(s->counted) &&
+        RA__LIKELY(size <= PTRDIFF_MAX)) {
         ra__slot_miss(s);
         p = ra__je_mallocx(ra__at_least_one(size), s->alloc_flags | flags);
         if (RA__LIKELY(p != NULL)) {
@@ -110,24 +112,44 @@ static void dalloc_tagged(void *ptr, int flags, unsigned entry)
     ra__je_dallocx(ptr, flags);
 }
 
-/* A thread's first free of a tag's block sets up its slot of the tag, as
- * its first allocation would (the library's own memory, once per pair):
- * a thread that only frees the tag's blocks (a consumer of a producer's)
- * then frees into a front cache, not through the arena's bin lock each
- * time, which made such frees twice as slow (bench/threads: 46 against
- * 87 ns a block). Without a slot (re-entered, exiting, out of memory) the
- * free goes uncached and counts as an orphan's. */
+/* A free by a thread that has not allocated in the tag (a consumer of
+ * the blocks another thread makes): its slot has no front cache, and the
+ * block goes home through the thread's outbox when its class is known,
+ * where the tag's allocating threads take it back without a lock. Sent to
+ * the arena one by one, such frees took its bin lock each and were twice
+ * as slow as into a front cache (bench/threads: 87 against 46 ns a block);
+ * a front cache of their own was the library's memory taken on a free. */
+static void free_homeward(struct ra__tag_slot *s, void *ptr, ra_tag_t tag,
+                          unsigned entry)
+{
+    unsigned bin = ra__page_entry_bin(entry);
+
+    ra__count_one(&s->ndalloc);
+    if (RA__LIKELY(bin < RA__MAX_BINS))
+        ra__outbox_put(ra__thread, tag, bin, ptr);
+    else
+        dalloc_tagged(ptr, s->free_flags, entry);
+}
+
+/* A thread's first free of a tag's block sets up its slot of the tag (a
+ * slot of its state, which the thread's first tagged call made: nothing
+ * is allocated for the pair). Without a slot (re-entered, exiting, out of
+ * memory for the thread's state) the free goes uncached and counts as an
+ * orphan's. */
 RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag,
                                       unsigned entry)
 {
     struct ra__tag_slot *s = ra__thread_slot_freeing(tag);
 
-    if (s != NULL)
-        ra__count_one(&s->ndalloc);
-    else
+    if (s == NULL) {
         ra__count_orphan(tag, false);
-    dalloc_tagged(ptr, s != NULL ? s->free_flags : MALLOCX_TCACHE_NONE,
-                  entry);
+        dalloc_tagged(ptr, MALLOCX_TCACHE_NONE, entry);
+    } else if (!s->counted) {
+        free_homeward(s, ptr, tag, entry);
+    } else {
+        ra__count_one(&s->ndalloc);
+        dalloc_tagged(ptr, s->free_flags, entry);
+    }
 }
 
 /* A tagged free: into the thread's front cache when the block's class is
@@ -167,6 +189,10 @@ void ra__free_tagged(void *ptr, ra_tag_t tag)
         }
     }
     if (RA__LIKELY(s->alloc_flags != 0)) {
+        if (!s->counted) {
+            free_homeward(s, ptr, tag, entry);
+            return;
+        }
         ra__slot_miss(s);
         ra__count_one(&s->ndalloc);
         dalloc_tagged(ptr, s->free_flags, entry);

@@ -92,6 +92,16 @@ static inline bool ra__tag_valid(ra_tag_t tag)
 }
 
 /* -- thread.c: a thread's slot of a tag ---------------------------------------- */
+/* How many blocks of size a front cache bin may hold: RA__FC_SLOTS, fewer
+ * for big classes, so that a cache holds at most about 64 KiB per class.
+ * A tag's return stack of the class holds RA__RETURNS_BINS times that. */
+static inline unsigned ra__fc_cap(size_t size)
+{
+    unsigned cap = size <= 1024 ? RA__FC_SLOTS : (unsigned)((64 << 10) / size);
+
+    return cap < 2 ? 2 : cap;
+}
+
 /* A pair's slow event (a front cache miss, or a block no front cache
  * takes): counted until the pair is busy enough for a tcache, then, with
  * the tcache taken or refused (or caches off), never again. */
@@ -101,17 +111,21 @@ static inline void ra__slot_miss(struct ra__tag_slot *s)
         ra__slot_miss_slow(s);
 }
 
+/* This thread's slot of tag, set up to allocate (counted in the tag's
+ * pool), or NULL (ra__thread_slot_slow). */
 static inline struct ra__tag_slot *ra__thread_slot(ra_tag_t tag)
 {
     struct ra__thread_state *ts = ra__thread;
 
-    if (RA__LIKELY(ts != NULL) && RA__LIKELY(ts->slots[tag].alloc_flags != 0))
+    if (RA__LIKELY(ts != NULL) &&
+        RA__LIKELY(ts->slots[tag].alloc_flags != 0) &&
+        RA__LIKELY(ts->slots[tag].counted))
         return &ts->slots[tag];
     return ra__thread_slot_slow(tag, true);
 }
 
-/* The same for a free: a pair made here is not counted in the tag's pool
- * until it allocates. */
+/* The same for a free: a pair made here has no front cache and is not
+ * counted in the tag's pool until it allocates. */
 static inline struct ra__tag_slot *ra__thread_slot_freeing(ra_tag_t tag)
 {
     struct ra__thread_state *ts = ra__thread;

@@ -168,9 +168,30 @@ void ra__returns_drain_all(void);
  * Called one tag at a time (lifetime.c's lock), never from a drain. */
 void ra__returns_close(ra_tag_t tag);
 void ra__returns_open(ra_tag_t tag);
+/* How many resets tag has had: what a batch that waits in an outbox is
+ * stamped with. */
+uint32_t ra__returns_resets(ra_tag_t tag);
+/* Sends items[0, n) (free blocks of tag's small bin, freed when the tag had
+ * had stamp resets) home: onto the tag's stack, or to jemalloc when it is
+ * full; dropped when a reset of the tag runs or ran since (it discarded
+ * them). */
+void ra__returns_send(ra_tag_t tag, unsigned bin, void *const *items,
+                      unsigned n, uint32_t stamp);
 /* In a forked child: drains that the parent's other threads had in flight
  * are over. */
 void ra__returns_postfork_child(void);
+
+/* -- outbox.c: what a thread frees of tags it does not allocate in ------- */
+/* The bytes of a thread's outbox, which its state holds after its slots. */
+size_t ra__outbox_size(void);
+/* Frees ptr, of tag's small bin, on its way home: the batch of (tag, bin)
+ * goes to the tag's return stack when full. */
+void ra__outbox_put(struct ra__thread_state *ts, ra_tag_t tag, unsigned bin,
+                    void *ptr);
+/* Sends the batches of tag (RA_TAG_NONE: of every tag) in ts's outbox
+ * home now. From the owner, or from any thread for a tag that nobody uses
+ * (its destroy), while ts lives. */
+void ra__outbox_flush(struct ra__thread_state *ts, ra_tag_t tag);
 /* Frees the records the calling thread kept for its next pushes. */
 void ra__returns_thread_exit(void);
 

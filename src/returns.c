@@ -1,6 +1,7 @@
 /* Floor: state. A tag's return stacks: where a thread whose front cache of
- * a small class is full leaves half of it, and where a thread whose front
- * cache of that class is empty looks first, before jemalloc. Blocks made
+ * a small class is full leaves half of it, and a thread that only frees the
+ * tag's blocks sends its outbox's batches (outbox.c), and where a thread
+ * whose front cache of that class is empty looks first, before jemalloc. Blocks made
  * on one thread and freed on another (a producer and its consumers) then
  * go home in batches, without a lock: one compare-and-swap a batch to
  * leave, one exchange to take the whole stack back, where jemalloc sent
@@ -55,10 +56,21 @@ struct stack {
  * it sees the gate closed. */
 #define GATE_CLOSED (1u << 31)
 
+/* Each tag's gate, and its resets so far: a batch that waited in a
+ * thread's outbox (outbox.c) since before the last reset holds blocks the
+ * reset discarded. Static, not with the stacks: a send must pass the gate
+ * even when the stacks cannot be made. A line each: a tag's drains and
+ * sends do not meet another tag's. */
+struct gate {
+    alignas(64) _Atomic unsigned state;
+    _Atomic uint32_t resets;
+};
+
+static struct gate gates[RA__MAX_TAGS_LIMIT + 1];
+
 /* A tag's stacks: one per small bin, then the spare records. Made at its
  * first push and kept with the slot (the library's own memory). */
 struct returns {
-    _Atomic unsigned gate;
     struct stack spare;
     struct stack bins[];
 };
@@ -219,21 +231,57 @@ static void empty_stacks(struct returns *r, bool give)
     }
 }
 
+/* False, and nothing to undo, when a reset of the tag runs: it discards
+ * whatever the caller would give back. */
+static bool gate_enter(ra_tag_t tag)
+{
+    if (atomic_fetch_add_explicit(&gates[tag].state, 1,
+                                  memory_order_seq_cst) &
+        GATE_CLOSED) {
+        atomic_fetch_sub_explicit(&gates[tag].state, 1,
+                                  memory_order_relaxed);
+        return false;
+    }
+    return true;
+}
+
+static void gate_leave(ra_tag_t tag)
+{
+    /* Release: the frees come before a waiting reset goes on. */
+    atomic_fetch_sub_explicit(&gates[tag].state, 1, memory_order_release);
+}
+
 void ra__returns_drain(ra_tag_t tag)
 {
     struct returns *r = returns_get(tag);
 
-    if (r == NULL)
+    if (r == NULL || !gate_enter(tag))
         return;
-    /* Turned away: a reset of the tag runs, and discards what is here. */
-    if (atomic_fetch_add_explicit(&r->gate, 1, memory_order_seq_cst) &
-        GATE_CLOSED) {
-        atomic_fetch_sub_explicit(&r->gate, 1, memory_order_relaxed);
-        return;
-    }
     empty_stacks(r, true);
-    /* Release: the frees come before a waiting reset goes on. */
-    atomic_fetch_sub_explicit(&r->gate, 1, memory_order_release);
+    gate_leave(tag);
+}
+
+uint32_t ra__returns_resets(ra_tag_t tag)
+{
+    return atomic_load_explicit(&gates[tag].resets, memory_order_relaxed);
+}
+
+void ra__returns_send(ra_tag_t tag, unsigned bin, void *const *items,
+                      unsigned n, uint32_t stamp)
+{
+    if (!gate_enter(tag))
+        return;
+    /* Read inside the gate: a reset counts itself before it closes the
+     * gate, so a batch either sees the reset or reaches the arena before
+     * it. */
+    if (atomic_load_explicit(&gates[tag].resets, memory_order_seq_cst) ==
+            stamp &&
+        !ra__returns_push(tag, bin, items, n,
+                          RA__RETURNS_BINS * ra__fc_cap(ra__bin_size[bin])))
+        for (unsigned i = 0; i < n; i++)
+            ra__je_sdallocx(items[i], ra__bin_size[bin],
+                            MALLOCX_TCACHE_NONE);
+    gate_leave(tag);
 }
 
 void ra__returns_drain_all(void)
@@ -247,38 +295,34 @@ void ra__returns_drain_all(void)
 void ra__returns_close(ra_tag_t tag)
 {
     struct returns *r = returns_get(tag);
+    struct gate *g = &gates[tag];
 
-    if (r == NULL)
-        return;
-    atomic_fetch_or_explicit(&r->gate, GATE_CLOSED, memory_order_seq_cst);
-    /* A drain in flight frees at most four bins' worth of blocks a class:
-     * microseconds, never a lock of ours (the threads' lock a thread's
-     * exit may hold is not the caller's). */
-    while ((atomic_load_explicit(&r->gate, memory_order_acquire) &
+    atomic_fetch_add_explicit(&g->resets, 1, memory_order_seq_cst);
+    atomic_fetch_or_explicit(&g->state, GATE_CLOSED, memory_order_seq_cst);
+    /* A drain or send in flight frees at most four bins' worth of blocks a
+     * class: microseconds, never a lock of ours (the threads' lock a
+     * thread's exit may hold is not the caller's). */
+    while ((atomic_load_explicit(&g->state, memory_order_acquire) &
             ~GATE_CLOSED) != 0)
         sched_yield();
-    empty_stacks(r, false);
+    if (r != NULL)
+        empty_stacks(r, false);
 }
 
 void ra__returns_open(ra_tag_t tag)
 {
-    struct returns *r = returns_get(tag);
-
-    if (r != NULL)
-        atomic_fetch_and_explicit(&r->gate, ~GATE_CLOSED,
-                                  memory_order_release);
+    atomic_fetch_and_explicit(&gates[tag].state, ~GATE_CLOSED,
+                              memory_order_release);
 }
 
 void ra__returns_postfork_child(void)
 {
-    /* Drains that other threads had in flight never end in the child: the
-     * blocks they held are lost to it, their count must not be. No reset
-     * runs at a fork (lifetime.c's lock is held), so no gate is closed. */
-    for (ra_tag_t t = 1; t <= RA__MAX_TAGS_LIMIT; t++) {
-        struct returns *r = returns_get(t);
-        if (r != NULL)
-            atomic_store_explicit(&r->gate, 0, memory_order_relaxed);
-    }
+    /* Drains and sends that other threads had in flight never end in the
+     * child: the blocks they held are lost to it, their count must not be.
+     * No reset runs at a fork (lifetime.c's lock is held), so no gate is
+     * closed. */
+    for (ra_tag_t t = 1; t <= RA__MAX_TAGS_LIMIT; t++)
+        atomic_store_explicit(&gates[t].state, 0, memory_order_relaxed);
 }
 
 void ra__returns_thread_exit(void)

@@ -1,6 +1,7 @@
 /* Floor: state. Per-thread state: for each tag a thread uses, its jemalloc
- * tcache, its front cache of small blocks and its counters; released at
- * thread exit. */
+ * tcache, its front cache of small blocks (for a tag it allocates in) and
+ * its counters, then the thread's outbox (outbox.c); released at thread
+ * exit. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -42,6 +43,14 @@ static void add_user(struct ra__tag_slot *s, ra_tag_t tag)
     if (users[tag] != NULL)
         users[tag]->users_prev = &s->users_next;
     users[tag] = s;
+}
+
+/* The thread whose slot of tag s is. */
+static struct ra__thread_state *state_of(struct ra__tag_slot *s, ra_tag_t tag)
+{
+    return (struct ra__thread_state *)((char *)(s - tag) -
+                                       offsetof(struct ra__thread_state,
+                                                slots));
 }
 
 static void remove_user(struct ra__tag_slot *s)
@@ -199,14 +208,9 @@ void ra__thread_release_kept(ra_tag_t tag)
     ra__unlock(&threads_lock);
 }
 
-/* How many blocks of a bin a front cache may hold: RA__FC_SLOTS, fewer for
- * big classes, so that a cache holds at most about 64 KiB per class. */
 static unsigned bin_cap(unsigned bin)
 {
-    size_t size = ra__bin_size[bin];
-    unsigned cap = size <= 1024 ? RA__FC_SLOTS : (unsigned)((64 << 10) / size);
-
-    return cap < 2 ? 2 : cap;
+    return ra__fc_cap(ra__bin_size[bin]);
 }
 
 /* A bin's capacity is set at its first use (0 until then: the fast paths
@@ -305,18 +309,6 @@ static void flush_slot(struct ra__tag_slot *s)
     flush_tcache(s->tcache);
 }
 
-/* A pair made by a free starts to allocate: it joins the pool's count, on
- * the arena that then has the fewest allocating threads. */
-static void count_in_pool(struct ra__tag_slot *s, ra_tag_t tag)
-{
-    unsigned arena = ra__pool_bind(tag, ra__budget_allows_growth(tag));
-
-    ra__lock(&threads_lock);
-    s->counted = true;
-    bind_to(s, arena);
-    ra__unlock(&threads_lock);
-}
-
 #define FIRST_FILL 2
 
 void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
@@ -328,8 +320,8 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
 
     if (RA__UNLIKELY(s->alloc_flags == 0))
         unpark(s);
-    if (RA__UNLIKELY(!s->counted))
-        count_in_pool(s, tag);
+    /* Only a pair that allocates has a front cache (start_allocating). */
+    ra__assert(s->counted);
     b->cap = bin_cap(bin); /* first use, maybe (ra__fc_make_room) */
     /* Blocks other threads freed come home first (returns.c). */
     got = ra__returns_take(tag, bin, b->items, b->cap);
@@ -386,6 +378,8 @@ void ra__thread_exit(void)
     if (ts == NULL)
         return;
     ra__thread = NULL;
+    /* Before the drains below, which then take its batches too. */
+    ra__outbox_flush(ts, RA_TAG_NONE);
     /* Destroying a tcache flushes it: the thread's blocks reach their arenas
      * and the id is free for another thread. */
     ra__lock(&threads_lock);
@@ -420,7 +414,7 @@ static struct ra__thread_state *create_thread_state(void)
 {
     unsigned nslots = ra__config()->max_tags + 1;
     size_t size = sizeof(struct ra__thread_state) +
-                  nslots * sizeof(struct ra__tag_slot);
+                  nslots * sizeof(struct ra__tag_slot) + ra__outbox_size();
     struct ra__thread_state *ts;
 
     ts = ra__meta_calloc(1, size);
@@ -441,18 +435,46 @@ static struct ra__thread_state *create_thread_state(void)
     return ts;
 }
 
-/* Without a tcache until the pair is busy (ra__slot_miss_slow). */
+/* A front cache, or NULL when there can be none (it needs the page table
+ * to sort frees by size class) or no memory. Zeroed, capacities included:
+ * each bin is set up at its first use (ra__fc_make_room, ra__fc_refill),
+ * so unused bins cost no page. */
+static struct ra__fc_bin *make_bins(void)
+{
+    if (ra__nbins == 0 || ra__page_bin == NULL)
+        return NULL;
+    return ra__meta_calloc(ra__nbins, sizeof(struct ra__fc_bin));
+}
+
+/* Without a tcache until the pair is busy (ra__slot_miss_slow). A pair
+ * made by a free (a consumer of another thread's blocks) gets no front
+ * cache: its frees go home through the thread's outbox (outbox.c), and
+ * it puts no load on an arena of its own, nor takes the library's memory. */
 static void setup_slot(struct ra__tag_slot *s, ra_tag_t tag, bool allocating)
 {
-    /* The front cache needs the page table to sort frees by size class. */
-    /* Zeroed, capacities included: each bin is set up at its first use
-     * (ra__fc_make_room, ra__fc_refill), so unused bins cost no page. */
-    if (ra__nbins != 0 && ra__page_bin != NULL)
-        s->bins = ra__meta_calloc(ra__nbins, sizeof s->bins[0]);
-    start_uncached(s, allocating
-                          ? ra__pool_bind(tag, ra__budget_allows_growth(tag))
-                          : ra__pool_quietest(tag));
+    if (allocating) {
+        s->bins = make_bins();
+        start_uncached(s, ra__pool_bind(tag, ra__budget_allows_growth(tag)));
+    } else {
+        start_uncached(s, ra__pool_quietest(tag));
+    }
     s->counted = allocating;
+}
+
+/* A pair made by a free starts to allocate: it gets its front cache and
+ * joins the pool's count, on the arena that then has the fewest
+ * allocating threads. Under the lock: a destroy of the tag, on another
+ * thread, walks the pair's bins. */
+static void start_allocating(struct ra__tag_slot *s, ra_tag_t tag)
+{
+    struct ra__fc_bin *bins = make_bins();
+    unsigned arena = ra__pool_bind(tag, ra__budget_allows_growth(tag));
+
+    ra__lock(&threads_lock);
+    s->bins = bins;
+    s->counted = true;
+    bind_to(s, arena);
+    ra__unlock(&threads_lock);
 }
 
 struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag, bool allocating)
@@ -466,13 +488,18 @@ struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag, bool allocating)
     ra__tag_suspend();
     if (ts == NULL)
         ts = create_thread_state();
-    if (ts != NULL && is_parked(&ts->slots[tag])) {
-        unpark(&ts->slots[tag]);
-    } else if (ts != NULL && ts->slots[tag].alloc_flags == 0) {
-        setup_slot(&ts->slots[tag], tag, allocating);
-        ra__lock(&threads_lock);
-        add_user(&ts->slots[tag], tag);
-        ra__unlock(&threads_lock);
+    if (ts != NULL) {
+        struct ra__tag_slot *s = &ts->slots[tag];
+        if (is_parked(s)) {
+            unpark(s);
+        } else if (s->alloc_flags == 0) {
+            setup_slot(s, tag, allocating);
+            ra__lock(&threads_lock);
+            add_user(s, tag);
+            ra__unlock(&threads_lock);
+        }
+        if (allocating && !s->counted)
+            start_allocating(s, tag);
     }
     ra__tag_resume();
     tls_busy = false;
@@ -485,6 +512,7 @@ void ra_thread_flush(void)
 
     ra__be_flush_thread_cache();
     if (ts != NULL) {
+        ra__outbox_flush(ts, RA_TAG_NONE);
         ra__lock(&threads_lock);
         for (unsigned t = 1; t < ts->nslots; t++)
             if (set_up(&ts->slots[t]))
@@ -502,6 +530,7 @@ void ra__thread_flush_tag(ra_tag_t tag)
 
     if (ts == NULL || tag >= ts->nslots)
         return;
+    ra__outbox_flush(ts, tag);
     /* The slot is read under the lock too: a destroy of the tag, on
      * another thread, starts the pair over under it (forget_pair), and this
      * thread may flush a tag it does not use (a purge of a subtree). */
@@ -585,7 +614,10 @@ bool ra__thread_end_tag(ra_tag_t tag)
          * a tcache: examples/requests on 8 threads held twice the
          * untagged resident set). */
         for (struct ra__tag_slot *s = users[tag]; s != NULL;
-             s = s->users_next)
+             s = s->users_next) {
+            /* Blocks a consumer freed are on their way home: they go on,
+             * now, to where a purge of the next holder reaches. */
+            ra__outbox_flush(state_of(s, tag), tag);
             if (atomic_load_explicit(&s->nmalloc, memory_order_relaxed) == 0 &&
                 atomic_load_explicit(&s->ndalloc, memory_order_relaxed) == 0) {
                 flush_slot(s);
@@ -593,6 +625,7 @@ bool ra__thread_end_tag(ra_tag_t tag)
             } else {
                 park(s, tag);
             }
+        }
         forget_counts(tag);
         ra__unlock(&threads_lock);
         return false;

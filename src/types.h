@@ -180,9 +180,10 @@ struct ra__tag_slot {
     uint16_t arena;           /* the arena of the pool it is bound to */
     uint8_t misses;           /* up to RA__TCACHE_AFTER_MISSES */
     /* Counted in its tag's pool as a thread that allocates (pool.c): set
-     * when the pair is made by an allocation or first refills. A pair made
-     * by a free (a consumer of another thread's blocks) allocates nothing,
-     * and puts no load on an arena of its own. Here, not at the end: the
+     * when the pair is made by an allocation or first allocates. A pair
+     * made by a free (a consumer of another thread's blocks) allocates
+     * nothing, puts no load on an arena of its own, and has no front cache
+     * (bins NULL: its frees go through the thread's outbox). Here, not at the end: the
      * slot keeps its size (64 bytes), and the fast paths their code. */
     bool counted;
     /* RA__PAIR_ACTIVE, or parked: between a destroy of its tag that left
@@ -207,9 +208,26 @@ struct ra__tag_slot {
     uint64_t made_before;
 };
 
+/* What a thread frees of tags it does not allocate in, on its way home
+ * (outbox.c): a few direct-mapped ways, each one (tag, small bin)'s batch
+ * for the tag's return stack. stamp is the tag's reset count when the
+ * batch began: a reset since discarded its blocks. A destroy on another
+ * thread may take a way's batch (outbox.c says how). */
+#define RA__OUTBOX_WAYS 64
+#define RA__OUTBOX_BATCH (RA__FC_SLOTS / 2)
+struct ra__outbox_way {
+    _Atomic ra_tag_t tag; /* RA_TAG_NONE: empty */
+    unsigned bin, n;
+    unsigned max; /* sent at n == max: half a front cache bin of the class */
+    uint32_t stamp;
+    void *items[RA__OUTBOX_BATCH];
+};
+
 struct ra__thread_state {
     struct ra__thread_state *prev, *next; /* all threads, under a lock */
     unsigned nslots;                      /* max_tags + 1; slot 0 unused */
+    /* nslots slots, then the outbox's RA__OUTBOX_WAYS ways (outbox.c):
+     * past the slots, so that the fast paths' offsets stay as they are. */
     struct ra__tag_slot slots[];
 };
 

@@ -1,0 +1,386 @@
+/* Suite "outbox (unit)": what a thread frees of a tag it does not allocate
+ * in (src/outbox.c). Such a thread's slot of the tag gets no front cache,
+ * so a free takes none of the library's memory for the pair; its blocks go
+ * home to the tag's return stacks in batches, where the tag's allocating
+ * threads take them back; a batch that waited across a reset of its tag
+ * never reaches the arena (its blocks were discarded, and their addresses
+ * may belong to live blocks by then); a flush or the thread's end makes
+ * the figures exact; and the slot gets its front cache once the thread
+ * allocates in the tag. scripts/test.sh runs the suite under
+ * ThreadSanitizer too. */
+#include <check.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "internal.h"
+#include "testutil.h"
+
+#define SIZE 64
+/* Fewer than a batch: they stay in the consumer's outbox. */
+#define FEW 20
+#define MANY 4000
+
+static void *blocks[MANY];
+static void *more[2 * MANY];
+
+/* What a consumer thread does, step by step, at the test's command. */
+enum step { FREE_FEW, FREE_MANY, FLUSH, ALLOCATE, LOOK, EXIT };
+
+struct consumer {
+    pthread_t thread;
+    ra_tag_t tag;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    enum step step;
+    bool asked, done;
+    /* What LOOK saw of the consumer's slot of tag. */
+    bool has_bins, counted;
+    size_t meta_before, meta_after;
+};
+
+static void do_step(struct consumer *c, enum step step)
+{
+    struct ra__tag_slot *s;
+
+    switch (step) {
+    case FREE_FEW:
+        for (unsigned i = 0; i < FEW; i++)
+            ra_free(blocks[i]);
+        break;
+    case FREE_MANY:
+        c->meta_before = ra__meta_held();
+        for (unsigned i = 0; i < MANY; i++)
+            ra_free(blocks[i]);
+        c->meta_after = ra__meta_held();
+        break;
+    case FLUSH:
+        ra_thread_flush();
+        break;
+    case ALLOCATE:
+        blocks[0] = ra_malloc_tag(c->tag, SIZE);
+        ck_assert_ptr_nonnull(blocks[0]);
+        break;
+    case LOOK:
+        s = &ra__thread->slots[c->tag];
+        c->has_bins = s->bins != NULL;
+        c->counted = s->counted;
+        break;
+    case EXIT:
+        break;
+    }
+}
+
+static void *consume(void *arg)
+{
+    struct consumer *c = arg;
+    enum step step;
+
+    /* The thread's state is made by its first tagged call, here a free of
+     * another tag's block: what the steps free is measured without it. */
+    ra_tag_t other = tu_tag_create("other");
+    ra_free(ra_malloc_tag(other, SIZE));
+    do {
+        pthread_mutex_lock(&c->lock);
+        while (!c->asked)
+            pthread_cond_wait(&c->cond, &c->lock);
+        step = c->step;
+        pthread_mutex_unlock(&c->lock);
+        do_step(c, step);
+        pthread_mutex_lock(&c->lock);
+        c->asked = false;
+        c->done = true;
+        pthread_cond_broadcast(&c->cond);
+        pthread_mutex_unlock(&c->lock);
+    } while (step != EXIT);
+    return NULL;
+}
+
+static void ask(struct consumer *c, enum step step)
+{
+    pthread_mutex_lock(&c->lock);
+    c->step = step;
+    c->asked = true;
+    c->done = false;
+    pthread_cond_broadcast(&c->cond);
+    while (!c->done)
+        pthread_cond_wait(&c->cond, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void start(struct consumer *c, ra_tag_t tag)
+{
+    *c = (struct consumer){.tag = tag, .lock = PTHREAD_MUTEX_INITIALIZER,
+                           .cond = PTHREAD_COND_INITIALIZER};
+    ck_assert_int_eq(pthread_create(&c->thread, NULL, consume, c), 0);
+}
+
+static void stop(struct consumer *c)
+{
+    ask(c, EXIT);
+    ck_assert_int_eq(pthread_join(c->thread, NULL), 0);
+}
+
+static void allocate(void **out, ra_tag_t tag, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        out[i] = ra_malloc_tag(tag, SIZE);
+        ck_assert_ptr_nonnull(out[i]);
+    }
+}
+
+static int by_address(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t) * (void *const *)a;
+    uintptr_t y = (uintptr_t) * (void *const *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* No block is handed out twice: n live blocks, n distinct addresses. */
+static void assert_distinct(void **live, unsigned n)
+{
+    void **sorted = malloc(n * sizeof *sorted);
+
+    ck_assert_ptr_nonnull(sorted);
+    memcpy(sorted, live, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, by_address);
+    for (unsigned i = 1; i < n; i++)
+        ck_assert_ptr_ne(sorted[i - 1], sorted[i]);
+    free(sorted);
+}
+
+/* A producer's blocks freed by a consumer: the consumer's slot has no
+ * front cache and is not counted in the pool, and its frees take at most
+ * the return stacks' own records (a front cache of its own was one bin
+ * per class: about 19 KiB). */
+START_TEST(test_outbox_unit_a_free_sets_up_no_front_cache)
+{
+    ra_tag_t tag = tu_tag_create("produced");
+    struct consumer c;
+
+    start(&c, tag);
+    allocate(blocks, tag, MANY);
+    ask(&c, FREE_MANY);
+    ask(&c, LOOK);
+    ck_assert(!c.has_bins);
+    ck_assert(!c.counted);
+    ck_assert_uint_lt(c.meta_after - c.meta_before,
+                      ra__nbins * sizeof(struct ra__fc_bin) / 2);
+    stop(&c);
+}
+END_TEST
+
+/* The blocks come home: the producer's next allocations take them back
+ * (its refills look at the stacks first), and no block is handed out
+ * twice. */
+START_TEST(test_outbox_unit_freed_blocks_serve_the_producer)
+{
+    ra_tag_t tag = tu_tag_create("produced");
+    ra_tag_usage_t u;
+    struct consumer c;
+    unsigned reused = 0;
+
+    start(&c, tag);
+    allocate(blocks, tag, MANY);
+    ask(&c, FREE_MANY);
+    ask(&c, FLUSH);
+    ra_thread_flush(); /* what the producer's front cache holds */
+    ck_assert_int_eq(ra_tag_usage(tag, &u), 0);
+    ck_assert_uint_eq(u.nmalloc, u.ndalloc);
+    /* Every block was freed: none of the tag's is allocated to jemalloc. */
+    ck_assert_uint_eq(tu_tag_stats(tag).allocated, 0);
+    allocate(blocks, tag, MANY);
+    ask(&c, FREE_MANY);
+    allocate(more, tag, MANY);
+    assert_distinct(more, MANY);
+    qsort(blocks, MANY, sizeof blocks[0], by_address);
+    for (unsigned i = 0; i < MANY; i++)
+        reused += bsearch(&more[i], blocks, MANY, sizeof blocks[0],
+                          by_address) != NULL;
+    ck_assert_uint_gt(reused, MANY / 2);
+    for (unsigned i = 0; i < MANY; i++)
+        ra_free(more[i]);
+    stop(&c);
+}
+END_TEST
+
+/* A batch in the consumer's outbox across a reset of its tag: the reset
+ * discarded its blocks, and the tag's next blocks take their addresses;
+ * the consumer's flush afterwards must not send them home, or the next
+ * allocations would be handed blocks that are live. */
+START_TEST(test_outbox_unit_a_batch_from_before_a_reset_is_dropped)
+{
+    ra_tag_t tag = tu_tag_create("reset");
+    struct consumer c;
+
+    start(&c, tag);
+    allocate(blocks, tag, FEW);
+    ask(&c, FREE_FEW);
+    ck_assert_int_eq(ra_tag_reset(tag), 0);
+    allocate(more, tag, FEW);
+    ask(&c, FLUSH);
+    allocate(more + FEW, tag, MANY);
+    assert_distinct(more, FEW + MANY);
+    for (unsigned i = 0; i < FEW + MANY; i++)
+        ra_free(more[i]);
+    stop(&c);
+}
+END_TEST
+
+/* The same across a destroy that found blocks live (it resets the arena)
+ * and a new tag in the slot. */
+START_TEST(test_outbox_unit_a_batch_from_before_a_destroy_is_dropped)
+{
+    ra_tag_t tag = tu_tag_create("destroyed"), next;
+    struct consumer c;
+    void *live;
+
+    start(&c, tag);
+    allocate(blocks, tag, FEW);
+    live = ra_malloc_tag(tag, SIZE);
+    ck_assert_ptr_nonnull(live);
+    ask(&c, FREE_FEW);
+    ck_assert_int_eq(ra_tag_destroy(tag), 0);
+    next = tu_tag_create("next holder");
+    ck_assert_uint_eq(next, tag);
+    allocate(more, next, FEW);
+    ask(&c, FLUSH);
+    allocate(more + FEW, next, MANY);
+    assert_distinct(more, FEW + MANY);
+    for (unsigned i = 0; i < FEW + MANY; i++)
+        ra_free(more[i]);
+    stop(&c);
+}
+END_TEST
+
+/* A destroy that found nothing live sends the consumer's batches of the
+ * tag home itself: the next holder's purge reaches their pages although
+ * the consumer is idle. */
+START_TEST(test_outbox_unit_a_destroy_sends_an_idle_consumers_batches)
+{
+    ra_tag_t tag = tu_tag_create("idle consumer"), next;
+    ra_tag_usage_t u;
+    struct consumer c;
+
+    start(&c, tag);
+    allocate(blocks, tag, FEW);
+    ask(&c, FREE_FEW);
+    ck_assert_int_eq(ra_tag_destroy(tag), 0);
+    next = tu_tag_create("next holder");
+    ck_assert_uint_eq(next, tag);
+    ck_assert_int_eq(ra_tag_purge(next), 0);
+    ck_assert_uint_eq(tu_tag_stats(next).allocated, 0);
+    ck_assert_int_eq(ra_tag_usage(next, &u), 0);
+    ck_assert_uint_eq(u.nmalloc, 0);
+    ck_assert_uint_eq(u.ndalloc, 0);
+    stop(&c);
+}
+END_TEST
+
+/* A thread's end sends its batches home and drains them: every block is
+ * back in the arena. */
+START_TEST(test_outbox_unit_an_exit_makes_the_figures_exact)
+{
+    ra_tag_t tag = tu_tag_create("exit");
+    struct consumer c;
+
+    start(&c, tag);
+    allocate(blocks, tag, FEW);
+    ask(&c, FREE_FEW);
+    ra_thread_flush(); /* what the producer's front cache holds */
+    ck_assert_uint_gt(tu_tag_stats(tag).allocated, 0);
+    stop(&c);
+    ck_assert_uint_eq(tu_tag_stats(tag).allocated, 0);
+}
+END_TEST
+
+/* The consumer allocates in the tag: its slot gets a front cache and is
+ * counted in the pool; what its outbox held still goes home. */
+START_TEST(test_outbox_unit_an_allocation_makes_the_slot_whole)
+{
+    ra_tag_t tag = tu_tag_create("both");
+    struct consumer c;
+
+    start(&c, tag);
+    allocate(blocks, tag, FEW);
+    ask(&c, FREE_FEW);
+    ask(&c, ALLOCATE);
+    ask(&c, LOOK);
+    ck_assert(c.has_bins);
+    ck_assert(c.counted);
+    ra_free(blocks[0]);
+    ask(&c, FLUSH);
+    ra_thread_flush();
+    ck_assert_uint_eq(tu_tag_stats(tag).allocated, 0);
+    stop(&c);
+}
+END_TEST
+
+/* Many consumers of one producer at once, each with its own outbox, and
+ * a destroy between rounds: nothing lost, nothing handed out twice. */
+#define CONSUMERS 4
+#define ROUND 1000
+static void *round_blocks[CONSUMERS][ROUND];
+
+static void *free_round(void *arg)
+{
+    void **b = arg;
+
+    for (unsigned i = 0; i < ROUND; i++)
+        ra_free(b[i]);
+    return NULL;
+}
+
+START_TEST(test_outbox_unit_consumers_at_once_lose_nothing)
+{
+    pthread_t t[CONSUMERS];
+
+    for (unsigned r = 0; r < 5; r++) {
+        ra_tag_t tag = tu_tag_create("round");
+        for (unsigned k = 0; k < CONSUMERS; k++)
+            for (unsigned i = 0; i < ROUND; i++) {
+                round_blocks[k][i] = ra_malloc_tag(tag, 16 + (i % 16) * 16);
+                ck_assert_ptr_nonnull(round_blocks[k][i]);
+            }
+        assert_distinct(&round_blocks[0][0], CONSUMERS * ROUND);
+        for (unsigned k = 0; k < CONSUMERS; k++)
+            ck_assert_int_eq(pthread_create(&t[k], NULL, free_round,
+                                            round_blocks[k]),
+                             0);
+        for (unsigned k = 0; k < CONSUMERS; k++)
+            ck_assert_int_eq(pthread_join(t[k], NULL), 0);
+        ra_thread_flush();
+        ck_assert_uint_eq(tu_tag_stats(tag).allocated, 0);
+        ck_assert_int_eq(ra_tag_destroy(tag), 0);
+    }
+}
+END_TEST
+
+static Suite *outbox_suite(void)
+{
+    Suite *s = suite_create("outbox (unit)");
+    TCase *tc = tcase_create("threads");
+
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_outbox_unit_a_free_sets_up_no_front_cache);
+    tcase_add_test(tc, test_outbox_unit_freed_blocks_serve_the_producer);
+    tcase_add_test(tc, test_outbox_unit_a_batch_from_before_a_reset_is_dropped);
+    tcase_add_test(tc,
+                   test_outbox_unit_a_batch_from_before_a_destroy_is_dropped);
+    tcase_add_test(tc,
+                   test_outbox_unit_a_destroy_sends_an_idle_consumers_batches);
+    tcase_add_test(tc, test_outbox_unit_an_exit_makes_the_figures_exact);
+    tcase_add_test(tc, test_outbox_unit_an_allocation_makes_the_slot_whole);
+    tcase_add_test(tc, test_outbox_unit_consumers_at_once_lose_nothing);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    unsetenv("REGIONALLOC");
+    unsetenv("REGIONALLOC_THREAD_TAGS");
+    return tu_run_suite(outbox_suite());
+}
