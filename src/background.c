@@ -92,8 +92,9 @@ bool ra__background_start(void *(*fn)(void *), void *arg, pthread_t *thread)
         return true;
     }
     *s = (struct start){fn, arg};
-    /* C library's pthread_create: run() makes the thread the library's
-     * before anything else, so no rule gives it a tag. */
+    /* Past the library's own pthread_create (ra__thread_create): run()
+     * makes the thread the library's before anything else, so no rule
+     * gives it a tag. */
     ra__spawn_begin(&old);
     rc = ra__thread_create(thread, NULL, run, s);
     ra__spawn_end(&old);

@@ -32,7 +32,6 @@ static void warn_about_jemalloc_options(void)
                  "without extent hooks (untagged memory uses it)");
 }
 
-
 static void get_ready(void)
 {
     const struct ra__config *config = ra__config();
