@@ -206,19 +206,21 @@ START_TEST(test_outbox_unit_freed_blocks_serve_the_producer)
 }
 END_TEST
 
-/* A batch in the consumer's outbox across a reset of its tag: the reset
- * discarded its blocks, and the tag's next blocks take their addresses;
- * the consumer's flush afterwards must not send them home, or the next
- * allocations would be handed blocks that are live. */
-START_TEST(test_outbox_unit_a_batch_from_before_a_reset_is_dropped)
+/* A batch in the consumer's outbox across the end of its tag's blocks
+ * (end: a reset, or a destroy that finds a block live and so resets the
+ * arena, returning the slot's next holder): the end discarded the batch's
+ * blocks, and the tag's next blocks take their addresses; the consumer's
+ * flush afterwards must not send them home, or the next allocations would
+ * be handed blocks that are live. */
+static void assert_batch_dropped(ra_tag_t (*end)(ra_tag_t))
 {
-    ra_tag_t tag = tu_tag_create("reset");
+    ra_tag_t tag = tu_tag_create("ending");
     struct consumer c;
 
     start(&c, tag);
     allocate(blocks, tag, FEW);
     ask(&c, FREE_FEW);
-    ck_assert_int_eq(ra_tag_reset(tag), 0);
+    tag = end(tag);
     allocate(more, tag, FEW);
     ask(&c, FLUSH);
     allocate(more + FEW, tag, MANY);
@@ -227,31 +229,33 @@ START_TEST(test_outbox_unit_a_batch_from_before_a_reset_is_dropped)
         ra_free(more[i]);
     stop(&c);
 }
-END_TEST
 
-/* The same across a destroy that found blocks live (it resets the arena)
- * and a new tag in the slot. */
-START_TEST(test_outbox_unit_a_batch_from_before_a_destroy_is_dropped)
+static ra_tag_t reset(ra_tag_t tag)
 {
-    ra_tag_t tag = tu_tag_create("destroyed"), next;
-    struct consumer c;
-    void *live;
+    ck_assert_int_eq(ra_tag_reset(tag), 0);
+    return tag;
+}
 
-    start(&c, tag);
-    allocate(blocks, tag, FEW);
-    live = ra_malloc_tag(tag, SIZE);
-    ck_assert_ptr_nonnull(live);
-    ask(&c, FREE_FEW);
+static ra_tag_t destroy_with_a_block_live(ra_tag_t tag)
+{
+    ra_tag_t next;
+
+    ck_assert_ptr_nonnull(ra_malloc_tag(tag, SIZE));
     ck_assert_int_eq(ra_tag_destroy(tag), 0);
     next = tu_tag_create("next holder");
     ck_assert_uint_eq(next, tag);
-    allocate(more, next, FEW);
-    ask(&c, FLUSH);
-    allocate(more + FEW, next, MANY);
-    assert_distinct(more, FEW + MANY);
-    for (unsigned i = 0; i < FEW + MANY; i++)
-        ra_free(more[i]);
-    stop(&c);
+    return next;
+}
+
+START_TEST(test_outbox_unit_a_batch_from_before_a_reset_is_dropped)
+{
+    assert_batch_dropped(reset);
+}
+END_TEST
+
+START_TEST(test_outbox_unit_a_batch_from_before_a_destroy_is_dropped)
+{
+    assert_batch_dropped(destroy_with_a_block_live);
 }
 END_TEST
 
