@@ -700,9 +700,17 @@ static int child_malloc_conf_workout(void)
          * allocation. */
         TU_REQUIRE(st.nmalloc == 1350 && st.ndalloc == 1350);
         TU_REQUIRE(st.allocated == 0);
-        TU_REQUIRE(ra_tag_purge(args[i].tag) == 0);
-        TU_REQUIRE(ra_tag_stats(args[i].tag, &st) == 0);
-        TU_REQUIRE(st.dirty == 0);
+        /* jemalloc skips a purge of an arena that its background thread
+         * (background_thread:true) is purging, down to its decay limit
+         * only: the next purge gives back the rest (regionalloc(3)). */
+        for (unsigned tries = 0;; tries++) {
+            TU_REQUIRE(ra_tag_purge(args[i].tag) == 0);
+            TU_REQUIRE(ra_tag_stats(args[i].tag, &st) == 0);
+            if (st.dirty == 0)
+                break;
+            TU_REQUIRE(tries < 1000);
+            usleep(10000);
+        }
     }
     TU_REQUIRE(ra_checkpoint("workout") == 0);
     TU_REQUIRE(ra_report(devnull, RA_FORMAT_JSON) == 0);
