@@ -112,23 +112,28 @@ static void dalloc_tagged(void *ptr, int flags, unsigned entry)
     ra__je_dallocx(ptr, flags);
 }
 
-/* A free by a thread that has not allocated in the tag (a consumer of
- * the blocks another thread makes): its slot has no front cache, and the
- * block goes home through the thread's outbox when its class is known,
- * where the tag's allocating threads take it back without a lock. Sent to
- * the arena one by one, such frees took its bin lock each and were twice
- * as slow as into a front cache (bench/threads: 87 against 46 ns a block);
- * a front cache of their own was the library's memory taken on a free. */
-static void free_homeward(struct ra__tag_slot *s, void *ptr, ra_tag_t tag,
-                          unsigned entry)
+/* A free through the slot, its front cache aside: a thread that has not
+ * allocated in the tag (a consumer of the blocks another thread makes)
+ * has no front cache, and sends a block whose class is known home through
+ * its outbox, where the tag's allocating threads take it back without a
+ * lock. Sent to the arena one by one, such frees took its bin lock each
+ * and were twice as slow as into a front cache (bench/threads: 87 against
+ * 46 ns a block); a front cache of their own was the library's memory
+ * taken on a free. */
+static void free_by_slot(struct ra__tag_slot *s, void *ptr, ra_tag_t tag,
+                         unsigned entry)
 {
     unsigned bin = ra__page_entry_bin(entry);
 
     ra__count_one(&s->ndalloc);
-    if (RA__LIKELY(bin < RA__MAX_BINS))
+    if (!s->counted && RA__LIKELY(bin < RA__MAX_BINS)) {
         ra__outbox_put(ra__thread, tag, bin, ptr);
-    else
-        dalloc_tagged(ptr, s->free_flags, entry);
+        return;
+    }
+    /* A pair that only frees counts no miss: it never takes a tcache. */
+    if (s->counted)
+        ra__slot_miss(s);
+    dalloc_tagged(ptr, s->free_flags, entry);
 }
 
 /* A thread's first free of a tag's block sets up its slot of the tag (a
@@ -141,15 +146,12 @@ RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag,
 {
     struct ra__tag_slot *s = ra__thread_slot_freeing(tag);
 
-    if (s == NULL) {
-        ra__count_orphan(tag, false);
-        dalloc_tagged(ptr, MALLOCX_TCACHE_NONE, entry);
-    } else if (!s->counted) {
-        free_homeward(s, ptr, tag, entry);
-    } else {
-        ra__count_one(&s->ndalloc);
-        dalloc_tagged(ptr, s->free_flags, entry);
+    if (s != NULL) {
+        free_by_slot(s, ptr, tag, entry);
+        return;
     }
+    ra__count_orphan(tag, false);
+    dalloc_tagged(ptr, MALLOCX_TCACHE_NONE, entry);
 }
 
 /* A tagged free: into the thread's front cache when the block's class is
@@ -189,13 +191,7 @@ void ra__free_tagged(void *ptr, ra_tag_t tag)
         }
     }
     if (RA__LIKELY(s->alloc_flags != 0)) {
-        if (!s->counted) {
-            free_homeward(s, ptr, tag, entry);
-            return;
-        }
-        ra__slot_miss(s);
-        ra__count_one(&s->ndalloc);
-        dalloc_tagged(ptr, s->free_flags, entry);
+        free_by_slot(s, ptr, tag, entry);
         return;
     }
     free_tagged_slow(ptr, tag, entry);

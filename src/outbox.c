@@ -90,9 +90,7 @@ void ra__outbox_put(struct ra__thread_state *ts, ra_tag_t tag, unsigned bin,
         }
         w->bin = bin;
         w->stamp = resets;
-        w->max = ra__fc_cap(ra__bin_size[bin]) / 2;
-        if (w->max > RA__OUTBOX_BATCH)
-            w->max = RA__OUTBOX_BATCH;
+        w->max = ra__fc_cap(ra__bin_size[bin]) / 2; /* <= the batch */
         w->n = 0;
         atomic_store_explicit(&w->tag, tag, memory_order_release);
     }

@@ -1,13 +1,13 @@
 /* Floor: state. A tag's return stacks: where a thread whose front cache of
- * a small class is full leaves half of it, and a thread that only frees the
- * tag's blocks sends its outbox's batches (outbox.c), and where a thread
- * whose front cache of that class is empty looks first, before jemalloc. Blocks made
- * on one thread and freed on another (a producer and its consumers) then
- * go home in batches, without a lock: one compare-and-swap a batch to
- * leave, one exchange to take the whole stack back, where jemalloc sent
- * every batch through an arena's bin lock twice (the consumer's flush and
- * the producer's refill). mimalloc's pages do the same with their
- * thread-free lists (doc/design.md, hot tags).
+ * a small class is full leaves half of it, and a thread that only frees
+ * the tag's blocks sends its outbox's batches (outbox.c), and where a
+ * thread whose front cache of that class is empty looks first, before
+ * jemalloc. Blocks made on one thread and freed on another (a producer
+ * and its consumers) then go home in batches, without a lock: one
+ * compare-and-swap a batch to leave, one exchange to take the whole stack
+ * back, where jemalloc sent every batch through an arena's bin lock twice
+ * (the consumer's flush and the producer's refill). mimalloc's pages do
+ * the same with their thread-free lists (doc/design.md, hot tags).
  *
  * A batch is an array of block pointers in a small record of the library's
  * own, not a list linked through the blocks: taking one then reads four

@@ -463,12 +463,16 @@ static void setup_slot(struct ra__tag_slot *s, ra_tag_t tag, bool allocating)
 
 /* A pair made by a free starts to allocate: it gets its front cache and
  * joins the pool's count, on the arena that then has the fewest
- * allocating threads. Under the lock: a destroy of the tag, on another
- * thread, walks the pair's bins. */
+ * allocating threads. What its outbox holds of the tag goes home first:
+ * only pairs that do not allocate use the outbox, and a destroy looks in
+ * theirs alone. Under the lock: a destroy of the tag, on another thread,
+ * walks the pair's bins. */
 static void start_allocating(struct ra__tag_slot *s, ra_tag_t tag)
 {
     struct ra__fc_bin *bins = make_bins();
     unsigned arena = ra__pool_bind(tag, ra__budget_allows_growth(tag));
+
+    ra__outbox_flush(ra__thread, tag);
 
     ra__lock(&threads_lock);
     s->bins = bins;
@@ -616,8 +620,11 @@ bool ra__thread_end_tag(ra_tag_t tag)
         for (struct ra__tag_slot *s = users[tag]; s != NULL;
              s = s->users_next) {
             /* Blocks a consumer freed are on their way home: they go on,
-             * now, to where a purge of the next holder reaches. */
-            ra__outbox_flush(state_of(s, tag), tag);
+             * now, to where a purge of the next holder reaches. A pair
+             * that allocates has none there (start_allocating), and a
+             * request's destroy does not walk its thread's outbox. */
+            if (!s->counted)
+                ra__outbox_flush(state_of(s, tag), tag);
             if (atomic_load_explicit(&s->nmalloc, memory_order_relaxed) == 0 &&
                 atomic_load_explicit(&s->ndalloc, memory_order_relaxed) == 0) {
                 flush_slot(s);

@@ -183,8 +183,9 @@ struct ra__tag_slot {
      * when the pair is made by an allocation or first allocates. A pair
      * made by a free (a consumer of another thread's blocks) allocates
      * nothing, puts no load on an arena of its own, and has no front cache
-     * (bins NULL: its frees go through the thread's outbox). Here, not at the end: the
-     * slot keeps its size (64 bytes), and the fast paths their code. */
+     * (bins NULL: its frees go through the thread's outbox). Here, not at
+     * the end: the slot keeps its size (64 bytes), and the fast paths
+     * their code. */
     bool counted;
     /* RA__PAIR_ACTIVE, or parked: between a destroy of its tag that left
      * nothing live and the owner's next use, the pair holds no front-cache

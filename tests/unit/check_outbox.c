@@ -130,6 +130,18 @@ static void allocate(void **out, ra_tag_t tag, unsigned n)
     }
 }
 
+/* A new consumer of tag name has freed the FEW blocks made here: they
+ * wait in its outbox (fewer than a batch). */
+static ra_tag_t few_freed_by(struct consumer *c, const char *name)
+{
+    ra_tag_t tag = tu_tag_create(name);
+
+    start(c, tag);
+    allocate(blocks, tag, FEW);
+    ask(c, FREE_FEW);
+    return tag;
+}
+
 static int by_address(const void *a, const void *b)
 {
     uintptr_t x = (uintptr_t) * (void *const *)a;
@@ -172,15 +184,18 @@ START_TEST(test_outbox_unit_a_free_sets_up_no_front_cache)
 }
 END_TEST
 
-/* The blocks come home: the producer's next allocations take them back
- * (its refills look at the stacks first), and no block is handed out
- * twice. */
+/* The blocks come home: onto the tag's return stack, not to jemalloc
+ * (the stack holds its bound of them after the consumer's frees), and the
+ * producer's next allocations take them back (its refills look at the
+ * stacks first), and no block is handed out twice. */
 START_TEST(test_outbox_unit_freed_blocks_serve_the_producer)
 {
     ra_tag_t tag = tu_tag_create("produced");
+    unsigned bin = ra__size_bin[(SIZE + 7) >> 3];
+    static void *home[RA__RETURNS_BINS * RA__FC_SLOTS];
     ra_tag_usage_t u;
     struct consumer c;
-    unsigned reused = 0;
+    unsigned reused = 0, got;
 
     start(&c, tag);
     allocate(blocks, tag, MANY);
@@ -193,6 +208,14 @@ START_TEST(test_outbox_unit_freed_blocks_serve_the_producer)
     ck_assert_uint_eq(tu_tag_stats(tag).allocated, 0);
     allocate(blocks, tag, MANY);
     ask(&c, FREE_MANY);
+    got = ra__returns_take(tag, bin, home, RA__RETURNS_BINS * RA__FC_SLOTS);
+    ck_assert_uint_ge(got, RA__RETURNS_BINS * RA__FC_SLOTS - RA__OUTBOX_BATCH);
+    for (unsigned i = 0; i < got; i += RA__OUTBOX_BATCH)
+        ck_assert(ra__returns_push(tag, bin, home + i,
+                                   got - i < RA__OUTBOX_BATCH
+                                       ? got - i
+                                       : RA__OUTBOX_BATCH,
+                                   got));
     allocate(more, tag, MANY);
     assert_distinct(more, MANY);
     qsort(blocks, MANY, sizeof blocks[0], by_address);
@@ -214,13 +237,9 @@ END_TEST
  * be handed blocks that are live. */
 static void assert_batch_dropped(ra_tag_t (*end)(ra_tag_t))
 {
-    ra_tag_t tag = tu_tag_create("ending");
     struct consumer c;
+    ra_tag_t tag = end(few_freed_by(&c, "ending"));
 
-    start(&c, tag);
-    allocate(blocks, tag, FEW);
-    ask(&c, FREE_FEW);
-    tag = end(tag);
     allocate(more, tag, FEW);
     ask(&c, FLUSH);
     allocate(more + FEW, tag, MANY);
@@ -264,13 +283,10 @@ END_TEST
  * the consumer is idle. */
 START_TEST(test_outbox_unit_a_destroy_sends_an_idle_consumers_batches)
 {
-    ra_tag_t tag = tu_tag_create("idle consumer"), next;
-    ra_tag_usage_t u;
     struct consumer c;
+    ra_tag_t tag = few_freed_by(&c, "idle consumer"), next;
+    ra_tag_usage_t u;
 
-    start(&c, tag);
-    allocate(blocks, tag, FEW);
-    ask(&c, FREE_FEW);
     ck_assert_int_eq(ra_tag_destroy(tag), 0);
     next = tu_tag_create("next holder");
     ck_assert_uint_eq(next, tag);
@@ -287,12 +303,9 @@ END_TEST
  * back in the arena. */
 START_TEST(test_outbox_unit_an_exit_makes_the_figures_exact)
 {
-    ra_tag_t tag = tu_tag_create("exit");
     struct consumer c;
+    ra_tag_t tag = few_freed_by(&c, "exit");
 
-    start(&c, tag);
-    allocate(blocks, tag, FEW);
-    ask(&c, FREE_FEW);
     ra_thread_flush(); /* what the producer's front cache holds */
     ck_assert_uint_gt(tu_tag_stats(tag).allocated, 0);
     stop(&c);
@@ -304,12 +317,9 @@ END_TEST
  * counted in the pool; what its outbox held still goes home. */
 START_TEST(test_outbox_unit_an_allocation_makes_the_slot_whole)
 {
-    ra_tag_t tag = tu_tag_create("both");
     struct consumer c;
+    ra_tag_t tag = few_freed_by(&c, "both");
 
-    start(&c, tag);
-    allocate(blocks, tag, FEW);
-    ask(&c, FREE_FEW);
     ask(&c, ALLOCATE);
     ask(&c, LOOK);
     ck_assert(c.has_bins);
@@ -370,7 +380,8 @@ static Suite *outbox_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_outbox_unit_a_free_sets_up_no_front_cache);
     tcase_add_test(tc, test_outbox_unit_freed_blocks_serve_the_producer);
-    tcase_add_test(tc, test_outbox_unit_a_batch_from_before_a_reset_is_dropped);
+    tcase_add_test(tc,
+                   test_outbox_unit_a_batch_from_before_a_reset_is_dropped);
     tcase_add_test(tc,
                    test_outbox_unit_a_batch_from_before_a_destroy_is_dropped);
     tcase_add_test(tc,
