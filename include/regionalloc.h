@@ -228,10 +228,11 @@ RA_EXPORT size_t ra_malloc_usable_size(const void *ptr);
 RA_EXPORT void *ra_malloc_tag(ra_tag_t tag, size_t size);
 
 /* -- usage, purge ------------------------------------------------------------ */
+/* Each figure's source and precision: regionalloc(3), "Figures". */
 typedef struct ra_tag_stats {
-    size_t allocated; /* bytes in live blocks (usable sizes) */
-    size_t active;    /* bytes in pages holding live blocks */
-    size_t resident;  /* jemalloc's resident estimate for the arena */
+    size_t allocated; /* bytes in live blocks (usable sizes), exact */
+    size_t active;    /* bytes in pages holding live or cached blocks */
+    size_t resident;  /* at most this much of mapped is resident */
     size_t mapped;    /* bytes mapped (committed) in the region */
     size_t dirty;     /* unused pages not yet returned to the OS */
     size_t muzzy;
@@ -243,21 +244,31 @@ typedef struct ra_tag_stats {
                            (tag 0: 0, the untagged arenas have no region) */
 } ra_tag_stats_t;
 
-/* Fills *out for tag (RA_TAG_NONE: all untagged arenas together): 0, or -1
- * with errno EINVAL (bad tag or NULL out) or ENOTSUP (pass-through mode). */
+/* Fills *out for tag (RA_TAG_NONE: all untagged arenas together) from live
+ * figures, in time that does not grow with the number of tags: no refresh
+ * of jemalloc's statistics (the untagged row's figures but active are
+ * jemalloc's as of the last refresh). 0, or -1 with errno EINVAL (bad tag
+ * or NULL out) or ENOTSUP (pass-through mode). */
 RA_EXPORT int ra_tag_stats(ra_tag_t tag, ra_tag_stats_t *out);
+/* Refreshes jemalloc's statistics once (its "epoch", which merges every
+ * arena of the process: milliseconds with thousands of tags): what
+ * jemalloc's own figures need (stats.* through mallctl, the untagged row).
+ * Nothing periodic in the library calls it. 0, or -1 with errno ENOTSUP
+ * (pass-through mode). */
+RA_EXPORT int ra_stats_refresh(void);
 /* The same summed over tag and its descendants (peak_mapped: the subtree's
  * own high-water mark, not a sum of peaks): 0, or -1 with errno EINVAL
  * (bad tag, RA_TAG_NONE or NULL out) or ENOTSUP. */
 RA_EXPORT int ra_tag_stats_tree(ra_tag_t tag, ra_tag_stats_t *out);
 /* The figures the library keeps itself, exact at any moment and cheap (no
- * refresh of jemalloc's statistics, which ra_tag_stats pays and which
- * grows with the number of arenas): what a per-request summary needs. */
+ * call into jemalloc): what a per-request summary needs. */
 typedef struct ra_tag_usage {
     size_t mapped;      /* bytes committed in the tag's region now */
     size_t peak_mapped; /* their high-water mark since the tag's creation */
     uint64_t nmalloc;   /* allocations made under the tag */
     uint64_t ndalloc;   /* frees of the tag's blocks */
+    size_t allocated;   /* bytes in live blocks (usable sizes), as in
+                           ra_tag_stats */
 } ra_tag_usage_t;
 
 /* Fills *out for tag (not RA_TAG_NONE): 0, or -1 with errno EINVAL (bad
@@ -373,8 +384,13 @@ typedef enum {
     RA_FORMAT_JSON,      /* one document, bytes and nanoseconds (doc/json.md) */
     RA_FORMAT_PROMETHEUS /* text exposition format */
 } ra_format_t;
+/* Or'ed into a report's format: jemalloc's statistics are refreshed once
+ * (ra_stats_refresh) and the tags' active, resident, mapped, dirty, muzzy
+ * and retained are jemalloc's own figures rather than the live ones. */
+#define RA_REPORT_DETAIL 0x100
 
-/* Writes every tag's usage now, read after one statistics refresh: text, a
+/* Writes every tag's usage now, from the live figures (no refresh of
+ * jemalloc's statistics unless fmt has RA_REPORT_DETAIL): text, a
  * table with a row per tag (allocated, active, resident, kernel_rss from
  * ra_tag_rss, mapped, peak_mapped, dirty, nmalloc, ndalloc) and the rows
  * "untagged" and "total"; JSON, one document (doc/json.md); Prometheus,
@@ -385,10 +401,11 @@ typedef enum {
 RA_EXPORT int ra_report(FILE *out, ra_format_t fmt);
 /* Records a snapshot of every tag and of the process under label (NULL or
  * "" allowed; cut to 63 bytes at a character boundary): time since the
- * library was loaded, per-tag allocated, their sum, jemalloc's totals, RSS
+ * library was loaded, per-tag allocated, their sum, the process's totals
+ * (the sum of the rows of ra_report), RSS
  * and the peak RSS within the phase, which it then resets through
  * /proc/self/clear_refs (where the kernel refuses, the peak since the start).
- * One statistics refresh. Its own memory is untagged and bounded: the last
+ * No statistics refresh. Its own memory is untagged and bounded: the last
  * 1024 checkpoints are kept. Thread-safe. 0 or -1 with errno ENOTSUP
  * (pass-through mode) or ENOMEM. */
 RA_EXPORT int ra_checkpoint(const char *label);

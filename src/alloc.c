@@ -55,7 +55,7 @@ RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
         if (p == NULL)
             return ra__fail_tagged();
     }
-    ra__count_alloc(s, tag, p);
+    ra__count_alloc(s, tag, p, ra__made_size(p, size, flags));
     return p;
 }
 
@@ -67,7 +67,7 @@ void *ra__alloc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin,
     if (p == NULL)
         return alloc_tagged_slow(tag, size, 0);
     if (RA__LIKELY(ra__tag_of_addr(p) == tag))
-        ra__count_one(&s->nmalloc);
+        ra__count_handed(s, ra__bin_size[bin]);
     ra__budget_check_soft();
     return p;
 }
@@ -89,7 +89,7 @@ void *ra__alloc_tagged(ra_tag_t tag, size_t size, int flags)
         ra__slot_miss(s);
         p = ra__je_mallocx(ra__at_least_one(size), s->alloc_flags | flags);
         if (RA__LIKELY(p != NULL)) {
-            ra__count_alloc(s, tag, p);
+            ra__count_alloc(s, tag, p, ra__made_size(p, size, flags));
             return p;
         }
     }
@@ -102,13 +102,10 @@ void *ra__alloc_tagged(ra_tag_t tag, size_t size, int flags)
  * until decay (10 s), and a tagged program's resident set would grow past
  * the same program's untagged. Only uncached blocks ask their size: large
  * ones, and small ones where front caches are off. */
-static void dalloc_tagged(void *ptr, int flags, unsigned entry)
+static void dalloc_tagged(void *ptr, int flags, unsigned entry, size_t size)
 {
-    if (entry == RA__PAGE_UNCACHED) {
-        size_t size = ra__je_sallocx(ptr, 0);
-        if (RA__UNLIKELY(size >= ra__be_oversize))
-            ra__region_discard(ptr, size);
-    }
+    if (entry == RA__PAGE_UNCACHED && RA__UNLIKELY(size >= ra__be_oversize))
+        ra__region_discard(ptr, size);
     ra__je_dallocx(ptr, flags);
 }
 
@@ -124,8 +121,9 @@ static void free_by_slot(struct ra__tag_slot *s, void *ptr, ra_tag_t tag,
                          unsigned entry)
 {
     unsigned bin = ra__page_entry_bin(entry);
+    size_t size = ra__block_size_at(ptr, entry);
 
-    ra__count_one(&s->ndalloc);
+    ra__count_taken(s, size);
     if (!s->counted && RA__LIKELY(bin < RA__MAX_BINS)) {
         ra__outbox_put(ra__thread, tag, bin, ptr);
         return;
@@ -133,7 +131,7 @@ static void free_by_slot(struct ra__tag_slot *s, void *ptr, ra_tag_t tag,
     /* A pair that only frees counts no miss: it never takes a tcache. */
     if (s->counted)
         ra__slot_miss(s);
-    dalloc_tagged(ptr, s->free_flags, entry);
+    dalloc_tagged(ptr, ra__be_tcache_flags(s->tcache), entry, size);
 }
 
 /* A thread's first free of a tag's block sets up its slot of the tag (a
@@ -145,13 +143,15 @@ RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag,
                                       unsigned entry)
 {
     struct ra__tag_slot *s = ra__thread_slot_freeing(tag);
+    size_t size;
 
     if (s != NULL) {
         free_by_slot(s, ptr, tag, entry);
         return;
     }
-    ra__count_orphan(tag, false);
-    dalloc_tagged(ptr, MALLOCX_TCACHE_NONE, entry);
+    size = ra__block_size_at(ptr, entry);
+    ra__count_orphan(tag, false, size);
+    dalloc_tagged(ptr, MALLOCX_TCACHE_NONE, entry, size);
 }
 
 /* A tagged free: into the thread's front cache when the block's class is
@@ -164,8 +164,7 @@ RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag,
 void ra__free_tagged(void *ptr, ra_tag_t tag)
 {
     struct ra__thread_state *ts = ra__thread;
-    unsigned entry = ra__page_bin != NULL ? ra__page_bin_get(ptr)
-                                          : RA__PAGE_UNCACHED;
+    unsigned entry = ra__page_entry_of(ptr);
     struct ra__tag_slot *s;
 
     if (RA__UNLIKELY(entry == RA__PAGE_NONE)) {
@@ -186,7 +185,7 @@ void ra__free_tagged(void *ptr, ra_tag_t tag)
             if (RA__UNLIKELY(b->count == b->cap))
                 ra__fc_make_room(s, bin);
             b->items[b->count++] = ptr;
-            ra__count_one(&s->ndalloc);
+            ra__count_taken(s, ra__bin_size[bin]);
             return;
         }
     }

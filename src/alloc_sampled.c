@@ -24,7 +24,7 @@ static void *alloc_sampled(ra_tag_t tag, size_t size, int flags)
             ra__je_dallocx(p, MALLOCX_TCACHE_NONE);
         return NULL;
     }
-    ra__count_alloc(s, tag, p);
+    ra__count_alloc(s, tag, p, ra__je_sallocx(p, 0));
     ra__page_mark(p, RA__PAGE_SAMPLED);
     ra__prof_record(tag, p, size);
     return p;

@@ -10,7 +10,7 @@
 #include "backend.h"
 
 /* mallctl of a name made with a format and an unsigned (an arena's
- * index). */
+ * index), for what is called once per arena. */
 static int ctl_arena(const char *fmt, unsigned arena, void *out, size_t *len,
                      void *in, size_t inlen)
 {
@@ -18,21 +18,6 @@ static int ctl_arena(const char *fmt, unsigned arena, void *out, size_t *len,
 
     snprintf(name, sizeof name, fmt, arena);
     return mallctl(name, out, len, in, inlen);
-}
-
-static size_t arena_size(const char *fmt, unsigned arena)
-{
-    size_t v = 0, len = sizeof v;
-
-    return ctl_arena(fmt, arena, &v, &len, NULL, 0) == 0 ? v : 0;
-}
-
-static uint64_t arena_u64(const char *fmt, unsigned arena)
-{
-    uint64_t v = 0;
-    size_t len = sizeof v;
-
-    return ctl_arena(fmt, arena, &v, &len, NULL, 0) == 0 ? v : 0;
 }
 
 bool ra__be_option(const char *name)
@@ -62,36 +47,37 @@ int ra__be_arena_create(extent_hooks_t *hooks, size_t grow_limit)
     return (int)arena;
 }
 
-/* A mallctl name of the form "arena.<i>.<verb>", translated once into its
- * MIB (the string form costs a printf and a walk of jemalloc's name tree:
- * two thirds of an empty tag's reset), then called with the arena's index
- * in its second place. */
-struct arena_verb {
-    const char *name; /* with arena 0 */
-    /* Atomic: racing first callers store the same values. */
-    _Atomic size_t mib[3];
-    atomic_bool ready;
-};
-
-static struct arena_verb purge_verb = {.name = "arena.0.purge"};
-static struct arena_verb reset_verb = {.name = "arena.0.reset"};
-static struct arena_verb decay_verb = {.name = "arena.0.decay"};
-
-static bool arena_do(struct arena_verb *v, unsigned arena)
+/* The string form of a name costs a printf and a walk of jemalloc's name
+ * tree (two thirds of an empty tag's reset; most of a report's time per
+ * tag): each is translated once. */
+int ra__be_by_arena(struct ra__be_name *n, unsigned arena, void *out,
+                    size_t *outlen, void *in, size_t inlen)
 {
-    size_t mib[3], len = 3;
+    size_t mib[RA__BE_NAME_PARTS], len = RA__BE_NAME_PARTS;
 
-    if (!atomic_load_explicit(&v->ready, memory_order_acquire)) {
-        if (mallctlnametomib(v->name, mib, &len) != 0 || len != 3)
-            return true;
-        for (unsigned i = 0; i < 3; i++)
-            atomic_store_explicit(&v->mib[i], mib[i], memory_order_relaxed);
-        atomic_store_explicit(&v->ready, true, memory_order_release);
+    if (!atomic_load_explicit(&n->ready, memory_order_acquire)) {
+        int rc = mallctlnametomib(n->name, mib, &len);
+        if (rc != 0)
+            return rc;
+        for (size_t i = 0; i < len; i++)
+            atomic_store_explicit(&n->mib[i], mib[i], memory_order_relaxed);
+        atomic_store_explicit(&n->len, len, memory_order_relaxed);
+        atomic_store_explicit(&n->ready, true, memory_order_release);
     }
-    for (unsigned i = 0; i < 3; i++)
-        mib[i] = atomic_load_explicit(&v->mib[i], memory_order_relaxed);
-    mib[1] = arena;
-    return mallctlbymib(mib, 3, NULL, NULL, NULL, 0) != 0;
+    len = atomic_load_explicit(&n->len, memory_order_relaxed);
+    for (size_t i = 0; i < len; i++)
+        mib[i] = atomic_load_explicit(&n->mib[i], memory_order_relaxed);
+    mib[n->at] = arena;
+    return mallctlbymib(mib, len, out, outlen, in, inlen);
+}
+
+static struct ra__be_name purge_verb = {.name = "arena.0.purge", .at = 1};
+static struct ra__be_name reset_verb = {.name = "arena.0.reset", .at = 1};
+static struct ra__be_name decay_verb = {.name = "arena.0.decay", .at = 1};
+
+static bool arena_do(struct ra__be_name *v, unsigned arena)
+{
+    return ra__be_by_arena(v, arena, NULL, NULL, NULL, 0) != 0;
 }
 
 bool ra__be_arena_purge(unsigned arena)
@@ -124,61 +110,6 @@ size_t ra__be_page(void)
 
     mallctl("arenas.page", &page, &len, NULL, 0);
     return page;
-}
-
-void ra__be_refresh(void)
-{
-    uint64_t epoch = 1;
-    size_t len = sizeof epoch;
-
-    mallctl("epoch", &epoch, &len, &epoch, sizeof epoch);
-}
-
-size_t ra__be_arena_allocated(unsigned arena)
-{
-    return arena_size("stats.arenas.%u.small.allocated", arena) +
-           arena_size("stats.arenas.%u.large.allocated", arena);
-}
-
-size_t ra__be_arena_mapped(unsigned arena)
-{
-    return arena_size("stats.arenas.%u.mapped", arena);
-}
-
-bool ra__be_arena_stats(unsigned arena, struct ra__be_arena_stats *out)
-{
-    size_t page = ra__be_page(), pactive, len = sizeof pactive;
-
-    *out = (struct ra__be_arena_stats){0};
-    if (ctl_arena("stats.arenas.%u.pactive", arena, &pactive, &len, NULL,
-                  0) != 0)
-        return true;
-    out->active = pactive * page;
-    out->allocated = ra__be_arena_allocated(arena);
-    out->resident = arena_size("stats.arenas.%u.resident", arena);
-    out->mapped = ra__be_arena_mapped(arena);
-    out->retained = arena_size("stats.arenas.%u.retained", arena);
-    out->dirty = arena_size("stats.arenas.%u.pdirty", arena) * page;
-    out->muzzy = arena_size("stats.arenas.%u.pmuzzy", arena) * page;
-    out->nmalloc = arena_u64("stats.arenas.%u.small.nmalloc", arena) +
-                   arena_u64("stats.arenas.%u.large.nmalloc", arena);
-    out->ndalloc = arena_u64("stats.arenas.%u.small.ndalloc", arena) +
-                   arena_u64("stats.arenas.%u.large.ndalloc", arena);
-    return false;
-}
-
-void ra__be_totals(size_t *allocated, size_t *active, size_t *resident,
-                   size_t *mapped)
-{
-    static const char *const names[] = {"stats.allocated", "stats.active",
-                                        "stats.resident", "stats.mapped"};
-    size_t *fields[] = {allocated, active, resident, mapped};
-
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        size_t len = sizeof *fields[i];
-        *fields[i] = 0;
-        mallctl(names[i], fields[i], &len, NULL, 0);
-    }
 }
 
 bool ra__be_tcache_create(unsigned *id)

@@ -123,6 +123,12 @@ static inline size_t ra__je_nallocx(size_t size, int flags)
 /* Whether a flags word names a thread cache, explicit or none
  * (MALLOCX_TCACHE_NONE): never the automatic one. */
 #define RA__NAMES_TCACHE(flags) (((unsigned)(flags) & 0xfff00u) != 0)
+/* The flags that free through explicit tcache id, or past every tcache
+ * for UINT16_MAX (thread.c's RA__NO_TCACHE). */
+static inline int ra__be_tcache_flags(unsigned id)
+{
+    return id == UINT16_MAX ? MALLOCX_TCACHE_NONE : MALLOCX_TCACHE(id);
+}
 /* The arena a flags word names, or UINT32_MAX for none. */
 #define RA__FLAGS_ARENA(flags) (((unsigned)(flags) >> 20) - 1u)
 
@@ -162,24 +168,52 @@ unsigned ra__be_arena_count(void);
 /* jemalloc's page size. */
 size_t ra__be_page(void);
 
-/* Refreshes jemalloc's statistics (the "epoch"); not cheap: once per
- * report, then read as many figures as needed. */
+/* A mallctl name with an arena's index in one place (at: its position in
+ * the MIB; the name says 0 there), translated into its MIB at the first
+ * call and then called by MIB: ra__be_by_arena returns mallctl's result. */
+#define RA__BE_NAME_PARTS 6
+struct ra__be_name {
+    const char *name;
+    unsigned at;
+    /* Atomic: racing first callers store the same values. */
+    _Atomic size_t mib[RA__BE_NAME_PARTS];
+    _Atomic size_t len;
+    atomic_bool ready;
+};
+int ra__be_by_arena(struct ra__be_name *n, unsigned arena, void *out,
+                    size_t *outlen, void *in, size_t inlen);
+
+/* -- backend_stats.c: jemalloc's statistics ---------------------------------
+ * Refreshes jemalloc's statistics (the "epoch"): it merges every arena of
+ * the process (tens of milliseconds with thousands), so only what asks for
+ * jemalloc's own figures calls it (ra_stats_refresh, detail reports). The
+ * count of refreshes is the library's (tests check who moves it). */
 void ra__be_refresh(void);
+uint64_t ra__be_refreshes(void);
 /* One arena's figures as of the last refresh, in bytes (pages already
- * multiplied). */
+ * multiplied). metadata: its base allocator's mapped bytes. */
 struct ra__be_arena_stats {
     size_t allocated, active, resident, mapped, retained, dirty, muzzy;
+    size_t metadata;
     uint64_t nmalloc, ndalloc;
 };
 /* Returns true when the arena has no statistics (never used, or
  * destroyed): then *out is zero. */
 bool ra__be_arena_stats(unsigned arena, struct ra__be_arena_stats *out);
-/* The allocated (mapped) bytes of an arena alone, as of the last refresh. */
+/* jemalloc's allocated (blocks in its tcaches and the library's caches
+ * included) and mapped bytes of one arena, and its process-wide totals, as
+ * of the last refresh. */
 size_t ra__be_arena_allocated(unsigned arena);
 size_t ra__be_arena_mapped(unsigned arena);
-/* jemalloc's process-wide totals, as of the last refresh. */
 void ra__be_totals(size_t *allocated, size_t *active, size_t *resident,
                    size_t *mapped);
+/* The bytes of the arena's pages that hold live blocks (or blocks in
+ * caches), now: jemalloc's live page count, whose address is looked up
+ * once per arena. jemalloc's control interface knows an arena created
+ * since its last refresh only after one more: the first read of such an
+ * arena takes one refresh (once per arena in the process's life, since
+ * arenas are never destroyed). 0 when jemalloc has no count for it. */
+size_t ra__be_arena_active(unsigned arena);
 
 /* Explicit thread caches (at most 4093 per process). create: true on
  * failure (out of ids). flush: empties it (jemalloc 5.3 destroys it and

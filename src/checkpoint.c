@@ -81,6 +81,7 @@ static int record(const char *label, bool reset_peak)
     unsigned ntags = ra__tag_published();
     uint64_t now;
     size_t tagged = 0;
+    ra_tag_stats_t row;
 
     /* Allocate before measuring, so that the figures include it. */
     if (reserve_tags(slot, ntags)) {
@@ -90,13 +91,21 @@ static int record(const char *label, bool reset_peak)
     now = ra__clock_ns();
     /* Read before the figures: a tag created after it is not in them. */
     slot->creations = ra__tag_creations();
-    /* One epoch refresh for the whole snapshot (doc/design.md, jemalloc facts). */
-    ra__stats_refresh();
+    /* The live figures, no refresh: a pass over the tags, the process's
+     * totals the sum of the rows, as in ra_report. */
+    ra__stats_read(RA_TAG_NONE, &row, false);
+    slot->global = (struct ra__global_stats){0};
+    ra__stats_add_total(&slot->global, &row);
     for (ra_tag_t t = 1; t <= ntags; t++) {
-        slot->tag_allocated[t - 1] = ra__stats_allocated(t);
-        tagged += slot->tag_allocated[t - 1];
+        if (ra__tag_valid(t)) {
+            ra__stats_read(t, &row, false);
+        } else {
+            row = (ra_tag_stats_t){0};
+        }
+        slot->tag_allocated[t - 1] = row.allocated;
+        tagged += row.allocated;
+        ra__stats_add_total(&slot->global, &row);
     }
-    ra__stats_global(&slot->global);
     slot->rss = ra__proc_rss();
     slot->peak_rss = ra__proc_peak_rss();
     /* The kernel updates its peak lazily; the peak of a phase is at least

@@ -22,7 +22,7 @@ static void enter_quiet(const struct ra__out *o)
         ra__hooks_muted++;
 }
 
-void ra__out_write(struct ra__out *o, const void *buf, size_t len)
+static void write_through(struct ra__out *o, const void *buf, size_t len)
 {
     if (len == 0)
         return;
@@ -30,6 +30,24 @@ void ra__out_write(struct ra__out *o, const void *buf, size_t len)
     if (fwrite(buf, 1, len, o->file) != len)
         o->failed = true;
     enter_quiet(o);
+}
+
+static void flush_buffered(struct ra__out *o)
+{
+    write_through(o, o->buf, o->buffered);
+    o->buffered = 0;
+}
+
+void ra__out_write(struct ra__out *o, const void *buf, size_t len)
+{
+    if (len > sizeof o->buf - o->buffered)
+        flush_buffered(o);
+    if (len >= sizeof o->buf) {
+        write_through(o, buf, len);
+        return;
+    }
+    memcpy(o->buf + o->buffered, buf, len);
+    o->buffered += len;
 }
 
 void ra__out_str(struct ra__out *o, const char *s)
@@ -65,6 +83,7 @@ int ra__out_check_args(FILE *out, ra_format_t fmt)
 
 int ra__out_finish(struct ra__out *o)
 {
+    flush_buffered(o);
     leave_quiet(o);
     if (fflush(o->file) != 0)
         o->failed = true;

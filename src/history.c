@@ -72,21 +72,21 @@ static bool holds(const struct history_sample *s, uint64_t id)
     return false;
 }
 
-/* One sample, read without our lock (a statistics refresh and a read of
- * every live tag), then put in the ring. */
+/* One sample, read without our lock (the live figures of every live tag,
+ * no statistics refresh), then put in the ring. The process's figures are
+ * the sum of the rows, as in ra_report. */
 void ra__history_sample(void)
 {
     struct history_sample s = {0};
     struct history_tag watch = {0};
-    struct ra__global_stats g;
+    ra_tag_stats_t untagged;
     char name[RA_TAG_NAME_MAX + 1];
     ra_tag_t want = atomic_load_explicit(&watched, memory_order_relaxed);
 
     s.time_ns = ra__clock_ns();
-    ra__stats_refresh();
-    ra__stats_global(&g);
-    s.allocated = g.allocated;
-    s.mapped = g.mapped;
+    ra__stats_read(RA_TAG_NONE, &untagged, false);
+    s.allocated = untagged.allocated;
+    s.mapped = untagged.mapped;
     for (ra_tag_t t = 1, n = ra__tag_published(); t <= n; t++) {
         struct history_tag h = {.id = t};
         if (!ra__tag_identity(t, name, &h.born))
@@ -95,6 +95,8 @@ void ra__history_sample(void)
          * the threads for the counts). */
         h.allocated = ra__stats_allocated(t);
         h.mapped = ra__stats_mapped(t);
+        s.allocated += h.allocated;
+        s.mapped += h.mapped;
         keep_largest(&s, &h);
         if (t == want)
             watch = h;

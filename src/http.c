@@ -291,8 +291,25 @@ static bool format_argument(struct MHD_Connection *c, ra_format_t *fmt)
     return true;
 }
 
+/* ?detail=1: the report refreshes jemalloc's statistics and shows its own
+ * figures (RA_REPORT_DETAIL); ?detail=0 or none: the live figures. False
+ * if bad. */
+static bool detail_argument(struct MHD_Connection *c, ra_format_t *fmt)
+{
+    const char *v;
+    enum given g = argument(c, "detail", &v);
+
+    if (g == ABSENT || (g == VALUE && strcmp(v, "0") == 0))
+        return true;
+    if (g != VALUE || strcmp(v, "1") != 0)
+        return false;
+    *fmt = (ra_format_t)(*fmt | RA_REPORT_DETAIL);
+    return true;
+}
+
 static const char *type_of(ra_format_t fmt)
 {
+    fmt = (ra_format_t)(fmt & ~RA_REPORT_DETAIL);
     return fmt == RA_FORMAT_JSON ? "application/json"
            : fmt == RA_FORMAT_PROMETHEUS
                ? "text/plain; version=0.0.4; charset=utf-8"
@@ -376,14 +393,26 @@ static enum MHD_Result serve_page_data(struct MHD_Connection *c,
     return respond_with(c, "application/json", write_history, doc);
 }
 
+static enum MHD_Result bad_detail(struct MHD_Connection *c)
+{
+    const char *v;
+
+    return respond_text(c, MHD_HTTP_BAD_REQUEST, NULL,
+                        "detail must be 0 or 1, not \"%s\"\n",
+                        argument(c, "detail", &v) == VALUE ? v : "");
+}
+
 static enum MHD_Result serve_get(struct MHD_Connection *c, const char *url)
 {
     struct document doc = {RA_FORMAT_PROMETHEUS, RA_TAG_ALL, false, 0};
     enum MHD_Result answered;
     const char *v;
 
-    if (strcmp(url, "/metrics") == 0)
+    if (strcmp(url, "/metrics") == 0) {
+        if (!detail_argument(c, &doc.fmt))
+            return bad_detail(c);
         return respond_with(c, type_of(doc.fmt), write_report, &doc);
+    }
     /* The page a person opens; its address without the slash leads to
      * it, so that its relative links resolve. */
     if (strcmp(url, "/debug/regionalloc/") == 0)
@@ -415,6 +444,9 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *url)
                                 "format must be text, json or prometheus, "
                                 "not \"%s\"\n",
                                 argument(c, "format", &v) == VALUE ? v : "");
+        if (strcmp(url, "/debug/regionalloc/report") == 0 &&
+            !detail_argument(c, &doc.fmt))
+            return bad_detail(c);
         return respond_with(c, type_of(doc.fmt),
                             strcmp(url, "/debug/regionalloc/report") == 0
                                 ? write_report

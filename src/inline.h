@@ -135,12 +135,32 @@ static inline struct ra__tag_slot *ra__thread_slot_freeing(ra_tag_t tag)
     return ra__thread_slot_slow(tag, false);
 }
 
-/* A counter that only the calling thread writes. */
-static inline void ra__count_one(_Atomic uint64_t *counter)
+/* Adds n to a counter that only the calling thread writes (modulo 2^64:
+ * the byte counts subtract by adding the complement). */
+static inline void ra__count_add(_Atomic uint64_t *counter, uint64_t n)
 {
     atomic_store_explicit(
-        counter, atomic_load_explicit(counter, memory_order_relaxed) + 1,
+        counter, atomic_load_explicit(counter, memory_order_relaxed) + n,
         memory_order_relaxed);
+}
+
+static inline void ra__count_one(_Atomic uint64_t *counter)
+{
+    ra__count_add(counter, 1);
+}
+
+/* The slot handed a block of size usable bytes to the caller. */
+static inline void ra__count_handed(struct ra__tag_slot *s, size_t size)
+{
+    ra__count_one(&s->nmalloc);
+    ra__count_add(&s->bytes, size);
+}
+
+/* The caller gave the slot back a block of size usable bytes. */
+static inline void ra__count_taken(struct ra__tag_slot *s, size_t size)
+{
+    ra__count_one(&s->ndalloc);
+    ra__count_add(&s->bytes, -(uint64_t)size);
 }
 
 /* -- the library's own work ------------------------------------------------- */

@@ -285,8 +285,9 @@ void ra__slot_miss_slow(struct ra__tag_slot *s) __attribute__((noinline, cold));
  * jemalloc when the stack is full. */
 void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
     __attribute__((noinline, cold));
-/* Counts an allocation (alloc) or a free of tag made without a slot. */
-void ra__count_orphan(ra_tag_t tag, bool alloc);
+/* Counts an allocation (alloc) or a free of tag made without a slot, of
+ * a block of size usable bytes. */
+void ra__count_orphan(ra_tag_t tag, bool alloc, size_t size);
 /* Empties the calling thread's caches of tag, if it has any. */
 void ra__thread_flush_tag(ra_tag_t tag);
 /* Before the tag's arena is reset: every thread's front cache of the tag is
@@ -303,7 +304,7 @@ void ra__thread_wipe_tag(ra_tag_t tag);
  * starts over. */
 bool ra__thread_end_tag(ra_tag_t tag);
 /* Sums the counters of tag over live and exited threads. */
-void ra__thread_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc);
+void ra__thread_counts(ra_tag_t tag, struct ra__counts *out);
 /* The tcaches of tag's pairs parked at its last destroy (that left nothing
  * live) give their blocks back to the arena: what a purge of the tag must
  * reach, whatever thread calls, so that the slot's kept pages never hold
@@ -344,20 +345,23 @@ int ra__thread_create(pthread_t *thread, const pthread_attr_t *attr,
                       void *(*fn)(void *), void *arg);
 
 /* -- stats.c: per-tag usage and purge ------------------------------------- */
-/* Refreshes jemalloc's statistics (the "epoch"); not cheap (doc/design.md,
- * jemalloc facts): once per report, then read as many figures as needed. */
+/* Refreshes jemalloc's statistics (the "epoch"): it merges every arena
+ * (doc/design.md, jemalloc facts), so only what asks for jemalloc's own
+ * figures pays it, once per report. */
 void ra__stats_refresh(void);
-/* Fills *out for tag (RA_TAG_NONE: the untagged arenas) as of the last
- * refresh. tag must be valid and tagging on. */
-void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out);
-/* jemalloc's process-wide totals as of the last refresh. */
-void ra__stats_global(struct ra__global_stats *out);
-/* allocated of tag (valid, tagging on) as of the last refresh: the two reads
- * of ra__stats_read() that a checkpoint needs, not all of them. */
+/* Fills *out for tag (RA_TAG_NONE: the untagged arenas) from the live
+ * sources (refreshed: jemalloc's figures of pages after the caller's
+ * refresh instead of the estimates). The untagged row is jemalloc's as of
+ * the last refresh but for active. tag must be valid and tagging on. */
+void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out, bool refreshed);
+/* allocated and mapped of tag (valid, tagging on), exact and live: what a
+ * checkpoint and the page's samples need of ra__stats_read(). */
 size_t ra__stats_allocated(ra_tag_t tag);
-/* mapped of tag (valid, tagging on) as of the last refresh: with
- * ra__stats_allocated, what the page's samples need (history.c). */
 size_t ra__stats_mapped(ra_tag_t tag);
+/* Adds a row's allocated, active, resident and mapped to a process's
+ * total: the process's figures are the sum of its rows. */
+void ra__stats_add_total(struct ra__global_stats *total,
+                         const ra_tag_stats_t *row);
 /* Purges asked for tag (RA_TAG_NONE: the untagged arenas) through
  * ra_tag_purge() and ra_purge_all() so far. */
 uint64_t ra__stats_purges(ra_tag_t tag);

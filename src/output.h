@@ -33,14 +33,21 @@ size_t ra__text_width(const char *s);
  * report runs as the library's own work (ra__quiet_begin); a caller's FILE
  * is user code, which ra__out_write alone calls, outside that section. */
 #define RA__OUT_FMT_MAX 1024
+/* Writes are gathered in buf and reach the FILE a few KiB at a time: a
+ * report of thousands of tags makes hundreds of thousands of small writes,
+ * and each fwrite takes the FILE's lock (a fifth of a report's time). */
+#define RA__OUT_BUF 8192
 struct ra__out {
     FILE *file;
     bool failed;
     bool callers; /* the FILE is the caller's: its writes are user code */
     char scratch[RA__OUT_FMT_MAX];
+    size_t buffered;
+    char buf[RA__OUT_BUF];
 };
-/* A report to the caller's FILE (callers) or to one of the library's. */
-#define RA__OUT_INIT(f, of_caller) {(f), false, (of_caller), {0}}
+/* A report to the caller's FILE (callers) or to one of the library's;
+ * ra__out_finish gives the FILE what is still buffered. */
+#define RA__OUT_INIT(f, of_caller) {(f), false, (of_caller), {0}, 0, {0}}
 /* Writes len bytes of buf to o's FILE. */
 void ra__out_write(struct ra__out *o, const void *buf, size_t len);
 void ra__out_str(struct ra__out *o, const char *s);
@@ -332,8 +339,9 @@ struct ra__usage {
             nmalloc, ndalloc;
     } tree;
 };
-/* Everything a report shows, read after one statistics refresh, so that
- * the three formats (and the table's two passes) show the same figures. */
+/* Everything a report shows, read in one pass (after one statistics refresh
+ * when detail is asked), so that the three formats (and the table's two
+ * passes) show the same figures. global: the sum of the rows. */
 struct ra__snapshot {
     unsigned ntags;          /* live tags: rows 1..ntags */
     struct ra__usage *rows;  /* [0]: untagged; the library's own memory */
@@ -344,14 +352,16 @@ struct ra__snapshot {
     uint64_t process_rss, time_ns;
     uint64_t library;        /* the library's own memory, part of untagged */
 };
-/* Takes a snapshot (tagging on). Returns true on failure (ENOMEM, nothing
- * to free). Destroyed tags have no row. */
-bool ra__snapshot_take(struct ra__snapshot *snap);
+/* Takes a snapshot (tagging on); detail: one refresh, and jemalloc's own
+ * figures of pages (ra__stats_read). Returns true on failure (ENOMEM,
+ * nothing to free). Destroyed tags have no row. */
+bool ra__snapshot_take(struct ra__snapshot *snap, bool detail);
 void ra__snapshot_free(struct ra__snapshot *snap);
 
 /* -- report.c: ra_report, and the reports printed at exit ------------------ */
-/* Writes every tag's usage now in fmt (valid) to o: one statistics refresh.
- * Returns 0, or -1 with errno ENOMEM (nothing written). Tagging on. */
+/* Writes every tag's usage now in fmt (valid, or'ed with RA_REPORT_DETAIL
+ * for one statistics refresh and jemalloc's figures) to o. Returns 0, or
+ * -1 with errno ENOMEM (nothing written). Tagging on. */
 int ra__report_write(struct ra__out *o, ra_format_t fmt);
 
 /* -- what init.c calls of the output side -------------------------------- */

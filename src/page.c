@@ -203,7 +203,8 @@ static int out_checkpoints(struct ra__out *o)
     if (f != NULL) {
         struct ra__out t = RA__OUT_INIT(f, false);
         ra__checkpoint_write(&t, RA_FORMAT_TEXT, &set);
-        if (fclose(f) != 0)
+        bool cut = ra__out_finish(&t) != 0;
+        if (fclose(f) != 0 || cut)
             len = 0;
     }
     ra__checkpoint_set_free(&set);
@@ -234,7 +235,7 @@ int ra__page_write(struct ra__out *o)
     uint64_t widest = 0;
     int err;
 
-    if (ra__snapshot_take(&snap))
+    if (ra__snapshot_take(&snap, false))
         return ENOMEM;
     for (unsigned r = 1; r <= snap.ntags; r++)
         if (snap.rows[r].mapped > widest)

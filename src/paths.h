@@ -100,22 +100,49 @@ static inline bool ra__region_cannot_hold(size_t size)
     return size > (size_t)1 << ra__layout.shift;
 }
 
-/* Counts a block allocated under tag, unless jemalloc put it outside the
- * region: during thread exit it serves explicit-arena requests from arena
- * 0 (jemalloc's thread-exit redirection, doc/design.md), and such a block
- * is untagged. Marks its page: it did not come from a front cache, so its
- * class is not known here. */
+/* The usable size of a tagged block whose page entry is entry: its small
+ * bin's, or jemalloc's answer when the page does not name one (a large or
+ * sampled block, or a small one made outside a front cache). */
+static inline size_t ra__block_size_at(const void *ptr, unsigned entry)
+{
+    unsigned bin = ra__page_entry_bin(entry);
+
+    return bin < RA__MAX_BINS ? ra__bin_size[bin]
+                              : ra__je_sallocx((void *)ptr, 0);
+}
+
+static inline unsigned ra__page_entry_of(const void *ptr)
+{
+    return ra__page_bin != NULL ? ra__page_bin_get(ptr) : RA__PAGE_UNCACHED;
+}
+
+/* The usable size of the block mallocx(size, flags) just made at p: its
+ * class's when no alignment was asked and the class is small (a calloc),
+ * else jemalloc's answer. */
+static inline size_t ra__made_size(const void *p, size_t size, int flags)
+{
+    if ((flags & RA__LG_ALIGN_BITS) == 0 && ra__small_max != 0 &&
+        size <= ra__small_max)
+        return ra__bin_size[ra__size_bin[(size + 7) >> 3]];
+    return ra__je_sallocx((void *)p, 0);
+}
+
+/* Counts a block of usable bytes allocated under tag, unless jemalloc put
+ * it outside the region: during thread exit it serves explicit-arena
+ * requests from arena 0 (jemalloc's thread-exit redirection,
+ * doc/design.md), and such a block is untagged. Marks its page: it did
+ * not come from a front cache, so its class is not known here. */
 static inline void ra__count_alloc(struct ra__tag_slot *s, ra_tag_t tag,
-                                   void *p)
+                                   void *p, size_t usable)
 {
     if (RA__UNLIKELY(ra__tag_of_addr(p) != tag))
         return;
     if (ra__page_bin != NULL)
         ra__page_mark(p, RA__PAGE_UNCACHED);
     if (RA__LIKELY(s != NULL))
-        ra__count_one(&s->nmalloc);
+        ra__count_handed(s, usable);
     else
-        ra__count_orphan(tag, true);
+        ra__count_orphan(tag, true, usable);
     /* jemalloc may have committed memory for it: a soft limit reached? */
     ra__budget_check_soft();
 }
@@ -160,7 +187,7 @@ static inline void *ra__alloc_tagged_fast(ra_tag_t tag, size_t size)
                         ra__page_bin_get(b->items[count - 1]) ==
                             RA__PAGE_UNCACHED));
             b->count = count - 1;
-            ra__count_one(&s->nmalloc);
+            ra__count_handed(s, ra__bin_size[bin]);
             return b->items[count - 1];
         }
     }
@@ -225,7 +252,7 @@ static inline void ra__free_tagged_fast(void *ptr, ra_tag_t tag)
                 if (RA__LIKELY(count < b->cap)) {
                     b->items[count] = ptr;
                     b->count = count + 1;
-                    ra__count_one(&s->ndalloc);
+                    ra__count_taken(s, ra__bin_size[bin]);
                     return;
                 }
             }

@@ -4,33 +4,47 @@
  * new one; a realloc that fails reports nothing. */
 #include "paths.h"
 
-/* A realloc ends one block and starts another, as hooks see it. */
-static void count_free_and_alloc(struct ra__tag_slot *s, ra_tag_t tag)
+/* A realloc ends one block and starts another, as hooks see it: the old
+ * one of old_size usable bytes. */
+static void count_end(struct ra__tag_slot *s, ra_tag_t tag, size_t old_size)
 {
-    if (s != NULL) {
-        ra__count_one(&s->ndalloc);
-        ra__count_one(&s->nmalloc);
-    } else {
-        ra__count_orphan(tag, false);
-        ra__count_orphan(tag, true);
-    }
+    if (s != NULL)
+        ra__count_taken(s, old_size);
+    else
+        ra__count_orphan(tag, false, old_size);
+}
+
+/* In place: the same block, new_size usable bytes now. */
+static void count_resized(struct ra__tag_slot *s, ra_tag_t tag,
+                          size_t old_size, size_t new_size)
+{
+    count_end(s, tag, old_size);
+    if (s != NULL)
+        ra__count_handed(s, new_size);
+    else
+        ra__count_orphan(tag, true, new_size);
 }
 
 /* The new block may have left the region during thread exit (jemalloc's
  * thread-exit redirection, doc/design.md). */
-static void count_realloc(struct ra__tag_slot *s, ra_tag_t tag, void *p)
+static void count_realloc(struct ra__tag_slot *s, ra_tag_t tag,
+                          size_t old_size, void *p)
 {
-    if (s != NULL)
-        ra__count_one(&s->ndalloc);
-    else
-        ra__count_orphan(tag, false);
-    ra__count_alloc(s, tag, p);
+    count_end(s, tag, old_size);
+    ra__count_alloc(s, tag, p, ra__je_sallocx(p, 0));
+}
+
+/* A tagged block's usable size, before it moves. */
+static size_t old_size_of(const void *ptr)
+{
+    return ra__block_size_at(ptr, ra__page_entry_of(ptr));
 }
 
 /* flags: MALLOCX_ZERO and an alignment, at most. */
 RA__COLD static void *realloc_tagged_slow(void *ptr, ra_tag_t tag,
                                           size_t size, int flags)
 {
+    size_t old_size = old_size_of(ptr);
     struct ra__tag_slot *s;
     void *p;
 
@@ -47,7 +61,7 @@ RA__COLD static void *realloc_tagged_slow(void *ptr, ra_tag_t tag,
         if (p == NULL)
             return ra__fail_tagged();
     }
-    count_realloc(s, tag, p);
+    count_realloc(s, tag, old_size, p);
     return p;
 }
 
@@ -59,10 +73,11 @@ static void *realloc_tagged(void *ptr, ra_tag_t tag, size_t size, int flags)
 
     if (RA__LIKELY(ts != NULL) && RA__LIKELY(ts->slots[tag].alloc_flags != 0)) {
         struct ra__tag_slot *s = &ts->slots[tag];
+        size_t old_size = old_size_of(ptr);
         ra__slot_miss(s);
         p = ra__je_rallocx(ptr, size, s->alloc_flags | flags);
         if (RA__LIKELY(p != NULL)) {
-            count_realloc(s, tag, p);
+            count_realloc(s, tag, old_size, p);
             return p;
         }
     }
@@ -134,11 +149,12 @@ RA__COLD static void *realloc_tagged_hooked(void *ptr, ra_tag_t tag,
     bool sample = ra__prof_samples(tag, size);
 
     size_t align = (size_t)1 << (flags & RA__LG_ALIGN_BITS);
+    size_t new_size;
 
     if (!sample && !ra__page_is_sampled(ptr) &&
         ((uintptr_t)ptr & (align - 1)) == 0 &&
-        ra__je_xallocx(ptr, size, 0, flags) >= size) {
-        count_free_and_alloc(ra__thread_slot(tag), tag);
+        (new_size = ra__je_xallocx(ptr, size, 0, flags)) >= size) {
+        count_resized(ra__thread_slot(tag), tag, old_size, new_size);
         ra__budget_check_soft();
         ra__hooks_on_free_of(tag, ptr, old_size);
         ra__report_alloc(ptr);
@@ -223,7 +239,7 @@ size_t ra__resize_in_place(void *ptr, size_t size, size_t extra, int flags)
     if (tag != RA_TAG_NONE) {
         if (ra__page_is_sampled(ptr))
             ra__prof_on_free(ptr);
-        count_free_and_alloc(ra__thread_slot(tag), tag);
+        count_resized(ra__thread_slot(tag), tag, old_size, new_size);
         ra__budget_check_soft();
     }
     if (ra__hooks_any()) {

@@ -29,7 +29,22 @@
 struct region {
     extent_hooks_t hooks;
     struct ra__carving carving;
+    /* Bytes of its arenas' metadata blocks (ra__region_metadata). */
+    _Atomic size_t metadata;
 };
+
+/* jemalloc's metadata (its base allocator's blocks) comes through the
+ * hooks as whole committed huge pages, at no address asked, huge-page
+ * aligned: extents of blocks are asked page-aligned (opt.retain's growth)
+ * or at the blocks' own alignment. */
+#define METADATA_ALIGN ((size_t)2 << 20)
+
+static bool looks_like_metadata(const void *new_addr, size_t size,
+                                size_t alignment, bool commit)
+{
+    return new_addr == NULL && commit && alignment >= METADATA_ALIGN &&
+           size % METADATA_ALIGN == 0;
+}
 
 struct ra__layout ra__layout;
 /* The regions of the reservation (REGIONALLOC_MAX_TAGS). */
@@ -241,6 +256,9 @@ static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
         return NULL;
     }
     *zero = true;
+    /* Base blocks are kept for the arena's life: never uncounted. */
+    if (looks_like_metadata(new_addr, size, alignment, *commit))
+        atomic_fetch_add_explicit(&r->metadata, size, memory_order_relaxed);
     return (void *)addr;
 }
 
@@ -604,6 +622,12 @@ void ra__region_carved(ra_tag_t tag, uintptr_t *start, uintptr_t *end)
 
     *start = c->start;
     *end = atomic_load_explicit(&c->next, memory_order_relaxed);
+}
+
+size_t ra__region_metadata(ra_tag_t tag)
+{
+    return atomic_load_explicit(&regions[tag - 1].metadata,
+                                memory_order_relaxed);
 }
 
 unsigned ra__region_count(void)

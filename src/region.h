@@ -48,6 +48,10 @@ void ra__region_refusal_clear(void);
 int ra__region_refusal(void);
 /* Tag's region's carved part: [*start, *end), what its arenas were given. */
 void ra__region_carved(ra_tag_t tag, uintptr_t *start, uintptr_t *end);
+/* The bytes of tag's region that its arenas' metadata holds (jemalloc's
+ * base blocks, committed for the arenas' life; with MALLOC_CONF
+ * retain:false, also blocks asked at a 2 MiB alignment or more). */
+size_t ra__region_metadata(ra_tag_t tag);
 /* The number of regions handed out: those that have an arena (tags
  * created, ids recycled counted once) and those skipped because another
  * mapping holds their space (ra__region_open's EEXIST). */

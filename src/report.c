@@ -392,8 +392,10 @@ int ra__report_write(struct ra__out *o, ra_format_t fmt)
 {
     struct ra__emitter e;
     struct ra__snapshot snap;
+    bool detail = (fmt & RA_REPORT_DETAIL) != 0;
 
-    if (ra__snapshot_take(&snap)) {
+    fmt &= ~RA_REPORT_DETAIL;
+    if (ra__snapshot_take(&snap, detail)) {
         errno = ENOMEM;
         return -1;
     }
@@ -418,7 +420,7 @@ int ra_report(FILE *out, ra_format_t fmt)
     struct ra__out o = RA__OUT_INIT(out, true);
     int rc;
 
-    if (ra__out_check_args(out, fmt) != 0)
+    if (ra__out_check_args(out, fmt & ~RA_REPORT_DETAIL) != 0)
         return -1;
     ra__quiet_begin();
     rc = ra__report_write(&o, fmt);
@@ -580,7 +582,7 @@ static void write_stats_at_exit(FILE *out, ra_format_t fmt, bool tagging)
     if (!tagging)
         write_pass_through(&o, fmt, "per-tag statistics",
                            "regionalloc-report-1");
-    else if (ra__report_write(&o, fmt) != 0)
+    else if (ra__report_write(&o, fmt | RA_REPORT_DETAIL) != 0)
         return;
     ra__out_finish(&o);
 }

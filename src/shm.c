@@ -56,7 +56,7 @@ static void publish(void)
     char http[RA__HTTP_ADDR_MAX];
 
     _Static_assert(sizeof segment->http == RA__HTTP_ADDR_MAX, "http field");
-    if (ra__snapshot_take(&snap))
+    if (ra__snapshot_take(&snap, false))
         return;
     ra__http_served(http);
     /* Every id handed out, the dead ones' records marked so. */

@@ -1,18 +1,18 @@
-/* Floor: services. A snapshot of every live tag's figures after one
- * statistics refresh: what the reports show, and what the live stats segment
- * publishes. */
+/* Floor: services. A snapshot of every live tag's figures, in one pass
+ * over the tags (after one statistics refresh when detail is asked): what
+ * the reports show, and what the live stats segment publishes. */
 #include <string.h>
 
 #include "budget.h"
 #include "output.h"
 
-static void read_usage(ra_tag_t tag, struct ra__usage *u)
+static void read_usage(ra_tag_t tag, struct ra__usage *u, bool detail)
 {
     ra_tag_stats_t s;
     size_t rss = 0, hard = 0, soft = 0;
     uint64_t failures = 0;
 
-    ra__stats_read(tag, &s);
+    ra__stats_read(tag, &s, detail);
     /* mincore reads the kernel's page tables, not jemalloc's statistics:
      * no refresh involved. 0 if it fails. */
     if (tag != RA_TAG_NONE && ra_tag_rss(tag, &rss) != 0)
@@ -116,7 +116,7 @@ static bool link_rows(struct ra__snapshot *snap,
  * maybe recycled) are dropped: figures are a holder's, not its heir's. */
 static void read_rows(struct ra__snapshot *snap,
                       const struct ra__tag_holder *view, unsigned nids,
-                      struct ra__tag_holder *after)
+                      struct ra__tag_holder *after, bool detail)
 {
     unsigned kept = 0;
 
@@ -125,7 +125,7 @@ static void read_rows(struct ra__snapshot *snap,
         struct ra__usage *u = &snap->rows[snap->ntags + 1];
         if (!view[t].live)
             continue;
-        read_usage(t, u);
+        read_usage(t, u, detail);
         u->born = view[t].born;
         memcpy(u->name, view[t].name, sizeof u->name);
         snap->ntags++;
@@ -139,7 +139,20 @@ static void read_rows(struct ra__snapshot *snap,
     snap->ntags = kept;
 }
 
-bool ra__snapshot_take(struct ra__snapshot *snap)
+/* The process's figures: its rows'. */
+static void add_up(struct ra__snapshot *snap)
+{
+    snap->global = (struct ra__global_stats){0};
+    for (unsigned r = 0; r <= snap->ntags; r++) {
+        const struct ra__usage *u = &snap->rows[r];
+        snap->global.allocated += u->allocated;
+        snap->global.active += u->active;
+        snap->global.resident += u->resident;
+        snap->global.mapped += u->mapped;
+    }
+}
+
+bool ra__snapshot_take(struct ra__snapshot *snap, bool detail)
 {
     unsigned published = ra__tag_published(), nids;
     struct ra__tag_holder *view;
@@ -156,10 +169,11 @@ bool ra__snapshot_take(struct ra__snapshot *snap)
     }
     nids = ra__tag_holders(view, published);
     snap->time_ns = ra__clock_ns();
-    ra__stats_refresh();
-    read_usage(RA_TAG_NONE, &snap->rows[0]);
-    read_rows(snap, view, nids, view + published + 1);
-    ra__stats_global(&snap->global);
+    if (detail)
+        ra__stats_refresh();
+    read_usage(RA_TAG_NONE, &snap->rows[0], detail);
+    read_rows(snap, view, nids, view + published + 1, detail);
+    add_up(snap);
     snap->process_rss = ra__proc_rss();
     snap->library = ra__meta_held();
     failed = link_rows(snap, view, nids);

@@ -1,11 +1,11 @@
-/* Floor: API. Per-tag usage (ra_tag_stats, from jemalloc's per-arena
- * statistics through the backend; ra_tag_rss, from the kernel; ra_tag_of)
- * and purge (ra_tag_purge, ra_purge_all), with the count of purges each
- * tag was asked for. */
+/* Floor: API. Per-tag usage (ra_tag_stats and ra_tag_usage, from the
+ * library's own counts and the live figures of jemalloc and the region;
+ * ra_stats_refresh and the refreshed figures that detail reports show;
+ * ra_tag_rss, from the kernel; ra_tag_of) and purge (ra_tag_purge,
+ * ra_purge_all), with the count of purges each tag was asked for. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -40,37 +40,28 @@ uint64_t ra__stats_purges(ra_tag_t tag)
         (out)->muzzy += (one)->muzzy;                                       \
     } while (0)
 
-/* Adds arena's figures to *out. Returns true when the arena has no stats
- * (never initialized, or destroyed). */
-static bool add_arena(unsigned arena, ra_tag_stats_t *out, bool counts)
-{
-    struct ra__be_arena_stats a;
-
-    if (ra__be_arena_stats(arena, &a))
-        return true;
-    ADD_SIZES(out, &a);
-    if (counts) {
-        out->nmalloc += a.nmalloc;
-        out->ndalloc += a.ndalloc;
-    }
-    return false;
-}
-
 static bool arena_is_tagged(unsigned arena)
 {
     return ra__pool_owner(arena) != RA_TAG_NONE;
 }
 
-/* The untagged side has no per-thread counters (its fast path is jemalloc's
- * own): its counts are the arenas' block movements, which thread caches
- * batch. */
+/* The untagged side has no counters of the library's (its fast path is
+ * jemalloc's own): its figures are jemalloc's as of the last refresh, its
+ * counts the arenas' block movements, which thread caches batch; only
+ * active is live. */
 static void add_untagged(ra_tag_stats_t *out)
 {
     unsigned n = ra__be_arena_count();
 
-    for (unsigned a = 0; a < n; a++)
-        if (!arena_is_tagged(a))
-            add_arena(a, out, true);
+    for (unsigned a = 0; a < n; a++) {
+        struct ra__be_arena_stats one;
+        if (arena_is_tagged(a) || ra__be_arena_stats(a, &one))
+            continue;
+        ADD_SIZES(out, &one);
+        out->active += ra__be_arena_active(a) - one.active;
+        out->nmalloc += one.nmalloc;
+        out->ndalloc += one.ndalloc;
+    }
 }
 
 /* RA_TAG_NONE stands for untagged memory here. */
@@ -84,44 +75,94 @@ void ra__stats_refresh(void)
     ra__be_refresh();
 }
 
-void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out)
+/* What jemalloc's refreshed statistics say of the tag's arenas, in place
+ * of the estimates: pages and metadata as jemalloc counts them. */
+static void read_refreshed(ra_tag_t tag, ra_tag_stats_t *out)
+{
+    ra_tag_stats_t arenas = {0};
+
+    for (unsigned k = 0, n = ra__pool_count(tag); k < n; k++) {
+        struct ra__be_arena_stats one;
+        if (!ra__be_arena_stats(ra__pool_arena(tag, k), &one))
+            ADD_SIZES(&arenas, &one);
+    }
+    out->active = arenas.active;
+    out->resident = arenas.resident;
+    out->mapped = arenas.mapped;
+    out->dirty = arenas.dirty;
+    out->muzzy = arenas.muzzy;
+    out->retained = arenas.retained;
+}
+
+/* The figures of tag from what the library and jemalloc keep live: the
+ * counts (exact), the arenas' active pages (exact), the region's commits
+ * (mapped, exact) and its carving; the rest follows, with the bounds the
+ * man page states: a committed page is active, metadata or dirty (the
+ * region purges only by force: nothing is muzzy), the carved rest is
+ * retained, and every committed page may be resident (jemalloc counts
+ * only the metadata pages it touched). */
+static void read_live(ra_tag_t tag, ra_tag_stats_t *out)
+{
+    struct ra__counts c;
+    uintptr_t start, end;
+    size_t used;
+
+    ra__thread_counts(tag, &c);
+    out->allocated = c.allocated;
+    out->nmalloc = c.nmalloc;
+    out->ndalloc = c.ndalloc;
+    for (unsigned k = 0, n = ra__pool_count(tag); k < n; k++)
+        out->active += ra__be_arena_active(ra__pool_arena(tag, k));
+    out->mapped = ra__budget_committed(tag);
+    used = out->active + ra__region_metadata(tag);
+    out->dirty = out->mapped > used ? out->mapped - used : 0;
+    out->resident = out->mapped;
+    ra__region_carved(tag, &start, &end);
+    out->retained = end - start > out->mapped ? end - start - out->mapped : 0;
+}
+
+void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out, bool refreshed)
 {
     memset(out, 0, sizeof *out);
     if (tag == RA_TAG_NONE) {
         add_untagged(out);
         return;
     }
-    for (unsigned k = 0, n = ra__pool_count(tag); k < n; k++)
-        add_arena(ra__pool_arena(tag, k), out, false);
+    read_live(tag, out);
+    if (refreshed)
+        read_refreshed(tag, out);
     out->reserved = (size_t)1 << ra__layout.shift;
     out->peak_mapped = ra__budget_peak(tag);
-    ra__thread_counts(tag, &out->nmalloc, &out->ndalloc);
-}
-
-/* arena_figure of each arena of tag's pool, summed. */
-static size_t pool_sum(ra_tag_t tag, size_t (*arena_figure)(unsigned arena))
-{
-    size_t sum = 0;
-
-    for (unsigned k = 0, n = ra__pool_count(tag); k < n; k++)
-        sum += arena_figure(ra__pool_arena(tag, k));
-    return sum;
 }
 
 size_t ra__stats_allocated(ra_tag_t tag)
 {
-    return pool_sum(tag, ra__be_arena_allocated);
+    struct ra__counts c;
+
+    ra__thread_counts(tag, &c);
+    return c.allocated;
 }
 
 size_t ra__stats_mapped(ra_tag_t tag)
 {
-    return pool_sum(tag, ra__be_arena_mapped);
+    return ra__budget_committed(tag);
 }
 
-void ra__stats_global(struct ra__global_stats *out)
+void ra__stats_add_total(struct ra__global_stats *total,
+                         const ra_tag_stats_t *row)
 {
-    ra__be_totals(&out->allocated, &out->active, &out->resident,
-                  &out->mapped);
+    total->allocated += row->allocated;
+    total->active += row->active;
+    total->resident += row->resident;
+    total->mapped += row->mapped;
+}
+
+int ra_stats_refresh(void)
+{
+    if (check_tag(RA_TAG_NONE) != 0)
+        return -1;
+    ra__stats_refresh();
+    return 0;
 }
 
 int ra_tag_stats(ra_tag_t tag, ra_tag_stats_t *out)
@@ -132,9 +173,7 @@ int ra_tag_stats(ra_tag_t tag, ra_tag_stats_t *out)
     }
     if (check_tag(tag) != 0)
         return -1;
-    /* One refresh per call: jemalloc's epoch is not cheap (doc/design.md, jemalloc facts). */
-    ra__stats_refresh();
-    ra__stats_read(tag, out);
+    ra__stats_read(tag, out, false);
     return 0;
 }
 
@@ -154,13 +193,12 @@ int ra_tag_stats_tree(ra_tag_t tag, ra_tag_stats_t *out)
     if (ra__check_call(ra__tag_valid(tag)) != 0)
         return -1;
     memset(out, 0, sizeof *out);
-    ra__stats_refresh();
     count = ra__tag_published();
     for (ra_tag_t t = 1; t <= count; t++) {
         ra_tag_stats_t one;
         if (!ra__tag_in_subtree(t, tag))
             continue;
-        ra__stats_read(t, &one);
+        ra__stats_read(t, &one, false);
         ADD_SIZES(out, &one);
         out->reserved += one.reserved;
         out->nmalloc += one.nmalloc;
@@ -173,15 +211,20 @@ int ra_tag_stats_tree(ra_tag_t tag, ra_tag_stats_t *out)
 
 int ra_tag_usage(ra_tag_t tag, ra_tag_usage_t *out)
 {
+    struct ra__counts c;
+
     if (out == NULL) {
         errno = EINVAL;
         return -1;
     }
     if (ra__check_call(ra__tag_valid(tag)) != 0)
         return -1;
+    ra__thread_counts(tag, &c);
     out->mapped = ra__budget_committed(tag);
     out->peak_mapped = ra__budget_peak(tag);
-    ra__thread_counts(tag, &out->nmalloc, &out->ndalloc);
+    out->nmalloc = c.nmalloc;
+    out->ndalloc = c.ndalloc;
+    out->allocated = c.allocated;
     return 0;
 }
 

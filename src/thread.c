@@ -28,9 +28,11 @@ _Static_assert(sizeof(struct ra__tag_slot) == 64, "a slot is 64 bytes");
 static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ra__thread_state all_threads = {
     .prev = &all_threads, .next = &all_threads, .nslots = 0};
-/* Counts of exited threads and of requests served without a slot. */
+/* Counts of exited threads and of requests served without a slot, as a
+ * slot's (bytes modulo 2^64). */
 static _Atomic uint64_t orphan_nmalloc[RA__MAX_TAGS_LIMIT + 1];
 static _Atomic uint64_t orphan_ndalloc[RA__MAX_TAGS_LIMIT + 1];
+static _Atomic uint64_t orphan_bytes[RA__MAX_TAGS_LIMIT + 1];
 /* Each tag's slots, over the threads that have one (under threads_lock):
  * a reset or destroy visits the threads that used the tag, not every
  * thread of the process. */
@@ -60,13 +62,13 @@ static void remove_user(struct ra__tag_slot *s)
         s->users_next->users_prev = s->users_prev;
 }
 
-/* The pair allocates from arena through its cache (free_flags). */
+/* The pair allocates from arena through its cache. */
 static void bind_to(struct ra__tag_slot *s, unsigned arena)
 {
     s->arena = (uint16_t)arena;
-    s->alloc_flags = RA__ARENA_FLAGS(arena) | s->free_flags;
-    ra__assert(RA__NAMES_TCACHE(s->alloc_flags) &&
-               RA__NAMES_TCACHE(s->free_flags));
+    s->alloc_flags =
+        RA__ARENA_FLAGS(arena) | ra__be_tcache_flags(s->tcache);
+    ra__assert(RA__NAMES_TCACHE(s->alloc_flags));
 }
 
 /* The pair as it starts, and starts over: no tcache until it is busy
@@ -77,7 +79,6 @@ static void start_uncached(struct ra__tag_slot *s, unsigned arena)
     s->tcache = RA__NO_TCACHE;
     /* MALLOC_CONF=tcache:false: never a tcache, nothing to count. */
     s->misses = ra__be_caches ? 0 : RA__TCACHE_AFTER_MISSES;
-    s->free_flags = MALLOCX_TCACHE_NONE;
     bind_to(s, arena);
 }
 
@@ -98,11 +99,14 @@ void ra__thread_postfork_child(void)
     ra__unlock(&threads_lock);
 }
 
-void ra__count_orphan(ra_tag_t tag, bool alloc)
+void ra__count_orphan(ra_tag_t tag, bool alloc, size_t size)
 {
     atomic_fetch_add_explicit(alloc ? &orphan_nmalloc[tag]
                                     : &orphan_ndalloc[tag],
                               1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&orphan_bytes[tag],
+                              alloc ? size : -(uint64_t)size,
+                              memory_order_relaxed);
 }
 
 static void flush_tcache(unsigned tcache)
@@ -117,7 +121,8 @@ static void release_oldest(struct ra__tag_slot *s, unsigned bin, unsigned n)
     struct ra__fc_bin *b = &s->bins[bin];
 
     for (unsigned i = 0; i < n; i++)
-        ra__je_sdallocx(b->items[i], ra__bin_size[bin], s->free_flags);
+        ra__je_sdallocx(b->items[i], ra__bin_size[bin],
+                        ra__be_tcache_flags(s->tcache));
     b->count -= n;
     memmove(b->items, b->items + n, b->count * sizeof b->items[0]);
 }
@@ -291,7 +296,6 @@ void ra__slot_miss_slow(struct ra__tag_slot *s)
     ra__assert(tcache < RA__NO_TCACHE);
     ra__lock(&threads_lock);
     s->tcache = (uint16_t)tcache;
-    s->free_flags = MALLOCX_TCACHE(tcache);
     bind_to(s, s->arena);
     ra__unlock(&threads_lock);
 }
@@ -402,6 +406,8 @@ void ra__thread_exit(void)
                                   memory_order_relaxed);
         atomic_fetch_add_explicit(&orphan_ndalloc[t],
                                   atomic_load(&s->ndalloc),
+                                  memory_order_relaxed);
+        atomic_fetch_add_explicit(&orphan_bytes[t], atomic_load(&s->bytes),
                                   memory_order_relaxed);
     }
     ts->prev->next = ts->next;
@@ -544,22 +550,28 @@ void ra__thread_flush_tag(ra_tag_t tag)
     ra__unlock(&threads_lock);
 }
 
-/* With the threads locked: tag's allocations and frees, over the threads
- * alive and those gone. */
-static void counts_locked(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc)
+/* With the threads locked: tag's allocations, frees and the bytes live,
+ * over the threads alive and those gone. */
+static void counts_locked(ra_tag_t tag, struct ra__counts *out)
 {
     uint64_t m = atomic_load_explicit(&orphan_nmalloc[tag],
                                       memory_order_relaxed);
     uint64_t d = atomic_load_explicit(&orphan_ndalloc[tag],
                                       memory_order_relaxed);
+    uint64_t bytes = atomic_load_explicit(&orphan_bytes[tag],
+                                          memory_order_relaxed);
 
     for (const struct ra__tag_slot *s = users[tag]; s != NULL;
          s = s->users_next) {
         m += atomic_load_explicit(&s->nmalloc, memory_order_relaxed);
         d += atomic_load_explicit(&s->ndalloc, memory_order_relaxed);
+        bytes += atomic_load_explicit(&s->bytes, memory_order_relaxed);
     }
-    *nmalloc = m;
-    *ndalloc = d;
+    out->nmalloc = m;
+    out->ndalloc = d;
+    /* A block one thread made and another freed, read between the two
+     * threads' counts, may show its free first: never below nothing. */
+    out->allocated = (int64_t)bytes < 0 ? 0 : (size_t)bytes;
 }
 
 /* With threads_lock held: a destroyed tag's pair starts again as a new
@@ -589,25 +601,29 @@ static void forget_cached(struct ra__tag_slot *s)
 static void forget_counts(ra_tag_t tag)
 {
     for (struct ra__tag_slot *s = users[tag]; s != NULL; s = s->users_next) {
-        s->made_before += atomic_load_explicit(&s->nmalloc,
-                                               memory_order_relaxed);
+        uint64_t made = s->made_before +
+                        atomic_load_explicit(&s->nmalloc,
+                                             memory_order_relaxed);
+        s->made_before = made > UINT32_MAX ? UINT32_MAX : (uint32_t)made;
         atomic_store_explicit(&s->nmalloc, 0, memory_order_relaxed);
         atomic_store_explicit(&s->ndalloc, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->bytes, 0, memory_order_relaxed);
     }
     atomic_store_explicit(&orphan_nmalloc[tag], 0, memory_order_relaxed);
     atomic_store_explicit(&orphan_ndalloc[tag], 0, memory_order_relaxed);
+    atomic_store_explicit(&orphan_bytes[tag], 0, memory_order_relaxed);
 }
 
 bool ra__thread_end_tag(ra_tag_t tag)
 {
-    uint64_t m, d;
+    struct ra__counts c;
 
     ra__lock(&threads_lock);
-    counts_locked(tag, &m, &d);
+    counts_locked(tag, &c);
     /* No thread uses the tag now (the caller's promise): every free
      * counted was of a block whose allocation is counted. */
-    ra__assert(m >= d);
-    if (m == d) {
+    ra__assert(c.nmalloc >= c.ndalloc);
+    if (c.nmalloc == c.ndalloc) {
         /* Nothing live: what the caches hold are free blocks of the
          * slot's arena, the next holder's as much as this one's. They
          * stay, tcaches with them, and the arena is not reset; but only
@@ -648,24 +664,26 @@ bool ra__thread_end_tag(ra_tag_t tag)
 
 void ra__thread_wipe_tag(ra_tag_t tag)
 {
-    uint64_t m, d;
+    struct ra__counts c;
 
     ra__lock(&threads_lock);
-    counts_locked(tag, &m, &d);
-    ra__assert(m >= d);
+    counts_locked(tag, &c);
+    ra__assert(c.nmalloc >= c.ndalloc);
     for (struct ra__tag_slot *s = users[tag]; s != NULL; s = s->users_next) {
         forget_cached(s);
         flush_tcache(s->tcache);
     }
     /* Every block that was live is freed now. */
-    atomic_fetch_add_explicit(&orphan_ndalloc[tag], m - d,
+    atomic_fetch_add_explicit(&orphan_ndalloc[tag], c.nmalloc - c.ndalloc,
+                              memory_order_relaxed);
+    atomic_fetch_sub_explicit(&orphan_bytes[tag], c.allocated,
                               memory_order_relaxed);
     ra__unlock(&threads_lock);
 }
 
-void ra__thread_counts(ra_tag_t tag, uint64_t *nmalloc, uint64_t *ndalloc)
+void ra__thread_counts(ra_tag_t tag, struct ra__counts *out)
 {
     ra__lock(&threads_lock);
-    counts_locked(tag, nmalloc, ndalloc);
+    counts_locked(tag, out);
     ra__unlock(&threads_lock);
 }

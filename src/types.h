@@ -175,8 +175,9 @@ struct ra__fc_bin {
 struct ra__tag_slot {
     /* MALLOCX_ARENA | MALLOCX_TCACHE*; 0 = not set up, or parked. */
     int alloc_flags;
-    int free_flags;           /* MALLOCX_TCACHE* */
-    uint16_t tcache;          /* explicit tcache id, or RA__NO_TCACHE */
+    /* Explicit tcache id, or RA__NO_TCACHE; its flags for a free are
+     * ra__be_tcache_flags(tcache). */
+    uint16_t tcache;
     uint16_t arena;           /* the arena of the pool it is bound to */
     uint8_t misses;           /* up to RA__TCACHE_AFTER_MISSES */
     /* Counted in its tag's pool as a thread that allocates (pool.c): set
@@ -194,19 +195,34 @@ struct ra__tag_slot {
      * (RA__PAIR_FLUSHING) so that the slot's next holder is not charged for
      * them. The owner takes it back with a compare-and-swap (thread.c). */
     _Atomic uint8_t parked;
+    /* Blocks the pair made for the slot's earlier holders, since it last
+     * started over (thread.c: a destroy with nothing live keeps the pair's
+     * caches, and its age counts towards a tcache of its own), up to
+     * UINT32_MAX: only its crossing of a threshold matters. Under
+     * threads_lock. */
+    uint32_t made_before;
     struct ra__fc_bin *bins;  /* front cache by small bin, NULL = none */
-    /* Written only by the owning thread, read by ra_tag_stats(): relaxed
-     * atomics make the plain increments race-free at no cost on x86-64. */
+    /* What the pair handed out and took back: blocks (nmalloc, ndalloc)
+     * and usable bytes (bytes: handed out minus taken back, modulo 2^64;
+     * a thread's frees of blocks others made take it below zero, and only
+     * the sum over a tag's slots means anything). Counted as a block
+     * reaches the caller or leaves it, never as it moves between caches,
+     * so that the sums are exact at any moment (ra_tag_stats). Written
+     * only by the owning thread: relaxed atomics make the plain updates
+     * race-free at no cost on x86-64. */
     _Atomic uint64_t nmalloc;
     _Atomic uint64_t ndalloc;
+    _Atomic uint64_t bytes;
     /* The tag's slots over every thread (thread.c's users list, under its
      * lock): what a reset, a destroy and the counts walk. */
     struct ra__tag_slot *users_next, **users_prev;
-    /* Blocks the pair made for the slot's earlier holders, since it last
-     * started over (thread.c: a destroy with nothing live keeps the pair's
-     * caches, and its age counts towards a tcache of its own). Under
-     * threads_lock. */
-    uint64_t made_before;
+};
+
+/* A tag's counts over its slots (thread.c): blocks handed out and taken
+ * back, and the usable bytes in the blocks live. */
+struct ra__counts {
+    uint64_t nmalloc, ndalloc;
+    size_t allocated;
 };
 
 /* What a thread frees of tags it does not allocate in, on its way home

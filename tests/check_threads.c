@@ -702,10 +702,10 @@ START_TEST(test_threads_first_refill_is_small)
     pthread_barrier_init(&fl_busy, NULL, 2);
     ck_assert_int_eq(pthread_create(&thread, NULL, fl_worker, NULL), 0);
     pthread_barrier_wait(&fl_idle);
-    idle_bytes = tu_tag_stats(fl_tag).allocated;
+    idle_bytes = tu_jemalloc_allocated(fl_tag);
     pthread_barrier_wait(&fl_read);
     pthread_barrier_wait(&fl_busy);
-    busy_bytes = tu_tag_stats(fl_tag).allocated;
+    busy_bytes = tu_jemalloc_allocated(fl_tag);
     pthread_barrier_wait(&fl_read);
     ck_assert_int_eq(pthread_join(thread, NULL), 0);
     /* The block and a few more; a bin holds 64 of them. */

@@ -171,6 +171,10 @@ int main(int argc, char **argv)
         print_hex(names[i]);
         printf(" %zu %u\n", allocated[i], nblocks[i]);
     }
+    /* The untagged row is jemalloc's as of the last refresh: checked
+     * against the library's own memory, it must be now's. */
+    if (ra_stats_refresh() != 0)
+        return fail("ra_stats_refresh");
     failed |= dump(argv[1], "report.txt", ra_report, RA_FORMAT_TEXT);
     failed |= dump(argv[1], "report.json", ra_report, RA_FORMAT_JSON);
     failed |= dump(argv[1], "report.prom", ra_report, RA_FORMAT_PROMETHEUS);

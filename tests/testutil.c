@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include <check.h>
+#include <jemalloc/jemalloc.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -40,6 +41,30 @@ ra_tag_stats_t tu_tag_stats(ra_tag_t tag)
 
     ck_assert_int_eq(ra_tag_stats(tag, &s), 0);
     return s;
+}
+
+static size_t arena_size(const char *fmt, unsigned arena)
+{
+    char name[96];
+    size_t v = 0, len = sizeof v;
+
+    snprintf(name, sizeof name, fmt, arena);
+    ck_assert_int_eq(mallctl(name, &v, &len, NULL, 0), 0);
+    return v;
+}
+
+size_t tu_jemalloc_allocated(ra_tag_t tag)
+{
+    unsigned arenas[64];
+    int n = ra_tag_arenas(tag, arenas, 64);
+    size_t sum = 0;
+
+    ck_assert_int_ge(n, 0);
+    ck_assert_int_eq(ra_stats_refresh(), 0);
+    for (int k = 0; k < n && k < 64; k++)
+        sum += arena_size("stats.arenas.%u.small.allocated", arenas[k]) +
+               arena_size("stats.arenas.%u.large.allocated", arenas[k]);
+    return sum;
 }
 
 void tu_tag_push(ra_tag_t tag)

@@ -63,6 +63,11 @@ ra_tag_t tu_tag_create(const char *name);
 /* ra_tag_stats(tag) that fails the test when it fails. Returns the figures. */
 ra_tag_stats_t tu_tag_stats(ra_tag_t tag);
 
+/* jemalloc's allocated bytes in tag's arenas after a refresh: the tag's
+ * live blocks and the blocks the library's caches and jemalloc's tcaches
+ * keep of it (what ra_tag_stats' allocated leaves out). */
+size_t tu_jemalloc_allocated(ra_tag_t tag);
+
 /* ra_tag_push(tag) and ra_tag_pop(tag) that fail the test when the call
  * fails. They make no passing assertion, which would allocate under tag. */
 void tu_tag_push(ra_tag_t tag);

@@ -307,9 +307,10 @@ START_TEST(test_outbox_unit_an_exit_makes_the_figures_exact)
     ra_tag_t tag = few_freed_by(&c, "exit");
 
     ra_thread_flush(); /* what the producer's front cache holds */
-    ck_assert_uint_gt(tu_tag_stats(tag).allocated, 0);
-    stop(&c);
     ck_assert_uint_eq(tu_tag_stats(tag).allocated, 0);
+    ck_assert_uint_gt(tu_jemalloc_allocated(tag), 0);
+    stop(&c);
+    ck_assert_uint_eq(tu_jemalloc_allocated(tag), 0);
 }
 END_TEST
 

@@ -77,7 +77,7 @@ static void check_one_view(void)
     struct ra__snapshot snap;
     bool *seen;
 
-    ck_assert(!ra__snapshot_take(&snap));
+    ck_assert(!ra__snapshot_take(&snap, false));
     seen = calloc(snap.ntags + 1, sizeof *seen);
     for (unsigned k = 1; k <= snap.ntags; k++) {
         unsigned r = snap.order[k];
@@ -137,7 +137,7 @@ START_TEST(test_snapshot_unit_a_quiet_tree_is_shown_whole)
     struct ra__snapshot snap;
 
     make_tree("request", "sub");
-    ck_assert(!ra__snapshot_take(&snap));
+    ck_assert(!ra__snapshot_take(&snap, false));
     ck_assert_uint_eq(snap.ntags, 2);
     ck_assert_uint_eq(snap.order[1], 1);
     ck_assert_str_eq(snap.rows[1].name, "request");

@@ -1,0 +1,161 @@
+/* What reading the figures costs as tags grow: N tags with one live block
+ * each, then the median of one ra_tag_stats, of a Prometheus report, of a
+ * checkpoint (`reads N`); or the CPU an idle process of N tags burns with
+ * the live stats segment published (`reads --idle N`, REGIONALLOC_SHM=1 at
+ * its default interval). The process re-executes itself once with room for
+ * the tags (REGIONALLOC_MAX_TAGS, smaller regions), which the library reads
+ * at its first use. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <regionalloc.h>
+
+#include "benchutil.h"
+
+#define READS_MAX_TAGS 3100u
+
+static void make_room(char **argv, bool shm)
+{
+    char n[16];
+
+    if (getenv("BENCH_READS_ROOM") != NULL)
+        return;
+    snprintf(n, sizeof n, "%u", READS_MAX_TAGS);
+    setenv("BENCH_READS_ROOM", "1", 1);
+    setenv("REGIONALLOC_MAX_TAGS", n, 1);
+    setenv("REGIONALLOC_REGION_SIZE", "4G", 1);
+    if (shm)
+        setenv("REGIONALLOC_SHM", "1", 1);
+    execv("/proc/self/exe", argv);
+    bench_die("execv /proc/self/exe");
+}
+
+/* ntags tags, one live block of 64 bytes each; returns the middle one. */
+static ra_tag_t make_tags(unsigned ntags)
+{
+    ra_tag_t middle = RA_TAG_NONE;
+
+    for (unsigned i = 0; i < ntags; i++) {
+        char name[32];
+        ra_tag_t t;
+        snprintf(name, sizeof name, "reads-%u", i);
+        if ((t = ra_tag_create(name)) == RA_TAG_NONE ||
+            ra_malloc_tag(t, 64) == NULL)
+            bench_die("ra_tag_create/ra_malloc_tag");
+        if (i == ntags / 2)
+            middle = t;
+    }
+    return middle;
+}
+
+static double time_stats(ra_tag_t tag)
+{
+    ra_tag_stats_t s;
+    double t0 = bench_now_ns();
+
+    if (ra_tag_stats(tag, &s) != 0 || s.allocated == 0)
+        bench_die("ra_tag_stats");
+    return (bench_now_ns() - t0) / 1e3;
+}
+
+static double time_report(FILE *sink)
+{
+    double t0 = bench_now_ns();
+
+    if (ra_report(sink, RA_FORMAT_PROMETHEUS) != 0)
+        bench_die("ra_report");
+    return (bench_now_ns() - t0) / 1e3;
+}
+
+static double time_checkpoint(void)
+{
+    double t0 = bench_now_ns();
+
+    if (ra_checkpoint("reads") != 0)
+        bench_die("ra_checkpoint");
+    return (bench_now_ns() - t0) / 1e3;
+}
+
+/* Each figure's median over its runs, and its range, as one row. */
+static void row_of(const char *what, unsigned ntags, double *v, unsigned n,
+                   const char *unit, double scale)
+{
+    char workload[96];
+    double median;
+
+    snprintf(workload, sizeof workload, "%u tags: %s", ntags, what);
+    median = bench_median(v, n); /* sorts v */
+    bench_row(workload, "tagged", median / scale, unit, -1, v[0] / scale,
+              v[n - 1] / scale);
+}
+
+static void timings(unsigned ntags)
+{
+    enum { STATS_RUNS = 201, REPORT_RUNS = 21 };
+    static double v[STATS_RUNS];
+    ra_tag_t tag = make_tags(ntags);
+    FILE *sink = fopen("/dev/null", "w");
+
+    if (sink == NULL)
+        bench_die("/dev/null");
+    for (unsigned i = 0; i < STATS_RUNS; i++)
+        v[i] = time_stats(tag);
+    row_of("one ra_tag_stats", ntags, v, STATS_RUNS, "us", 1);
+    for (unsigned i = 0; i < REPORT_RUNS; i++)
+        v[i] = time_report(sink);
+    row_of("a Prometheus report", ntags, v, REPORT_RUNS, "us/tag", ntags);
+    for (unsigned i = 0; i < REPORT_RUNS; i++)
+        v[i] = time_checkpoint();
+    row_of("a checkpoint", ntags, v, REPORT_RUNS, "us/tag", ntags);
+    fclose(sink);
+}
+
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+/* The share of a core the process burns while its main thread sleeps: the
+ * library's threads (the segment's publisher) at their default intervals. */
+static void idle(unsigned ntags)
+{
+    unsigned seconds = (unsigned)bench_scaled(10, 2);
+    double cpu0, t0, share;
+    char workload[96];
+
+    make_tags(ntags);
+    sleep(1); /* the segment's first publish, and the set-up, are done */
+    cpu0 = cpu_seconds();
+    t0 = bench_now_ns();
+    sleep(seconds);
+    share = 100 * (cpu_seconds() - cpu0) / ((bench_now_ns() - t0) / 1e9);
+    snprintf(workload, sizeof workload,
+             "%u tags: idle process, REGIONALLOC_SHM=1", ntags);
+    bench_row(workload, "tagged", share, "% of a core", -1, share, share);
+}
+
+int main(int argc, char **argv)
+{
+    bool idle_mode = argc == 3 && strcmp(argv[1], "--idle") == 0;
+    unsigned ntags = (unsigned)atoi(argv[argc - 1]);
+
+    if ((argc != 2 && !idle_mode) || ntags == 0 || ntags > READS_MAX_TAGS) {
+        fprintf(stderr, "usage: %s [--idle] NTAGS (1 to %u)\n", argv[0],
+                READS_MAX_TAGS);
+        return 2;
+    }
+    make_room(argv, idle_mode);
+    if (idle_mode)
+        idle(ntags);
+    else
+        timings(ntags);
+    return 0;
+}

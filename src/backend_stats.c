@@ -1,0 +1,152 @@
+/* Floor: backend. jemalloc's statistics as the library reads them: the
+ * refresh (epoch) and the figures it gives, by cached MIB; and the one
+ * figure jemalloc keeps live per arena, its count of active pages, read
+ * through its address. */
+#include <errno.h>
+
+#define RA__MALLCTL_ALLOWED
+#include "backend.h"
+
+static _Atomic uint64_t refreshes;
+
+void ra__be_refresh(void)
+{
+    uint64_t epoch = 1;
+    size_t len = sizeof epoch;
+
+    atomic_fetch_add_explicit(&refreshes, 1, memory_order_relaxed);
+    mallctl("epoch", &epoch, &len, &epoch, sizeof epoch);
+}
+
+uint64_t ra__be_refreshes(void)
+{
+    return atomic_load_explicit(&refreshes, memory_order_relaxed);
+}
+
+static size_t page_size(void)
+{
+    static _Atomic size_t page;
+    size_t p = atomic_load_explicit(&page, memory_order_relaxed);
+
+    if (p == 0) {
+        p = ra__be_page();
+        atomic_store_explicit(&page, p, memory_order_relaxed);
+    }
+    return p;
+}
+
+/* stats.arenas.<i>.*: the index is the MIB's third part. */
+#define ARENA_STAT(field) {.name = "stats.arenas.0." field, .at = 2}
+static struct ra__be_name stat_pactive = ARENA_STAT("pactive");
+static struct ra__be_name stat_pdirty = ARENA_STAT("pdirty");
+static struct ra__be_name stat_pmuzzy = ARENA_STAT("pmuzzy");
+static struct ra__be_name stat_mapped = ARENA_STAT("mapped");
+static struct ra__be_name stat_retained = ARENA_STAT("retained");
+static struct ra__be_name stat_resident = ARENA_STAT("resident");
+static struct ra__be_name stat_base = ARENA_STAT("base");
+static struct ra__be_name stat_small_allocated = ARENA_STAT("small.allocated");
+static struct ra__be_name stat_large_allocated = ARENA_STAT("large.allocated");
+static struct ra__be_name stat_small_nmalloc = ARENA_STAT("small.nmalloc");
+static struct ra__be_name stat_large_nmalloc = ARENA_STAT("large.nmalloc");
+static struct ra__be_name stat_small_ndalloc = ARENA_STAT("small.ndalloc");
+static struct ra__be_name stat_large_ndalloc = ARENA_STAT("large.ndalloc");
+
+static size_t stat_size(struct ra__be_name *n, unsigned arena)
+{
+    size_t v = 0, len = sizeof v;
+
+    return ra__be_by_arena(n, arena, &v, &len, NULL, 0) == 0 ? v : 0;
+}
+
+static uint64_t stat_u64(struct ra__be_name *n, unsigned arena)
+{
+    uint64_t v = 0;
+    size_t len = sizeof v;
+
+    return ra__be_by_arena(n, arena, &v, &len, NULL, 0) == 0 ? v : 0;
+}
+
+bool ra__be_arena_stats(unsigned arena, struct ra__be_arena_stats *out)
+{
+    size_t page = page_size(), pactive, len = sizeof pactive;
+
+    *out = (struct ra__be_arena_stats){0};
+    if (ra__be_by_arena(&stat_pactive, arena, &pactive, &len, NULL, 0) != 0)
+        return true;
+    out->active = pactive * page;
+    out->allocated = ra__be_arena_allocated(arena);
+    out->resident = stat_size(&stat_resident, arena);
+    out->mapped = ra__be_arena_mapped(arena);
+    out->retained = stat_size(&stat_retained, arena);
+    out->dirty = stat_size(&stat_pdirty, arena) * page;
+    out->muzzy = stat_size(&stat_pmuzzy, arena) * page;
+    out->metadata = stat_size(&stat_base, arena);
+    out->nmalloc = stat_u64(&stat_small_nmalloc, arena) +
+                   stat_u64(&stat_large_nmalloc, arena);
+    out->ndalloc = stat_u64(&stat_small_ndalloc, arena) +
+                   stat_u64(&stat_large_ndalloc, arena);
+    return false;
+}
+
+/* Each arena's live page count, by index (jemalloc allows 4095 arenas):
+ * NULL until looked up. The counts live as long as their arenas, which
+ * are never destroyed. */
+#define ARENAS_MAX 4096u
+static _Atomic(const size_t *) pactive_of[ARENAS_MAX];
+static struct ra__be_name pactivep = {
+    .name = "experimental.arenas.0.pactivep", .at = 2};
+
+static const size_t *look_up_pactive(unsigned arena)
+{
+    const size_t *p = NULL;
+    size_t len = sizeof p;
+    int rc = ra__be_by_arena(&pactivep, arena, &p, &len, NULL, 0);
+
+    if (rc == ENOENT) {
+        /* An arena created since the last refresh. */
+        ra__be_refresh();
+        rc = ra__be_by_arena(&pactivep, arena, &p, &len, NULL, 0);
+    }
+    if (rc != 0 || p == NULL)
+        return NULL;
+    atomic_store_explicit(&pactive_of[arena], p, memory_order_release);
+    return p;
+}
+
+size_t ra__be_arena_active(unsigned arena)
+{
+    const size_t *p;
+
+    if (arena >= ARENAS_MAX)
+        return 0;
+    p = atomic_load_explicit(&pactive_of[arena], memory_order_acquire);
+    if (p == NULL && (p = look_up_pactive(arena)) == NULL)
+        return 0;
+    /* jemalloc's own atomic counter, updated as pages change hands. */
+    return __atomic_load_n(p, __ATOMIC_RELAXED) * page_size();
+}
+
+size_t ra__be_arena_allocated(unsigned arena)
+{
+    return stat_size(&stat_small_allocated, arena) +
+           stat_size(&stat_large_allocated, arena);
+}
+
+size_t ra__be_arena_mapped(unsigned arena)
+{
+    return stat_size(&stat_mapped, arena);
+}
+
+void ra__be_totals(size_t *allocated, size_t *active, size_t *resident,
+                   size_t *mapped)
+{
+    static const char *const names[] = {"stats.allocated", "stats.active",
+                                        "stats.resident", "stats.mapped"};
+    size_t *fields[] = {allocated, active, resident, mapped};
+
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t len = sizeof *fields[i];
+        *fields[i] = 0;
+        mallctl(names[i], fields[i], &len, NULL, 0);
+    }
+}
