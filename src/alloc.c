@@ -185,7 +185,7 @@ void ra__free_tagged(void *ptr, ra_tag_t tag)
             if (RA__UNLIKELY(b->count == b->cap))
                 ra__fc_make_room(s, bin);
             b->items[b->count++] = ptr;
-            ra__count_taken(s, ra__bin_size[bin]);
+            ra__count_taken(s, b->size);
             return;
         }
     }

@@ -200,12 +200,28 @@ static void prom_series(struct ra__emitter *e, const char *name,
         ra__out_str(e->out, "}");
 }
 
+/* " <v>\n" without printf's machinery: a report of thousands of tags
+ * writes tens of thousands of samples. */
+static void out_sample_value(struct ra__out *o, uint64_t v)
+{
+    char digits[24];
+    char *p = digits + sizeof digits;
+
+    *--p = '\n';
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    *--p = ' ';
+    ra__out_write(o, p, (size_t)(digits + sizeof digits - p));
+}
+
 void ra__prom_sample(struct ra__emitter *e, const char *name,
                      const struct ra__prom_label *labels, unsigned n,
                      uint64_t v)
 {
     prom_series(e, name, labels, n);
-    ra__out_fmt(e->out, " %" PRIu64 "\n", v);
+    out_sample_value(e->out, v);
 }
 
 void ra__prom_sample_seconds(struct ra__emitter *e, const char *name,

@@ -187,7 +187,7 @@ static inline void *ra__alloc_tagged_fast(ra_tag_t tag, size_t size)
                         ra__page_bin_get(b->items[count - 1]) ==
                             RA__PAGE_UNCACHED));
             b->count = count - 1;
-            ra__count_handed(s, ra__bin_size[bin]);
+            ra__count_handed(s, b->size);
             return b->items[count - 1];
         }
     }
@@ -252,7 +252,7 @@ static inline void ra__free_tagged_fast(void *ptr, ra_tag_t tag)
                 if (RA__LIKELY(count < b->cap)) {
                     b->items[count] = ptr;
                     b->count = count + 1;
-                    ra__count_taken(s, ra__bin_size[bin]);
+                    ra__count_taken(s, b->size);
                     return;
                 }
             }

@@ -24,6 +24,8 @@ static RA__TLS bool tls_exited;
 
 /* The fast paths' code depends on it: one cache line a slot. */
 _Static_assert(sizeof(struct ra__tag_slot) == 64, "a slot is 64 bytes");
+_Static_assert(sizeof(struct ra__fc_bin) == 16 + RA__FC_SLOTS * sizeof(void *),
+               "a bin's size sits in its header's padding");
 
 static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ra__thread_state all_threads = {
@@ -218,6 +220,12 @@ static unsigned bin_cap(unsigned bin)
     return ra__fc_cap(ra__bin_size[bin]);
 }
 
+static void set_up_bin(struct ra__fc_bin *b, unsigned bin)
+{
+    b->cap = bin_cap(bin);
+    b->size = (unsigned)ra__bin_size[bin];
+}
+
 /* A bin's capacity is set at its first use (0 until then: the fast paths
  * see it full, or empty, and come here or to the refill), so that a
  * (thread, tag) pair touches only the pages of the bins it uses. */
@@ -229,7 +237,7 @@ void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
     if (RA__UNLIKELY(s->alloc_flags == 0))
         unpark(s);
     if (b->cap == 0) {
-        b->cap = bin_cap(bin);
+        set_up_bin(b, bin);
         return;
     }
     ra__slot_miss(s);
@@ -326,7 +334,7 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
         unpark(s);
     /* Only a pair that allocates has a front cache (start_allocating). */
     ra__assert(s->counted);
-    b->cap = bin_cap(bin); /* first use, maybe (ra__fc_make_room) */
+    set_up_bin(b, bin); /* first use, maybe (ra__fc_make_room) */
     /* Blocks other threads freed come home first (returns.c). */
     got = ra__returns_take(tag, bin, b->items, b->cap);
     if (got != 0) {

@@ -164,6 +164,9 @@ struct ra__fc_bin {
     unsigned count;
     unsigned cap; /* blocks it may hold (0 until its first use) */
     unsigned fill; /* blocks the next refill takes (see ra__fc_refill) */
+    /* The class's size, set with cap at first use: beside count, what the
+     * fast paths count in bytes costs no load of another line. */
+    unsigned size;
     void *items[RA__FC_SLOTS];
 };
 
