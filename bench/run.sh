@@ -112,6 +112,12 @@ for prog in ring ring_glibc threads threads_glibc realloc_growth \
             realloc_growth_glibc tag_switch tag_ops lifetime http_scrape; do
     timed "$prog"
 done
+# Reading the figures as tags grow (30, 300 and 3,000 tags of one block),
+# and an idle process of 3,000 tags publishing the live segment.
+for n in 30 300 3000; do
+    timed reads "$n"
+done
+run_one reads --idle 3000
 # The allocation bench again with the live stats segment published every
 # second by a thread of the library: rows of their own (the suffix).
 REGIONALLOC_SHM=1 BENCH_WORKLOAD_SUFFIX=", stats segment on" timed ring
@@ -483,6 +489,16 @@ END {
     } else target("a tag per request: >= 100,000 requests/s at 2 threads", "not measured", "")
     pair_target("a tag per request: resident set <= 1.1x untagged", RR,
                 "a tag per request", "untagged (baseline)", 1.1)
+
+    print ""
+    print "targets (reading at allocator speed), judged from the medians above:"
+    for (n = 30; n <= 3000; n *= 10) {
+        ns_target(sprintf("one ra_tag_stats <= 2 us, %d tags", n), n " tags: one ra_tag_stats", TAG, 2)
+        ns_target(sprintf("a Prometheus report <= 3 us per tag, %d tags", n), n " tags: a Prometheus report", TAG, 3)
+        ns_target(sprintf("a checkpoint <= 3 us per tag, %d tags", n), n " tags: a checkpoint", TAG, 3)
+    }
+    ns_target("idle, 3,000 tags, REGIONALLOC_SHM=1 <= 0.5% of a core",
+              "3000 tags: idle process, REGIONALLOC_SHM=1", TAG, 0.5)
 
     print ""
     print "targets (hot tags: a pool of arenas, frees that go home), judged from the medians above:"
