@@ -1,9 +1,9 @@
 /* libregionalloc for C++17: ra::tag (a tag, created or found by name),
- * ra::tag_scope (a tag pushed for a scope, popped however it is left) and
+ * ra::tag_scope (a tag pushed for a scope, popped however it is left),
  * ra::tag_allocator (a standard allocator that puts a container's memory in
- * one tag, whatever is pushed). Header-only, over the C API of
- * <regionalloc.h>; failures throw std::system_error carrying errno, or
- * std::bad_alloc from the allocator. */
+ * one tag, whatever is pushed) and ra::stats_refresh. Header-only, over the
+ * C API of <regionalloc.h>; failures throw std::system_error carrying
+ * errno, or std::bad_alloc from the allocator. */
 #ifndef REGIONALLOC_HPP
 #define REGIONALLOC_HPP
 
@@ -28,6 +28,16 @@ namespace detail {
 }
 
 } // namespace detail
+
+/* Refreshes jemalloc's statistics once (ra_stats_refresh): no tag's
+ * figures need it, only jemalloc's own (the untagged row, stats.* through
+ * mallctl), and it costs in proportion to the arenas of the process.
+ * Throws std::system_error (ENOTSUP in pass-through mode). */
+inline void stats_refresh()
+{
+    if (ra_stats_refresh() != 0)
+        detail::throw_errno("ra_stats_refresh");
+}
 
 /* A tag: a value (its id) that is cheap to copy. Tags live until
  * destroyed; a destroyed tag's id fails every call (EINVAL). */
@@ -80,6 +90,8 @@ public:
         return n;
     }
 
+    /* Read live, in time that does not grow with the number of tags;
+     * allocated is exact with no flush. */
     ra_tag_stats_t stats() const
     {
         ra_tag_stats_t s;
@@ -88,8 +100,8 @@ public:
         return s;
     }
 
-    /* Committed bytes and counts, exact now and without a refresh of
-     * jemalloc's statistics: cheap enough for every request. */
+    /* Committed and allocated bytes and counts, exact now and with no call
+     * into jemalloc: cheap enough for every request. */
     ra_tag_usage_t usage() const
     {
         ra_tag_usage_t u;

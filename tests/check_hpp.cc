@@ -76,9 +76,14 @@ START_TEST(test_hpp_tag_stats_purge_rss_of)
     ck_assert_uint_eq(st.allocated, 4 * MIB);
     ck_assert(ra::tag::of(p) == t);
     ck_assert_uint_eq(ra::tag::of(&st).id(), RA_TAG_NONE);
-    // usage() agrees with the refreshed figures, without the refresh.
+    // usage() agrees with stats(): both read the live figures.
+    ck_assert_uint_eq(t.usage().allocated, 4 * MIB);
     ck_assert_uint_eq(t.usage().mapped, st.mapped);
     ck_assert_uint_eq(t.usage().nmalloc, st.nmalloc);
+    // A refresh of jemalloc's statistics changes none of them.
+    ra::stats_refresh();
+    ck_assert_uint_eq(t.usage().allocated, 4 * MIB);
+    ck_assert_uint_eq(t.stats().allocated, 4 * MIB);
     std::memset(p, 1, 4 * MIB); // resident now, as the kernel counts
     ck_assert_uint_ge(t.rss(), 4 * MIB);
     ra_free(p);

@@ -22,6 +22,9 @@ pub type RaTag = c_uint;
 
 pub const RA_TAG_ALL: RaTag = RaTag::MAX;
 
+/// `RA_REPORT_DETAIL`, or'ed into a report's format.
+pub const RA_REPORT_DETAIL: c_int = 0x100;
+
 pub type OnSoft = extern "C" fn(ctx: *mut c_void, tag: RaTag, mapped: usize);
 
 /// `ra_tag_limit_t`. A NULL `on_soft` is `None` (the nullable-pointer
@@ -67,6 +70,7 @@ extern "C" {
 
     pub fn ra_tag_stats(tag: RaTag, out: *mut crate::TagStats) -> c_int;
     pub fn ra_tag_stats_tree(tag: RaTag, out: *mut crate::TagStats) -> c_int;
+    pub fn ra_stats_refresh() -> c_int;
     pub fn ra_tag_create_in(parent: RaTag, name: *const c_char) -> RaTag;
     pub fn ra_tag_parent(tag: RaTag) -> RaTag;
     pub fn ra_tag_usage(tag: RaTag, out: *mut crate::TagUsage) -> c_int;

@@ -19,7 +19,6 @@
 //!     "a b c".split(' ').map(String::from).collect()
 //! });
 //! assert_eq!(Tag::of(tokens.as_ptr()), Some(parse));
-//! regionalloc::thread_flush(); // makes `allocated` exact
 //! println!("parse holds {} bytes", parse.stats()?.allocated);
 //! # Ok::<(), std::io::Error>(())
 //! ```
@@ -49,9 +48,9 @@ mod tag;
 
 pub use crate::alloc::RegionAlloc;
 pub use crate::future::{in_tag, InTag};
-pub use crate::report::{checkpoint, checkpoint_report, report, Format};
+pub use crate::report::{checkpoint, checkpoint_report, report, report_detail, Format};
 pub use crate::tag::{
-    current_tag, enabled, thread_flush, Limit, Tag, TagGuard, TagStats, TagUsage,
+    current_tag, enabled, stats_refresh, thread_flush, Limit, Tag, TagGuard, TagStats, TagUsage,
 };
 
 // The unit tests allocate through the binding itself, so that tagging does

@@ -67,12 +67,21 @@ fn into_string(bytes: Vec<u8>) -> String {
     }
 }
 
-/// Every live tag's usage now, after one refresh of the statistics, with
-/// the untagged, library and total rows (`ra_report`). Its own memory is
-/// untagged; the String returned is allocated under the caller's tag.
-/// Errors: ENOTSUP (pass-through mode), ENOMEM, EIO.
+/// Every live tag's usage now, from the live figures (no refresh of
+/// jemalloc's statistics), with the untagged, library and total rows
+/// (`ra_report`). Its own memory is untagged; the String returned is
+/// allocated under the caller's tag. Errors: ENOTSUP (pass-through mode),
+/// ENOMEM, EIO.
 pub fn report(f: Format) -> io::Result<String> {
     write_to_memory(|file| unsafe { ffi::ra_report(file, f.raw()) }).map(into_string)
+}
+
+/// [`report`] after one refresh of jemalloc's statistics, with jemalloc's
+/// own figures for the tags' active, resident, mapped, dirty, muzzy and
+/// retained (`RA_REPORT_DETAIL`): costs as [`stats_refresh`](crate::stats_refresh).
+pub fn report_detail(f: Format) -> io::Result<String> {
+    write_to_memory(|file| unsafe { ffi::ra_report(file, f.raw() | ffi::RA_REPORT_DETAIL) })
+        .map(into_string)
 }
 
 /// Records a snapshot of every tag and of the process under `label` (cut

@@ -20,21 +20,22 @@ use crate::ffi::{self, check, einval};
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Tag(NonZeroU32);
 
-/// Usage figures of one tag, as `ra_tag_stats_t` (see regionalloc(3)).
+/// Usage figures of one tag, as `ra_tag_stats_t` (see "Figures" in
+/// regionalloc(3)): read live, with no refresh of jemalloc's statistics.
 ///
-/// `allocated` is exact (the sum of the usable sizes of the tag's live
-/// blocks) once every thread that used the tag has called
-/// [`thread_flush`] or exited; before that it may exceed the sum by what
-/// those threads' caches hold for the tag.
+/// `allocated` is exact at any moment (the sum of the usable sizes of the
+/// tag's live blocks), with no [`thread_flush`]: a block free in a cache
+/// is not counted.
 /// The layout is `ra_tag_stats_t`'s, field for field: the C call fills it.
 #[repr(C)]
 #[derive(Copy, Clone, Default, PartialEq, Eq, Hash, Debug)]
 pub struct TagStats {
     /// Bytes in live blocks (usable sizes).
     pub allocated: usize,
-    /// Bytes in pages holding live blocks.
+    /// Bytes in pages holding live blocks or blocks free in a cache.
     pub active: usize,
-    /// jemalloc's resident estimate for the tag's arena, an upper bound.
+    /// At most this much of `mapped` is resident (an upper bound; the
+    /// kernel's figure is [`Tag::rss`]).
     pub resident: usize,
     /// Bytes mapped (committed) in the tag's region.
     pub mapped: usize,
@@ -55,8 +56,8 @@ pub struct TagStats {
 }
 
 /// The figures the library keeps itself for a tag, as `ra_tag_usage_t`:
-/// exact at any moment and cheap (no refresh of jemalloc's statistics),
-/// what a summary per request needs.
+/// exact at any moment and cheap (no call into jemalloc), what a summary
+/// per request needs.
 /// The layout is `ra_tag_usage_t`'s, field for field: the C call fills it.
 #[repr(C)]
 #[derive(Copy, Clone, Default, PartialEq, Eq, Hash, Debug)]
@@ -69,6 +70,8 @@ pub struct TagUsage {
     pub nmalloc: u64,
     /// Frees of the tag's blocks.
     pub ndalloc: u64,
+    /// Bytes in live blocks (usable sizes), as in [`TagStats`].
+    pub allocated: usize,
 }
 
 /// A tag's budget on `mapped`, the memory it holds from the OS (see
@@ -247,9 +250,9 @@ impl Tag {
         f()
     }
 
-    /// The tag's usage now (one refresh of jemalloc's statistics: read it
-    /// once per report, not per allocation). Errors: EINVAL (destroyed),
-    /// ENOTSUP (pass-through mode, `REGIONALLOC=0`).
+    /// The tag's usage now, read live: its cost does not grow with the
+    /// number of tags. Errors: EINVAL (destroyed), ENOTSUP (pass-through
+    /// mode, `REGIONALLOC=0`).
     pub fn stats(&self) -> io::Result<TagStats> {
         let mut s = TagStats::default();
         check(unsafe { ffi::ra_tag_stats(self.raw(), &mut s) })?;
@@ -265,8 +268,9 @@ impl Tag {
         Ok(s)
     }
 
-    /// The tag's committed bytes and counts, exact now and without a
-    /// refresh: cheap enough for every request. Errors as [`Tag::stats`].
+    /// The tag's committed and allocated bytes and its counts, exact now
+    /// and with no call into jemalloc: cheap enough for every request.
+    /// Errors as [`Tag::stats`].
     pub fn usage(&self) -> io::Result<TagUsage> {
         let mut u = TagUsage::default();
         check(unsafe { ffi::ra_tag_usage(self.raw(), &mut u) })?;
@@ -428,10 +432,23 @@ pub fn current_tag() -> Option<Tag> {
     Tag::from_raw(unsafe { ffi::ra_tag_current() })
 }
 
-/// Flushes the calling thread's caches for every tag: after every thread
-/// that used a tag has flushed (or exited), its `allocated` is exact.
+/// Flushes the calling thread's caches for every tag and for untagged
+/// memory. No figure needs it to be exact: the blocks it gives back were
+/// free already, and only `active` and `dirty` see their pages come free,
+/// pages that a [`Tag::purge`] can then return to the OS.
 pub fn thread_flush() {
     unsafe { ffi::ra_thread_flush() }
+}
+
+/// Refreshes jemalloc's statistics once (`ra_stats_refresh`): the
+/// reports' untagged row (all but its `active`) and jemalloc's own
+/// `stats.*` are as of the last refresh. No tag's figures need it, nothing
+/// in the library calls it periodically, and it costs in proportion to the
+/// arenas of the process (milliseconds with thousands of tags);
+/// [`report_detail`](crate::report_detail) takes one itself. Errors:
+/// ENOTSUP (pass-through mode).
+pub fn stats_refresh() -> io::Result<()> {
+    check(unsafe { ffi::ra_stats_refresh() })
 }
 
 /// Whether tagging is on: false in pass-through mode (`REGIONALLOC=0`, or

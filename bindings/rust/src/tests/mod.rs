@@ -1,7 +1,7 @@
 //! Unit tests of the binding, against the real library. The harness runs
 //! tests in parallel threads of one process: each test uses tags of its own
-//! (named after it), and figures that must be exact are read after the
-//! test's thread flushed its caches, for a tag no other thread touches.
+//! (named after it), so that figures that must be exact are those of a tag
+//! no other thread touches.
 
 mod future;
 mod prof;

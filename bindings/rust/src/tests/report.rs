@@ -1,7 +1,7 @@
 //! Reports and checkpoints, read back into memory.
 
 use super::{fresh_tag, is_json};
-use crate::{checkpoint, checkpoint_report, report, Format};
+use crate::{checkpoint, checkpoint_report, report, report_detail, Format};
 
 #[test]
 fn the_text_report_has_a_row_for_the_tag_and_the_summary_rows() {
@@ -33,6 +33,25 @@ fn the_json_report_is_one_document_naming_the_tag() {
     assert!(is_json(&json), "not JSON:\n{}", json);
     assert!(json.contains("\"regionalloc-report-1\""));
     assert!(json.contains("\"rust-unit/report-json\""));
+    drop(held);
+}
+
+#[test]
+fn a_detail_report_is_a_report_in_every_format() {
+    let t = fresh_tag("report-detail");
+    let held = t.scope(|| vec![1u8; 100_000]);
+    let text = report_detail(Format::Text).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("rust-unit/report-detail ")),
+        "{}",
+        text
+    );
+    let json = report_detail(Format::Json).unwrap();
+    assert!(is_json(&json), "not JSON:\n{}", json);
+    assert!(json.contains("\"rust-unit/report-detail\""));
+    let prom = report_detail(Format::Prometheus).unwrap();
+    assert!(prom.contains("regionalloc_tag_allocated_bytes{tag=\"rust-unit/report-detail\"} "));
     drop(held);
 }
 

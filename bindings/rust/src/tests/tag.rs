@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::thread;
 
 use super::fresh_tag;
-use crate::{current_tag, ffi, thread_flush, Limit, Tag};
+use crate::{current_tag, ffi, stats_refresh, thread_flush, Limit, Tag};
 
 const MIB: usize = 1 << 20;
 const EINVAL: i32 = 22;
@@ -183,6 +183,36 @@ fn allocated_is_the_exact_sum_of_usable_sizes_after_a_flush() {
     let s = t.stats().unwrap();
     assert_eq!(s.allocated, 0);
     assert_eq!(s.nmalloc, s.ndalloc);
+}
+
+#[test]
+fn usage_allocated_is_the_exact_sum_of_usable_sizes_with_no_flush() {
+    let t = fresh_tag("usage-allocated");
+    let (boxes, vecs) = t.scope(|| {
+        let boxes: Vec<Box<[u8; 24]>> = (0..100).map(|_| Box::new([1u8; 24])).collect();
+        let vecs: Vec<Vec<u8>> = (0..8).map(|i| vec![2u8; 1000 << i]).collect();
+        (boxes, vecs)
+    });
+    let held_by_boxes =
+        usable_size(boxes.as_ptr()) + boxes.iter().map(|b| usable_size(&**b)).sum::<usize>();
+    let held_by_vecs =
+        usable_size(vecs.as_ptr()) + vecs.iter().map(|v| usable_size(v.as_ptr())).sum::<usize>();
+    let u = t.usage().unwrap();
+    assert_eq!(u.allocated, held_by_boxes + held_by_vecs);
+    assert_eq!(u.nmalloc - u.ndalloc, 2 + 100 + 8);
+    assert_eq!(t.stats().unwrap().allocated, u.allocated);
+    // The small boxes freed go to this thread's caches, which no flush
+    // empties: they leave allocated all the same.
+    drop(boxes);
+    assert_eq!(t.usage().unwrap().allocated, held_by_vecs);
+    // A refresh of jemalloc's statistics changes none of the live figures.
+    stats_refresh().unwrap();
+    assert_eq!(t.usage().unwrap().allocated, held_by_vecs);
+    assert_eq!(t.stats().unwrap().allocated, held_by_vecs);
+    drop(vecs);
+    let u = t.usage().unwrap();
+    assert_eq!(u.allocated, 0);
+    assert_eq!(u.nmalloc, u.ndalloc);
 }
 
 #[test]
