@@ -50,7 +50,6 @@ int main()
         nwords = words.size();
         cache.resize(100000); // still "cache"'s, though "parse" is pushed
     }
-    ra_thread_flush(); // make "allocated" exact for this thread
     std::printf("parsed %zu words\n", nwords);
     std::printf("parse: %zu bytes allocated (all freed)\n",
                 tag_parse.stats().allocated);

@@ -118,9 +118,6 @@ static void checkpoint(const char *label)
 {
     if (!checkpoints_on)
         return;
-    /* Blocks freed into this thread's caches still count as allocated until
-     * flushed; flushing first makes every tag's figure exact. */
-    ra_thread_flush();
     if (ra_checkpoint(label) != 0)
         die("ra_checkpoint");
 }

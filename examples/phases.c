@@ -50,8 +50,6 @@ static void print_table(const char *phase, ra_tag_t *tags, unsigned ntags)
     char a[32], b[32], c[32], d[32];
     ra_tag_stats_t s;
 
-    /* Blocks in this thread's caches count as allocated until flushed. */
-    ra_thread_flush();
     printf("\n== %s (process RSS %s)\n", phase,
            human(a, sizeof a, process_rss()));
     printf("%-10s %12s %12s %12s %12s %10s %10s\n", "tag", "allocated",

@@ -389,7 +389,6 @@ int main(int argc, char **argv)
     /* Everything is live: the profile shows where each tag's bytes come
      * from. (The estimates are of the bytes asked for; allocated counts
      * jemalloc's size classes, slightly more.) */
-    ra_thread_flush();
     folded = write_profile(path);
     printf("profile of %u documents, %zu distinct words, sampled every %zu "
            "bytes on average\n\n",

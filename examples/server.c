@@ -306,7 +306,6 @@ int main(int argc, char **argv)
             die("pthread_create");
     for (unsigned tick = 1; !atomic_load(&stop); tick++) {
         churn_sessions(tag_sessions, tick);
-        ra_thread_flush();
         if (tick % 100 == 0)
             ra_checkpoint("tick");
         if (opt.seconds > 0 && tick >= (unsigned)opt.seconds * 10)

@@ -249,7 +249,7 @@ extern size_t ra__bin_size[RA__MAX_BINS];
 
 /* The names the library exports itself (override_jemalloc.c), or the
  * --disable-override build's fallback (jemalloc_lookup.c): nowhere else.
- * mallctl: backend.c's alone. */
+ * mallctl: backend.c's and backend_stats.c's alone. */
 #ifndef RA__JEMALLOC_NAMES_ALLOWED
 #pragma GCC poison mallocx rallocx xallocx sallocx dallocx sdallocx nallocx
 #endif

@@ -345,14 +345,19 @@ static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)
         const char *name, *help;
         uint64_t value;
     } process[] = {
+        /* The names of when these were jemalloc's stats.*: scrapers keep
+         * their queries. */
         {"regionalloc_jemalloc_allocated_bytes",
-         "jemalloc's stats.allocated (whole process).",
+         "Allocated bytes of the whole process: the tags' and untagged.",
          snap->global.allocated},
-        {"regionalloc_jemalloc_active_bytes", "jemalloc's stats.active.",
+        {"regionalloc_jemalloc_active_bytes",
+         "Active bytes of the whole process: the tags' and untagged.",
          snap->global.active},
-        {"regionalloc_jemalloc_resident_bytes", "jemalloc's stats.resident.",
+        {"regionalloc_jemalloc_resident_bytes",
+         "Resident bytes of the whole process as the rows estimate them.",
          snap->global.resident},
-        {"regionalloc_jemalloc_mapped_bytes", "jemalloc's stats.mapped.",
+        {"regionalloc_jemalloc_mapped_bytes",
+         "Mapped bytes of the whole process: the tags' and untagged.",
          snap->global.mapped},
         {"regionalloc_process_rss_bytes",
          "Resident bytes of the process (/proc/self/statm).",
