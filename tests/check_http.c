@@ -357,15 +357,6 @@ END_TEST
 
 /* The endpoints read the live figures; ?detail=1 refreshes jemalloc's
  * statistics once (and nothing else does, the page's sampler included). */
-static uint64_t jemalloc_epoch(void)
-{
-    uint64_t epoch = 0;
-    size_t len = sizeof epoch;
-
-    ck_assert_int_eq(mallctl("epoch", &epoch, &len, NULL, 0), 0);
-    return epoch;
-}
-
 START_TEST(test_http_detail_refreshes_once)
 {
     ra_tag_t tag = tu_tag_create("detailed");
@@ -377,22 +368,22 @@ START_TEST(test_http_detail_refreshes_once)
     ck_assert_ptr_nonnull(block);
     /* The first read of a new arena's live page count takes a refresh. */
     ck_assert_int_eq(status_of(port, "GET", "/metrics"), 200);
-    before = jemalloc_epoch();
+    before = tu_jemalloc_epoch();
     ck_assert_int_eq(status_of(port, "GET", "/metrics"), 200);
     ck_assert_int_eq(status_of(port, "GET", "/metrics?detail=0"), 200);
     ck_assert_int_eq(status_of(port, "GET", "/debug/regionalloc/report"), 200);
     ck_assert_int_eq(status_of(port, "GET", "/debug/regionalloc/"), 200);
-    ck_assert_uint_eq(jemalloc_epoch(), before);
+    ck_assert_uint_eq(tu_jemalloc_epoch(), before);
     ck_assert_int_eq(request(port, "GET", "/metrics?detail=1", &answer), 200);
     ck_assert_msg(strstr(body_of(answer), "regionalloc_tag_allocated_bytes{"
                                           "tag=\"detailed\"} 112\n") != NULL,
                   "%s", answer);
     free(answer);
-    ck_assert_uint_eq(jemalloc_epoch(), before + 1);
+    ck_assert_uint_eq(tu_jemalloc_epoch(), before + 1);
     ck_assert_int_eq(
         status_of(port, "GET", "/debug/regionalloc/report?format=json&detail=1"),
         200);
-    ck_assert_uint_eq(jemalloc_epoch(), before + 2);
+    ck_assert_uint_eq(tu_jemalloc_epoch(), before + 2);
     ck_assert_int_eq(request(port, "GET", "/metrics?detail=yes", &answer), 400);
     ck_assert_msg(strstr(body_of(answer), "detail must be 0 or 1") != NULL,
                   "%s", answer);
@@ -400,7 +391,7 @@ START_TEST(test_http_detail_refreshes_once)
     ck_assert_int_eq(status_of(port, "GET", "/metrics?detail"), 400);
     ck_assert_int_eq(
         status_of(port, "GET", "/debug/regionalloc/report?detail=2"), 400);
-    ck_assert_uint_eq(jemalloc_epoch(), before + 2);
+    ck_assert_uint_eq(tu_jemalloc_epoch(), before + 2);
     ck_assert_int_eq(ra_http_stop(), 0);
     ra_free(block);
 }

@@ -49,15 +49,6 @@ static size_t line_width(const char *s)
     return w;
 }
 
-static uint64_t jemalloc_epoch(void)
-{
-    uint64_t epoch = 0;
-    size_t len = sizeof epoch;
-
-    ck_assert_int_eq(mallctl("epoch", &epoch, &len, NULL, 0), 0);
-    return epoch;
-}
-
 /* Allocates size bytes under tag and returns the usable size. */
 static size_t alloc_under(ra_tag_t tag, size_t size, void **out)
 {
@@ -290,13 +281,13 @@ START_TEST(test_report_refreshes_statistics_only_for_detail)
     /* The first read of a new arena's live page count takes a refresh. */
     free(report(RA_FORMAT_TEXT));
     for (size_t f = 0; f < 3; f++) {
-        uint64_t before = jemalloc_epoch();
+        uint64_t before = tu_jemalloc_epoch();
         char *out = report(formats[f]);
-        ck_assert_uint_eq(jemalloc_epoch() - before, 0);
+        ck_assert_uint_eq(tu_jemalloc_epoch() - before, 0);
         free(out);
-        before = jemalloc_epoch();
+        before = tu_jemalloc_epoch();
         out = report((ra_format_t)(formats[f] | RA_REPORT_DETAIL));
-        ck_assert_uint_eq(jemalloc_epoch() - before, 1);
+        ck_assert_uint_eq(tu_jemalloc_epoch() - before, 1);
         free(out);
     }
 }

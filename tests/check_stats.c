@@ -864,15 +864,6 @@ START_TEST(test_stats_allocated_is_exact_without_a_flush)
 }
 END_TEST
 
-static uint64_t jemalloc_epoch(void)
-{
-    uint64_t epoch = 0;
-    size_t len = sizeof epoch;
-
-    ck_assert_int_eq(mallctl("epoch", &epoch, &len, NULL, 0), 0);
-    return epoch;
-}
-
 START_TEST(test_stats_reads_take_no_refresh)
 {
     FILE *sink = fopen("/dev/null", "w");
@@ -885,7 +876,7 @@ START_TEST(test_stats_reads_take_no_refresh)
     ck_assert_ptr_nonnull(p);
     /* The first read of a new arena's live page count takes a refresh. */
     ck_assert_int_eq(ra_report(sink, RA_FORMAT_TEXT), 0);
-    before = jemalloc_epoch();
+    before = tu_jemalloc_epoch();
     ck_assert_int_eq(ra_tag_stats(tag_a, &s), 0);
     ck_assert_int_eq(ra_tag_stats(RA_TAG_NONE, &s), 0);
     ck_assert_int_eq(ra_tag_stats_tree(tag_b, &s), 0);
@@ -893,11 +884,11 @@ START_TEST(test_stats_reads_take_no_refresh)
     ck_assert_int_eq(ra_report(sink, RA_FORMAT_PROMETHEUS), 0);
     ck_assert_int_eq(ra_report(sink, RA_FORMAT_JSON), 0);
     ck_assert_int_eq(ra_checkpoint("no refresh"), 0);
-    ck_assert_uint_eq(jemalloc_epoch(), before);
+    ck_assert_uint_eq(tu_jemalloc_epoch(), before);
     ck_assert_int_eq(ra_stats_refresh(), 0);
-    ck_assert_uint_eq(jemalloc_epoch(), before + 1);
+    ck_assert_uint_eq(tu_jemalloc_epoch(), before + 1);
     ck_assert_int_eq(ra_report(sink, RA_FORMAT_TEXT | RA_REPORT_DETAIL), 0);
-    ck_assert_uint_eq(jemalloc_epoch(), before + 2);
+    ck_assert_uint_eq(tu_jemalloc_epoch(), before + 2);
     fclose(sink);
     ra_free(p);
 }

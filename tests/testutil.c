@@ -67,6 +67,15 @@ size_t tu_jemalloc_allocated(ra_tag_t tag)
     return sum;
 }
 
+uint64_t tu_jemalloc_epoch(void)
+{
+    uint64_t epoch = 0;
+    size_t len = sizeof epoch;
+
+    ck_assert_int_eq(mallctl("epoch", &epoch, &len, NULL, 0), 0);
+    return epoch;
+}
+
 void tu_tag_push(ra_tag_t tag)
 {
     if (ra_tag_push(tag) != 0)

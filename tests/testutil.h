@@ -67,6 +67,8 @@ ra_tag_stats_t tu_tag_stats(ra_tag_t tag);
  * live blocks and the blocks the library's caches and jemalloc's tcaches
  * keep of it (what ra_tag_stats' allocated leaves out). */
 size_t tu_jemalloc_allocated(ra_tag_t tag);
+/* jemalloc's statistics epoch: how many refreshes the process took. */
+uint64_t tu_jemalloc_epoch(void);
 
 /* ra_tag_push(tag) and ra_tag_pop(tag) that fail the test when the call
  * fails. They make no passing assertion, which would allocate under tag. */
