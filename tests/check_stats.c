@@ -864,6 +864,54 @@ START_TEST(test_stats_allocated_is_exact_without_a_flush)
 }
 END_TEST
 
+/* With hooks installed and the profiler sampling, the paths differ (the
+ * instrumented ones, sampled blocks of a page or more, realloc by copy):
+ * the counts are still the blocks' usable sizes. */
+static void count_hooked(void *ctx, ra_tag_t tag, void *ptr, size_t size)
+{
+    (void)tag;
+    (void)ptr;
+    (void)size;
+    atomic_fetch_add((atomic_uint *)ctx, 1);
+}
+
+START_TEST(test_stats_allocated_is_exact_instrumented)
+{
+    enum { N = 400 };
+    static void *blocks[N];
+    atomic_uint calls = 0;
+    ra_hooks_t hooks = {count_hooked, count_hooked, &calls};
+    size_t usable = 0;
+    int id;
+
+    ck_assert_int_eq(ra_prof_start(4096), 0);
+    id = ra_hooks_install(&hooks);
+    ck_assert_int_ge(id, 0);
+    live_tag = tag_a;
+    tu_tag_push(tag_a);
+    for (unsigned j = 0; j < N; j++)
+        blocks[j] = live_alloc(j, live_size(1, j));
+    tu_tag_pop(tag_a);
+    for (unsigned j = 0; j < N; j += 3)
+        blocks[j] = ra_realloc(blocks[j], live_size(2, j) * 3);
+    for (unsigned j = 1; j < N; j += 4) {
+        ra_free(blocks[j]);
+        blocks[j] = NULL;
+    }
+    for (unsigned j = 0; j < N; j++) {
+        ck_assert(j % 4 == 1 || blocks[j] != NULL);
+        usable += blocks[j] != NULL ? ra_malloc_usable_size(blocks[j]) : 0;
+    }
+    ck_assert_uint_gt(atomic_load(&calls), 0);
+    ck_assert_uint_eq(tu_tag_stats(tag_a).allocated, usable);
+    ck_assert_int_eq(ra_hooks_remove(id), 0);
+    ck_assert_int_eq(ra_prof_stop(), 0);
+    for (unsigned j = 0; j < N; j++)
+        ra_free(blocks[j]);
+    ck_assert_uint_eq(tu_tag_stats(tag_a).allocated, 0);
+}
+END_TEST
+
 START_TEST(test_stats_reads_take_no_refresh)
 {
     FILE *sink = fopen("/dev/null", "w");
@@ -981,6 +1029,7 @@ static Suite *stats_suite(void)
     tc = tcase_create("live");
     tcase_add_checked_fixture(tc, setup_tags, NULL);
     tcase_add_test(tc, test_stats_allocated_is_exact_without_a_flush);
+    tcase_add_test(tc, test_stats_allocated_is_exact_instrumented);
     tcase_add_test(tc, test_stats_reads_take_no_refresh);
     suite_add_tcase(s, tc);
 
