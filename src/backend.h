@@ -191,10 +191,11 @@ int ra__be_by_arena(struct ra__be_name *n, unsigned arena, void *out,
 void ra__be_refresh(void);
 uint64_t ra__be_refreshes(void);
 /* One arena's figures as of the last refresh, in bytes (pages already
- * multiplied). metadata: its base allocator's mapped bytes. */
+ * multiplied). metadata_resident: what of resident is its metadata's,
+ * which the call also keeps for ra__be_arena_metadata_resident. */
 struct ra__be_arena_stats {
     size_t allocated, active, resident, mapped, retained, dirty, muzzy;
-    size_t metadata;
+    size_t metadata_resident;
     uint64_t nmalloc, ndalloc;
 };
 /* Returns true when the arena has no statistics (never used, or
@@ -214,6 +215,9 @@ void ra__be_totals(size_t *allocated, size_t *active, size_t *resident,
  * arena takes one refresh (once per arena in the process's life, since
  * arenas are never destroyed). 0 when jemalloc has no count for it. */
 size_t ra__be_arena_active(unsigned arena);
+/* The arena's metadata pages resident at the last refresh read of it (by
+ * ra__be_arena_stats, or the first ra__be_arena_active): only grows. */
+size_t ra__be_arena_metadata_resident(unsigned arena);
 
 /* Explicit thread caches (at most 4093 per process). create: true on
  * failure (out of ids). flush: empties it (jemalloc 5.3 destroys it and

@@ -43,7 +43,6 @@ static struct ra__be_name stat_pmuzzy = ARENA_STAT("pmuzzy");
 static struct ra__be_name stat_mapped = ARENA_STAT("mapped");
 static struct ra__be_name stat_retained = ARENA_STAT("retained");
 static struct ra__be_name stat_resident = ARENA_STAT("resident");
-static struct ra__be_name stat_base = ARENA_STAT("base");
 static struct ra__be_name stat_small_allocated = ARENA_STAT("small.allocated");
 static struct ra__be_name stat_large_allocated = ARENA_STAT("large.allocated");
 static struct ra__be_name stat_small_nmalloc = ARENA_STAT("small.nmalloc");
@@ -66,6 +65,13 @@ static uint64_t stat_u64(struct ra__be_name *n, unsigned arena)
     return ra__be_by_arena(n, arena, &v, &len, NULL, 0) == 0 ? v : 0;
 }
 
+/* Each arena's metadata pages known resident (jemalloc's resident less
+ * its active, dirty and muzzy pages) at its last refresh that the library
+ * read, by index: the live resident estimate's part for metadata, which
+ * only grows. */
+#define ARENAS_MAX 4096u
+static _Atomic size_t metadata_resident_of[ARENAS_MAX];
+
 bool ra__be_arena_stats(unsigned arena, struct ra__be_arena_stats *out)
 {
     size_t page = page_size(), pactive, len = sizeof pactive;
@@ -80,7 +86,13 @@ bool ra__be_arena_stats(unsigned arena, struct ra__be_arena_stats *out)
     out->retained = stat_size(&stat_retained, arena);
     out->dirty = stat_size(&stat_pdirty, arena) * page;
     out->muzzy = stat_size(&stat_pmuzzy, arena) * page;
-    out->metadata = stat_size(&stat_base, arena);
+    out->metadata_resident =
+        out->resident > out->active + out->dirty + out->muzzy
+            ? out->resident - out->active - out->dirty - out->muzzy
+            : 0;
+    if (arena < ARENAS_MAX)
+        atomic_store_explicit(&metadata_resident_of[arena],
+                              out->metadata_resident, memory_order_relaxed);
     out->nmalloc = stat_u64(&stat_small_nmalloc, arena) +
                    stat_u64(&stat_large_nmalloc, arena);
     out->ndalloc = stat_u64(&stat_small_ndalloc, arena) +
@@ -91,7 +103,6 @@ bool ra__be_arena_stats(unsigned arena, struct ra__be_arena_stats *out)
 /* Each arena's live page count, by index (jemalloc allows 4095 arenas):
  * NULL until looked up. The counts live as long as their arenas, which
  * are never destroyed. */
-#define ARENAS_MAX 4096u
 static _Atomic(const size_t *) pactive_of[ARENAS_MAX];
 static struct ra__be_name pactivep = {
     .name = "experimental.arenas.0.pactivep", .at = 2};
@@ -101,6 +112,7 @@ static const size_t *look_up_pactive(unsigned arena)
     const size_t *p = NULL;
     size_t len = sizeof p;
     int rc = ra__be_by_arena(&pactivep, arena, &p, &len, NULL, 0);
+    struct ra__be_arena_stats figures;
 
     if (rc == ENOENT) {
         /* An arena created since the last refresh. */
@@ -109,8 +121,17 @@ static const size_t *look_up_pactive(unsigned arena)
     }
     if (rc != 0 || p == NULL)
         return NULL;
+    ra__be_arena_stats(arena, &figures); /* its metadata_resident_of */
     atomic_store_explicit(&pactive_of[arena], p, memory_order_release);
     return p;
+}
+
+size_t ra__be_arena_metadata_resident(unsigned arena)
+{
+    return arena < ARENAS_MAX
+               ? atomic_load_explicit(&metadata_resident_of[arena],
+                                      memory_order_relaxed)
+               : 0;
 }
 
 size_t ra__be_arena_active(unsigned arena)

@@ -99,24 +99,33 @@ static void read_refreshed(ra_tag_t tag, ra_tag_stats_t *out)
  * (mapped, exact) and its carving; the rest follows, with the bounds the
  * man page states: a committed page is active, metadata or dirty (the
  * region purges only by force: nothing is muzzy), the carved rest is
- * retained, and every committed page may be resident (jemalloc counts
- * only the metadata pages it touched). */
+ * retained, and a page is resident as jemalloc counts it when it is
+ * active, dirty or metadata jemalloc had touched at the arena's last
+ * refresh read (metadata touched since is missing). */
 static void read_live(ra_tag_t tag, ra_tag_stats_t *out)
 {
     struct ra__counts c;
     uintptr_t start, end;
-    size_t used;
+    size_t metadata = ra__region_metadata(tag), metadata_resident = 0;
 
     ra__thread_counts(tag, &c);
     out->allocated = c.allocated;
     out->nmalloc = c.nmalloc;
     out->ndalloc = c.ndalloc;
-    for (unsigned k = 0, n = ra__pool_count(tag); k < n; k++)
-        out->active += ra__be_arena_active(ra__pool_arena(tag, k));
+    for (unsigned k = 0, n = ra__pool_count(tag); k < n; k++) {
+        unsigned arena = ra__pool_arena(tag, k);
+        out->active += ra__be_arena_active(arena);
+        metadata_resident += ra__be_arena_metadata_resident(arena);
+    }
     out->mapped = ra__budget_committed(tag);
-    used = out->active + ra__region_metadata(tag);
-    out->dirty = out->mapped > used ? out->mapped - used : 0;
-    out->resident = out->mapped;
+    out->dirty = out->mapped > out->active + metadata
+                     ? out->mapped - out->active - metadata
+                     : 0;
+    out->resident = out->active + out->dirty +
+                    (metadata_resident < metadata ? metadata_resident
+                                                  : metadata);
+    if (out->resident > out->mapped)
+        out->resident = out->mapped;
     ra__region_carved(tag, &start, &end);
     out->retained = end - start > out->mapped ? end - start - out->mapped : 0;
 }
