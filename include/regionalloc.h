@@ -232,7 +232,7 @@ RA_EXPORT void *ra_malloc_tag(ra_tag_t tag, size_t size);
 typedef struct ra_tag_stats {
     size_t allocated; /* bytes in live blocks (usable sizes), exact */
     size_t active;    /* bytes in pages holding live or cached blocks */
-    size_t resident;  /* at most this much of mapped is resident */
+    size_t resident;  /* jemalloc's resident estimate, read live */
     size_t mapped;    /* bytes mapped (committed) in the region */
     size_t dirty;     /* unused pages not yet returned to the OS */
     size_t muzzy;

@@ -34,8 +34,8 @@ pub struct TagStats {
     pub allocated: usize,
     /// Bytes in pages holding live blocks or blocks free in a cache.
     pub active: usize,
-    /// At most this much of `mapped` is resident (an upper bound; the
-    /// kernel's figure is [`Tag::rss`]).
+    /// jemalloc's estimate of the resident bytes, read live: at most
+    /// `mapped` (the kernel's figure is [`Tag::rss`]).
     pub resident: usize,
     /// Bytes mapped (committed) in the tag's region.
     pub mapped: usize,
