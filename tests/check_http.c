@@ -380,9 +380,10 @@ START_TEST(test_http_detail_refreshes_once)
                   "%s", answer);
     free(answer);
     ck_assert_uint_eq(tu_jemalloc_epoch(), before + 1);
-    ck_assert_int_eq(
-        status_of(port, "GET", "/debug/regionalloc/report?format=json&detail=1"),
-        200);
+    ck_assert_int_eq(status_of(port, "GET",
+                               "/debug/regionalloc/report?format=json"
+                               "&detail=1"),
+                     200);
     ck_assert_uint_eq(tu_jemalloc_epoch(), before + 2);
     ck_assert_int_eq(request(port, "GET", "/metrics?detail=yes", &answer), 400);
     ck_assert_msg(strstr(body_of(answer), "detail must be 0 or 1") != NULL,
