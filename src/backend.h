@@ -186,10 +186,9 @@ int ra__be_by_arena(struct ra__be_name *n, unsigned arena, void *out,
 /* -- backend_stats.c: jemalloc's statistics ---------------------------------
  * Refreshes jemalloc's statistics (the "epoch"): it merges every arena of
  * the process (tens of milliseconds with thousands), so only what asks for
- * jemalloc's own figures calls it (ra_stats_refresh, detail reports). The
- * count of refreshes is the library's (tests check who moves it). */
+ * jemalloc's own figures calls it (ra_stats_refresh, detail reports, the
+ * first read of a new arena's page count). */
 void ra__be_refresh(void);
-uint64_t ra__be_refreshes(void);
 /* One arena's figures as of the last refresh, in bytes (pages already
  * multiplied). metadata_resident: what of resident is its metadata's,
  * which the call also keeps for ra__be_arena_metadata_resident. */

@@ -7,20 +7,12 @@
 #define RA__MALLCTL_ALLOWED
 #include "backend.h"
 
-static _Atomic uint64_t refreshes;
-
 void ra__be_refresh(void)
 {
     uint64_t epoch = 1;
     size_t len = sizeof epoch;
 
-    atomic_fetch_add_explicit(&refreshes, 1, memory_order_relaxed);
     mallctl("epoch", &epoch, &len, &epoch, sizeof epoch);
-}
-
-uint64_t ra__be_refreshes(void)
-{
-    return atomic_load_explicit(&refreshes, memory_order_relaxed);
 }
 
 static size_t page_size(void)
@@ -50,14 +42,11 @@ static struct ra__be_name stat_large_nmalloc = ARENA_STAT("large.nmalloc");
 static struct ra__be_name stat_small_ndalloc = ARENA_STAT("small.ndalloc");
 static struct ra__be_name stat_large_ndalloc = ARENA_STAT("large.ndalloc");
 
-static size_t stat_size(struct ra__be_name *n, unsigned arena)
-{
-    size_t v = 0, len = sizeof v;
+/* jemalloc declares its byte figures size_t and its counts uint64_t: one
+ * reader serves both. 0 when the arena has no statistics. */
+_Static_assert(sizeof(size_t) == sizeof(uint64_t), "64-bit figures");
 
-    return ra__be_by_arena(n, arena, &v, &len, NULL, 0) == 0 ? v : 0;
-}
-
-static uint64_t stat_u64(struct ra__be_name *n, unsigned arena)
+static uint64_t stat_of(struct ra__be_name *n, unsigned arena)
 {
     uint64_t v = 0;
     size_t len = sizeof v;
@@ -81,11 +70,11 @@ bool ra__be_arena_stats(unsigned arena, struct ra__be_arena_stats *out)
         return true;
     out->active = pactive * page;
     out->allocated = ra__be_arena_allocated(arena);
-    out->resident = stat_size(&stat_resident, arena);
+    out->resident = stat_of(&stat_resident, arena);
     out->mapped = ra__be_arena_mapped(arena);
-    out->retained = stat_size(&stat_retained, arena);
-    out->dirty = stat_size(&stat_pdirty, arena) * page;
-    out->muzzy = stat_size(&stat_pmuzzy, arena) * page;
+    out->retained = stat_of(&stat_retained, arena);
+    out->dirty = stat_of(&stat_pdirty, arena) * page;
+    out->muzzy = stat_of(&stat_pmuzzy, arena) * page;
     out->metadata_resident =
         out->resident > out->active + out->dirty + out->muzzy
             ? out->resident - out->active - out->dirty - out->muzzy
@@ -93,10 +82,10 @@ bool ra__be_arena_stats(unsigned arena, struct ra__be_arena_stats *out)
     if (arena < ARENAS_MAX)
         atomic_store_explicit(&metadata_resident_of[arena],
                               out->metadata_resident, memory_order_relaxed);
-    out->nmalloc = stat_u64(&stat_small_nmalloc, arena) +
-                   stat_u64(&stat_large_nmalloc, arena);
-    out->ndalloc = stat_u64(&stat_small_ndalloc, arena) +
-                   stat_u64(&stat_large_ndalloc, arena);
+    out->nmalloc = stat_of(&stat_small_nmalloc, arena) +
+                   stat_of(&stat_large_nmalloc, arena);
+    out->ndalloc = stat_of(&stat_small_ndalloc, arena) +
+                   stat_of(&stat_large_ndalloc, arena);
     return false;
 }
 
@@ -149,13 +138,13 @@ size_t ra__be_arena_active(unsigned arena)
 
 size_t ra__be_arena_allocated(unsigned arena)
 {
-    return stat_size(&stat_small_allocated, arena) +
-           stat_size(&stat_large_allocated, arena);
+    return stat_of(&stat_small_allocated, arena) +
+           stat_of(&stat_large_allocated, arena);
 }
 
 size_t ra__be_arena_mapped(unsigned arena)
 {
-    return stat_size(&stat_mapped, arena);
+    return stat_of(&stat_mapped, arena);
 }
 
 void ra__be_totals(size_t *allocated, size_t *active, size_t *resident,

@@ -25,13 +25,13 @@ static void count_resized(struct ra__tag_slot *s, ra_tag_t tag,
         ra__count_orphan(tag, true, new_size);
 }
 
-/* The new block may have left the region during thread exit (jemalloc's
- * thread-exit redirection, doc/design.md). */
+/* The new block, rallocx(size, flags)'s, may have left the region during
+ * thread exit (jemalloc's thread-exit redirection, doc/design.md). */
 static void count_realloc(struct ra__tag_slot *s, ra_tag_t tag,
-                          size_t old_size, void *p)
+                          size_t old_size, void *p, size_t size, int flags)
 {
     count_end(s, tag, old_size);
-    ra__count_alloc(s, tag, p, ra__je_sallocx(p, 0));
+    ra__count_alloc(s, tag, p, ra__made_size(p, size, flags));
 }
 
 /* A tagged block's usable size, before it moves. */
@@ -61,7 +61,7 @@ RA__COLD static void *realloc_tagged_slow(void *ptr, ra_tag_t tag,
         if (p == NULL)
             return ra__fail_tagged();
     }
-    count_realloc(s, tag, old_size, p);
+    count_realloc(s, tag, old_size, p, size, flags);
     return p;
 }
 
@@ -77,7 +77,7 @@ static void *realloc_tagged(void *ptr, ra_tag_t tag, size_t size, int flags)
         ra__slot_miss(s);
         p = ra__je_rallocx(ptr, size, s->alloc_flags | flags);
         if (RA__LIKELY(p != NULL)) {
-            count_realloc(s, tag, old_size, p);
+            count_realloc(s, tag, old_size, p, size, flags);
             return p;
         }
     }
