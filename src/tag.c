@@ -26,6 +26,10 @@ static uint64_t born[RA__MAX_TAGS_LIMIT + 1];
  * registry lock. Its parent is the budgets' (ra__budget_parent), which
  * charge up the tree: set and cleared under the registry lock too. */
 static unsigned depths[RA__MAX_TAGS_LIMIT + 1];
+/* Each live tag's live children, under the registry lock: a tag with none
+ * (every tag of a tag per request) is its whole subtree, found without a
+ * walk of every id. */
+static unsigned children[RA__MAX_TAGS_LIMIT + 1];
 /* Destroyed ids ready for reuse, oldest first (a ring). */
 static unsigned free_ids[RA__MAX_TAGS_LIMIT];
 static unsigned free_head, free_count;
@@ -51,13 +55,49 @@ static size_t valid_name_length(const char *name)
     return len > RA_TAG_NAME_MAX ? 0 : len;
 }
 
+/* The live tags by name, under the registry lock: chains of ids (0 ends
+ * one) from NAME_BUCKETS heads, so that a creation, which must find a live
+ * tag of its name first, costs the same at 10 tags as at 4,000 (a scan of
+ * every id took 7 us a request at 3,000 tags). */
+#define NAME_BUCKETS 4096u
+_Static_assert(RA__MAX_TAGS_LIMIT < UINT16_MAX, "ids fit the chains");
+static uint16_t name_heads[NAME_BUCKETS];
+static uint16_t name_next[RA__MAX_TAGS_LIMIT + 1];
+
+/* FNV-1a. */
+static unsigned name_bucket(const char *name)
+{
+    uint32_t h = 2166136261u;
+
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        h = (h ^ *c) * 16777619u;
+    return h & (NAME_BUCKETS - 1);
+}
+
+static void name_insert(ra_tag_t tag)
+{
+    unsigned b = name_bucket(tag_names[tag]);
+
+    name_next[tag] = name_heads[b];
+    name_heads[b] = (uint16_t)tag;
+}
+
+static void name_remove(ra_tag_t tag)
+{
+    uint16_t *link = &name_heads[name_bucket(tag_names[tag])];
+
+    while (*link != tag) {
+        ra__assert(*link != 0);
+        link = &name_next[*link];
+    }
+    *link = name_next[tag];
+}
+
 /* With the registry locked: the live tag called name, or RA_TAG_NONE. */
 static ra_tag_t find_tag(const char *name)
 {
-    unsigned count = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
-
-    for (unsigned t = 1; t <= count; t++)
-        if (ra__tag_live[t] && strcmp(tag_names[t], name) == 0)
+    for (unsigned t = name_heads[name_bucket(name)]; t != 0; t = name_next[t])
+        if (strcmp(tag_names[t], name) == 0)
             return t;
     return RA_TAG_NONE;
 }
@@ -176,10 +216,14 @@ static ra_tag_t create_in(ra_tag_t parent, const char *name, bool anywhere)
         goto out;
     }
     depths[tag] = parent == RA_TAG_NONE ? 1 : depths[parent] + 1;
+    children[tag] = 0;
+    if (parent != RA_TAG_NONE)
+        children[parent]++;
     /* Zero-filled: the bytes after the NUL are published too (the stats
      * segment copies the whole field), and must not be a dead tag's. */
     memset(tag_names[tag], 0, sizeof tag_names[tag]);
     memcpy(tag_names[tag], name, len);
+    name_insert(tag);
     born[tag] = __atomic_add_fetch(&creations, 1, __ATOMIC_RELAXED);
     if (tagging) {
         ra__region_name(tag, name);
@@ -234,6 +278,10 @@ static unsigned subtree_locked(ra_tag_t root, ra_tag_t *out)
     unsigned count = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
     unsigned n = 0;
 
+    if (children[root] == 0) {
+        out[0] = root;
+        return 1;
+    }
     for (unsigned d = RA_TAG_DEPTH_MAX; d >= 1; d--)
         for (ra_tag_t t = 1; t <= count; t++)
             if (ra__tag_live[t] && depths[t] == d && in_subtree(t, root))
@@ -267,9 +315,15 @@ unsigned ra__tag_kill_subtree(ra_tag_t root, ra_tag_t *out)
 
     ra__lock(&registry_lock);
     if (ra__tag_valid(root)) {
+        ra_tag_t parent = ra__budget_parent(root);
         n = subtree_locked(root, out);
+        /* The subtree's tags go with it: only the root's parent loses a
+         * live child. */
+        if (parent != RA_TAG_NONE)
+            children[parent]--;
         for (unsigned i = 0; i < n; i++) {
             __atomic_store_n(&ra__tag_live[out[i]], 0, __ATOMIC_RELEASE);
+            name_remove(out[i]);
             memset(tag_names[out[i]], 0, sizeof tag_names[out[i]]);
         }
     }

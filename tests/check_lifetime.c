@@ -323,6 +323,79 @@ START_TEST(test_lifetime_destroy_across_threads_never_hands_a_block_twice)
 }
 END_TEST
 
+/* Tags per request on 4 threads at once, whose ends share no lock of the
+ * library's (each tag has its own): every request's tag counts its own
+ * blocks exactly before its end, a reset empties it, and no block a
+ * thread holds across its requests is handed out again or lost. */
+#define ENDS_THREADS 4
+#define ENDS_REQUESTS 400
+#define ENDS_BLOCKS 24
+
+static void *ends_worker(void *arg)
+{
+    unsigned id = (unsigned)(uintptr_t)arg;
+    void *held = ra_malloc(64); /* untagged, across the requests */
+    char name[32];
+    uintptr_t bad = 0;
+
+    memset(held, (int)id, 64);
+    for (unsigned r = 0; r < ENDS_REQUESTS && bad == 0; r++) {
+        void *blocks[ENDS_BLOCKS];
+        size_t usable = 0;
+        ra_tag_t tag;
+        ra_tag_usage_t use;
+        snprintf(name, sizeof name, "ends-%u-%u", id, r % 3);
+        tag = ra_tag_create(name);
+        if (tag == RA_TAG_NONE || ra_tag_push(tag) != 0)
+            return (void *)1;
+        for (unsigned b = 0; b < ENDS_BLOCKS; b++) {
+            blocks[b] = ra_malloc(16 + 40 * b);
+            if (blocks[b] == NULL)
+                return (void *)2;
+            memset(blocks[b], (int)(r & 0xff), 16 + 40 * b);
+            usable += ra_malloc_usable_size(blocks[b]);
+        }
+        ra_tag_pop(tag);
+        if (ra_tag_usage(tag, &use) != 0 || use.allocated != usable ||
+            use.nmalloc - use.ndalloc != ENDS_BLOCKS)
+            bad = 3;
+        if (r % 3 == 0) { /* a request that frees its blocks */
+            for (unsigned b = 0; b < ENDS_BLOCKS; b++)
+                ra_free(blocks[b]);
+        } else if (r % 3 == 1) { /* one reset first */
+            if (ra_tag_reset(tag) != 0 || ra_tag_usage(tag, &use) != 0 ||
+                use.allocated != 0 || use.nmalloc != use.ndalloc)
+                bad = 4;
+        }
+        if (ra_tag_destroy(tag) != 0)
+            bad = 5;
+    }
+    for (unsigned i = 0; i < 64; i++)
+        if (((unsigned char *)held)[i] != (unsigned char)id)
+            bad = 6;
+    ra_free(held);
+    return (void *)bad;
+}
+
+START_TEST(test_lifetime_ends_on_many_threads_at_once)
+{
+    pthread_t threads[ENDS_THREADS];
+
+    for (unsigned i = 0; i < ENDS_THREADS; i++)
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, ends_worker,
+                                        (void *)(uintptr_t)i),
+                         0);
+    for (unsigned i = 0; i < ENDS_THREADS; i++) {
+        void *rc;
+        ck_assert_int_eq(pthread_join(threads[i], &rc), 0);
+        ck_assert_msg(rc == NULL, "thread %u failed: %lu", i,
+                      (unsigned long)(uintptr_t)rc);
+    }
+    /* Each thread's three names at most: the ids went round. */
+    ck_assert_uint_le(ra_tag_count(), 3 * ENDS_THREADS);
+}
+END_TEST
+
 /* Every block freed before the destroy (a request that cleaned up): the
  * threads' caches keep theirs for the next holder, which must not get one
  * twice nor count one it did not make. */
@@ -969,6 +1042,7 @@ static Suite *lifetime_suite(void)
     tcase_add_test(
         tc, test_lifetime_destroy_across_threads_never_hands_a_block_twice);
     tcase_add_test(tc, test_lifetime_destroy_of_a_freed_tag_hands_its_caches_on);
+    tcase_add_test(tc, test_lifetime_ends_on_many_threads_at_once);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 

@@ -243,6 +243,49 @@ START_TEST(test_tag_create_beyond_max_tags_is_enospc)
 }
 END_TEST
 
+/* Names are found by hash (tag.c): at a thousand tags, each destroyed and
+ * created again in turn, every live name resolves to its id and no
+ * destroyed one resolves at all. */
+START_TEST(test_tag_names_resolve_among_many_tags)
+{
+    enum { N = 1000 };
+    static ra_tag_t ids[N];
+    char name[32];
+
+    ck_assert_int_eq(setenv("REGIONALLOC_MAX_TAGS", "1000", 1), 0);
+    for (unsigned i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "many-%u", i);
+        ids[i] = tu_tag_create(name);
+    }
+    for (unsigned i = 0; i < N; i += 2)
+        ck_assert_int_eq(ra_tag_destroy(ids[i]), 0);
+    for (unsigned i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "many-%u", i);
+        errno = 0;
+        ck_assert_uint_eq(ra_tag_lookup(name), i % 2 ? ids[i] : RA_TAG_NONE);
+        if (i % 2 == 0)
+            ck_assert_int_eq(errno, ENOENT);
+    }
+    /* Created again under other names first: the recycled ids' old names
+     * must not find them. */
+    for (unsigned i = 0; i < N; i += 2) {
+        snprintf(name, sizeof name, "again-%u", i);
+        ids[i] = tu_tag_create(name);
+    }
+    for (unsigned i = 0; i < N; i++) {
+        snprintf(name, sizeof name, i % 2 ? "many-%u" : "again-%u", i);
+        ck_assert_uint_eq(ra_tag_lookup(name), ids[i]);
+        ck_assert_str_eq(ra_tag_name(ids[i]), name);
+        ck_assert_uint_eq(ra_tag_create(name), ids[i]);
+        if (i % 2 == 0) {
+            snprintf(name, sizeof name, "many-%u", i);
+            ck_assert_uint_eq(ra_tag_lookup(name), RA_TAG_NONE);
+        }
+    }
+    ck_assert_uint_eq(ra_tag_count(), N);
+}
+END_TEST
+
 START_TEST(test_tag_push_never_created_is_einval)
 {
     static const ra_tag_t bad[] = {1, 2, 256, 4000, UINT_MAX};
@@ -672,6 +715,7 @@ static Suite *tag_suite(void)
     tcase_add_test(tc, test_tag_create_name_of_max_length_works);
     tcase_add_test(tc, test_tag_create_name_too_long_is_einval);
     tcase_add_test(tc, test_tag_create_beyond_max_tags_is_enospc);
+    tcase_add_test(tc, test_tag_names_resolve_among_many_tags);
     tcase_add_test(tc, test_tag_push_never_created_is_einval);
     tcase_add_test(tc, test_tag_pop_never_created_is_einval);
     tcase_add_test(tc, test_tag_push_beyond_stack_max_is_eoverflow);

@@ -276,6 +276,34 @@ START_TEST(test_tree_destroy_takes_the_subtree_children_first)
 }
 END_TEST
 
+/* A tag with no live child is its own subtree (tag.c counts each tag's
+ * children): the counts must follow children destroyed alone, with their
+ * own subtrees, and children created after them. */
+START_TEST(test_tree_children_destroyed_and_made_again_stay_in_the_subtree)
+{
+    ra_tag_t root = tu_tag_create("root");
+    ra_tag_t a = child_of(root, "a"), aa = child_of(a, "aa");
+    ra_tag_t b = child_of(root, "b"), c, cc;
+
+    ck_assert_int_eq(ra_tag_destroy(a), 0); /* a and aa */
+    FAILS_WITH(ra_tag_lookup("aa"), RA_TAG_NONE, ENOENT);
+    ck_assert_int_eq(ra_tag_destroy(b), 0); /* root has no child left */
+    c = child_of(root, "c");
+    cc = child_of(c, "cc");
+    ck_assert(c == a || c == aa || c == b);
+    ck_assert(cc == a || cc == aa || cc == b);
+    /* A reset of root reaches the new grandchild's blocks. */
+    ck_assert_ptr_nonnull(ra_malloc_tag(cc, 100));
+    ck_assert_int_eq(ra_tag_reset(root), 0);
+    ck_assert_uint_eq(tu_tag_stats(cc).allocated, 0);
+    ck_assert_int_eq(ra_tag_destroy(root), 0);
+    FAILS_WITH(ra_tag_lookup("c"), RA_TAG_NONE, ENOENT);
+    FAILS_WITH(ra_tag_lookup("cc"), RA_TAG_NONE, ENOENT);
+    FAILS_WITH(ra_tag_parent(cc), RA_TAG_NONE, EINVAL);
+    ck_assert_uint_eq(ra_tag_count(), 4);
+}
+END_TEST
+
 START_TEST(test_tree_destroy_busy_when_a_descendant_is_pushed)
 {
     ra_tag_t root = tu_tag_create("root");
@@ -554,6 +582,8 @@ static Suite *tree_suite(void)
     tcase_add_test(tc, test_tree_soft_limit_of_an_ancestor_names_it);
     tcase_add_test(tc, test_tree_destroy_takes_the_subtree_children_first);
     tcase_add_test(tc, test_tree_destroy_busy_when_a_descendant_is_pushed);
+    tcase_add_test(tc,
+                   test_tree_children_destroyed_and_made_again_stay_in_the_subtree);
     tcase_add_test(tc, test_tree_reset_and_purge_take_the_subtree);
     tcase_add_test(tc, test_tree_child_that_does_not_fit_is_not_created);
     tcase_add_test(tc, test_tree_in_every_report_format);
