@@ -4,7 +4,13 @@
  * cycles before (so 8 requests are in flight). B = 10, 100, 1000. One op
  * is one cycle.
  *
- *   tag_life [reset|reset+purge|tags|mimalloc]
+ *   tag_life [reset|reset+purge|tags|mimalloc] [IDLE]
+ *
+ * IDLE (tags only): that many other tags are created first and stay live,
+ * never used, as a server's tenants or long queries are beside its
+ * requests' tags (REGIONALLOC_MAX_TAGS must leave room for them); the
+ * workload's name says so. A tag's create and destroy should not cost
+ * more among 3,000 tags than among 8.
  *
  * With no argument every contender runs in this process, in alternating
  * rounds; with one, only that one, for bench/run.sh to alternate
@@ -32,6 +38,7 @@ static uint64_t cycles;
 static ra_tag_t live[IN_FLIGHT];
 static mi_heap_t *heaps[IN_FLIGHT];
 static unsigned arenas[IN_FLIGHT];
+static char suffix[48]; /* the workload's, with idle tags */
 
 static void touch(void *p, size_t size)
 {
@@ -132,13 +139,32 @@ static const char *const contender_args[] = {"reset", "reset+purge", "tags",
 
 static void bench_life(unsigned b, struct bench_contender *c, unsigned n)
 {
-    char workload[80];
+    char workload[128];
 
     nblocks = b;
     cycles = bench_scaled(b >= 1000 ? 4000 : 20000, 100);
     snprintf(workload, sizeof workload,
-             "a tag's life: create, %u blocks of 16-256 B, destroy", b);
+             "a tag's life: create, %u blocks of 16-256 B, destroy%s", b,
+             suffix);
     bench_compare(workload, "us/cycle", c, n, n == NCONTENDERS ? 0 : -1);
+}
+
+#define USAGE "usage: tag_life [reset|reset+purge|tags|mimalloc] [IDLE]"
+
+/* IDLE tags, live and never used, beside the requests' tags. */
+static void make_idle_tags(const char *arg)
+{
+    char *end, name[32];
+    unsigned long idle = strtoul(arg, &end, 10);
+
+    if (*arg == '\0' || *end != '\0')
+        bench_die(USAGE);
+    for (unsigned long i = 0; i < idle; i++) {
+        snprintf(name, sizeof name, "idle-%lu", i);
+        if (ra_tag_create(name) == RA_TAG_NONE)
+            bench_die("ra_tag_create of an idle tag (REGIONALLOC_MAX_TAGS?)");
+    }
+    snprintf(suffix, sizeof suffix, ", among %lu idle tags", idle);
 }
 
 int main(int argc, char **argv)
@@ -146,15 +172,16 @@ int main(int argc, char **argv)
     struct bench_contender *c = contenders;
     unsigned n = NCONTENDERS;
 
-    if (argc > 2)
-        bench_die("usage: tag_life [reset|reset+purge|tags|mimalloc]");
-    for (unsigned i = 0; argc == 2 && i < NCONTENDERS; i++)
+    if (argc > 3)
+        bench_die(USAGE);
+    for (unsigned i = 0; argc >= 2 && i < NCONTENDERS; i++)
         if (strcmp(argv[1], contender_args[i]) == 0) {
             c = &contenders[i];
             n = 1;
         }
-    if (argc == 2 && n != 1)
-        bench_die("usage: tag_life [reset|reset+purge|tags|mimalloc]");
+    if ((argc >= 2 && n != 1) ||
+        (argc == 3 && c != &contenders[2]))
+        bench_die(USAGE);
     bench_open_contenders();
     contenders[3].missing = bench_mi_missing;
     if (!ra_enabled())
@@ -166,6 +193,8 @@ int main(int argc, char **argv)
     }
     for (unsigned i = 0; i < MAX_BLOCKS; i++)
         sizes[i] = 16 + (i * 2654435761u >> 9) % 241;
+    if (argc == 3)
+        make_idle_tags(argv[2]);
     bench_life(10, c, n);
     bench_life(100, c, n);
     bench_life(1000, c, n);
