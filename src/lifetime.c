@@ -10,14 +10,10 @@
 #include "internal.h"
 #include "thread_tags.h"
 
-/* One reset or destroy of a tag at a time, each tag's own: ending it walks
- * its slots and closes its return stacks' gate, which only one may do at
- * once; the ends of different tags share no lock of ours, so a tag per
- * request does not queue its destroys behind one another. A reset or
- * destroy holds one tag's lock at a time (of each tag of its subtree in
- * turn), so no two of them wait for each other. All-zero mutexes are
- * glibc's default ones. */
-static pthread_mutex_t ending[RA__MAX_TAGS_LIMIT + 1];
+/* One reset or destroy at a time: each walks every thread's caches. */
+static pthread_mutex_t lifetime_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The subtree a reset or destroy acts on (tag trees), under the lock. */
+static ra_tag_t subtree[RA__MAX_TAGS_LIMIT];
 
 /* Frees every block of tag. The caller promised that no thread allocates
  * under the tag or frees one of its blocks meanwhile; what the threads'
@@ -61,93 +57,55 @@ static void end_tag(ra_tag_t tag)
     ra__budget_forget(tag);
 }
 
-/* No end runs across a fork: a child would find a tag half reset and its
- * gate closed for good. The forking thread takes every id's lock, all
- * RA__MAX_TAGS_LIMIT of them: reading REGIONALLOC_MAX_TAGS here would read
- * the configuration at a fork, before a child's own environment, and the
- * ids published so far may grow meanwhile. 4,000 free mutexes are tens of
- * microseconds, a fork's cost and not a request's. */
 void ra__lifetime_prefork(void)
 {
-    for (unsigned t = 1; t <= RA__MAX_TAGS_LIMIT; t++)
-        ra__lock(&ending[t]);
+    ra__lock(&lifetime_lock);
 }
 
 void ra__lifetime_postfork(void)
 {
-    for (unsigned t = RA__MAX_TAGS_LIMIT; t >= 1; t--)
-        ra__unlock(&ending[t]);
+    ra__unlock(&lifetime_lock);
 }
 
 /* The pages a destroyed tag's slot keeps are a cache for its next holder;
  * jemalloc decays an arena's unused pages only as the arena is used, so a
- * slot that no holder takes would keep them for good. A destroy makes one
- * idle slot's arena decay (round robin over the idle slots), at most once
- * per DECAY_INTERVAL_NS over the process: pages unused for longer than
- * dirty_decay_ms (10 s by default) go back. At a tag per request a decay
- * at every destroy was a mallctl and a walk of the arena's decay state on
- * every request's time; at most 1,000 a second still visit each of 4,000
- * idle slots every 4 s, well within the 10 s they may keep their pages. */
-#define DECAY_INTERVAL_NS 1000000u
-
+ * slot that no holder takes would keep them for good. Each destroy makes
+ * one idle slot's arena decay (round robin over the idle slots): pages
+ * unused for longer than dirty_decay_ms (10 s by default) go back. */
 static void decay_one_idle(void)
 {
-    static _Atomic uint64_t last_ns;
-    uint64_t now = ra__clock_ns();
-    uint64_t last = atomic_load_explicit(&last_ns, memory_order_relaxed);
-    ra_tag_t idle;
+    ra_tag_t idle = ra__tag_next_idle();
 
-    if (now - last < DECAY_INTERVAL_NS ||
-        !atomic_compare_exchange_strong_explicit(&last_ns, &last, now,
-                                                 memory_order_relaxed,
-                                                 memory_order_relaxed))
-        return;
-    idle = ra__tag_next_idle();
     if (idle != RA_TAG_NONE)
         ra__pool_decay(idle);
 }
 
-static bool subtree_on_my_stack(ra_tag_t root, ra_tag_t *subtree);
-
-/* Room for a subtree: every id that may be handed out. On the stack, not
- * in a static array under a lock of all tags: 1 KiB at the default
- * REGIONALLOC_MAX_TAGS, 16 KiB at its bound. */
-#define SUBTREE_ROOM (ra__config()->max_tags + 1)
-
-/* Ends one tag of root's subtree (end: reset_tag or retire_tag) under the
- * tag's own lock. A reset (check) skips a tag that is no longer in the
- * subtree: a concurrent destroy killed it (and ends it itself), and its id
- * may already be another tag's. A destroy ends the tags it killed. */
-static void end_one(ra_tag_t tag, ra_tag_t root, void (*end)(ra_tag_t),
-                    bool check)
-{
-    ra__lock(&ending[tag]);
-    if (!check || ra__tag_in_subtree(tag, root))
-        end(tag);
-    ra__unlock(&ending[tag]);
-}
+static bool subtree_on_my_stack(ra_tag_t root);
 
 int ra_tag_reset(ra_tag_t tag)
 {
-    ra_tag_t subtree[SUBTREE_ROOM];
     unsigned n;
 
     if (ra__check_call(ra__tag_valid(tag)) != 0)
         return -1;
+    ra__lock(&lifetime_lock);
     /* A tag the caller has pushed, or a thread's base tag, is in use: its
      * next allocation would land in the tag just emptied (nothing done, as
      * for a destroy). */
-    if (subtree_on_my_stack(tag, subtree)) {
+    if (subtree_on_my_stack(tag)) {
+        ra__unlock(&lifetime_lock);
         errno = EBUSY;
         return -1;
     }
     n = ra__tag_subtree(tag, subtree);
     if (ra__thread_tags_base_in(subtree, n)) {
+        ra__unlock(&lifetime_lock);
         errno = EBUSY;
         return -1;
     }
     for (unsigned i = 0; i < n; i++)
-        end_one(subtree[i], tag, reset_tag, true);
+        reset_tag(subtree[i]);
+    ra__unlock(&lifetime_lock);
     return 0;
 }
 
@@ -159,9 +117,9 @@ static bool on_my_stack(ra_tag_t tag)
     return false;
 }
 
-/* Whether a tag of root's subtree is on the caller's stack; subtree is
- * room for it. */
-static bool subtree_on_my_stack(ra_tag_t root, ra_tag_t *subtree)
+/* With the lifetime lock held: whether a tag of root's subtree is on the
+ * caller's stack. */
+static bool subtree_on_my_stack(ra_tag_t root)
 {
     unsigned n = ra__tag_subtree(root, subtree);
 
@@ -171,23 +129,16 @@ static bool subtree_on_my_stack(ra_tag_t root, ra_tag_t *subtree)
     return false;
 }
 
-/* A destroyed tag's end, for its next holder: its id goes back last. */
-static void retire_tag(ra_tag_t tag)
-{
-    end_tag(tag);
-    ra__pool_recycle(tag);
-    ra__tag_release_id(tag);
-}
-
 int ra_tag_destroy(ra_tag_t tag)
 {
-    ra_tag_t subtree[SUBTREE_ROOM];
     unsigned n;
     int rc;
 
     if (ra__check_call(ra__tag_valid(tag)) != 0)
         return -1;
-    if (subtree_on_my_stack(tag, subtree)) {
+    ra__lock(&lifetime_lock);
+    if (subtree_on_my_stack(tag)) {
+        ra__unlock(&lifetime_lock);
         errno = EBUSY;
         return -1;
     }
@@ -197,11 +148,16 @@ int ra_tag_destroy(ra_tag_t tag)
      * pushed one. */
     rc = ra__thread_tags_kill(tag, subtree, &n);
     if (rc != 0) {
+        ra__unlock(&lifetime_lock);
         errno = rc;
         return -1;
     }
-    for (unsigned i = 0; i < n; i++)
-        end_one(subtree[i], tag, retire_tag, false);
-    decay_one_idle();
+    for (unsigned i = 0; i < n; i++) {
+        end_tag(subtree[i]);
+        ra__pool_recycle(subtree[i]);
+        ra__tag_release_id(subtree[i]);
+        decay_one_idle();
+    }
+    ra__unlock(&lifetime_lock);
     return 0;
 }

@@ -195,7 +195,10 @@ int ra__thread_tags_kill(ra_tag_t root, ra_tag_t *killed, unsigned *n)
      * of the subtree between the check and its death (a child created
      * meanwhile is nobody's base either). */
     ra__lock(&named_lock);
-    count = ra__tag_subtree(root, killed);
+    /* No thread has a base (no REGIONALLOC_THREAD_TAGS, the usual case):
+     * nothing to check, and the registry is not asked for the subtree
+     * twice. */
+    count = named.next == &named ? 0 : ra__tag_subtree(root, killed);
     for (unsigned i = 0; i < count && !used; i++)
         for (struct named_thread *t = named.next; t != &named && !used;
              t = t->next)
