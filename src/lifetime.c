@@ -121,7 +121,14 @@ static bool on_my_stack(ra_tag_t tag)
  * caller's stack. */
 static bool subtree_on_my_stack(ra_tag_t root)
 {
-    unsigned n = ra__tag_subtree(root, subtree);
+    unsigned n;
+
+    /* Nothing pushed (a request's tag popped before its destroy): nothing
+     * to find, and the registry need not gather the subtree a second time
+     * (the kill does). A thread's base tag is checked by the kill. */
+    if (ra__tag_stack.depth == 0)
+        return false;
+    n = ra__tag_subtree(root, subtree);
 
     for (unsigned i = 0; i < n; i++)
         if (on_my_stack(subtree[i]))

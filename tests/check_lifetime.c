@@ -323,8 +323,7 @@ START_TEST(test_lifetime_destroy_across_threads_never_hands_a_block_twice)
 }
 END_TEST
 
-/* Tags per request on 4 threads at once, whose ends share no lock of the
- * library's (each tag has its own): every request's tag counts its own
+/* Tags per request on 4 threads at once: every request's tag counts its own
  * blocks exactly before its end, a reset empties it, and no block a
  * thread holds across its requests is handed out again or lost. */
 #define ENDS_THREADS 4
@@ -338,6 +337,8 @@ static void *ends_worker(void *arg)
     char name[32];
     uintptr_t bad = 0;
 
+    if (held == NULL)
+        return (void *)7;
     memset(held, (int)id, 64);
     for (unsigned r = 0; r < ENDS_REQUESTS && bad == 0; r++) {
         void *blocks[ENDS_BLOCKS];
