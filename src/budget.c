@@ -298,10 +298,22 @@ bool ra__budget_attach(ra_tag_t tag, ra_tag_t parent)
 
 /* -- the limits -------------------------------------------------------------- */
 
+/* Sticky: a hard limit counts commits, which a slot's leftovers would
+ * hold for a holder that cannot free them (leftovers.c). */
+static atomic_bool any_hard;
+
+bool ra__budget_any_hard(void)
+{
+    return atomic_load_explicit(&any_hard, memory_order_relaxed) ||
+           ra__config()->nlimits != 0;
+}
+
 static void set_limits(ra_tag_t tag, size_t hard, size_t soft)
 {
     struct budget *b = &budgets[tag];
 
+    if (hard != 0)
+        atomic_store_explicit(&any_hard, true, memory_order_relaxed);
     atomic_store_explicit(&b->hard, hard, memory_order_relaxed);
     atomic_store_explicit(&b->soft, soft, memory_order_relaxed);
     atomic_store_explicit(&b->soft_armed, ra__budget_tree(tag) < soft,

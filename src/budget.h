@@ -17,6 +17,9 @@ size_t ra__budget_peak(ra_tag_t tag);
 size_t ra__budget_tree(ra_tag_t tag);
 size_t ra__budget_tree_peak(ra_tag_t tag);
 size_t ra__budget_hard(ra_tag_t tag);
+/* Whether a hard limit was ever set in the process, or REGIONALLOC_LIMITS
+ * names any. Lock-free. */
+bool ra__budget_any_hard(void);
 /* The tree's one record of tag's parent (RA_TAG_NONE at the top level):
  * set by ra__budget_attach, cleared by ra__budget_forget. */
 ra_tag_t ra__budget_parent(ra_tag_t tag);

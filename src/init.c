@@ -33,6 +33,7 @@ static void prefork(void)
     ra__http_prefork();
     ra__checkpoint_prefork();
     ra__lifetime_prefork();
+    ra__leftovers_prefork();
     ra__thread_tags_prefork();
     ra__hooks_prefork();
     ra__prof_prefork();
@@ -41,6 +42,7 @@ static void prefork(void)
     ra__thread_prefork();
     ra__pool_prefork();
     ra__history_prefork(); /* a leaf */
+    ra__leftovers_prefork_leaf();
 }
 
 static void postfork_parent(void)
@@ -55,6 +57,7 @@ static void postfork_parent(void)
     ra__prof_postfork();
     ra__hooks_postfork(false);
     ra__thread_tags_postfork_parent();
+    ra__leftovers_postfork();
     ra__lifetime_postfork();
     ra__checkpoint_postfork();
     ra__http_postfork_parent();
@@ -73,6 +76,7 @@ static void postfork_child(void)
     ra__prof_postfork();
     ra__hooks_postfork(true);
     ra__thread_tags_postfork_child();
+    ra__leftovers_postfork();
     ra__lifetime_postfork();
     ra__checkpoint_postfork();
     ra__http_postfork_child();

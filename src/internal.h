@@ -218,6 +218,9 @@ unsigned ra__tag_kill_subtree(ra_tag_t root, ra_tag_t *out);
 /* Queues a dead tag's id, its region and arena emptied, for reuse by
  * ra_tag_create (oldest first). */
 void ra__tag_release_id(ra_tag_t tag);
+/* Takes tag out of the queue of ids for reuse, if it is there (no
+ * creation took it): whether it was. ra__tag_release_id queues it again. */
+bool ra__tag_take_free(ra_tag_t tag);
 /* One of the queued ids, a different one at each call (round robin), or
  * RA_TAG_NONE when none is queued: whose kept pages may decay. */
 ra_tag_t ra__tag_next_idle(void);
@@ -295,14 +298,15 @@ void ra__thread_flush_tag(ra_tag_t tag);
  * threads alike, and the counts say every block was freed (nmalloc ==
  * ndalloc). */
 void ra__thread_wipe_tag(ra_tag_t tag);
-/* At the tag's destroy: its counts start again from 0. Returns true when
- * blocks of the tag are live: the threads' caches of the tag were then
- * forgotten and their pairs start over (ra__thread_wipe_tag), and the
- * arena must be reset. False when none is: the pairs the holder used are
- * parked (their front caches' blocks on the return stacks, their tcaches
- * kept), free blocks of the slot for its next holder, and every other pair
- * starts over. */
-bool ra__thread_end_tag(ra_tag_t tag);
+/* At the tag's destroy: its counts start again from 0, and *left is set to
+ * the bytes of its blocks still live. Returns true when they are more than
+ * leave: the threads' caches of the tag were then forgotten and their
+ * pairs start over (ra__thread_wipe_tag), and the arena must be reset.
+ * False when none is live, or no more than leave (leftovers.c: they stay
+ * allocated, nobody's): the pairs the holder used are parked (their front
+ * caches' blocks on the return stacks, their tcaches kept), free blocks of
+ * the slot for its next holder, and every other pair starts over. */
+bool ra__thread_end_tag(ra_tag_t tag, size_t leave, size_t *left);
 /* Sums the counters of tag over live and exited threads. */
 void ra__thread_counts(ra_tag_t tag, struct ra__counts *out);
 /* The tcaches of tag's pairs parked at its last destroy (that left nothing
@@ -368,6 +372,28 @@ uint64_t ra__stats_purges(ra_tag_t tag);
 /* A destroyed tag's count of purges starts again from 0. */
 void ra__stats_forget(ra_tag_t tag);
 
+
+/* -- leftovers.c: blocks a destroy left live in the slot -------------------- */
+/* The bytes a destroy of tag may leave live in its slot rather than reset
+ * its arenas: 0 in a tag tree, or while any hard limit exists. */
+size_t ra__leftovers_room(ra_tag_t tag);
+/* A destroy left bytes live in tag's slot (0: none); or a reset freed
+ * what the slot held. */
+void ra__leftovers_add(ra_tag_t tag, size_t bytes);
+void ra__leftovers_forget(ra_tag_t tag);
+/* At a destroy, at most once a millisecond: one idle slot's kept pages
+ * decay, or its leftovers, idle for a second, are freed and its pages
+ * given back. */
+void ra__leftovers_decay_one(void);
+/* ra_purge_all: every idle slot's leftovers freed, its pages given back. */
+void ra__leftovers_reclaim_all(void);
+/* Bytes left live over all slots. */
+size_t ra__leftovers_total(void);
+/* Fork handlers: the reclaim's lock (after lifetime.c's), the figures' (a
+ * leaf, last). */
+void ra__leftovers_prefork(void);
+void ra__leftovers_prefork_leaf(void);
+void ra__leftovers_postfork(void);
 
 /* -- lifetime.c: ra_tag_reset and ra_tag_destroy ------------------------------ */
 /* Fork handlers for the lock that keeps resets and destroys one at a

@@ -28,24 +28,30 @@ static void reset_tag(ra_tag_t tag)
     ra__pool_reset(tag);
     ra__returns_open(tag);
     ra__pool_purge(tag);
+    ra__leftovers_forget(tag); /* earlier holders' too */
 }
 
 /* A destroy also forgets the tag's counts, profile, purges, peak and
  * budget. Its slot keeps its pages, dirty: the next holder allocates into
  * them without a fault, and decay or a purge gives them back. When the
- * program freed every block itself (a request that cleaned up), there is
- * nothing to reset: the threads' caches keep their blocks for the next
- * holder, which then allocates without a call into jemalloc (doc/design.md,
- * a tag's end). */
+ * program freed every block itself (a request that cleaned up), or left
+ * only a few live (leftovers.c), there is no reset: the threads' caches
+ * keep their blocks for the next holder, which then allocates without a
+ * call into jemalloc, and the few stay allocated until a later reset frees
+ * them with the rest (doc/design.md, a tag's end). */
 static void end_tag(ra_tag_t tag)
 {
-    bool live = ra__thread_end_tag(tag);
+    size_t left;
+    bool reset = ra__thread_end_tag(tag, ra__leftovers_room(tag), &left);
 
     ra__prof_forget(tag, true);
-    if (live) {
+    if (reset) {
         ra__returns_close(tag);
         ra__pool_reset(tag);
         ra__returns_open(tag);
+        ra__leftovers_forget(tag);
+    } else {
+        ra__leftovers_add(tag, left);
     }
     /* A cache, not a hoard: past jemalloc's oversize threshold (8 MiB),
      * what jemalloc itself would give back at once untagged, the slot
@@ -65,19 +71,6 @@ void ra__lifetime_prefork(void)
 void ra__lifetime_postfork(void)
 {
     ra__unlock(&lifetime_lock);
-}
-
-/* The pages a destroyed tag's slot keeps are a cache for its next holder;
- * jemalloc decays an arena's unused pages only as the arena is used, so a
- * slot that no holder takes would keep them for good. Each destroy makes
- * one idle slot's arena decay (round robin over the idle slots): pages
- * unused for longer than dirty_decay_ms (10 s by default) go back. */
-static void decay_one_idle(void)
-{
-    ra_tag_t idle = ra__tag_next_idle();
-
-    if (idle != RA_TAG_NONE)
-        ra__pool_decay(idle);
 }
 
 static bool subtree_on_my_stack(ra_tag_t root);
@@ -163,7 +156,7 @@ int ra_tag_destroy(ra_tag_t tag)
         end_tag(subtree[i]);
         ra__pool_recycle(subtree[i]);
         ra__tag_release_id(subtree[i]);
-        decay_one_idle();
+        ra__leftovers_decay_one();
     }
     ra__unlock(&lifetime_lock);
     return 0;

@@ -266,6 +266,8 @@ int ra_purge_all(void)
     for (ra_tag_t t = 0; t <= count; t++)
         count_purge(t);
     ra_thread_flush();
+    /* Blocks destroys left live in idle slots (leftovers.c) are freed. */
+    ra__leftovers_reclaim_all();
     /* What destroyed tags' slots keep for their next holders too,
      * recycled or not: every page the process can give back. */
     for (ra_tag_t t = 1; t <= count; t++)

@@ -356,6 +356,26 @@ void ra__tag_release_id(ra_tag_t tag)
     ra__unlock(&registry_lock);
 }
 
+bool ra__tag_take_free(ra_tag_t tag)
+{
+    bool found = false;
+
+    ra__lock(&registry_lock);
+    for (unsigned i = 0; i < free_count && !found; i++) {
+        unsigned at = (free_head + i) % RA__MAX_TAGS_LIMIT;
+        if (free_ids[at] != tag)
+            continue;
+        /* The ids after it move up one: the queue keeps its order. */
+        for (unsigned j = i; j + 1 < free_count; j++)
+            free_ids[(free_head + j) % RA__MAX_TAGS_LIMIT] =
+                free_ids[(free_head + j + 1) % RA__MAX_TAGS_LIMIT];
+        free_count--;
+        found = true;
+    }
+    ra__unlock(&registry_lock);
+    return found;
+}
+
 ra_tag_t ra__tag_next_idle(void)
 {
     ra_tag_t tag = RA_TAG_NONE;

@@ -352,12 +352,12 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
      * makes a few blocks of a class and goes idle holds a few, not half a
      * bin of blocks nobody asked for (most of an idle pair's memory). A
      * refill at full size is a miss of a busy pair. */
-    want = b->fill < FIRST_FILL ? FIRST_FILL : b->fill;
+    want = b->fill;
     if (want >= b->cap / 2) {
         want = b->cap / 2;
         ra__slot_miss(s);
     }
-    b->fill = want * 2;
+    b->fill = want < FIRST_FILL ? FIRST_FILL : want * 2;
     /* The cache hands out from its top, so the blocks go in from the top
      * down: they then leave in jemalloc's order (ascending addresses within
      * a slab), the order in which a program's walks over what it allocated
@@ -622,7 +622,7 @@ static void forget_counts(ra_tag_t tag)
     atomic_store_explicit(&orphan_bytes[tag], 0, memory_order_relaxed);
 }
 
-bool ra__thread_end_tag(ra_tag_t tag)
+bool ra__thread_end_tag(ra_tag_t tag, size_t leave, size_t *left)
 {
     struct ra__counts c;
 
@@ -631,7 +631,8 @@ bool ra__thread_end_tag(ra_tag_t tag)
     /* No thread uses the tag now (the caller's promise): every free
      * counted was of a block whose allocation is counted. */
     ra__assert(c.nmalloc >= c.ndalloc);
-    if (c.nmalloc == c.ndalloc) {
+    *left = c.nmalloc == c.ndalloc ? 0 : c.allocated;
+    if (c.nmalloc == c.ndalloc || c.allocated <= leave) {
         /* Nothing live: what the caches hold are free blocks of the
          * slot's arena, the next holder's as much as this one's. They
          * stay, tcaches with them, and the arena is not reset; but only

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <jemalloc/jemalloc.h>
 
@@ -1025,6 +1027,182 @@ START_TEST(test_lifetime_parked_caches_serve_the_next_holder)
 }
 END_TEST
 
+/* -- "leftovers" ------------------------------------------------------------ */
+
+/* A destroy that finds a few blocks live leaves them in the slot rather than
+ * reset its arena: they stay allocated, so nothing hands them out again,
+ * the next holder counts none of them, and a reset, a bigger leftover or
+ * ra_purge_all frees them. What shows it from outside: the next holder's
+ * active bytes (jemalloc's pages in use) start above 0 with leftovers, and
+ * at 0 after a reset. */
+#define LO_BLOCKS 8
+#define LO_SIZE 64
+#define LO_NEXT 2000
+
+/* A tag (top level, or under parent) that leaves LO_BLOCKS blocks of
+ * LO_SIZE, each stamped, and extra bytes in one more block; destroyed. */
+static ra_tag_t leave_blocks(ra_tag_t parent, void **blocks, size_t extra)
+{
+    ra_tag_t tag = parent == RA_TAG_NONE ? tu_tag_create("leaves")
+                                         : ra_tag_create_in(parent, "leaves");
+
+    ck_assert_uint_ne(tag, RA_TAG_NONE);
+    for (unsigned i = 0; i < LO_BLOCKS; i++) {
+        blocks[i] = ra_malloc_tag(tag, LO_SIZE);
+        ck_assert_ptr_nonnull(blocks[i]);
+        tu_fill_pattern(blocks[i], LO_SIZE, 7000 + i);
+    }
+    if (extra != 0)
+        ck_assert_ptr_nonnull(ra_malloc_tag(tag, extra));
+    ck_assert_int_eq(ra_tag_destroy(tag), 0);
+    return tag;
+}
+
+/* The active bytes of the tag that takes the id next, before it
+ * allocates. */
+static size_t next_holder_active(ra_tag_t parent, ra_tag_t expect_id)
+{
+    ra_tag_t next = parent == RA_TAG_NONE ? tu_tag_create("next")
+                                          : ra_tag_create_in(parent, "next");
+    size_t active;
+
+    ck_assert_uint_eq(next, expect_id);
+    active = tu_tag_stats(next).active;
+    ck_assert_int_eq(ra_tag_destroy(next), 0);
+    return active;
+}
+
+START_TEST(test_lifetime_leftovers_are_never_handed_out_again)
+{
+    static void *left[LO_BLOCKS], *mine[LO_NEXT];
+    ra_tag_t old = leave_blocks(RA_TAG_NONE, left, 0);
+    ra_tag_t next = tu_tag_create("next");
+    ra_tag_stats_t st;
+    int pushed, popped;
+
+    ck_assert_uint_eq(next, old);
+    st = tu_tag_stats(next);
+    ck_assert_uint_eq(st.allocated, 0);
+    ck_assert_uint_eq(usage_of(next).nmalloc, 0);
+    ck_assert_uint_ge(st.active, LO_BLOCKS * LO_SIZE);
+    /* No assertion while the tag is pushed: Check's own allocate. */
+    pushed = ra_tag_push(next);
+    for (unsigned i = 0; i < LO_NEXT; i++)
+        if ((mine[i] = ra_malloc(LO_SIZE)) != NULL)
+            memset(mine[i], 0xee, LO_SIZE);
+    popped = ra_tag_pop(next);
+    ck_assert_int_eq(pushed, 0);
+    ck_assert_int_eq(popped, 0);
+    for (unsigned i = 0; i < LO_NEXT; i++)
+        ck_assert_ptr_nonnull(mine[i]);
+    for (unsigned i = 0; i < LO_NEXT; i++)
+        for (unsigned j = 0; j < LO_BLOCKS; j++)
+            ck_assert_ptr_ne(mine[i], left[j]);
+    /* Nobody wrote over them: still allocated, still as they were. */
+    for (unsigned j = 0; j < LO_BLOCKS; j++)
+        ck_assert_uint_eq(tu_check_pattern(left[j], LO_SIZE, 7000 + j),
+                          LO_SIZE);
+    st = tu_tag_stats(next);
+    ck_assert_uint_eq(st.allocated, (size_t)LO_NEXT * LO_SIZE);
+    ck_assert_uint_eq(usage_of(next).nmalloc, LO_NEXT);
+    for (unsigned i = 0; i < LO_NEXT; i++)
+        ra_free(mine[i]);
+    ck_assert_int_eq(ra_tag_destroy(next), 0);
+}
+END_TEST
+
+START_TEST(test_lifetime_leftovers_go_at_purge_all_and_reset)
+{
+    static void *left[LO_BLOCKS];
+    ra_tag_t id = leave_blocks(RA_TAG_NONE, left, 0);
+    ra_tag_t tag;
+
+    ck_assert_uint_gt(next_holder_active(RA_TAG_NONE, id), 0);
+    ck_assert_int_eq(ra_purge_all(), 0);
+    ck_assert_uint_eq(next_holder_active(RA_TAG_NONE, id), 0);
+
+    /* A reset of a later holder frees them with its own blocks. */
+    ck_assert_uint_eq(leave_blocks(RA_TAG_NONE, left, 0), id);
+    tag = tu_tag_create("resets");
+    ck_assert_uint_eq(tag, id);
+    ck_assert_ptr_nonnull(ra_malloc_tag(tag, LO_SIZE));
+    ck_assert_int_eq(ra_tag_reset(tag), 0);
+    ck_assert_uint_eq(tu_tag_stats(tag).active, 0);
+    ck_assert_int_eq(ra_tag_destroy(tag), 0);
+}
+END_TEST
+
+START_TEST(test_lifetime_many_leftovers_reset_the_slot)
+{
+    static void *left[LO_BLOCKS];
+    ra_tag_t id = leave_blocks(RA_TAG_NONE, left, 100 << 10);
+
+    ck_assert_uint_eq(next_holder_active(RA_TAG_NONE, id), 0);
+}
+END_TEST
+
+START_TEST(test_lifetime_tree_leaves_no_leftovers)
+{
+    static void *left[LO_BLOCKS];
+    ra_tag_t parent = tu_tag_create("tenant");
+    ra_tag_t id = leave_blocks(parent, left, 0);
+
+    ck_assert_uint_eq(next_holder_active(parent, id), 0);
+}
+END_TEST
+
+static int child_leftovers_beside_a_limit(void)
+{
+    static void *left[LO_BLOCKS];
+    ra_tag_t id;
+
+    /* REGIONALLOC_LIMITS names a tag: commits are budgeted in this
+     * process, and a holder must never be charged for blocks it cannot
+     * free. */
+    id = leave_blocks(RA_TAG_NONE, left, 0);
+    TU_REQUIRE(next_holder_active(RA_TAG_NONE, id) == 0);
+    return 0;
+}
+
+START_TEST(test_lifetime_hard_limits_leave_no_leftovers)
+{
+    static const char *const env[] = {"REGIONALLOC_LIMITS=capped=1M", NULL};
+    char err[512];
+
+    ck_assert_int_eq(
+        tu_run_with_env(env, child_leftovers_beside_a_limit, err, sizeof err),
+        0);
+}
+END_TEST
+
+START_TEST(test_lifetime_fork_with_leftovers)
+{
+    static void *left[LO_BLOCKS];
+    ra_tag_t id = leave_blocks(RA_TAG_NONE, left, 0);
+    pid_t pid = fork();
+    int status;
+
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        /* The child reclaims them and serves new tags from the slot. */
+        ra_tag_t tag;
+        void *p;
+        if (ra_purge_all() != 0 || next_holder_active(RA_TAG_NONE, id) != 0)
+            _exit(1);
+        tag = ra_tag_create("child");
+        p = ra_malloc_tag(tag, LO_SIZE);
+        _exit(tag == id && p != NULL && ra_tag_destroy(tag) == 0 ? 0 : 2);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* The parent's are still there, untouched. */
+    for (unsigned j = 0; j < LO_BLOCKS; j++)
+        ck_assert_uint_eq(tu_check_pattern(left[j], LO_SIZE, 7000 + j),
+                          LO_SIZE);
+    ck_assert_uint_gt(next_holder_active(RA_TAG_NONE, id), 0);
+}
+END_TEST
+
 static Suite *lifetime_suite(void)
 {
     Suite *s = suite_create("lifetime");
@@ -1071,6 +1249,15 @@ static Suite *lifetime_suite(void)
         tc, test_lifetime_environment_budget_purges_what_other_threads_kept);
     tcase_add_test(tc, test_lifetime_big_slot_freed_elsewhere_keeps_nothing);
     tcase_add_test(tc, test_lifetime_parked_caches_serve_the_next_holder);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("leftovers");
+    tcase_add_test(tc, test_lifetime_leftovers_are_never_handed_out_again);
+    tcase_add_test(tc, test_lifetime_leftovers_go_at_purge_all_and_reset);
+    tcase_add_test(tc, test_lifetime_many_leftovers_reset_the_slot);
+    tcase_add_test(tc, test_lifetime_tree_leaves_no_leftovers);
+    tcase_add_test(tc, test_lifetime_hard_limits_leave_no_leftovers);
+    tcase_add_test(tc, test_lifetime_fork_with_leftovers);
     suite_add_tcase(s, tc);
     return s;
 }

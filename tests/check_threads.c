@@ -564,16 +564,21 @@ END_TEST
 /* A tag per request, each request freeing what it made: the destroys find
  * nothing live and keep the thread's caches for the next request, so the
  * pair grows old across requests and takes one tcache, which it keeps
- * (not one rebuilt per request). A request that leaves a block to the
- * destroy makes the pair start over: its tcache goes. */
+ * (not one rebuilt per request). A request that leaves a few blocks to
+ * the destroy keeps it too (they stay, leftovers of the slot); one that
+ * leaves more than a slot may keep (64 KiB) has its arena reset, and the
+ * pair starts over: its tcache goes. */
 enum { RQ_REQUESTS = 200, RQ_BLOCKS = 100 };
-static unsigned rq_free_before, rq_free_served, rq_free_after_leak;
-static ra_tag_t rq_ids[RQ_REQUESTS + 1];
+enum rq_leak { RQ_NONE, RQ_FEW, RQ_MANY };
+#define RQ_MANY_BYTES (100u << 10)
+static unsigned rq_free_before, rq_free_served, rq_free_after_few,
+    rq_free_after_many;
+static ra_tag_t rq_ids[RQ_REQUESTS + 2];
 
-static void rq_request(unsigned n, bool leak)
+static void rq_request(unsigned n, enum rq_leak leak)
 {
     static void *blocks[RQ_BLOCKS];
-    ra_tag_t tag = ra_tag_create(leak ? "request-leaky" : "request");
+    ra_tag_t tag = ra_tag_create(leak != RQ_NONE ? "request-leaky" : "request");
     ra_tag_usage_t use;
 
     rq_ids[n] = tag;
@@ -581,11 +586,14 @@ static void rq_request(unsigned n, bool leak)
     for (unsigned i = 0; i < RQ_BLOCKS; i++)
         if ((blocks[i] = ra_malloc(64)) == NULL || ra_tag_of(blocks[i]) != tag)
             count_error();
+    if (leak == RQ_MANY && ra_malloc(RQ_MANY_BYTES) == NULL)
+        count_error();
     pop(tag);
-    for (unsigned i = leak ? 1 : 0; i < RQ_BLOCKS; i++)
+    for (unsigned i = leak != RQ_NONE ? 1 : 0; i < RQ_BLOCKS; i++)
         ra_free(blocks[i]);
-    if (ra_tag_usage(tag, &use) != 0 || use.nmalloc != RQ_BLOCKS ||
-        use.ndalloc != (uint64_t)(RQ_BLOCKS - (leak ? 1 : 0)))
+    if (ra_tag_usage(tag, &use) != 0 ||
+        use.nmalloc != RQ_BLOCKS + (leak == RQ_MANY ? 1u : 0u) ||
+        use.ndalloc != (uint64_t)(RQ_BLOCKS - (leak != RQ_NONE ? 1 : 0)))
         count_error();
     if (ra_tag_destroy(tag) != 0)
         count_error();
@@ -596,10 +604,12 @@ static void *rq_worker(void *arg)
     (void)arg;
     rq_free_before = count_free_tcache_ids();
     for (unsigned n = 0; n < RQ_REQUESTS; n++)
-        rq_request(n, false);
+        rq_request(n, RQ_NONE);
     rq_free_served = count_free_tcache_ids();
-    rq_request(RQ_REQUESTS, true);
-    rq_free_after_leak = count_free_tcache_ids();
+    rq_request(RQ_REQUESTS, RQ_FEW);
+    rq_free_after_few = count_free_tcache_ids();
+    rq_request(RQ_REQUESTS + 1, RQ_MANY);
+    rq_free_after_many = count_free_tcache_ids();
     return NULL;
 }
 
@@ -611,10 +621,11 @@ START_TEST(test_threads_request_tags_keep_one_tcache)
     ck_assert_int_eq(pthread_join(thread, NULL), 0);
     ck_assert_uint_eq(atomic_load(&errors), 0);
     /* One id throughout: each destroy's slot served the next request. */
-    for (unsigned n = 1; n <= RQ_REQUESTS; n++)
+    for (unsigned n = 1; n <= RQ_REQUESTS + 1; n++)
         ck_assert_uint_eq(rq_ids[n], rq_ids[0]);
     ck_assert_uint_eq(rq_free_served, rq_free_before - 1);
-    ck_assert_uint_eq(rq_free_after_leak, rq_free_before);
+    ck_assert_uint_eq(rq_free_after_few, rq_free_before - 1);
+    ck_assert_uint_eq(rq_free_after_many, rq_free_before);
 }
 END_TEST
 

@@ -31,7 +31,7 @@
 
 bool __real_ra__be_arena_reset(unsigned arena);
 void __real_ra__thread_wipe_tag(ra_tag_t tag);
-bool __real_ra__thread_end_tag(ra_tag_t tag);
+bool __real_ra__thread_end_tag(ra_tag_t tag, size_t leave, size_t *left);
 
 enum drain_by { BY_FLUSH, BY_PURGE_ALL, BY_EXIT, BY_BUDGET };
 
@@ -78,9 +78,9 @@ void __wrap_ra__thread_wipe_tag(ra_tag_t tag)
         after_caches();
 }
 
-bool __wrap_ra__thread_end_tag(ra_tag_t tag)
+bool __wrap_ra__thread_end_tag(ra_tag_t tag, size_t leave, size_t *left)
 {
-    bool live = __real_ra__thread_end_tag(tag);
+    bool live = __real_ra__thread_end_tag(tag, leave, left);
 
     if (tag == watched)
         after_caches();

@@ -1,0 +1,152 @@
+/* Floor: state. What destroyed tags leave live in their slots. A destroy
+ * that finds a few blocks still live (a request that let its end free
+ * them) does not reset the arena: jemalloc's reset walks every bin and
+ * frees every slab, and the next holder then makes each slab again, which
+ * was most of a small tag's life (bench/tag_life: 2.8 us a life of 10
+ * blocks, 1.1 us with leftovers). The blocks stay allocated in jemalloc's
+ * eyes, so nothing hands them out again; they are forgotten by the counts,
+ * and freed all at once by the first reset of the slot (a destroy with
+ * more live, a ra_tag_reset of a later holder), or here, once the slot has
+ * been idle for LEFTOVER_IDLE_NS or when ra_purge_all asks. Bounded per
+ * slot and over the process; never in a tag tree or beside a hard limit,
+ * whose commits must stay the holder's own. */
+#include <pthread.h>
+
+#include "budget.h"
+#include "internal.h"
+
+#define LEFTOVER_SLOT_MAX ((size_t)64 << 10)
+#define LEFTOVER_TOTAL_MAX ((size_t)8 << 20)
+/* An idle slot's leftovers are reclaimed after this long: a server's
+ * request slots come back within it, and a slot nobody took since then
+ * gives back its pages as decay would (doc/design.md, a tag's end). */
+#define LEFTOVER_IDLE_NS 1000000000u
+/* The idle slots' decay, one slot at a time, at most this often: it was a
+ * mallctl on every destroy. */
+#define DECAY_EVERY_NS 1000000u
+
+/* One reclaim at a time, and none across a fork (the return stacks' gates
+ * must all be open in a child): taken after lifetime.c's lock. */
+static pthread_mutex_t reclaim_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Under leftover_lock, a leaf: bytes left live in each slot, their sum,
+ * and when each slot's last holder was destroyed. */
+static pthread_mutex_t leftover_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t left[RA__MAX_TAGS_LIMIT + 1];
+static size_t left_total;
+static uint64_t idle_since[RA__MAX_TAGS_LIMIT + 1];
+static uint64_t decayed_at;
+
+size_t ra__leftovers_room(ra_tag_t tag)
+{
+    size_t room, total_room;
+
+    if (ra__budget_parent(tag) != RA_TAG_NONE || ra__budget_any_hard())
+        return 0;
+    ra__lock(&leftover_lock);
+    room = LEFTOVER_SLOT_MAX - left[tag];
+    total_room = LEFTOVER_TOTAL_MAX - left_total;
+    ra__unlock(&leftover_lock);
+    return room < total_room ? room : total_room;
+}
+
+void ra__leftovers_add(ra_tag_t tag, size_t bytes)
+{
+    ra__lock(&leftover_lock);
+    left[tag] += bytes;
+    left_total += bytes;
+    idle_since[tag] = ra__clock_ns();
+    ra__unlock(&leftover_lock);
+}
+
+void ra__leftovers_forget(ra_tag_t tag)
+{
+    ra__lock(&leftover_lock);
+    left_total -= left[tag];
+    left[tag] = 0;
+    idle_since[tag] = ra__clock_ns();
+    ra__unlock(&leftover_lock);
+}
+
+/* An idle slot's leftovers freed, and its pages given back: the reset of
+ * a dead tag. The id is out of the registry's queue meanwhile (no creation
+ * takes it), then queued again. The parked pairs' caches hold free blocks
+ * of the arena that the reset frees too: forgotten first. */
+static void reclaim(ra_tag_t tag)
+{
+    ra__lock(&reclaim_lock);
+    if (ra__tag_take_free(tag)) {
+        ra__thread_wipe_tag(tag);
+        ra__returns_close(tag);
+        ra__pool_reset(tag);
+        ra__returns_open(tag);
+        ra__pool_purge(tag);
+        ra__leftovers_forget(tag);
+        ra__tag_release_id(tag);
+    }
+    ra__unlock(&reclaim_lock);
+}
+
+void ra__leftovers_decay_one(void)
+{
+    uint64_t now = ra__clock_ns();
+    ra_tag_t idle;
+    bool stale;
+
+    ra__lock(&leftover_lock);
+    if (now - decayed_at < DECAY_EVERY_NS) {
+        ra__unlock(&leftover_lock);
+        return;
+    }
+    decayed_at = now;
+    ra__unlock(&leftover_lock);
+    idle = ra__tag_next_idle();
+    if (idle == RA_TAG_NONE)
+        return;
+    ra__lock(&leftover_lock);
+    stale = left[idle] != 0 && now - idle_since[idle] >= LEFTOVER_IDLE_NS;
+    ra__unlock(&leftover_lock);
+    if (stale)
+        reclaim(idle);
+    else
+        ra__pool_decay(idle);
+}
+
+void ra__leftovers_reclaim_all(void)
+{
+    unsigned count = ra__tag_published();
+
+    for (ra_tag_t t = 1; t <= count; t++) {
+        bool some;
+        ra__lock(&leftover_lock);
+        some = left[t] != 0;
+        ra__unlock(&leftover_lock);
+        if (some)
+            reclaim(t);
+    }
+}
+
+size_t ra__leftovers_total(void)
+{
+    size_t total;
+
+    ra__lock(&leftover_lock);
+    total = left_total;
+    ra__unlock(&leftover_lock);
+    return total;
+}
+
+void ra__leftovers_prefork(void)
+{
+    ra__lock(&reclaim_lock);
+}
+
+void ra__leftovers_prefork_leaf(void)
+{
+    ra__lock(&leftover_lock);
+}
+
+void ra__leftovers_postfork(void)
+{
+    ra__unlock(&leftover_lock);
+    ra__unlock(&reclaim_lock);
+}
