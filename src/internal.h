@@ -165,7 +165,7 @@ void ra__returns_drain_all(void);
 /* Before the tag's arenas are reset: waits for the drains in flight to
  * end, keeps new ones out and drops what the stacks hold (the reset frees
  * it); ra__returns_open, once the arenas are reset, lets drains in again.
- * Called one tag at a time (lifetime.c's lock), never from a drain. */
+ * Called by one end of the tag at a time (lifetime.c), never from a drain. */
 void ra__returns_close(ra_tag_t tag);
 void ra__returns_open(ra_tag_t tag);
 /* How many resets tag has had: what a batch that waits in an outbox is
@@ -215,6 +215,9 @@ unsigned ra__tag_subtree(ra_tag_t root, ra_tag_t *out);
 /* Whether tag is live and root or below it. */
 bool ra__tag_in_subtree(ra_tag_t tag, ra_tag_t root);
 unsigned ra__tag_kill_subtree(ra_tag_t root, ra_tag_t *out);
+/* The kill of a tag without children (its parent loses a child): 0, EINVAL
+ * when it is not live, -1 (nothing done) when it has children. */
+int ra__tag_kill_leaf(ra_tag_t tag);
 /* Queues a dead tag's id, its region and arena emptied, for reuse by
  * ra_tag_create (oldest first). */
 void ra__tag_release_id(ra_tag_t tag);

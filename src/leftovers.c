@@ -26,7 +26,7 @@
 #define DECAY_EVERY_NS 1000000u
 
 /* One reclaim at a time, and none across a fork (the return stacks' gates
- * must all be open in a child): taken after lifetime.c's lock. */
+ * must all be open in a child): taken after lifetime.c's fork gate. */
 static pthread_mutex_t reclaim_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Under leftover_lock, a leaf: bytes left live in each slot, their sum,
  * and when each slot's last holder was destroyed. */

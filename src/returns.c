@@ -319,8 +319,8 @@ void ra__returns_postfork_child(void)
 {
     /* Drains and sends that other threads had in flight never end in the
      * child: the blocks they held are lost to it, their count must not be.
-     * No reset runs at a fork (lifetime.c's lock is held), so no gate is
-     * closed. */
+     * No reset runs at a fork (a fork is an exclusive end, lifetime.c),
+     * so no gate is closed. */
     for (ra_tag_t t = 1; t <= RA__MAX_TAGS_LIMIT; t++)
         atomic_store_explicit(&gates[t].state, 0, memory_order_relaxed);
 }

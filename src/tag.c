@@ -309,6 +309,14 @@ unsigned ra__tag_subtree(ra_tag_t root, ra_tag_t *out)
     return n;
 }
 
+/* With the registry locked: tag dead, its name free. */
+static void kill_locked(ra_tag_t tag)
+{
+    __atomic_store_n(&ra__tag_live[tag], 0, __ATOMIC_RELEASE);
+    name_remove(tag);
+    memset(tag_names[tag], 0, sizeof tag_names[tag]);
+}
+
 unsigned ra__tag_kill_subtree(ra_tag_t root, ra_tag_t *out)
 {
     unsigned n = 0;
@@ -321,14 +329,30 @@ unsigned ra__tag_kill_subtree(ra_tag_t root, ra_tag_t *out)
          * live child. */
         if (parent != RA_TAG_NONE)
             children[parent]--;
-        for (unsigned i = 0; i < n; i++) {
-            __atomic_store_n(&ra__tag_live[out[i]], 0, __ATOMIC_RELEASE);
-            name_remove(out[i]);
-            memset(tag_names[out[i]], 0, sizeof tag_names[out[i]]);
-        }
+        for (unsigned i = 0; i < n; i++)
+            kill_locked(out[i]);
     }
     ra__unlock(&registry_lock);
     return n;
+}
+
+int ra__tag_kill_leaf(ra_tag_t tag)
+{
+    int rc = 0;
+
+    ra__lock(&registry_lock);
+    if (!ra__tag_valid(tag)) {
+        rc = EINVAL;
+    } else if (children[tag] != 0) {
+        rc = -1;
+    } else {
+        ra_tag_t parent = ra__budget_parent(tag);
+        if (parent != RA_TAG_NONE)
+            children[parent]--;
+        kill_locked(tag);
+    }
+    ra__unlock(&registry_lock);
+    return rc;
 }
 
 bool ra__tag_give_back_address_space(void)

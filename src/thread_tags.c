@@ -210,6 +210,20 @@ int ra__thread_tags_kill(ra_tag_t root, ra_tag_t *killed, unsigned *n)
     return used ? EBUSY : count == 0 ? EINVAL : 0;
 }
 
+int ra__thread_tags_kill_leaf(ra_tag_t tag)
+{
+    bool used = false;
+    int rc;
+
+    ra__lock(&named_lock);
+    for (struct named_thread *t = named.next; t != &named && !used;
+         t = t->next)
+        used = ra__tag_thread_holds(t->stack, tag);
+    rc = used ? EBUSY : ra__tag_kill_leaf(tag);
+    ra__unlock(&named_lock);
+    return rc;
+}
+
 void ra__thread_tags_prefork(void)
 {
     ra__lock(&named_lock);

@@ -22,6 +22,9 @@ void ra__thread_tags_start_thread(void);
 /* The calling thread will never have a base tag (it is jemalloc's). */
 void ra__thread_tags_leave(void);
 int ra__thread_tags_kill(ra_tag_t root, ra_tag_t *killed, unsigned *n);
+/* ra__thread_tags_kill of a tag without children (ra__tag_kill_leaf): 0,
+ * EBUSY (a thread's base), EINVAL, or -1 when it has children. */
+int ra__thread_tags_kill_leaf(ra_tag_t tag);
 /* Whether one of tags[0, n) is a thread's base tag now (ra_tag_reset's
  * check: a named thread allocates into its base without pushing it). */
 bool ra__thread_tags_base_in(const ra_tag_t *tags, unsigned n);

@@ -389,6 +389,119 @@ static void *ends_worker(void *arg)
     return (void *)bad;
 }
 
+/* Requests' tags end side by side (no lock of all tags), while the main
+ * thread runs the ends that are exclusive: a tree's reset and destroy, a
+ * tree's child destroyed alone, and (fork case) forks. Each request checks
+ * its blocks and its counts; the trees' blocks are checked before each
+ * reset; a child must be able to create, use and destroy tags. */
+#define SIDE_THREADS 3
+#define SIDE_REQUESTS 600
+#define SIDE_ROUNDS 60
+
+static void *side_requests(void *arg)
+{
+    unsigned id = (unsigned)(uintptr_t)arg;
+    char name[32];
+
+    for (unsigned r = 0; r < SIDE_REQUESTS; r++) {
+        void *blocks[16];
+        ra_tag_usage_t use;
+        ra_tag_t tag;
+        snprintf(name, sizeof name, "side-%u-%u", id, r % 4);
+        if ((tag = ra_tag_create(name)) == RA_TAG_NONE)
+            return (void *)1;
+        for (unsigned b = 0; b < 16; b++) {
+            if ((blocks[b] = ra_malloc_tag(tag, 24 + 16 * b)) == NULL)
+                return (void *)2;
+            memset(blocks[b], (int)(id * 16 + b), 24 + 16 * b);
+        }
+        for (unsigned b = 0; b < 16; b++)
+            for (unsigned i = 0; i < 24 + 16 * b; i++)
+                if (((unsigned char *)blocks[b])[i] !=
+                    (unsigned char)(id * 16 + b))
+                    return (void *)3;
+        if (ra_tag_usage(tag, &use) != 0 || use.nmalloc != 16 ||
+            use.ndalloc != 0)
+            return (void *)4;
+        if (r % 2 == 0)
+            for (unsigned b = 0; b < 16; b++)
+                ra_free(blocks[b]);
+        if (ra_tag_destroy(tag) != 0)
+            return (void *)5;
+    }
+    return NULL;
+}
+
+static int fork_and_use_a_tag(void)
+{
+    pid_t pid = fork();
+    int status;
+
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        ra_tag_t tag = ra_tag_create("in-the-child");
+        void *p = ra_malloc_tag(tag, 100);
+        _exit(tag != RA_TAG_NONE && p != NULL && ra_tag_destroy(tag) == 0 &&
+                      ra_tag_reset(ra_tag_create("again")) == 0
+                  ? 0
+                  : 1);
+    }
+    if (waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void ends_beside_exclusive(bool forks)
+{
+    pthread_t threads[SIDE_THREADS];
+
+    for (unsigned i = 0; i < SIDE_THREADS; i++)
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, side_requests,
+                                        (void *)(uintptr_t)i),
+                         0);
+    for (unsigned round = 0; round < SIDE_ROUNDS; round++) {
+        ra_tag_t root = tu_tag_create("side-tree");
+        ra_tag_t a = ra_tag_create_in(root, "side-a");
+        ra_tag_t b = ra_tag_create_in(a, "side-b");
+        unsigned char *p, *q;
+        ck_assert_uint_ne(b, RA_TAG_NONE);
+        p = ra_malloc_tag(b, 300);
+        q = ra_malloc_tag(a, 40);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_ptr_nonnull(q);
+        memset(p, 0x11, 300);
+        memset(q, 0x22, 40);
+        for (unsigned i = 0; i < 300; i++)
+            ck_assert_uint_eq(p[i], 0x11);
+        ck_assert_int_eq(ra_tag_reset(root), 0);
+        ck_assert_uint_eq(usage_of(b).nmalloc, usage_of(b).ndalloc);
+        ck_assert_int_eq(ra_tag_destroy(b), 0); /* a leaf, in a tree */
+        ck_assert_ptr_nonnull(ra_malloc_tag(a, 64));
+        if (forks && round % 10 == 0)
+            ck_assert_int_eq(fork_and_use_a_tag(), 0);
+        ck_assert_int_eq(ra_tag_destroy(root), 0); /* exclusive */
+    }
+    for (unsigned i = 0; i < SIDE_THREADS; i++) {
+        void *rc;
+        ck_assert_int_eq(pthread_join(threads[i], &rc), 0);
+        ck_assert_msg(rc == NULL, "request thread %u failed: %lu", i,
+                      (unsigned long)(uintptr_t)rc);
+    }
+}
+
+START_TEST(test_lifetime_leaf_ends_beside_exclusive_ends)
+{
+    ends_beside_exclusive(false);
+}
+END_TEST
+
+START_TEST(test_lifetime_fork_while_leaf_ends_run)
+{
+    ends_beside_exclusive(true);
+}
+END_TEST
+
 START_TEST(test_lifetime_ends_on_many_threads_at_once)
 {
     pthread_t threads[ENDS_THREADS];
@@ -1231,6 +1344,13 @@ static Suite *lifetime_suite(void)
         tc, test_lifetime_destroy_across_threads_never_hands_a_block_twice);
     tcase_add_test(tc, test_lifetime_destroy_of_a_freed_tag_hands_its_caches_on);
     tcase_add_test(tc, test_lifetime_ends_on_many_threads_at_once);
+    tcase_add_test(tc, test_lifetime_leaf_ends_beside_exclusive_ends);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("fork beside ends");
+    tcase_set_tags(tc, "multithreaded-fork");
+    tcase_add_test(tc, test_lifetime_fork_while_leaf_ends_run);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
