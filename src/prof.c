@@ -40,6 +40,8 @@ static _Atomic size_t mean_interval; /* 0: never started */
 
 static struct stack_table stacks;
 static struct sample_table samples;
+/* Set once either table exists (under prof_lock), never cleared. */
+static atomic_bool tables_made;
 /* The library's own code, [own_text_start, own_text_end): its frames are
  * cut from stacks. Empty when the library is linked into the program
  * (libregionalloc.a): then the code is the program's and nothing is cut. */
@@ -165,6 +167,7 @@ static bool rebuild_stacks(size_t cap, ra_tag_t dropped)
     stacks.slots = slots;
     stacks.cap = cap;
     stacks.count = kept;
+    atomic_store_explicit(&tables_made, true, memory_order_release);
     return false;
 }
 
@@ -215,6 +218,7 @@ static bool grow_samples(void)
     ra__meta_free(samples.slots);
     samples.slots = slots;
     samples.cap = cap;
+    atomic_store_explicit(&tables_made, true, memory_order_release);
     return false;
 }
 
@@ -340,6 +344,10 @@ static void drop_samples_of(ra_tag_t tag)
 
 void ra__prof_forget(ra_tag_t tag, bool history)
 {
+    /* Never sampled: nothing to forget, and every request's end would
+     * otherwise take the profile's lock. */
+    if (!atomic_load_explicit(&tables_made, memory_order_acquire))
+        return;
     ra__lock(&prof_lock);
     drop_samples_of(tag);
     for (size_t i = 0; i < stacks.cap; i++) {

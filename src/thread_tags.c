@@ -215,6 +215,10 @@ int ra__thread_tags_kill_leaf(ra_tag_t tag)
     bool used = false;
     int rc;
 
+    /* Without REGIONALLOC_THREAD_TAGS no thread ever has a base: a
+     * request's end takes no lock of the named threads. */
+    if (ra__config()->nthread_tags == 0)
+        return ra__tag_kill_leaf(tag);
     ra__lock(&named_lock);
     for (struct named_thread *t = named.next; t != &named && !used;
          t = t->next)
