@@ -77,7 +77,7 @@ static void postfork_child(void)
     ra__hooks_postfork(true);
     ra__thread_tags_postfork_child();
     ra__leftovers_postfork();
-    ra__lifetime_postfork();
+    ra__lifetime_postfork_child();
     ra__checkpoint_postfork();
     ra__http_postfork_child();
 }

@@ -206,6 +206,15 @@ bool ra__tag_give_back_address_space(void);
 void ra__tag_prefork(void);
 void ra__tag_postfork(void);
 
+/* ra_tag_create_in's work (lifetime.c's public calls): the live tag called
+ * name, which must be parent's child unless anywhere (ra_tag_create finds
+ * a name at any level), or a new one under parent. A new one takes *own
+ * (when own is not NULL and *own is not RA_TAG_NONE: an id of the calling
+ * thread's, ra__thread_take_own) and sets *own to RA_TAG_NONE, else the
+ * id destroyed longest ago, else a fresh id. RA_TAG_NONE with errno set
+ * on failure (*own then untouched). */
+ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
+                        ra_tag_t *own);
 /* Tag trees: root's live subtree (root and its descendants) into out
  * (room for REGIONALLOC_MAX_TAGS), deepest first, so that a tag comes
  * before its parent; 0 when root is not live. kill: the same, made dead
@@ -224,6 +233,10 @@ void ra__tag_release_id(ra_tag_t tag);
 /* Takes tag out of the queue of ids for reuse, if it is there (no
  * creation took it): whether it was. ra__tag_release_id queues it again. */
 bool ra__tag_take_free(ra_tag_t tag);
+/* Whether tag, published, is neither live, nor queued, nor passed over
+ * for good: held by a thread between two steps (a creation's, a thread's
+ * own), which in a forked child may be a thread that is not there. */
+bool ra__tag_in_limbo(ra_tag_t tag);
 /* One of the queued ids, a different one at each call (round robin), or
  * RA_TAG_NONE when none is queued: whose kept pages may decay. */
 ra_tag_t ra__tag_next_idle(void);
@@ -310,8 +323,31 @@ void ra__thread_wipe_tag(ra_tag_t tag);
  * caches' blocks on the return stacks, their tcaches kept), free blocks of
  * the slot for its next holder, and every other pair starts over. */
 bool ra__thread_end_tag(ra_tag_t tag, size_t leave, size_t *left);
-/* Sums the counters of tag over live and exited threads. */
+/* Sums the counters of tag over live and exited threads: without a lock
+ * when the caller's slot is the tag's only one. */
 void ra__thread_counts(ra_tag_t tag, struct ra__counts *out);
+/* At the destroy of tag (killed, without children), when the calling
+ * thread's pair is the tag's only one, allocates in it and finds nothing
+ * live, and the thread may own one more id: the counts start again from 0,
+ * the pair stays as it is (its caches full of the slot's free blocks),
+ * and true is returned; then the caller forgets the rest of the tag and
+ * gives its id to ra__thread_keep_own. False, with nothing done,
+ * otherwise. */
+bool ra__thread_end_own(ra_tag_t tag);
+/* The id of a tag that ra__thread_end_own ended becomes the calling
+ * thread's own, for its next creation (ra__thread_take_own). */
+void ra__thread_keep_own(ra_tag_t tag);
+/* One of the calling thread's own ids, the newest, no longer its own (the
+ * caller creates a tag with it or gives it back with ra__thread_keep_own),
+ * or RA_TAG_NONE. */
+ra_tag_t ra__thread_take_own(void);
+/* Takes up to cap ids away from the threads that own them (idle_only:
+ * only among a few ids, those left unused for a second), parking the
+ * owners' pairs as a destroy does, into out: the caller queues them
+ * (ra__tag_release_id). Returns how many. Takes the threads' lock. */
+unsigned ra__thread_take_away(ra_tag_t *out, unsigned cap, bool idle_only);
+/* Whether tag is a thread's own id. */
+bool ra__thread_owned(ra_tag_t tag);
 /* The tcaches of tag's pairs parked at its last destroy (that left nothing
  * live) give their blocks back to the arena: what a purge of the tag must
  * reach, whatever thread calls, so that the slot's kept pages never hold
@@ -328,6 +364,11 @@ void ra__purge_kept(ra_tag_t tag);
 /* ra_tag_purge's work on root's subtree (tag trees): ra__purge_kept of
  * each tag. Takes the registry's lock: never call with it held. */
 void ra__purge_subtree(ra_tag_t root);
+/* The ids threads own (ra__thread_end_own) are taken away from them, their
+ * pairs parked, and queued, where a purge of kept pages and any creation
+ * reach them; idle_only: only those of a few ids that were left unused for
+ * a second. */
+void ra__purge_owned(bool idle_only);
 
 /* -- background.c: the library's own threads ------------------------------ */
 /* True on the library's background threads: never given a thread's tag. */
@@ -400,9 +441,12 @@ void ra__leftovers_postfork(void);
 
 /* -- lifetime.c: ra_tag_reset and ra_tag_destroy ------------------------------ */
 /* Fork handlers for the lock that keeps resets and destroys one at a
- * time. */
+ * time; the child's, once every other module's lock is released, also
+ * queues the ids that threads which are not in the child held between
+ * two steps. */
 void ra__lifetime_prefork(void);
 void ra__lifetime_postfork(void);
+void ra__lifetime_postfork_child(void);
 
 /* -- override.c: the malloc-family symbols -------------------------------- */
 /* At load (init.c): warns on stderr, one line, when "malloc" is bound to

@@ -11,6 +11,7 @@
  * slot and over the process; never in a tag tree or beside a hard limit,
  * whose commits must stay the holder's own. */
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "budget.h"
 #include "internal.h"
@@ -34,7 +35,8 @@ static pthread_mutex_t leftover_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t left[RA__MAX_TAGS_LIMIT + 1];
 static size_t left_total;
 static uint64_t idle_since[RA__MAX_TAGS_LIMIT + 1];
-static uint64_t decayed_at;
+/* When the last decay step began: read by every destroy, so no lock. */
+static _Atomic uint64_t decayed_at;
 
 size_t ra__leftovers_room(ra_tag_t tag)
 {
@@ -89,16 +91,18 @@ static void reclaim(ra_tag_t tag)
 void ra__leftovers_decay_one(void)
 {
     uint64_t now = ra__clock_ns();
+    uint64_t last = atomic_load_explicit(&decayed_at, memory_order_relaxed);
     ra_tag_t idle;
     bool stale;
 
-    ra__lock(&leftover_lock);
-    if (now - decayed_at < DECAY_EVERY_NS) {
-        ra__unlock(&leftover_lock);
+    if (now - last < DECAY_EVERY_NS ||
+        !atomic_compare_exchange_strong_explicit(&decayed_at, &last, now,
+                                                 memory_order_relaxed,
+                                                 memory_order_relaxed))
         return;
-    }
-    decayed_at = now;
-    ra__unlock(&leftover_lock);
+    /* Ids their threads have left unused for a second are queued first,
+     * where this decay, and any creation, reaches them. */
+    ra__purge_owned(true);
     idle = ra__tag_next_idle();
     if (idle == RA_TAG_NONE)
         return;

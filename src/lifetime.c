@@ -1,9 +1,12 @@
-/* Floor: API. A tag's end: ra_tag_reset frees every block of a tag at once,
- * across threads; ra_tag_destroy also retires the tag, and its id, region
- * and arena serve a later ra_tag_create. */
+/* Floor: API. A tag's life: ra_tag_create and ra_tag_create_in make one
+ * (with an id of the calling thread's own when it has one), ra_tag_reset
+ * frees every block of a tag at once, across threads, and ra_tag_destroy
+ * also retires the tag, whose id, region and arena serve a later
+ * creation. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 
 #include "backend.h"
@@ -13,19 +16,29 @@
 #include "thread_tags.h"
 
 /* Two kinds of end. A destroy of a tag without children (every request's
- * tag) touches that tag alone, under the locks of what it empties (the
- * threads', the registry's, the budget's: each held for a step), so such
- * ends run side by side: a lock of all tags on every request's end was
- * what two threads serving requests queued on (examples/requests: most of
- * the futex waits, a destroy 10x slower on 2 threads than on one). A
- * reset, a destroy of a tree, and a fork are exclusive: they hold
- * lifetime_lock, say so in exclusive, and wait for the leaf ends in
- * flight to finish; a leaf end that finds one wanted takes the lock too.
- * Both sides write their word before they read the other's (sequentially
- * consistent atomics), so one of them always sees the other. */
+ * tag) touches that tag alone, under the locks of what it empties, each
+ * held for a step, and none when the calling thread's pair is the tag's
+ * only one (ra__thread_end_own), so such ends run side by side: a lock of
+ * all tags on every request's end was what two threads serving requests
+ * queued on (examples/requests: most of the futex waits, a destroy 10x
+ * slower on 2 threads than on one). A reset, a destroy of a tree, and a
+ * fork are exclusive: they hold lifetime_lock, say so in exclusive, and
+ * wait for the leaf ends in flight to finish; a leaf end that finds one
+ * wanted takes the lock too. Both sides write their word before they read
+ * the other's (sequentially consistent atomics), so one of them always
+ * sees the other. A leaf end counts itself on a line of its thread's (one
+ * of LEAF_LINES, threads spread over them in turn), not on one line of
+ * all threads', and an exclusive end waits for each line to read 0 once:
+ * a leaf end that counts itself on a line after that sees the exclusive
+ * end and backs off. */
+#define LEAF_LINES 64u
 static pthread_mutex_t lifetime_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_uint exclusive;
-static atomic_uint leaf_ends;
+static struct {
+    alignas(64) atomic_uint ends;
+} leaf_lines[LEAF_LINES];
+static atomic_uint lines_given;
+static RA__TLS unsigned tls_line; /* the line's index + 1; 0: none yet */
 /* The subtree an exclusive reset or destroy acts on (tag trees). */
 static ra_tag_t subtree[RA__MAX_TAGS_LIMIT];
 
@@ -34,8 +47,9 @@ static void exclusive_begin(void)
     ra__lock(&lifetime_lock);
     atomic_fetch_add(&exclusive, 1);
     /* A leaf end lasts microseconds and never waits for this lock. */
-    while (atomic_load(&leaf_ends) != 0)
-        sched_yield();
+    for (unsigned i = 0; i < LEAF_LINES; i++)
+        while (atomic_load(&leaf_lines[i].ends) != 0)
+            sched_yield();
 }
 
 static void exclusive_end(void)
@@ -44,19 +58,64 @@ static void exclusive_end(void)
     ra__unlock(&lifetime_lock);
 }
 
+static atomic_uint *my_line(void)
+{
+    if (RA__UNLIKELY(tls_line == 0))
+        tls_line = atomic_fetch_add_explicit(&lines_given, 1,
+                                             memory_order_relaxed) %
+                       LEAF_LINES +
+                   1;
+    return &leaf_lines[tls_line - 1].ends;
+}
+
 static bool leaf_begin(void)
 {
-    atomic_fetch_add(&leaf_ends, 1);
+    atomic_uint *line = my_line();
+
+    atomic_fetch_add(line, 1);
     if (atomic_load(&exclusive) == 0)
         return true;
-    atomic_fetch_sub(&leaf_ends, 1);
+    atomic_fetch_sub(line, 1);
     return false;
 }
 
 static void leaf_end(void)
 {
-    atomic_fetch_sub(&leaf_ends, 1);
+    atomic_fetch_sub(my_line(), 1);
 }
+
+/* -- creation --------------------------------------------------------------- */
+
+/* A tag's creation takes an id of the calling thread's own first (one its
+ * last destroys ended alone: its caches warm, no lock of all threads on
+ * either end), and when no id is left anywhere, takes one away from the
+ * thread that owns it rather than fail. */
+static ra_tag_t create(ra_tag_t parent, const char *name, bool anywhere)
+{
+    ra_tag_t own = ra__thread_take_own();
+    ra_tag_t tag = ra__tag_create(parent, name, anywhere, &own), taken;
+
+    if (tag == RA_TAG_NONE && errno == ENOSPC &&
+        ra__thread_take_away(&taken, 1, false) == 1) {
+        ra__tag_release_id(taken);
+        tag = ra__tag_create(parent, name, anywhere, NULL);
+    }
+    if (own != RA_TAG_NONE)
+        ra__thread_keep_own(own);
+    return tag;
+}
+
+ra_tag_t ra_tag_create(const char *name)
+{
+    return create(RA_TAG_NONE, name, true);
+}
+
+ra_tag_t ra_tag_create_in(ra_tag_t parent, const char *name)
+{
+    return create(parent, name, false);
+}
+
+/* -- the ends --------------------------------------------------------------- */
 
 /* Frees every block of tag. The caller promised that no thread allocates
  * under the tag or frees one of its blocks meanwhile; what the threads'
@@ -74,20 +133,34 @@ static void reset_tag(ra_tag_t tag)
     ra__leftovers_forget(tag); /* earlier holders' too */
 }
 
-/* A destroy also forgets the tag's counts, profile, purges, peak and
- * budget. Its slot keeps its pages, dirty: the next holder allocates into
- * them without a fault, and decay or a purge gives them back. When the
- * program freed every block itself (a request that cleaned up), or left
- * only a few live (leftovers.c), there is no reset: the threads' caches
- * keep their blocks for the next holder, which then allocates without a
- * call into jemalloc, and the few stay allocated until a later reset frees
- * them with the rest (doc/design.md, a tag's end). */
+/* What a destroy forgets of a tag, whatever its slot keeps: its purges,
+ * peak, budget and pool bound. A cache, not a hoard: past jemalloc's
+ * oversize threshold (8 MiB), what jemalloc itself would give back at once
+ * untagged, the slot keeps nothing (a big request's end pays the purge, as
+ * its frees would have untagged). */
+static void forget_tag(ra_tag_t tag)
+{
+    ra__prof_forget(tag, true);
+    if (ra__budget_committed(tag) > ra__be_oversize)
+        ra__purge_kept(tag);
+    ra__stats_forget(tag);
+    ra__budget_forget(tag);
+    ra__pool_recycle(tag);
+}
+
+/* A destroy also forgets the tag's counts and profile. Its slot keeps its
+ * pages, dirty: the next holder allocates into them without a fault, and
+ * decay or a purge gives them back. When the program freed every block
+ * itself (a request that cleaned up), or left only a few live
+ * (leftovers.c), there is no reset: the threads' caches keep their blocks
+ * for the next holder, which then allocates without a call into jemalloc,
+ * and the few stay allocated until a later reset frees them with the rest
+ * (doc/design.md, a tag's end). Then the id is queued for any creation. */
 static void end_tag(ra_tag_t tag)
 {
     size_t left;
     bool reset = ra__thread_end_tag(tag, ra__leftovers_room(tag), &left);
 
-    ra__prof_forget(tag, true);
     if (reset) {
         ra__returns_close(tag);
         ra__pool_reset(tag);
@@ -96,14 +169,20 @@ static void end_tag(ra_tag_t tag)
     } else {
         ra__leftovers_add(tag, left);
     }
-    /* A cache, not a hoard: past jemalloc's oversize threshold (8 MiB),
-     * what jemalloc itself would give back at once untagged, the slot
-     * keeps nothing (a big request's end pays the purge, as its frees
-     * would have untagged). */
-    if (ra__budget_committed(tag) > ra__be_oversize)
-        ra__purge_kept(tag);
-    ra__stats_forget(tag);
-    ra__budget_forget(tag);
+    forget_tag(tag);
+    ra__tag_release_id(tag);
+}
+
+/* The end of a tag that the calling thread alone used and left nothing
+ * live in: its pair stays as it is, and the id is the thread's own, for
+ * its next creation. False when it is not such a tag. */
+static bool end_own(ra_tag_t tag)
+{
+    if (!ra__thread_end_own(tag))
+        return false;
+    forget_tag(tag);
+    ra__thread_keep_own(tag);
+    return true;
 }
 
 /* No end runs at a fork: the child's return stacks' gates are all open,
@@ -116,6 +195,16 @@ void ra__lifetime_prefork(void)
 void ra__lifetime_postfork(void)
 {
     exclusive_end();
+}
+
+void ra__lifetime_postfork_child(void)
+{
+    unsigned count = ra__tag_published();
+
+    exclusive_end();
+    for (ra_tag_t t = 1; t <= count; t++)
+        if (!ra__thread_owned(t) && ra__tag_in_limbo(t))
+            ra__tag_release_id(t);
 }
 
 static bool subtree_on_my_stack(ra_tag_t root);
@@ -189,9 +278,8 @@ static int destroy_leaf(ra_tag_t tag)
     }
     rc = ra__thread_tags_kill_leaf(tag);
     if (rc == 0) {
-        end_tag(tag);
-        ra__pool_recycle(tag);
-        ra__tag_release_id(tag);
+        if (!end_own(tag))
+            end_tag(tag);
         ra__leftovers_decay_one();
     }
     leaf_end();
@@ -228,8 +316,6 @@ int ra_tag_destroy(ra_tag_t tag)
     }
     for (unsigned i = 0; i < n; i++) {
         end_tag(subtree[i]);
-        ra__pool_recycle(subtree[i]);
-        ra__tag_release_id(subtree[i]);
         ra__leftovers_decay_one();
     }
     exclusive_end();

@@ -6,6 +6,7 @@
  * pool grows as pairs are made, and is recycled with the tag's slot. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "backend.h"
@@ -21,6 +22,9 @@ struct pool {
     unsigned bound;
     /* jemalloc refused an arena: no more tries for this holder. */
     bool stuck;
+    /* bound or stuck set since the slot was last recycled: a recycle with
+     * nothing to undo (every request's tag) takes no lock. */
+    atomic_bool changed;
     uint16_t arenas[RA__POOL_MAX];
     /* Pairs bound to each arena (under pool_lock). */
     unsigned load[RA__POOL_MAX];
@@ -142,6 +146,7 @@ static bool grow(ra_tag_t tag)
     arena = make_arena(tag);
     if (arena < 0) {
         p->stuck = true;
+        atomic_store_explicit(&p->changed, true, memory_order_relaxed);
         return false;
     }
     p->arenas[n] = (uint16_t)arena;
@@ -207,9 +212,14 @@ void ra__pool_unbind(ra_tag_t tag, unsigned arena)
 
 void ra__pool_recycle(ra_tag_t tag)
 {
+    /* Set under pool_lock, by calls on the tag (or its pairs' binding)
+     * that have all returned: the destroy's caller saw them happen. */
+    if (!atomic_load_explicit(&pools[tag].changed, memory_order_relaxed))
+        return;
     ra__lock(&pool_lock);
     pools[tag].bound = 0;
     pools[tag].stuck = false;
+    atomic_store_explicit(&pools[tag].changed, false, memory_order_relaxed);
     ra__unlock(&pool_lock);
 }
 
@@ -241,6 +251,7 @@ void ra__pool_set_bound(ra_tag_t tag, unsigned max)
 {
     ra__lock(&pool_lock);
     pools[tag].bound = max > RA__POOL_MAX ? RA__POOL_MAX : max;
+    atomic_store_explicit(&pools[tag].changed, true, memory_order_relaxed);
     ra__unlock(&pool_lock);
 }
 

@@ -1,8 +1,8 @@
 /* Floor: state. What a purge can reach of a tag: the calling thread's
  * caches of it, the tcaches of its parked pairs, its return stacks, its
- * pool's dirty pages; and the same over a subtree. Above the pool, the
- * threads and the stacks, which it calls in that order, so that none of
- * them calls another back. */
+ * pool's dirty pages; the same over a subtree; and the ids threads own,
+ * queued. Above the pool, the threads, the stacks and the registry, which
+ * it calls in that order, so that none of them calls another back. */
 #include "internal.h"
 
 void ra__purge_kept(ra_tag_t tag)
@@ -20,4 +20,16 @@ void ra__purge_subtree(ra_tag_t root)
     for (ra_tag_t t = 1; t <= count; t++)
         if (ra__tag_in_subtree(t, root))
             ra__purge_kept(t);
+}
+
+void ra__purge_owned(bool idle_only)
+{
+    ra_tag_t taken[64];
+    unsigned n;
+
+    do {
+        n = ra__thread_take_away(taken, 64, idle_only);
+        for (unsigned i = 0; i < n; i++)
+            ra__tag_release_id(taken[i]);
+    } while (n == 64 && !idle_only);
 }

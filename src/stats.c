@@ -265,6 +265,10 @@ int ra_purge_all(void)
     count = ra__tag_published();
     for (ra_tag_t t = 0; t <= count; t++)
         count_purge(t);
+    /* Ids threads own keep caches that only their threads reach: parked
+     * (their blocks onto the return stacks, which the flush drains) and
+     * queued, they are in reach of what follows. */
+    ra__purge_owned(false);
     ra_thread_flush();
     /* Blocks destroys left live in idle slots (leftovers.c) are freed. */
     ra__leftovers_reclaim_all();

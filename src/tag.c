@@ -16,7 +16,7 @@ unsigned char ra__tag_live[RA__MAX_TAGS_LIMIT + 1];
 /* Names change only under the lock (a destroyed tag's is "", a recycled
  * id's is the new one), and are read under it. */
 static char tag_names[RA__MAX_TAGS_LIMIT + 1][RA_TAG_NAME_MAX + 1];
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t registry_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 /* Tags created so far, recycled ids counted again, and the count when each
  * live tag was created: a checkpoint taken when the count was at least a
  * tag's saw that tag, not an earlier holder of its id. */
@@ -30,9 +30,12 @@ static unsigned depths[RA__MAX_TAGS_LIMIT + 1];
  * (every tag of a tag per request) is its whole subtree, found without a
  * walk of every id. */
 static unsigned children[RA__MAX_TAGS_LIMIT + 1];
-/* Destroyed ids ready for reuse, oldest first (a ring). */
+/* Destroyed ids ready for reuse, oldest first (a ring), and which ids are
+ * in it; ids passed over for good (new_tag). */
 static unsigned free_ids[RA__MAX_TAGS_LIMIT];
 static unsigned free_head, free_count;
+static bool queued[RA__MAX_TAGS_LIMIT + 1];
+static bool passed_over[RA__MAX_TAGS_LIMIT + 1];
 
 void ra__tag_prefork(void)
 {
@@ -142,6 +145,7 @@ static ra_tag_t new_tag(bool tagging)
             break;
         if (errno != EEXIST)
             return RA_TAG_NONE;
+        passed_over[count + 1] = true;
         __atomic_store_n(&ra__tags_published, count + 1, __ATOMIC_RELEASE);
     }
     errno = saved; /* a region passed over is no error of the caller's */
@@ -160,6 +164,7 @@ static ra_tag_t recycled_tag(void)
     tag = free_ids[free_head];
     free_head = (free_head + 1) % RA__MAX_TAGS_LIMIT;
     free_count--;
+    queued[tag] = false;
     return tag;
 }
 
@@ -170,14 +175,14 @@ static void unrecycle(ra_tag_t tag)
     free_head = (free_head + RA__MAX_TAGS_LIMIT - 1) % RA__MAX_TAGS_LIMIT;
     free_ids[free_head] = tag;
     free_count++;
+    queued[tag] = true;
 }
 
-/* anywhere: ra_tag_create's lookup, which finds a tag of that name at any
- * level. */
-static ra_tag_t create_in(ra_tag_t parent, const char *name, bool anywhere)
+ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
+                        ra_tag_t *own)
 {
     size_t len = valid_name_length(name);
-    bool tagging, recycled;
+    bool tagging;
     ra_tag_t tag;
 
     if (len == 0) {
@@ -200,21 +205,27 @@ static ra_tag_t create_in(ra_tag_t parent, const char *name, bool anywhere)
         }
         goto out;
     }
-    tag = recycled_tag();
-    recycled = tag != RA_TAG_NONE;
-    if (!recycled)
+    tag = own != NULL ? *own : RA_TAG_NONE;
+    if (tag == RA_TAG_NONE)
+        tag = recycled_tag();
+    if (tag == RA_TAG_NONE)
         tag = new_tag(tagging);
     if (tag == RA_TAG_NONE)
         goto out;
     /* A recycled slot's kept pages may not fit an ancestor's budget. */
     if (!ra__budget_attach(tag, parent)) {
-        /* A fresh id too: its arena is made, the next creation takes it. */
-        unrecycle(tag);
+        /* The caller's own id stays the caller's; another goes back to
+         * the queue's front, a fresh one too: its arena is made, the next
+         * creation takes it. */
+        if (own == NULL || *own != tag)
+            unrecycle(tag);
         if (tag > __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED))
             __atomic_store_n(&ra__tags_published, tag, __ATOMIC_RELEASE);
         tag = RA_TAG_NONE;
         goto out;
     }
+    if (own != NULL && *own == tag)
+        *own = RA_TAG_NONE;
     depths[tag] = parent == RA_TAG_NONE ? 1 : depths[parent] + 1;
     children[tag] = 0;
     if (parent != RA_TAG_NONE)
@@ -235,16 +246,6 @@ static ra_tag_t create_in(ra_tag_t parent, const char *name, bool anywhere)
 out:
     ra__unlock(&registry_lock);
     return tag;
-}
-
-ra_tag_t ra_tag_create(const char *name)
-{
-    return create_in(RA_TAG_NONE, name, true);
-}
-
-ra_tag_t ra_tag_create_in(ra_tag_t parent, const char *name)
-{
-    return create_in(parent, name, false);
 }
 
 ra_tag_t ra_tag_parent(ra_tag_t tag)
@@ -375,8 +376,10 @@ static unsigned idle_cursor;
 void ra__tag_release_id(ra_tag_t tag)
 {
     ra__lock(&registry_lock);
+    ra__assert(!queued[tag]);
     free_ids[(free_head + free_count) % RA__MAX_TAGS_LIMIT] = tag;
     free_count++;
+    queued[tag] = true;
     ra__unlock(&registry_lock);
 }
 
@@ -394,10 +397,22 @@ bool ra__tag_take_free(ra_tag_t tag)
             free_ids[(free_head + j) % RA__MAX_TAGS_LIMIT] =
                 free_ids[(free_head + j + 1) % RA__MAX_TAGS_LIMIT];
         free_count--;
+        queued[tag] = false;
         found = true;
     }
     ra__unlock(&registry_lock);
     return found;
+}
+
+bool ra__tag_in_limbo(ra_tag_t tag)
+{
+    bool limbo;
+
+    ra__lock(&registry_lock);
+    limbo = tag <= __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED) &&
+            !ra__tag_live[tag] && !queued[tag] && !passed_over[tag];
+    ra__unlock(&registry_lock);
+    return limbo;
 }
 
 ra_tag_t ra__tag_next_idle(void)

@@ -48,7 +48,8 @@ static ra_tag_t tag_for(const char *name)
             continue;
         if (r->by_name && name[0] == '\0')
             return RA_TAG_NONE;
-        tag = ra_tag_create(r->by_name ? name : r->tag);
+        tag = ra__tag_create(RA_TAG_NONE, r->by_name ? name : r->tag, true,
+                             NULL);
         if (tag == RA_TAG_NONE && !__atomic_exchange_n(&warned, true,
                                                         __ATOMIC_RELAXED)) {
             char msg[200];

@@ -1325,6 +1325,274 @@ START_TEST(test_lifetime_fork_with_leftovers)
 }
 END_TEST
 
+/* -- "own ids" -------------------------------------------------------------- */
+
+/* A tag per request on one thread: a tag whose only user is the destroying
+ * thread and whose blocks were all freed ends without moving a block, and
+ * its id is that thread's own, for the thread's next creation. */
+#define OWN_BLOCKS 100
+#define OWN_SIZE 64
+
+/* The arena of the last own_request's tag. */
+static unsigned own_arena;
+
+/* One request on the calling thread: a tag of that name, OWN_BLOCKS blocks
+ * made, stamped, checked and freed, the tag destroyed. Returns the tag's
+ * id. */
+static ra_tag_t own_request(const char *name)
+{
+    ra_tag_t tag = tu_tag_create(name);
+    void *blocks[OWN_BLOCKS];
+    ra_tag_usage_t use;
+
+    ck_assert_int_eq(ra_tag_arenas(tag, &own_arena, 1), 1);
+    for (unsigned i = 0; i < OWN_BLOCKS; i++) {
+        blocks[i] = ra_malloc_tag(tag, OWN_SIZE);
+        ck_assert_ptr_nonnull(blocks[i]);
+        tu_fill_pattern(blocks[i], OWN_SIZE, i);
+    }
+    use = usage_of(tag);
+    ck_assert_uint_eq(use.nmalloc, OWN_BLOCKS);
+    ck_assert_uint_eq(use.allocated, OWN_BLOCKS * OWN_SIZE);
+    for (unsigned i = 0; i < OWN_BLOCKS; i++) {
+        ck_assert_uint_eq(tu_check_pattern(blocks[i], OWN_SIZE, i), OWN_SIZE);
+        ra_free(blocks[i]);
+    }
+    ck_assert_int_eq(ra_tag_destroy(tag), 0);
+    return tag;
+}
+
+/* Blocks jemalloc has made in arena (its small allocations so far). */
+static uint64_t arena_nmalloc(unsigned arena)
+{
+    char name[64];
+    uint64_t n = 0;
+    size_t len = sizeof n;
+
+    ck_assert_int_eq(ra_stats_refresh(), 0);
+    snprintf(name, sizeof name, "stats.arenas.%u.small.nmalloc", arena);
+    ck_assert_int_eq(mallctl(name, &n, &len, NULL, 0), 0);
+    return n;
+}
+
+START_TEST(test_lifetime_own_id_serves_its_thread_again)
+{
+    ra_tag_t a = own_request("first"), b;
+    uint64_t made = arena_nmalloc(own_arena);
+
+    b = own_request("second");
+    ck_assert_uint_eq(a, b);
+    /* The slot's free blocks served the second request: jemalloc made
+     * none, and (own_request checked) none was handed out twice. */
+    ck_assert_uint_eq(arena_nmalloc(own_arena), made);
+    ck_assert_uint_eq(ra_tag_lookup("first"), RA_TAG_NONE);
+}
+END_TEST
+
+/* A thread that keeps its own ids, blocked between two steps of the test. */
+struct owner_thread {
+    pthread_t thread;
+    pthread_barrier_t owned, go_on;
+    ra_tag_t id, next;
+    bool exits_at_once;
+};
+
+static void *own_then_wait(void *arg)
+{
+    struct owner_thread *o = arg;
+
+    o->id = own_request("owned");
+    if (o->exits_at_once)
+        return NULL;
+    pthread_barrier_wait(&o->owned);
+    pthread_barrier_wait(&o->go_on);
+    /* Its own id taken away or not: a creation works either way. */
+    o->next = ra_tag_create("owner-again");
+    return NULL;
+}
+
+static void owner_start(struct owner_thread *o, bool exits_at_once)
+{
+    memset(o, 0, sizeof *o);
+    o->exits_at_once = exits_at_once;
+    pthread_barrier_init(&o->owned, NULL, 2);
+    pthread_barrier_init(&o->go_on, NULL, 2);
+    ck_assert_int_eq(pthread_create(&o->thread, NULL, own_then_wait, o), 0);
+    if (exits_at_once)
+        ck_assert_int_eq(pthread_join(o->thread, NULL), 0);
+    else
+        pthread_barrier_wait(&o->owned);
+}
+
+static void owner_finish(struct owner_thread *o)
+{
+    if (!o->exits_at_once) {
+        pthread_barrier_wait(&o->go_on);
+        ck_assert_int_eq(pthread_join(o->thread, NULL), 0);
+    }
+    pthread_barrier_destroy(&o->owned);
+    pthread_barrier_destroy(&o->go_on);
+}
+
+/* Another thread's own id is not handed to this one while ids are left. */
+START_TEST(test_lifetime_own_id_stays_with_its_thread)
+{
+    struct owner_thread o;
+    ra_tag_t mine;
+
+    owner_start(&o, false);
+    mine = tu_tag_create("mine");
+    ck_assert_uint_ne(mine, o.id);
+    owner_finish(&o);
+    ck_assert_uint_eq(o.next, o.id);
+}
+END_TEST
+
+/* When the ids run out, a creation takes one away from the thread that
+ * owns it; the owner's caches of it reach the new holder, which counts
+ * exactly its own blocks and never gets one twice. */
+START_TEST(test_lifetime_own_ids_are_taken_away_when_ids_run_out)
+{
+    enum { N = 4 * OWN_BLOCKS };
+    static void *blocks[N];
+    struct owner_thread o;
+    ra_tag_t live, taken;
+
+    ck_assert_int_eq(setenv("REGIONALLOC_MAX_TAGS", "2", 1), 0);
+    owner_start(&o, false);
+    live = tu_tag_create("live");
+    taken = tu_tag_create("taker");
+    ck_assert_uint_ne(live, o.id);
+    ck_assert_uint_eq(taken, o.id);
+    for (unsigned i = 0; i < N; i++) {
+        blocks[i] = ra_malloc_tag(taken, OWN_SIZE);
+        ck_assert_ptr_nonnull(blocks[i]);
+        tu_fill_pattern(blocks[i], OWN_SIZE, 100 + i);
+    }
+    ck_assert_uint_eq(usage_of(taken).nmalloc, N);
+    ck_assert_uint_eq(usage_of(taken).allocated, N * OWN_SIZE);
+    for (unsigned i = 0; i < N; i++)
+        ck_assert_uint_eq(tu_check_pattern(blocks[i], OWN_SIZE, 100 + i),
+                          OWN_SIZE);
+    /* Its id gone and every id live, the owner's next creation fails. */
+    owner_finish(&o);
+    ck_assert_uint_eq(o.next, RA_TAG_NONE);
+}
+END_TEST
+
+/* The pages an owned id keeps are a purge of everything away, like any
+ * destroyed tag's. */
+START_TEST(test_lifetime_purge_all_reaches_own_ids)
+{
+    size_t floor = empty_tag_mapped();
+    struct owner_thread o;
+    ra_tag_t next;
+
+    owner_start(&o, false);
+    ck_assert_int_eq(ra_purge_all(), 0);
+    next = tu_tag_create("after-purge");
+    ck_assert_uint_eq(next, o.id);
+    ck_assert_uint_eq(usage_of(next).mapped, floor);
+    owner_finish(&o);
+}
+END_TEST
+
+/* A thread's own ids are anyone's once it exits. */
+START_TEST(test_lifetime_exit_queues_own_ids)
+{
+    struct owner_thread o;
+
+    ck_assert_int_eq(setenv("REGIONALLOC_MAX_TAGS", "4", 1), 0);
+    owner_start(&o, true);
+    /* Queued, it comes before a fresh id. */
+    ck_assert_uint_eq(tu_tag_create("after-exit"), o.id);
+    owner_finish(&o);
+}
+END_TEST
+
+/* An id its owner leaves unused for a second is queued at a later destroy
+ * (the idle slots' decay looks at most once a millisecond). */
+START_TEST(test_lifetime_idle_own_ids_are_queued)
+{
+    struct owner_thread o;
+    ra_tag_t trigger;
+
+    ck_assert_int_eq(setenv("REGIONALLOC_MAX_TAGS", "8", 1), 0);
+    owner_start(&o, false);
+    trigger = tu_tag_create("trigger");
+    tu_sleep_ms(1100);
+    ck_assert_int_eq(ra_tag_destroy(trigger), 0);
+    /* The queue: trigger's id, then the owner's (a fresh id otherwise). */
+    ck_assert_uint_eq(tu_tag_create("after-idle"), trigger);
+    ck_assert_uint_eq(tu_tag_create("after-idle-2"), o.id);
+    owner_finish(&o);
+    ck_assert_uint_ne(o.next, o.id);
+}
+END_TEST
+
+/* In a forked child the parent's other threads are gone: their own ids
+ * serve the child's creations. */
+START_TEST(test_lifetime_fork_child_gets_the_ids_of_threads_gone)
+{
+    struct owner_thread o;
+    pid_t pid;
+    int status;
+
+    ck_assert_int_eq(setenv("REGIONALLOC_MAX_TAGS", "2", 1), 0);
+    owner_start(&o, false);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        ra_tag_t a = ra_tag_create("child-a"), b = ra_tag_create("child-b");
+        void *p = ra_malloc_tag(b, 100);
+        _exit(a != RA_TAG_NONE && b != RA_TAG_NONE && p != NULL ? 0 : 1);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    owner_finish(&o);
+    ck_assert_uint_eq(o.next, o.id);
+}
+END_TEST
+
+/* Threads that used a slot and then sat idle through a whole holder's
+ * life leave it at that holder's end: the slot has one user again, and
+ * its next holder's end is a thread's own. */
+static ra_tag_t shared_tag;
+
+static void *use_shared(void *arg)
+{
+    void *p = ra_malloc_tag(shared_tag, OWN_SIZE);
+
+    (void)arg;
+    ck_assert_ptr_nonnull(p);
+    ra_free(p);
+    return NULL;
+}
+
+START_TEST(test_lifetime_idle_pairs_leave_the_slot)
+{
+    ra_tag_t first, idle_holder, last;
+    pthread_t t[2];
+
+    ck_assert_int_eq(setenv("REGIONALLOC_MAX_TAGS", "4", 1), 0);
+    shared_tag = first = tu_tag_create("shared");
+    /* Three users, the helpers alive through the next holder. */
+    for (unsigned i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, use_shared, NULL), 0);
+    for (unsigned i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+    use_shared(NULL);
+    ck_assert_int_eq(ra_tag_destroy(first), 0);
+    /* The next holder, used by this thread alone: the helpers' pairs
+     * leave at its end (their threads have exited too; with them alive
+     * the same holds: test_threads' idle pairs). */
+    idle_holder = own_request("alone");
+    ck_assert_uint_eq(idle_holder, first);
+    last = own_request("alone-again");
+    ck_assert_uint_eq(last, first);
+}
+END_TEST
+
 static Suite *lifetime_suite(void)
 {
     Suite *s = suite_create("lifetime");
@@ -1378,6 +1646,17 @@ static Suite *lifetime_suite(void)
         tc, test_lifetime_environment_budget_purges_what_other_threads_kept);
     tcase_add_test(tc, test_lifetime_big_slot_freed_elsewhere_keeps_nothing);
     tcase_add_test(tc, test_lifetime_parked_caches_serve_the_next_holder);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("own ids");
+    tcase_add_test(tc, test_lifetime_own_id_serves_its_thread_again);
+    tcase_add_test(tc, test_lifetime_own_id_stays_with_its_thread);
+    tcase_add_test(tc, test_lifetime_own_ids_are_taken_away_when_ids_run_out);
+    tcase_add_test(tc, test_lifetime_purge_all_reaches_own_ids);
+    tcase_add_test(tc, test_lifetime_exit_queues_own_ids);
+    tcase_add_test(tc, test_lifetime_idle_own_ids_are_queued);
+    tcase_add_test(tc, test_lifetime_fork_child_gets_the_ids_of_threads_gone);
+    tcase_add_test(tc, test_lifetime_idle_pairs_leave_the_slot);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("leftovers");

@@ -661,6 +661,9 @@ START_TEST(test_threads_idle_pairs_of_a_slot_start_over)
     ck_assert_int_eq(pthread_create(&thread, NULL, rq_first_worker, NULL), 0);
     pthread_barrier_wait(&rq_served);
     first = rq_ids[0];
+    /* The slot is the first thread's own until taken away: a purge of
+     * everything queues it, its pair parked. */
+    ck_assert_int_eq(ra_purge_all(), 0);
     rq_request(1, false); /* this thread, the same slot (the only free id) */
     ck_assert_uint_eq(rq_ids[1], first);
     pthread_barrier_wait(&rq_other_done);

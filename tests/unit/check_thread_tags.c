@@ -2,7 +2,7 @@
  *
  * Naming a thread finds its entry, makes the tag (no lock held: the
  * registry's is taken, a purge may run) and then gives the base. The test
- * forces the thread's exit into that gap: the link wraps ra_tag_create,
+ * forces the thread's exit into that gap: the link wraps ra__tag_create,
  * which lets the named thread return and joins it before it makes the tag,
  * and ra__tag_set_base, which must then never be asked to write the base
  * of the thread that is gone (its entry and its stack were freed). */
@@ -16,7 +16,8 @@
 #include "thread_tags.h"
 #include "testutil.h"
 
-ra_tag_t __real_ra_tag_create(const char *name);
+ra_tag_t __real_ra__tag_create(ra_tag_t parent, const char *name,
+                               bool anywhere, ra_tag_t *own);
 void __real_ra__tag_set_base(struct ra__tag_thread *t, ra_tag_t tag);
 
 static pthread_t victim;
@@ -34,14 +35,15 @@ static void *named_then_gone(void *arg)
     return NULL;
 }
 
-ra_tag_t __wrap_ra_tag_create(const char *name)
+ra_tag_t __wrap_ra__tag_create(ra_tag_t parent, const char *name,
+                               bool anywhere, ra_tag_t *own)
 {
     if (strcmp(name, "renamed") == 0 && !atomic_load(&victim_gone)) {
         atomic_store(&victim_may_go, true);
         ck_assert_int_eq(pthread_join(victim, NULL), 0);
         atomic_store(&victim_gone, true);
     }
-    return __real_ra_tag_create(name);
+    return __real_ra__tag_create(parent, name, anywhere, own);
 }
 
 void __wrap_ra__tag_set_base(struct ra__tag_thread *t, ra_tag_t tag)
