@@ -7,6 +7,7 @@
  * public calls are settings.c's). The
  * tree's parent links live here too, once: the charge walks them. */
 #include <errno.h>
+#include <stdalign.h>
 #include <sched.h>
 #include <string.h>
 
@@ -14,10 +15,12 @@
 #include "internal.h"
 
 /* One tag's budget and commit counts, indexed by tag ([0] unused). */
+/* Lines of their own: a request's budget is set and forgotten by the
+ * thread that holds it, and ids side by side are often two threads'. */
 struct budget {
     /* Bytes jemalloc holds committed in the tag's region, and their
      * high-water mark since the tag's creation. */
-    _Atomic size_t committed;
+    alignas(64) _Atomic size_t committed;
     _Atomic size_t peak_committed;
     /* The same over the tag's subtree (the tag and its descendants),
      * charged at every level up the chain where memory is committed;

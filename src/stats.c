@@ -188,7 +188,9 @@ int ra_tag_stats(ra_tag_t tag, ra_tag_stats_t *out)
 
 void ra__stats_forget(ra_tag_t tag)
 {
-    atomic_store_explicit(&purges[tag], 0, memory_order_relaxed);
+    /* Most tags were never purged: their line stays as it is. */
+    if (atomic_load_explicit(&purges[tag], memory_order_relaxed) != 0)
+        atomic_store_explicit(&purges[tag], 0, memory_order_relaxed);
 }
 
 int ra_tag_stats_tree(ra_tag_t tag, ra_tag_stats_t *out)

@@ -2,6 +2,9 @@
  * recycled), and the thread-local tag stack. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdalign.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,38 +16,126 @@ __thread struct ra__tag_stack ra__tag_stack;
 unsigned ra__tags_published;
 unsigned char ra__tag_live[RA__MAX_TAGS_LIMIT + 1];
 
-/* Names change only under the lock (a destroyed tag's is "", a recycled
- * id's is the new one), and are read under it. */
-static char tag_names[RA__MAX_TAGS_LIMIT + 1][RA_TAG_NAME_MAX + 1];
-static pthread_mutex_t registry_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
-/* Tags created so far, recycled ids counted again, and the count when each
- * live tag was created: a checkpoint taken when the count was at least a
- * tag's saw that tag, not an earlier holder of its id. */
-static uint64_t creations;
-static uint64_t born[RA__MAX_TAGS_LIMIT + 1];
-/* Tag trees: each live tag's depth (1 at the top level), under the
- * registry lock. Its parent is the budgets' (ra__budget_parent), which
- * charge up the tree: set and cleared under the registry lock too. */
-static unsigned depths[RA__MAX_TAGS_LIMIT + 1];
-/* Each live tag's live children, under the registry lock: a tag with none
- * (every tag of a tag per request) is its whole subtree, found without a
- * walk of every id. */
-static unsigned children[RA__MAX_TAGS_LIMIT + 1];
-/* Destroyed ids ready for reuse, oldest first (a ring), and which ids are
- * in it; ids passed over for good (new_tag). */
+/* The registry has no lock of all tags on a tag's creation and end: a tag
+ * per request would queue every thread on it (with one mutex, most of the
+ * time two threads serving requests spent creating and destroying tags
+ * went to the futex calls of its contention). A name's stripe (of
+ * STRIPES, by its hash) guards the chain of its hash and the fields of
+ * each live tag whose name is in that chain (its entry, and its
+ * liveness); an entry names its stripe while the tag lives. ids_lock guards the queue of free ids and the handing
+ * out of fresh ones; it is taken under a stripe, never the other way. A
+ * view of the whole registry (a tree, the holders of every id) takes every
+ * stripe, in order. Stripes are spin locks that yield: held for a few
+ * loads and stores on a request's path, and more than 64 mutexes held at
+ * once at a fork is more than ThreadSanitizer follows. */
+#define STRIPES 64u
+/* The live tags by name: chains of ids (0 ends one) from NAME_BUCKETS
+ * heads, so that a creation, which must find a live tag of its name first,
+ * costs the same at 10 tags as at 4,000 (a scan of every id took 7 us a
+ * request at 3,000 tags). Bucket b is stripe b % STRIPES's, whose heads
+ * sit beside its lock: two threads that create and destroy tags on
+ * different stripes share no line. */
+#define NAME_BUCKETS 4096u
+static struct stripe {
+    alignas(64) atomic_flag held;
+    uint16_t heads[NAME_BUCKETS / STRIPES];
+} stripes[STRIPES];
+static pthread_mutex_t ids_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Each id's fields, under its stripe, a cache line of their own: a
+ * request's creation and end write them, and ids side by side would
+ * otherwise share lines between the threads that hold them. */
+static struct entry {
+    /* "" for a dead tag, the new holder's for a recycled id; the bytes
+     * after the NUL are zero too (the stats segment copies the field). */
+    alignas(64) char name[RA_TAG_NAME_MAX + 1];
+    /* The creation count when the tag was created: a checkpoint taken
+     * when the count was at least a tag's saw that tag, not an earlier
+     * holder of its id. */
+    uint64_t born;
+    /* Tag trees: the depth (1 at the top level) and the live children (a
+     * tag with none, every tag of a tag per request, is its whole
+     * subtree, found without a walk of every id). The parent is the
+     * budgets' (ra__budget_parent), which charge up the tree: set and
+     * cleared under the stripe too. */
+    unsigned depth, children;
+    /* The next id of the name's chain. */
+    uint16_t next;
+    /* The stripe of the live tag's name. */
+    _Atomic uint8_t stripe;
+} entries[RA__MAX_TAGS_LIMIT + 1];
+/* Tags created so far, recycled ids counted again. */
+static _Atomic uint64_t creations;
+/* Under ids_lock: destroyed ids ready for reuse, oldest first (a ring),
+ * and which ids are in it; ids passed over for good (new_tag); the ids
+ * handed out so far, fresh or passed over (published may lag behind: it
+ * moves once a creation is done). */
 static unsigned free_ids[RA__MAX_TAGS_LIMIT];
 static unsigned free_head, free_count;
 static bool queued[RA__MAX_TAGS_LIMIT + 1];
 static bool passed_over[RA__MAX_TAGS_LIMIT + 1];
+static unsigned handed_out;
+
+static void stripe_lock(unsigned i)
+{
+    while (atomic_flag_test_and_set_explicit(&stripes[i].held,
+                                             memory_order_acquire))
+        sched_yield();
+}
+
+static void stripe_unlock(unsigned i)
+{
+    atomic_flag_clear_explicit(&stripes[i].held, memory_order_release);
+}
+
+static void all_stripes_lock(void)
+{
+    for (unsigned i = 0; i < STRIPES; i++)
+        stripe_lock(i);
+}
+
+static void all_stripes_unlock(void)
+{
+    for (unsigned i = STRIPES; i-- > 0;)
+        stripe_unlock(i);
+}
+
+/* Locks stripes a and b (the same or not), lower first. */
+static void two_stripes_lock(unsigned a, unsigned b)
+{
+    stripe_lock(a < b ? a : b);
+    if (a != b)
+        stripe_lock(a < b ? b : a);
+}
+
+static void two_stripes_unlock(unsigned a, unsigned b)
+{
+    stripe_unlock(a);
+    if (a != b)
+        stripe_unlock(b);
+}
+
+/* ids published so far rise to tag, never fall. */
+static void publish(ra_tag_t tag)
+{
+    unsigned now = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
+
+    while (tag > now &&
+           !__atomic_compare_exchange_n(&ra__tags_published, &now, tag, true,
+                                        __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        ;
+}
 
 void ra__tag_prefork(void)
 {
-    ra__lock(&registry_lock);
+    all_stripes_lock();
+    ra__lock(&ids_lock);
 }
 
 void ra__tag_postfork(void)
 {
-    ra__unlock(&registry_lock);
+    ra__unlock(&ids_lock);
+    all_stripes_unlock();
 }
 
 /* Returns the length of name, or 0 when it is not a valid tag name. */
@@ -58,14 +149,7 @@ static size_t valid_name_length(const char *name)
     return len > RA_TAG_NAME_MAX ? 0 : len;
 }
 
-/* The live tags by name, under the registry lock: chains of ids (0 ends
- * one) from NAME_BUCKETS heads, so that a creation, which must find a live
- * tag of its name first, costs the same at 10 tags as at 4,000 (a scan of
- * every id took 7 us a request at 3,000 tags). */
-#define NAME_BUCKETS 4096u
 _Static_assert(RA__MAX_TAGS_LIMIT < UINT16_MAX, "ids fit the chains");
-static uint16_t name_heads[NAME_BUCKETS];
-static uint16_t name_next[RA__MAX_TAGS_LIMIT + 1];
 
 /* FNV-1a. */
 static unsigned name_bucket(const char *name)
@@ -77,30 +161,60 @@ static unsigned name_bucket(const char *name)
     return h & (NAME_BUCKETS - 1);
 }
 
+static unsigned stripe_of_name(const char *name)
+{
+    return name_bucket(name) % STRIPES;
+}
+
+/* Locks the stripe of tag, a live tag's (or, if it is dead, of the name
+ * it last had: the caller then finds it dead). Returns the stripe. */
+static unsigned lock_tag(ra_tag_t tag)
+{
+    for (;;) {
+        unsigned st = atomic_load_explicit(&entries[tag].stripe,
+                                           memory_order_relaxed);
+        stripe_lock(st);
+        if (atomic_load_explicit(&entries[tag].stripe, memory_order_relaxed) ==
+            st)
+            return st;
+        stripe_unlock(st);
+    }
+}
+
+/* The head of the chain of name's bucket. */
+static uint16_t *head_of(const char *name)
+{
+    unsigned b = name_bucket(name);
+
+    return &stripes[b % STRIPES].heads[b / STRIPES];
+}
+
+/* With tag's stripe locked. */
 static void name_insert(ra_tag_t tag)
 {
-    unsigned b = name_bucket(tag_names[tag]);
+    uint16_t *head = head_of(entries[tag].name);
 
-    name_next[tag] = name_heads[b];
-    name_heads[b] = (uint16_t)tag;
+    entries[tag].next = *head;
+    *head = (uint16_t)tag;
 }
 
 static void name_remove(ra_tag_t tag)
 {
-    uint16_t *link = &name_heads[name_bucket(tag_names[tag])];
+    uint16_t *link = head_of(entries[tag].name);
 
     while (*link != tag) {
         ra__assert(*link != 0);
-        link = &name_next[*link];
+        link = &entries[*link].next;
     }
-    *link = name_next[tag];
+    *link = entries[tag].next;
 }
 
-/* With the registry locked: the live tag called name, or RA_TAG_NONE. */
+/* With the stripe of name locked: the live tag called name, or
+ * RA_TAG_NONE. */
 static ra_tag_t find_tag(const char *name)
 {
-    for (unsigned t = name_heads[name_bucket(name)]; t != 0; t = name_next[t])
-        if (strcmp(tag_names[t], name) == 0)
+    for (unsigned t = *head_of(name); t != 0; t = entries[t].next)
+        if (strcmp(entries[t].name, name) == 0)
             return t;
     return RA_TAG_NONE;
 }
@@ -113,22 +227,22 @@ ra_tag_t ra_tag_lookup(const char *name)
         errno = EINVAL;
         return RA_TAG_NONE;
     }
-    ra__lock(&registry_lock);
+    stripe_lock(stripe_of_name(name));
     tag = find_tag(name);
-    ra__unlock(&registry_lock);
+    stripe_unlock(stripe_of_name(name));
     if (tag == RA_TAG_NONE)
         errno = ENOENT;
     return tag;
 }
 
-/* With the registry locked: a new id, with its arena, or RA_TAG_NONE with
- * errno set. An id whose region another mapping took (given-back space,
- * the region's EEXIST) is published dead and passed over for good: never
+/* With ids_lock held: a new id, with its arena, or RA_TAG_NONE with errno
+ * set. An id whose region another mapping took (given-back space, the
+ * region's EEXIST) is published dead and passed over for good: never
  * live, never recycled, failing every call as a destroyed id does, so that
  * one region lost does not stop every creation after it. */
 static ra_tag_t new_tag(bool tagging)
 {
-    unsigned count = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
+    unsigned count = handed_out;
     int arena, saved = errno;
 
     for (;; count++) {
@@ -136,8 +250,10 @@ static ra_tag_t new_tag(bool tagging)
             errno = ENOSPC;
             return RA_TAG_NONE;
         }
-        if (!tagging)
+        if (!tagging) {
+            handed_out = count + 1;
             return count + 1;
+        }
         /* Every id published has its region handed out, and no other. */
         ra__assert(ra__region_count() == count);
         arena = ra__pool_first_arena(count + 1);
@@ -146,15 +262,17 @@ static ra_tag_t new_tag(bool tagging)
         if (errno != EEXIST)
             return RA_TAG_NONE;
         passed_over[count + 1] = true;
-        __atomic_store_n(&ra__tags_published, count + 1, __ATOMIC_RELEASE);
+        handed_out = count + 1;
+        publish(count + 1);
     }
     errno = saved; /* a region passed over is no error of the caller's */
     ra__pool_start(count + 1, (unsigned)arena);
+    handed_out = count + 1;
     return count + 1;
 }
 
-/* With the registry locked: the id destroyed longest ago, its region and
- * arena empty (ra__tag_wipe), or RA_TAG_NONE. */
+/* With ids_lock held: the id destroyed longest ago, its region and arena
+ * empty (ra__tag_wipe), or RA_TAG_NONE. */
 static ra_tag_t recycled_tag(void)
 {
     ra_tag_t tag;
@@ -168,8 +286,8 @@ static ra_tag_t recycled_tag(void)
     return tag;
 }
 
-/* With the registry locked: the id destroyed longest ago goes back to the
- * front of the queue (a creation that could not finish). */
+/* With ids_lock held: the id destroyed longest ago goes back to the front
+ * of the queue (a creation that could not finish). */
 static void unrecycle(ra_tag_t tag)
 {
     free_head = (free_head + RA__MAX_TAGS_LIMIT - 1) % RA__MAX_TAGS_LIMIT;
@@ -178,11 +296,63 @@ static void unrecycle(ra_tag_t tag)
     queued[tag] = true;
 }
 
+/* Locks the stripe of name, st, and the stripe of parent (when not
+ * RA_TAG_NONE: its depth and children), into *pst. */
+static void lock_for_creation(unsigned st, ra_tag_t parent, unsigned *pst)
+{
+    for (;;) {
+        *pst = parent == RA_TAG_NONE
+                   ? st
+                   : atomic_load_explicit(&entries[parent].stripe,
+                                          memory_order_relaxed);
+        two_stripes_lock(st, *pst);
+        if (parent == RA_TAG_NONE ||
+            atomic_load_explicit(&entries[parent].stripe,
+                                 memory_order_relaxed) == *pst)
+            return;
+        two_stripes_unlock(st, *pst);
+    }
+}
+
+/* With the stripes locked: an id for a new tag, the caller's own first
+ * (*own set to RA_TAG_NONE when taken), or RA_TAG_NONE with errno set. */
+static ra_tag_t id_for(ra_tag_t *own, bool tagging)
+{
+    ra_tag_t tag = own != NULL ? *own : RA_TAG_NONE;
+
+    if (tag != RA_TAG_NONE) {
+        *own = RA_TAG_NONE;
+        return tag;
+    }
+    ra__lock(&ids_lock);
+    tag = recycled_tag();
+    if (tag == RA_TAG_NONE)
+        tag = new_tag(tagging);
+    ra__unlock(&ids_lock);
+    return tag;
+}
+
+/* With the stripes locked: an id that id_for gave, unused. */
+static void id_unused(ra_tag_t tag, ra_tag_t *own, bool was_own)
+{
+    if (was_own) {
+        *own = tag;
+        return;
+    }
+    /* Back to the queue's front, a fresh one too: its arena is made, the
+     * next creation takes it. */
+    ra__lock(&ids_lock);
+    unrecycle(tag);
+    ra__unlock(&ids_lock);
+    publish(tag);
+}
+
 ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
                         ra_tag_t *own)
 {
     size_t len = valid_name_length(name);
-    bool tagging;
+    bool tagging, made = false, was_own = own != NULL && *own != RA_TAG_NONE;
+    unsigned st, pst;
     ra_tag_t tag;
 
     if (len == 0) {
@@ -190,9 +360,10 @@ ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
         return RA_TAG_NONE;
     }
     tagging = ra__init();
-    ra__lock(&registry_lock);
+    st = stripe_of_name(name);
+    lock_for_creation(st, parent, &pst);
     if (parent != RA_TAG_NONE &&
-        (!ra__tag_valid(parent) || depths[parent] >= RA_TAG_DEPTH_MAX)) {
+        (!ra__tag_valid(parent) || entries[parent].depth >= RA_TAG_DEPTH_MAX)) {
         errno = EINVAL;
         tag = RA_TAG_NONE;
         goto out;
@@ -205,65 +376,63 @@ ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
         }
         goto out;
     }
-    tag = own != NULL ? *own : RA_TAG_NONE;
-    if (tag == RA_TAG_NONE)
-        tag = recycled_tag();
-    if (tag == RA_TAG_NONE)
-        tag = new_tag(tagging);
-    if (tag == RA_TAG_NONE)
+    if ((tag = id_for(own, tagging)) == RA_TAG_NONE)
         goto out;
     /* A recycled slot's kept pages may not fit an ancestor's budget. */
     if (!ra__budget_attach(tag, parent)) {
-        /* The caller's own id stays the caller's; another goes back to
-         * the queue's front, a fresh one too: its arena is made, the next
-         * creation takes it. */
-        if (own == NULL || *own != tag)
-            unrecycle(tag);
-        if (tag > __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED))
-            __atomic_store_n(&ra__tags_published, tag, __ATOMIC_RELEASE);
+        id_unused(tag, own, was_own);
         tag = RA_TAG_NONE;
         goto out;
     }
-    if (own != NULL && *own == tag)
-        *own = RA_TAG_NONE;
-    depths[tag] = parent == RA_TAG_NONE ? 1 : depths[parent] + 1;
-    children[tag] = 0;
+    entries[tag].depth = parent == RA_TAG_NONE ? 1 : entries[parent].depth + 1;
+    entries[tag].children = 0;
     if (parent != RA_TAG_NONE)
-        children[parent]++;
+        entries[parent].children++;
     /* Zero-filled: the bytes after the NUL are published too (the stats
      * segment copies the whole field), and must not be a dead tag's. */
-    memset(tag_names[tag], 0, sizeof tag_names[tag]);
-    memcpy(tag_names[tag], name, len);
+    memset(entries[tag].name, 0, sizeof entries[tag].name);
+    memcpy(entries[tag].name, name, len);
+    atomic_store_explicit(&entries[tag].stripe, (uint8_t)st,
+                          memory_order_relaxed);
     name_insert(tag);
-    born[tag] = __atomic_add_fetch(&creations, 1, __ATOMIC_RELAXED);
-    if (tagging) {
-        ra__region_name(tag, name);
+    entries[tag].born = atomic_fetch_add_explicit(&creations, 1,
+                                          memory_order_relaxed) + 1;
+    if (tagging)
         ra__budget_apply_config(tag, name);
-    }
     __atomic_store_n(&ra__tag_live[tag], 1, __ATOMIC_RELEASE);
-    if (tag > __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED))
-        __atomic_store_n(&ra__tags_published, tag, __ATOMIC_RELEASE);
+    publish(tag);
+    made = true;
 out:
-    ra__unlock(&registry_lock);
+    two_stripes_unlock(st, pst);
+    /* A system call where the kernel names regions: under no lock of ours.
+     * Only a destroy of this tag, whose caller saw the creation return,
+     * could name the region again. */
+    if (made && tagging)
+        ra__region_name(tag, name);
     return tag;
 }
 
 ra_tag_t ra_tag_parent(ra_tag_t tag)
 {
     ra_tag_t parent = RA_TAG_NONE;
+    unsigned st;
 
-    ra__lock(&registry_lock);
+    if (tag == RA_TAG_NONE || tag > ra__tag_published()) {
+        errno = EINVAL;
+        return RA_TAG_NONE;
+    }
+    st = lock_tag(tag);
     if (ra__tag_valid(tag)) {
         parent = ra__budget_parent(tag);
         errno = 0;
     } else {
         errno = EINVAL;
     }
-    ra__unlock(&registry_lock);
+    stripe_unlock(st);
     return parent;
 }
 
-/* With the registry locked: whether tag (live) is root or below it. */
+/* Whether tag (live) is root or below it. */
 static bool in_subtree(ra_tag_t tag, ra_tag_t root)
 {
     for (; tag != RA_TAG_NONE; tag = ra__budget_parent(tag))
@@ -272,87 +441,104 @@ static bool in_subtree(ra_tag_t tag, ra_tag_t root)
     return false;
 }
 
-/* With the registry locked: root's live subtree into out, deepest first
+/* With every stripe locked: root's live subtree into out, deepest first
  * (a tag always before its parent); returns how many. */
 static unsigned subtree_locked(ra_tag_t root, ra_tag_t *out)
 {
     unsigned count = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
     unsigned n = 0;
 
-    if (children[root] == 0) {
+    if (entries[root].children == 0) {
         out[0] = root;
         return 1;
     }
     for (unsigned d = RA_TAG_DEPTH_MAX; d >= 1; d--)
         for (ra_tag_t t = 1; t <= count; t++)
-            if (ra__tag_live[t] && depths[t] == d && in_subtree(t, root))
+            if (ra__tag_live[t] && entries[t].depth == d && in_subtree(t, root))
                 out[n++] = t;
     return n;
 }
 
+/* No lock: a tag's liveness and its parent link are atomics, and a reader
+ * of a tree that changes meanwhile gets one of its states (a tag's
+ * statistics summed over a subtree, a purge of one). */
 bool ra__tag_in_subtree(ra_tag_t tag, ra_tag_t root)
 {
-    bool in;
-
-    ra__lock(&registry_lock);
-    in = ra__tag_valid(tag) && in_subtree(tag, root);
-    ra__unlock(&registry_lock);
-    return in;
+    return ra__tag_valid(tag) && in_subtree(tag, root);
 }
 
 unsigned ra__tag_subtree(ra_tag_t root, ra_tag_t *out)
 {
     unsigned n;
 
-    ra__lock(&registry_lock);
+    all_stripes_lock();
     n = ra__tag_valid(root) ? subtree_locked(root, out) : 0;
-    ra__unlock(&registry_lock);
+    all_stripes_unlock();
     return n;
 }
 
-/* With the registry locked: tag dead, its name free. */
+/* With tag's stripe locked: tag dead, its name free. */
 static void kill_locked(ra_tag_t tag)
 {
     __atomic_store_n(&ra__tag_live[tag], 0, __ATOMIC_RELEASE);
     name_remove(tag);
-    memset(tag_names[tag], 0, sizeof tag_names[tag]);
+    memset(entries[tag].name, 0, sizeof entries[tag].name);
 }
 
 unsigned ra__tag_kill_subtree(ra_tag_t root, ra_tag_t *out)
 {
     unsigned n = 0;
 
-    ra__lock(&registry_lock);
+    all_stripes_lock();
     if (ra__tag_valid(root)) {
         ra_tag_t parent = ra__budget_parent(root);
         n = subtree_locked(root, out);
         /* The subtree's tags go with it: only the root's parent loses a
          * live child. */
         if (parent != RA_TAG_NONE)
-            children[parent]--;
+            entries[parent].children--;
         for (unsigned i = 0; i < n; i++)
             kill_locked(out[i]);
     }
-    ra__unlock(&registry_lock);
+    all_stripes_unlock();
     return n;
 }
 
 int ra__tag_kill_leaf(ra_tag_t tag)
 {
+    ra_tag_t parent;
+    unsigned st, pst;
     int rc = 0;
 
-    ra__lock(&registry_lock);
+    /* The tag's stripe and its parent's (one child fewer). A live tag's
+     * parent does not change; a dead one's ends the loop as it finds it. */
+    for (;;) {
+        st = atomic_load_explicit(&entries[tag].stripe, memory_order_relaxed);
+        parent = ra__budget_parent(tag);
+        pst = parent == RA_TAG_NONE
+                  ? st
+                  : atomic_load_explicit(&entries[parent].stripe,
+                                         memory_order_relaxed);
+        two_stripes_lock(st, pst);
+        if (atomic_load_explicit(&entries[tag].stripe, memory_order_relaxed) ==
+                st &&
+            ra__budget_parent(tag) == parent &&
+            (parent == RA_TAG_NONE ||
+             atomic_load_explicit(&entries[parent].stripe,
+                                  memory_order_relaxed) == pst))
+            break;
+        two_stripes_unlock(st, pst);
+    }
     if (!ra__tag_valid(tag)) {
         rc = EINVAL;
-    } else if (children[tag] != 0) {
+    } else if (entries[tag].children != 0) {
         rc = -1;
     } else {
-        ra_tag_t parent = ra__budget_parent(tag);
         if (parent != RA_TAG_NONE)
-            children[parent]--;
+            entries[parent].children--;
         kill_locked(tag);
     }
-    ra__unlock(&registry_lock);
+    two_stripes_unlock(st, pst);
     return rc;
 }
 
@@ -363,9 +549,9 @@ bool ra__tag_give_back_address_space(void)
     if (!atomic_load_explicit(&ra__tagging, memory_order_acquire))
         return false;
     /* No region is handed to a new tag meanwhile. */
-    ra__lock(&registry_lock);
+    ra__lock(&ids_lock);
     given = ra__region_give_back();
-    ra__unlock(&registry_lock);
+    ra__unlock(&ids_lock);
     return given;
 }
 
@@ -375,19 +561,19 @@ static unsigned idle_cursor;
 
 void ra__tag_release_id(ra_tag_t tag)
 {
-    ra__lock(&registry_lock);
+    ra__lock(&ids_lock);
     ra__assert(!queued[tag]);
     free_ids[(free_head + free_count) % RA__MAX_TAGS_LIMIT] = tag;
     free_count++;
     queued[tag] = true;
-    ra__unlock(&registry_lock);
+    ra__unlock(&ids_lock);
 }
 
 bool ra__tag_take_free(ra_tag_t tag)
 {
     bool found = false;
 
-    ra__lock(&registry_lock);
+    ra__lock(&ids_lock);
     for (unsigned i = 0; i < free_count && !found; i++) {
         unsigned at = (free_head + i) % RA__MAX_TAGS_LIMIT;
         if (free_ids[at] != tag)
@@ -400,7 +586,7 @@ bool ra__tag_take_free(ra_tag_t tag)
         queued[tag] = false;
         found = true;
     }
-    ra__unlock(&registry_lock);
+    ra__unlock(&ids_lock);
     return found;
 }
 
@@ -408,10 +594,10 @@ bool ra__tag_in_limbo(ra_tag_t tag)
 {
     bool limbo;
 
-    ra__lock(&registry_lock);
+    ra__lock(&ids_lock);
     limbo = tag <= __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED) &&
             !ra__tag_live[tag] && !queued[tag] && !passed_over[tag];
-    ra__unlock(&registry_lock);
+    ra__unlock(&ids_lock);
     return limbo;
 }
 
@@ -419,26 +605,35 @@ ra_tag_t ra__tag_next_idle(void)
 {
     ra_tag_t tag = RA_TAG_NONE;
 
-    ra__lock(&registry_lock);
+    ra__lock(&ids_lock);
     if (free_count != 0) {
         idle_cursor %= free_count;
         tag = free_ids[(free_head + idle_cursor++) % RA__MAX_TAGS_LIMIT];
     }
-    ra__unlock(&registry_lock);
+    ra__unlock(&ids_lock);
     return tag;
 }
 
 bool ra__tag_identity(ra_tag_t tag, char name[RA_TAG_NAME_MAX + 1],
                       uint64_t *born_at)
 {
-    bool live;
+    bool live = false;
+    unsigned st;
 
-    ra__lock(&registry_lock);
-    live = ra__tag_valid(tag);
-    memcpy(name, live ? tag_names[tag] : "", live ? RA_TAG_NAME_MAX + 1 : 1);
-    if (born_at != NULL)
-        *born_at = live ? born[tag] : UINT64_MAX;
-    ra__unlock(&registry_lock);
+    if (tag != RA_TAG_NONE && tag <= ra__tag_published()) {
+        st = lock_tag(tag);
+        live = ra__tag_valid(tag);
+        if (live)
+            memcpy(name, entries[tag].name, RA_TAG_NAME_MAX + 1);
+        if (live && born_at != NULL)
+            *born_at = entries[tag].born;
+        stripe_unlock(st);
+    }
+    if (!live) {
+        name[0] = '\0';
+        if (born_at != NULL)
+            *born_at = UINT64_MAX;
+    }
     return live;
 }
 
@@ -446,7 +641,7 @@ unsigned ra__tag_holders(struct ra__tag_holder *out, unsigned n)
 {
     unsigned published;
 
-    ra__lock(&registry_lock);
+    all_stripes_lock();
     published = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
     if (n > published)
         n = published;
@@ -454,17 +649,17 @@ unsigned ra__tag_holders(struct ra__tag_holder *out, unsigned n)
         struct ra__tag_holder *h = &out[t];
         h->live = ra__tag_live[t] != 0;
         h->parent = h->live ? ra__budget_parent(t) : RA_TAG_NONE;
-        h->born = h->live ? born[t] : UINT64_MAX;
-        memcpy(h->name, h->live ? tag_names[t] : "",
+        h->born = h->live ? entries[t].born : UINT64_MAX;
+        memcpy(h->name, h->live ? entries[t].name : "",
                h->live ? sizeof h->name : 1);
     }
-    ra__unlock(&registry_lock);
+    all_stripes_unlock();
     return n;
 }
 
 uint64_t ra__tag_creations(void)
 {
-    return __atomic_load_n(&creations, __ATOMIC_RELAXED);
+    return atomic_load_explicit(&creations, memory_order_relaxed);
 }
 
 const char *ra__tag_label(ra_tag_t tag, char buf[RA_TAG_NAME_MAX + 1])
@@ -486,7 +681,7 @@ const char *ra_tag_name(ra_tag_t tag)
         errno = ENOENT;
         return NULL;
     }
-    return tag_names[tag];
+    return entries[tag].name;
 }
 
 unsigned ra_tag_count(void)

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +32,13 @@ static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ra__thread_state all_threads = {
     .prev = &all_threads, .next = &all_threads, .nslots = 0};
 /* Counts of exited threads and of requests served without a slot, as a
- * slot's (bytes modulo 2^64). */
-static _Atomic uint64_t orphan_nmalloc[RA__MAX_TAGS_LIMIT + 1];
-static _Atomic uint64_t orphan_ndalloc[RA__MAX_TAGS_LIMIT + 1];
-static _Atomic uint64_t orphan_bytes[RA__MAX_TAGS_LIMIT + 1];
+ * slot's (bytes modulo 2^64), a line a tag: ids side by side are often
+ * two threads' requests. */
+static struct orphans {
+    alignas(64) _Atomic uint64_t nmalloc;
+    _Atomic uint64_t ndalloc;
+    _Atomic uint64_t bytes;
+} orphans[RA__MAX_TAGS_LIMIT + 1];
 /* Each tag's slots, over the threads that have one (under threads_lock):
  * a reset or destroy visits the threads that used the tag, not every
  * thread of the process. When a tag has one slot, lone says whose it is
@@ -130,10 +134,10 @@ void ra__thread_postfork_child(void)
 
 void ra__count_orphan(ra_tag_t tag, bool alloc, size_t size)
 {
-    atomic_fetch_add_explicit(alloc ? &orphan_nmalloc[tag]
-                                    : &orphan_ndalloc[tag],
+    atomic_fetch_add_explicit(alloc ? &orphans[tag].nmalloc
+                                    : &orphans[tag].ndalloc,
                               1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&orphan_bytes[tag],
+    atomic_fetch_add_explicit(&orphans[tag].bytes,
                               alloc ? size : -(uint64_t)size,
                               memory_order_relaxed);
 }
@@ -409,6 +413,21 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     return first;
 }
 
+/* An ended tag's orphan counts start again from 0; most tags never had
+ * one, and their line is left as it is. */
+static void forget_orphans(ra_tag_t tag)
+{
+    struct orphans *o = &orphans[tag];
+
+    if (atomic_load_explicit(&o->nmalloc, memory_order_relaxed) != 0 ||
+        atomic_load_explicit(&o->ndalloc, memory_order_relaxed) != 0 ||
+        atomic_load_explicit(&o->bytes, memory_order_relaxed) != 0) {
+        atomic_store_explicit(&o->nmalloc, 0, memory_order_relaxed);
+        atomic_store_explicit(&o->ndalloc, 0, memory_order_relaxed);
+        atomic_store_explicit(&o->bytes, 0, memory_order_relaxed);
+    }
+}
+
 /* With threads_lock held: the pair leaves its tag for good, its blocks
  * given back and its counts kept as an exited thread's: at the thread's
  * exit, or at a destroy of a tag it sat idle in for its holder's whole
@@ -425,15 +444,15 @@ static void release_pair(struct ra__tag_slot *s, ra_tag_t tag)
     if (s->counted)
         ra__pool_unbind(tag, s->arena);
     ra__meta_free(s->bins);
-    atomic_fetch_add_explicit(&orphan_nmalloc[tag],
+    atomic_fetch_add_explicit(&orphans[tag].nmalloc,
                               atomic_load_explicit(&s->nmalloc,
                                                    memory_order_relaxed),
                               memory_order_relaxed);
-    atomic_fetch_add_explicit(&orphan_ndalloc[tag],
+    atomic_fetch_add_explicit(&orphans[tag].ndalloc,
                               atomic_load_explicit(&s->ndalloc,
                                                    memory_order_relaxed),
                               memory_order_relaxed);
-    atomic_fetch_add_explicit(&orphan_bytes[tag],
+    atomic_fetch_add_explicit(&orphans[tag].bytes,
                               atomic_load_explicit(&s->bytes,
                                                    memory_order_relaxed),
                               memory_order_relaxed);
@@ -471,8 +490,11 @@ static void release_pair(struct ra__tag_slot *s, ra_tag_t tag)
 /* How many ids one look at the idle ones reads. */
 #define OWN_SCAN 64u
 
-static _Atomic(struct ra__thread_state *) owner[RA__MAX_TAGS_LIMIT + 1];
-static _Atomic uint64_t owned_since[RA__MAX_TAGS_LIMIT + 1];
+/* A line an id: each request's end and creation write its id's. */
+static struct owned {
+    alignas(64) _Atomic(struct ra__thread_state *) owner;
+    _Atomic uint64_t since;
+} owned[RA__MAX_TAGS_LIMIT + 1];
 /* This thread's own ids, oldest first; an id another thread took away
  * stays listed until the owner's next look finds it gone. */
 static RA__TLS ra_tag_t own_ids[OWN_MAX];
@@ -492,17 +514,15 @@ bool ra__thread_end_own(ra_tag_t tag)
         return false;
     m = atomic_load_explicit(&s->nmalloc, memory_order_relaxed);
     d = atomic_load_explicit(&s->ndalloc, memory_order_relaxed);
-    if (m + atomic_load_explicit(&orphan_nmalloc[tag], memory_order_relaxed) !=
-        d + atomic_load_explicit(&orphan_ndalloc[tag], memory_order_relaxed))
+    if (m + atomic_load_explicit(&orphans[tag].nmalloc, memory_order_relaxed) !=
+        d + atomic_load_explicit(&orphans[tag].ndalloc, memory_order_relaxed))
         return false;
     made = s->made_before + m;
     s->made_before = made > UINT32_MAX ? UINT32_MAX : (uint32_t)made;
     atomic_store_explicit(&s->nmalloc, 0, memory_order_relaxed);
     atomic_store_explicit(&s->ndalloc, 0, memory_order_relaxed);
     atomic_store_explicit(&s->bytes, 0, memory_order_relaxed);
-    atomic_store_explicit(&orphan_nmalloc[tag], 0, memory_order_relaxed);
-    atomic_store_explicit(&orphan_ndalloc[tag], 0, memory_order_relaxed);
-    atomic_store_explicit(&orphan_bytes[tag], 0, memory_order_relaxed);
+    forget_orphans(tag);
     return true;
 }
 
@@ -510,9 +530,9 @@ void ra__thread_keep_own(ra_tag_t tag)
 {
     ra__assert(own_count < OWN_MAX && ra__thread != NULL);
     own_ids[own_count++] = tag;
-    atomic_store_explicit(&owned_since[tag], ra__clock_ns(),
+    atomic_store_explicit(&owned[tag].since, ra__clock_ns(),
                           memory_order_relaxed);
-    atomic_store_explicit(&owner[tag], ra__thread, memory_order_release);
+    atomic_store_explicit(&owned[tag].owner, ra__thread, memory_order_release);
 }
 
 ra_tag_t ra__thread_take_own(void)
@@ -523,7 +543,7 @@ ra_tag_t ra__thread_take_own(void)
         ra_tag_t tag = own_ids[--own_count];
         struct ra__thread_state *want = ts;
         if (atomic_compare_exchange_strong_explicit(
-                &owner[tag], &want, NULL, memory_order_acquire,
+                &owned[tag].owner, &want, NULL, memory_order_acquire,
                 memory_order_relaxed))
             return tag;
     }
@@ -534,7 +554,7 @@ ra_tag_t ra__thread_take_own(void)
  * when o took it back first) and o's pair parked. */
 static bool take_away(ra_tag_t tag, struct ra__thread_state *o)
 {
-    if (!atomic_compare_exchange_strong_explicit(&owner[tag], &o, NULL,
+    if (!atomic_compare_exchange_strong_explicit(&owned[tag].owner, &o, NULL,
                                                  memory_order_acquire,
                                                  memory_order_relaxed))
         return false;
@@ -553,9 +573,9 @@ unsigned ra__thread_take_away(ra_tag_t *out, unsigned cap, bool idle_only)
     for (unsigned i = 0; i < look && n < cap; i++) {
         ra_tag_t tag = cursor++ % count + 1;
         struct ra__thread_state *o =
-            atomic_load_explicit(&owner[tag], memory_order_relaxed);
+            atomic_load_explicit(&owned[tag].owner, memory_order_relaxed);
         if (o == NULL ||
-            (idle_only && now - atomic_load_explicit(&owned_since[tag],
+            (idle_only && now - atomic_load_explicit(&owned[tag].since,
                                                      memory_order_relaxed) <
                               OWN_IDLE_NS))
             continue;
@@ -568,7 +588,7 @@ unsigned ra__thread_take_away(ra_tag_t *out, unsigned cap, bool idle_only)
 
 bool ra__thread_owned(ra_tag_t tag)
 {
-    return atomic_load_explicit(&owner[tag], memory_order_relaxed) != NULL;
+    return atomic_load_explicit(&owned[tag].owner, memory_order_relaxed) != NULL;
 }
 
 /* With threads_lock held, at ts's exit: its own ids are no longer its
@@ -581,7 +601,7 @@ static unsigned disown_all(struct ra__thread_state *ts, ra_tag_t *out)
         ra_tag_t tag = own_ids[--own_count];
         struct ra__thread_state *want = ts;
         if (atomic_compare_exchange_strong_explicit(
-                &owner[tag], &want, NULL, memory_order_relaxed,
+                &owned[tag].owner, &want, NULL, memory_order_relaxed,
                 memory_order_relaxed))
             out[n++] = tag;
     }
@@ -762,11 +782,11 @@ void ra__thread_flush_tag(ra_tag_t tag)
 static void counts_of(const struct ra__tag_slot *first, bool only,
                       ra_tag_t tag, struct ra__counts *out)
 {
-    uint64_t m = atomic_load_explicit(&orphan_nmalloc[tag],
+    uint64_t m = atomic_load_explicit(&orphans[tag].nmalloc,
                                       memory_order_relaxed);
-    uint64_t d = atomic_load_explicit(&orphan_ndalloc[tag],
+    uint64_t d = atomic_load_explicit(&orphans[tag].ndalloc,
                                       memory_order_relaxed);
-    uint64_t bytes = atomic_load_explicit(&orphan_bytes[tag],
+    uint64_t bytes = atomic_load_explicit(&orphans[tag].bytes,
                                           memory_order_relaxed);
 
     for (const struct ra__tag_slot *s = first; s != NULL;
@@ -817,9 +837,7 @@ static void forget_counts(ra_tag_t tag)
         atomic_store_explicit(&s->ndalloc, 0, memory_order_relaxed);
         atomic_store_explicit(&s->bytes, 0, memory_order_relaxed);
     }
-    atomic_store_explicit(&orphan_nmalloc[tag], 0, memory_order_relaxed);
-    atomic_store_explicit(&orphan_ndalloc[tag], 0, memory_order_relaxed);
-    atomic_store_explicit(&orphan_bytes[tag], 0, memory_order_relaxed);
+    forget_orphans(tag);
 }
 
 /* Whether the pair did nothing for the tag's holder now ending. */
@@ -892,9 +910,9 @@ void ra__thread_wipe_tag(ra_tag_t tag)
         flush_tcache(s->tcache);
     }
     /* Every block that was live is freed now. */
-    atomic_fetch_add_explicit(&orphan_ndalloc[tag], c.nmalloc - c.ndalloc,
+    atomic_fetch_add_explicit(&orphans[tag].ndalloc, c.nmalloc - c.ndalloc,
                               memory_order_relaxed);
-    atomic_fetch_sub_explicit(&orphan_bytes[tag], c.allocated,
+    atomic_fetch_sub_explicit(&orphans[tag].bytes, c.allocated,
                               memory_order_relaxed);
     ra__unlock(&threads_lock);
 }
