@@ -343,7 +343,7 @@ static void set_limits(ra_tag_t tag, size_t hard, size_t soft)
  * does not purge): they must not put the new holder past a budget set on
  * it, so a budget below what the region holds purges them first.
  * subtree: the tag may have children (not at its creation, which holds
- * the registry's lock: then its own pages are all there is to purge). */
+ * the stripe of its name: then its own pages are all there is to purge). */
 static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit,
                        bool subtree)
 {

@@ -27,10 +27,10 @@ ra_tag_t ra__budget_parent(ra_tag_t tag);
  * parent (RA_TAG_NONE: top level): what it holds joins every ancestor's
  * subtree, after a purge of its kept pages if they do not fit. Returns
  * false (errno ENOMEM, nothing changed) when even then they do not.
- * Called with the registry locked. */
+ * Called with the stripes of its name and its parent locked (tag.c). */
 bool ra__budget_attach(ra_tag_t tag, ra_tag_t parent);
 /* Sets the budgets REGIONALLOC_LIMITS names for a tag just created (or
- * recycled) under name. Called with the registry locked. */
+ * recycled) under name. Called with the stripe of its name locked. */
 void ra__budget_apply_config(ra_tag_t tag, const char *name);
 /* Fork handlers for the budgets' guards (one per tag). */
 void ra__budget_prefork(void);

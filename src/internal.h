@@ -107,7 +107,7 @@ void ra__thread_exit_set(void (*end)(void *));
  * then publishes the region. Returns the arena, or -1 with errno: ENOMEM
  * (a later call may try the same tag again), ENOSPC (jemalloc has no
  * arena index left), EEXIST (the region is passed over: the next call
- * takes tag + 1). Called with the registry lock held. */
+ * takes tag + 1). Called with the registry's ids_lock held. */
 int ra__pool_first_arena(ra_tag_t tag);
 /* The pool's first arena, the one ra__tag_arena names: set as the tag's id
  * is first made, before it is published. */
@@ -198,11 +198,11 @@ void ra__returns_thread_exit(void);
 /* -- tag.c: registry of names and ids, thread-local stack ------------------ */
 /* struct ra__tag_stack and the thread's ra__tag_stack are declared in
  * regionalloc.h for the inline push and pop. */
-/* ra__region_give_back under the registry lock, when tagging is on: the
+/* ra__region_give_back under the registry's ids_lock, when tagging is on: the
  * process's address-space limit was lowered (override_limits.c). Returns
  * whether anything was given back. */
 bool ra__tag_give_back_address_space(void);
-/* Fork handlers for the registry lock. */
+/* Fork handlers for the registry's locks (its stripes, then ids_lock). */
 void ra__tag_prefork(void);
 void ra__tag_postfork(void);
 
@@ -218,7 +218,7 @@ ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
 /* Tag trees: root's live subtree (root and its descendants) into out
  * (room for REGIONALLOC_MAX_TAGS), deepest first, so that a tag comes
  * before its parent; 0 when root is not live. kill: the same, made dead
- * in the same hold of the registry's lock (no child can be created in
+ * in the same hold of every stripe of the registry (no child can be created in
  * between): pushes, lookups and every call on them fail from now on. */
 unsigned ra__tag_subtree(ra_tag_t root, ra_tag_t *out);
 /* Whether tag is live and root or below it. */
@@ -242,12 +242,13 @@ bool ra__tag_in_limbo(ra_tag_t tag);
 ra_tag_t ra__tag_next_idle(void);
 /* Copies tag's name into name and, when born_at is not NULL, the count of
  * tags created when it was (see ra__tag_creations), together under the
- * registry's lock (names change when tags are destroyed and ids
+ * tag's stripe (names change when tags are destroyed and ids
  * recycled). Returns false for a dead tag (name "", born UINT64_MAX). */
 bool ra__tag_identity(ra_tag_t tag, char name[RA_TAG_NAME_MAX + 1],
                       uint64_t *born_at);
 /* Who holds each id of 1..n (n at most ra__tag_published()) into out[1..n],
- * all read in one hold of the registry's lock: a report's tree is then one
+ * all read in one hold of every stripe of the registry: a report's tree
+ * is then one
  * moment's, whatever is destroyed and recycled while it is written (two
  * reads of one tag's parent each could name the other). Returns the ids
  * filled: n, or fewer when fewer are published. */
@@ -362,7 +363,7 @@ void ra__thread_release_kept(ra_tag_t tag);
  * pool's dirty pages. Takes the threads' lock. */
 void ra__purge_kept(ra_tag_t tag);
 /* ra_tag_purge's work on root's subtree (tag trees): ra__purge_kept of
- * each tag. Takes the registry's lock: never call with it held. */
+ * each tag. Reads the registry without a lock. */
 void ra__purge_subtree(ra_tag_t root);
 /* The ids threads own (ra__thread_end_own) are taken away from them, their
  * pairs parked, and queued, where a purge of kept pages and any creation

@@ -84,7 +84,7 @@ static void leaf_end(void)
     atomic_fetch_sub(my_line(), 1);
 }
 
-/* -- creation --------------------------------------------------------------- */
+/* -- creation ------------------------------------------------------------ */
 
 /* A tag's creation takes an id of the calling thread's own first (one its
  * last destroys ended alone: its caches warm, no lock of all threads on
@@ -115,7 +115,7 @@ ra_tag_t ra_tag_create_in(ra_tag_t parent, const char *name)
     return create(parent, name, false);
 }
 
-/* -- the ends --------------------------------------------------------------- */
+/* -- the ends ------------------------------------------------------------ */
 
 /* Frees every block of tag. The caller promised that no thread allocates
  * under the tag or frees one of its blocks meanwhile; what the threads'

@@ -369,7 +369,7 @@ static void *reserve_aligned(size_t size, size_t align, size_t below)
 
 /* The page table's bytes that are mapped: all of it, until a give-back
  * unmaps the part of the regions no tag has; a region handed out after
- * that maps its part again (map_table_for). Under the registry lock. */
+ * that maps its part again (map_table_for). Under the registry's ids_lock. */
 static size_t table_mapped, table_size;
 
 /* The page table of internal.h, at at: the reservation's own bytes right
@@ -584,7 +584,8 @@ void ra__region_publish(ra_tag_t tag)
     unsigned idx = tag - 1;
 
     ra__assert(idx == __atomic_load_n(&ra__layout.count, __ATOMIC_RELAXED));
-    /* Regions are handed out in order, under the registry lock: publishing
+    /* Regions are handed out in order, under the registry's ids_lock:
+     * publishing
      * the count makes addresses of region idx resolve to its tag. A region
      * whose space another mapping holds is counted too, and never has a
      * tag: its part of the page table, mapped and 0, sends the frees of

@@ -34,7 +34,7 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size,
  * limit, or another mapping; a later call may try again) or EEXIST
  * (another mapping holds the region's own space: it is published anyway,
  * never to have a tag). publish: the region is handed out; addresses in
- * it resolve to tag. Called with the registry lock held. */
+ * it resolve to tag. Called with the registry's ids_lock held. */
 int ra__region_open(ra_tag_t tag);
 void ra__region_publish(ra_tag_t tag);
 /* What jemalloc needs to make an arena of tag's region: its extent hooks
@@ -61,7 +61,7 @@ unsigned ra__region_count(void);
  * program: the regions not handed to a tag yet, their part of the page
  * table, and what each tag's region has not carved. From then on regions
  * map what they carve as they carve it. Returns whether anything was given
- * back. Called with the registry lock held (tag.c). */
+ * back. Called with the registry's ids_lock held (tag.c). */
 bool ra__region_give_back(void);
 /* Gives the pages of the block [ptr, ptr + size) back to the OS, before
  * the block is freed: they read as zero when used again. */

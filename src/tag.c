@@ -22,7 +22,8 @@ unsigned char ra__tag_live[RA__MAX_TAGS_LIMIT + 1];
  * went to the futex calls of its contention). A name's stripe (of
  * STRIPES, by its hash) guards the chain of its hash and the fields of
  * each live tag whose name is in that chain (its entry, and its
- * liveness); an entry names its stripe while the tag lives. ids_lock guards the queue of free ids and the handing
+ * liveness); an entry names its stripe while the tag lives. ids_lock
+ * guards the queue of free ids and the handing
  * out of fresh ones; it is taken under a stripe, never the other way. A
  * view of the whole registry (a tree, the holders of every id) takes every
  * stripe, in order. Stripes are spin locks that yield: held for a few
@@ -363,7 +364,8 @@ ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
     st = stripe_of_name(name);
     lock_for_creation(st, parent, &pst);
     if (parent != RA_TAG_NONE &&
-        (!ra__tag_valid(parent) || entries[parent].depth >= RA_TAG_DEPTH_MAX)) {
+        (!ra__tag_valid(parent) ||
+         entries[parent].depth >= RA_TAG_DEPTH_MAX)) {
         errno = EINVAL;
         tag = RA_TAG_NONE;
         goto out;
@@ -454,7 +456,8 @@ static unsigned subtree_locked(ra_tag_t root, ra_tag_t *out)
     }
     for (unsigned d = RA_TAG_DEPTH_MAX; d >= 1; d--)
         for (ra_tag_t t = 1; t <= count; t++)
-            if (ra__tag_live[t] && entries[t].depth == d && in_subtree(t, root))
+            if (ra__tag_live[t] && entries[t].depth == d &&
+                in_subtree(t, root))
                 out[n++] = t;
     return n;
 }

@@ -514,7 +514,8 @@ bool ra__thread_end_own(ra_tag_t tag)
         return false;
     m = atomic_load_explicit(&s->nmalloc, memory_order_relaxed);
     d = atomic_load_explicit(&s->ndalloc, memory_order_relaxed);
-    if (m + atomic_load_explicit(&orphans[tag].nmalloc, memory_order_relaxed) !=
+    if (m + atomic_load_explicit(&orphans[tag].nmalloc,
+                                 memory_order_relaxed) !=
         d + atomic_load_explicit(&orphans[tag].ndalloc, memory_order_relaxed))
         return false;
     made = s->made_before + m;
@@ -588,7 +589,8 @@ unsigned ra__thread_take_away(ra_tag_t *out, unsigned cap, bool idle_only)
 
 bool ra__thread_owned(ra_tag_t tag)
 {
-    return atomic_load_explicit(&owned[tag].owner, memory_order_relaxed) != NULL;
+    return atomic_load_explicit(&owned[tag].owner, memory_order_relaxed) !=
+           NULL;
 }
 
 /* With threads_lock held, at ts's exit: its own ids are no longer its

@@ -1325,7 +1325,7 @@ START_TEST(test_lifetime_fork_with_leftovers)
 }
 END_TEST
 
-/* -- "own ids" -------------------------------------------------------------- */
+/* -- "own ids" ------------------------------------------------------------- */
 
 /* A tag per request on one thread: a tag whose only user is the destroying
  * thread and whose blocks were all freed ends without moving a block, and
