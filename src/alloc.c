@@ -84,7 +84,7 @@ void *ra__alloc_tagged(ra_tag_t tag, size_t size, int flags)
         return alloc_tagged_slow(tag, size, flags);
     s = &ts->slots[tag];
     /* A pair made by a free starts to allocate in the slow path. */
-    if (RA__LIKELY(s->alloc_flags != 0) && RA__LIKELY(s->counted) &&
+    if (RA__LIKELY(s->alloc_flags != 0) && RA__LIKELY(s->allocates) &&
         RA__LIKELY(size <= PTRDIFF_MAX)) {
         ra__slot_miss(s);
         p = ra__je_mallocx(ra__at_least_one(size), s->alloc_flags | flags);
@@ -124,12 +124,12 @@ static void free_by_slot(struct ra__tag_slot *s, void *ptr, ra_tag_t tag,
     size_t size = ra__block_size_at(ptr, entry);
 
     ra__count_taken(s, size);
-    if (!s->counted && RA__LIKELY(bin < RA__MAX_BINS)) {
+    if (!s->allocates && RA__LIKELY(bin < RA__MAX_BINS)) {
         ra__outbox_put(ra__thread, tag, bin, ptr);
         return;
     }
     /* A pair that only frees counts no miss: it never takes a tcache. */
-    if (s->counted)
+    if (s->allocates)
         ra__slot_miss(s);
     dalloc_tagged(ptr, ra__be_tcache_flags(s->tcache), entry, size);
 }

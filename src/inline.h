@@ -119,7 +119,7 @@ static inline struct ra__tag_slot *ra__thread_slot(ra_tag_t tag)
 
     if (RA__LIKELY(ts != NULL) &&
         RA__LIKELY(ts->slots[tag].alloc_flags != 0) &&
-        RA__LIKELY(ts->slots[tag].counted))
+        RA__LIKELY(ts->slots[tag].allocates))
         return &ts->slots[tag];
     return ra__thread_slot_slow(tag, true);
 }

@@ -311,6 +311,28 @@ static uint64_t pair_events(const struct ra__tag_slot *s)
     return m > d ? m : d;
 }
 
+/* The pair reached for a tcache (tcache: what jemalloc gave, or
+ * RA__NO_TCACHE): busy, an allocating pair weighs in its tag's pool from
+ * now on, on the arena the pool then picks (one more arena when those it
+ * has are full), rather than from its first block: with a pair counted
+ * from its first block, 16 threads visiting 300 tags each grew every
+ * tag's pool to a second arena, about 100 KiB a tag, for threads that
+ * never shared a tag at the same time. Its blocks stay where they are:
+ * the tag's, whatever arena of the pool made them. */
+static void become_busy(struct ra__tag_slot *s, ra_tag_t tag,
+                        unsigned tcache)
+{
+    unsigned arena = s->arena;
+
+    if (s->allocates && !s->busy)
+        arena = ra__pool_bind(tag, ra__budget_allows_growth(tag));
+    ra__lock(&threads_lock);
+    s->tcache = (uint16_t)tcache;
+    s->busy = s->allocates;
+    bind_to(s, arena);
+    ra__unlock(&threads_lock);
+}
+
 void ra__slot_miss_slow(struct ra__tag_slot *s)
 {
     unsigned tcache;
@@ -331,12 +353,9 @@ void ra__slot_miss_slow(struct ra__tag_slot *s)
     /* Out of ids (4093 per process): the pair stays uncached behind its
      * front cache, correct and slower, and asks no more. */
     if (ra__be_tcache_create(&tcache))
-        return;
-    ra__assert(tcache < RA__NO_TCACHE);
-    ra__lock(&threads_lock);
-    s->tcache = (uint16_t)tcache;
-    bind_to(s, s->arena);
-    ra__unlock(&threads_lock);
+        tcache = RA__NO_TCACHE;
+    ra__assert(tcache <= RA__NO_TCACHE);
+    become_busy(s, (ra_tag_t)(s - ra__thread->slots), tcache);
 }
 
 /* Empties the slot's front cache and tcache: their blocks reach the arena,
@@ -364,7 +383,7 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     if (RA__UNLIKELY(s->alloc_flags == 0))
         unpark(s);
     /* Only a pair that allocates has a front cache (start_allocating). */
-    ra__assert(s->counted);
+    ra__assert(s->allocates);
     set_up_bin(b, bin); /* first use, maybe (ra__fc_make_room) */
     /* Blocks other threads freed come home first (returns.c). */
     got = ra__returns_take(tag, bin, b->items, b->cap);
@@ -441,7 +460,7 @@ static void release_pair(struct ra__tag_slot *s, ra_tag_t tag)
     if (s->tcache != RA__NO_TCACHE)
         ra__be_tcache_destroy(s->tcache);
     remove_user(s, tag);
-    if (s->counted)
+    if (s->busy)
         ra__pool_unbind(tag, s->arena);
     ra__meta_free(s->bins);
     atomic_fetch_add_explicit(&orphans[tag].nmalloc,
@@ -459,7 +478,8 @@ static void release_pair(struct ra__tag_slot *s, ra_tag_t tag)
     s->bins = NULL;
     s->alloc_flags = 0;
     s->tcache = RA__NO_TCACHE;
-    s->counted = false;
+    s->allocates = false;
+    s->busy = false;
     s->made_before = 0;
     atomic_store_explicit(&s->nmalloc, 0, memory_order_relaxed);
     atomic_store_explicit(&s->ndalloc, 0, memory_order_relaxed);
@@ -509,7 +529,7 @@ bool ra__thread_end_own(ra_tag_t tag)
     if (ts == NULL || own_count == OWN_MAX)
         return false;
     s = &ts->slots[tag];
-    if (!lone_user(ts, tag) || s->alloc_flags == 0 || !s->counted ||
+    if (!lone_user(ts, tag) || s->alloc_flags == 0 || !s->allocates ||
         s->bins == NULL)
         return false;
     m = atomic_load_explicit(&s->nmalloc, memory_order_relaxed);
@@ -686,31 +706,38 @@ static struct ra__fc_bin *make_bins(void)
  * it puts no load on an arena of its own, nor takes the library's memory. */
 static void setup_slot(struct ra__tag_slot *s, ra_tag_t tag, bool allocating)
 {
-    if (allocating) {
+    /* MALLOC_CONF=tcache:false: no pair reaches for a tcache, and every
+     * one that allocates weighs on its arena from its first block. */
+    bool busy = allocating && !ra__be_caches;
+
+    if (allocating)
         s->bins = make_bins();
-        start_uncached(s, ra__pool_bind(tag, ra__budget_allows_growth(tag)));
-    } else {
-        start_uncached(s, ra__pool_quietest(tag));
-    }
-    s->counted = allocating;
+    start_uncached(s, busy ? ra__pool_bind(tag,
+                                           ra__budget_allows_growth(tag))
+                           : ra__pool_quietest(tag));
+    s->allocates = allocating;
+    s->busy = busy;
 }
 
-/* A pair made by a free starts to allocate: it gets its front cache and
- * joins the pool's count, on the arena that then has the fewest
- * allocating threads. What its outbox holds of the tag goes home first:
- * only pairs that do not allocate use the outbox, and a destroy looks in
- * theirs alone. Under the lock: a destroy of the tag, on another thread,
- * walks the pair's bins. */
+/* A pair made by a free starts to allocate: it gets its front cache, on
+ * the pool's quietest arena, or, busy already (its frees took it to a
+ * tcache), joins the pool's count. What its outbox holds of the tag goes
+ * home first: only pairs that do not allocate use the outbox, and a
+ * destroy looks in theirs alone. Under the lock: a destroy of the tag, on
+ * another thread, walks the pair's bins. */
 static void start_allocating(struct ra__tag_slot *s, ra_tag_t tag)
 {
     struct ra__fc_bin *bins = make_bins();
-    unsigned arena = ra__pool_bind(tag, ra__budget_allows_growth(tag));
+    bool busy = s->misses >= RA__TCACHE_AFTER_MISSES;
+    unsigned arena = busy ? ra__pool_bind(tag, ra__budget_allows_growth(tag))
+                          : ra__pool_quietest(tag);
 
     ra__outbox_flush(ra__thread, tag);
 
     ra__lock(&threads_lock);
     s->bins = bins;
-    s->counted = true;
+    s->allocates = true;
+    s->busy = busy;
     bind_to(s, arena);
     ra__unlock(&threads_lock);
 }
@@ -736,7 +763,7 @@ struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag, bool allocating)
             add_user(s, tag);
             ra__unlock(&threads_lock);
         }
-        if (allocating && !s->counted)
+        if (allocating && !s->allocates)
             start_allocating(s, tag);
     }
     ra__tag_resume();
@@ -809,10 +836,16 @@ static void counts_of(const struct ra__tag_slot *first, bool only,
  * only once busy: rebuilding a flushed one at every request cost a 32 KiB
  * zeroed allocation and its page faults), refills from a few blocks, no
  * misses, no counts. */
-static void forget_pair(struct ra__tag_slot *s)
+static void forget_pair(struct ra__tag_slot *s, ra_tag_t tag)
 {
     if (s->tcache != RA__NO_TCACHE)
         ra__be_tcache_destroy(s->tcache);
+    /* Busy again only once it reaches for a tcache again (without caches,
+     * busy for good). */
+    if (s->busy && ra__be_caches) {
+        ra__pool_unbind(tag, s->arena);
+        s->busy = false;
+    }
     start_uncached(s, s->arena);
     s->made_before = 0;
     if (s->bins != NULL)
@@ -876,7 +909,7 @@ bool ra__thread_end_tag(ra_tag_t tag, size_t leave, size_t *left)
              * now, to where a purge of the next holder reaches. A pair
              * that allocates has none there (start_allocating), and a
              * request's destroy does not walk its thread's outbox. */
-            if (!s->counted)
+            if (!s->allocates)
                 ra__outbox_flush(state_of(s, tag), tag);
             if (idle_pair(s))
                 release_pair(s, tag);
@@ -895,7 +928,7 @@ bool ra__thread_end_tag(ra_tag_t tag, size_t leave, size_t *left)
     }
     forget_counts(tag);
     for (struct ra__tag_slot *s = users[tag]; s != NULL; s = s->users_next)
-        forget_pair(s);
+        forget_pair(s, tag);
     ra__unlock(&threads_lock);
     return true;
 }

@@ -183,14 +183,12 @@ struct ra__tag_slot {
     uint16_t tcache;
     uint16_t arena;           /* the arena of the pool it is bound to */
     uint8_t misses;           /* up to RA__TCACHE_AFTER_MISSES */
-    /* Counted in its tag's pool as a thread that allocates (pool.c): set
-     * when the pair is made by an allocation or first allocates. A pair
-     * made by a free (a consumer of another thread's blocks) allocates
-     * nothing, puts no load on an arena of its own, and has no front cache
-     * (bins NULL: its frees go through the thread's outbox). Here, not at
-     * the end: the slot keeps its size (64 bytes), and the fast paths
-     * their code. */
-    bool counted;
+    /* The pair allocates: set when it is made by an allocation or first
+     * allocates. A pair made by a free (a consumer of another thread's
+     * blocks) allocates nothing and has no front cache (bins NULL: its
+     * frees go through the thread's outbox). Here, not at the end: the
+     * slot keeps its size (64 bytes), and the fast paths their code. */
+    bool allocates;
     /* RA__PAIR_ACTIVE, or parked: between a destroy of its tag that left
      * nothing live and the owner's next use, the pair holds no front-cache
      * block and may not be used (alloc_flags 0, every bin's capacity 0),
@@ -198,6 +196,12 @@ struct ra__tag_slot {
      * (RA__PAIR_FLUSHING) so that the slot's next holder is not charged for
      * them. The owner takes it back with a compare-and-swap (thread.c). */
     _Atomic uint8_t parked;
+    /* Counted in its tag's pool (pool.c), as a pair busy enough to have
+     * reached for a tcache (ra__slot_miss_slow): until then it sits on the
+     * pool's quietest arena and weighs on none, so that a tag that many
+     * threads visit once keeps one arena. In the padding before
+     * made_before. */
+    bool busy;
     /* Blocks the pair made for the slot's earlier holders, since it last
      * started over (thread.c: a destroy with nothing live keeps the pair's
      * caches, and its age counts towards a tcache of its own), up to

@@ -65,7 +65,8 @@ static size_t block_size(unsigned i, unsigned k)
  * a pattern of its own. */
 static void make_blocks(unsigned i, unsigned round)
 {
-    if (ra_tag_push(shared_tag) != 0)
+    /* Busy first: the pool counts the pairs that are. */
+    if (!tu_make_busy(shared_tag) || ra_tag_push(shared_tag) != 0)
         atomic_fetch_add(&errors, 1);
     for (unsigned k = 0; k < BLOCKS; k++) {
         size_t size = block_size(i, k);
@@ -194,7 +195,8 @@ START_TEST(test_pool_threads_spread_over_arenas_exactly)
     st = tu_tag_stats(shared_tag);
     ck_assert_uint_eq(st.allocated, bytes);
     ck_assert_uint_eq(st.nmalloc - st.ndalloc, live);
-    ck_assert_uint_eq(st.nmalloc, (uint64_t)THREADS * BLOCKS);
+    ck_assert_uint_eq(st.nmalloc,
+                      (uint64_t)THREADS * (BLOCKS + TU_BUSY_BLOCKS));
     /* The pool's arenas are the tag's, not untagged memory's: the untagged
      * figure grew by the threads' own state at most. */
     ck_assert_uint_lt(tu_tag_stats(RA_TAG_NONE).allocated,
@@ -223,12 +225,9 @@ END_TEST
 static void *touch_worker(void *arg)
 {
     (void)arg;
-    if (ra_tag_push(shared_tag) != 0)
+    if (!tu_make_busy(shared_tag))
         atomic_fetch_add(&errors, 1);
-    ra_free(ra_malloc(64));
-    if (ra_tag_pop(shared_tag) != 0)
-        atomic_fetch_add(&errors, 1);
-    /* Alive together: each thread's pair counts while it lives. */
+    /* Alive together: each thread's busy pair counts while it lives. */
     pthread_barrier_wait(&barrier);
     return NULL;
 }
@@ -291,6 +290,40 @@ START_TEST(test_pool_threads_that_only_free_do_not_grow_it)
     tu_run_threads(THREADS, free_one_of_mine, NULL);
     ck_assert_uint_eq(pool_arenas(shared_tag, pool), 1);
     /* Allocating threads do: each alive one takes an arena of its own. */
+    tu_run_threads(THREADS, touch_worker, NULL);
+    ck_assert_uint_eq(pool_arenas(shared_tag, pool), THREADS);
+    ck_assert_uint_eq(atomic_load(&errors), 0);
+}
+END_TEST
+
+/* Threads that visit a tag, making a few blocks each, do not grow its
+ * pool, alive together or not: the pool counts pairs busy enough to take
+ * a tcache. */
+static void *visit_worker(void *arg)
+{
+    void *p[100];
+
+    (void)arg;
+    for (unsigned k = 0; k < 100; k++)
+        if ((p[k] = ra_malloc_tag(shared_tag, 16 + k)) == NULL)
+            atomic_fetch_add(&errors, 1);
+    pthread_barrier_wait(&barrier);
+    for (unsigned k = 0; k < 100; k++)
+        ra_free(p[k]);
+    return NULL;
+}
+
+START_TEST(test_pool_visiting_threads_do_not_grow_it)
+{
+    unsigned pool[64];
+
+    ck_assert_int_eq(setenv("REGIONALLOC_THREADS_PER_ARENA", "1", 1), 0);
+    ck_assert_int_eq(setenv("REGIONALLOC_TAG_ARENAS", "8", 1), 0);
+    shared_tag = tu_tag_create("visited");
+    ck_assert_int_eq(pthread_barrier_init(&barrier, NULL, THREADS), 0);
+    tu_run_threads(THREADS, visit_worker, NULL);
+    ck_assert_uint_eq(pool_arenas(shared_tag, pool), 1);
+    /* Busy threads do, one arena each here. */
     tu_run_threads(THREADS, touch_worker, NULL);
     ck_assert_uint_eq(pool_arenas(shared_tag, pool), THREADS);
     ck_assert_uint_eq(atomic_load(&errors), 0);
@@ -480,8 +513,10 @@ static void *fill_worker(void *arg)
 
     if (ra_tag_push(shared_tag) != 0)
         atomic_fetch_add(&errors, 1);
-    /* Every thread's pair is made (and the pool grown) before any fills. */
-    ra_free(ra_malloc(16));
+    /* Every thread's pair is made busy (and the pool grown) before any
+     * fills. */
+    if (!tu_make_busy(shared_tag))
+        atomic_fetch_add(&errors, 1);
     pthread_barrier_wait(&barrier);
     while (k < BLOCKS) {
         void *p = ra_malloc(64 << 10);
@@ -856,6 +891,7 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, test_pool_set_arenas_one_keeps_one_arena);
     tcase_add_test(tc, test_pool_bound_is_the_configured_one);
     tcase_add_test(tc, test_pool_threads_that_only_free_do_not_grow_it);
+    tcase_add_test(tc, test_pool_visiting_threads_do_not_grow_it);
     tcase_add_test(tc, test_pool_calls_check_their_arguments);
     tcase_add_test(tc, test_pool_pass_through_mode_fails_cleanly);
     tcase_add_test(tc, test_pool_reset_under_threads_hands_no_block_out_twice);

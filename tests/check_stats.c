@@ -959,6 +959,7 @@ static void *pool_worker(void *arg)
     unsigned i = atomic_fetch_add(&pool_next, 1);
 
     (void)arg;
+    tu_make_busy(live_tag); /* the pool counts busy pairs */
     live_blocks[i][0] = ra_malloc_tag(live_tag, 8);
     pthread_barrier_wait(&live_barrier);
     for (unsigned j = 1; j < LIVE_BLOCKS; j++)

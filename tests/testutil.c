@@ -155,6 +155,21 @@ int tu_run_with_env(const char *const env[], int (*fn)(void), char *err,
     return spawn_child(env, fn, NULL, err, errlen);
 }
 
+bool tu_make_busy(ra_tag_t tag)
+{
+    enum { ROUND = 500 };
+    void *blocks[ROUND];
+    bool ok = true;
+
+    for (unsigned made = 0; made < TU_BUSY_BLOCKS; made += ROUND) {
+        for (unsigned i = 0; i < ROUND; i++)
+            ok &= (blocks[i] = ra_malloc_tag(tag, 64)) != NULL;
+        for (unsigned i = 0; i < ROUND; i++)
+            ra_free(blocks[i]);
+    }
+    return ok;
+}
+
 void tu_run_threads(unsigned n, void *(*fn)(void *), void *arg)
 {
     pthread_t *threads = calloc(n, sizeof *threads);

@@ -4,6 +4,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -90,6 +91,14 @@ int tu_run_with_env(const char *const env[], int (*fn)(void), char *err,
 
 /* Starts n threads running fn(arg) and joins them all. */
 void tu_run_threads(unsigned n, void *(*fn)(void *), void *arg);
+
+/* Makes the calling thread's pair of tag busy, as a thread that keeps
+ * allocating in a tag becomes (its tcache taken: the pool counts it from
+ * then on), by making and freeing TU_BUSY_BLOCKS small blocks under tag.
+ * Returns false when an allocation failed. Calls no Check assertion: for
+ * worker threads too. */
+#define TU_BUSY_BLOCKS 10000u
+bool tu_make_busy(ra_tag_t tag);
 
 /* A child entry point for tu_exec_self(): returns the child's exit status. */
 struct tu_child {

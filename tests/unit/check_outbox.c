@@ -36,7 +36,7 @@ struct consumer {
     enum step step;
     bool asked, done;
     /* What LOOK saw of the consumer's slot of tag. */
-    bool has_bins, counted;
+    bool has_bins, allocates;
     size_t meta_before, meta_after;
 };
 
@@ -65,7 +65,7 @@ static void do_step(struct consumer *c, enum step step)
     case LOOK:
         s = &ra__thread->slots[c->tag];
         c->has_bins = s->bins != NULL;
-        c->counted = s->counted;
+        c->allocates = s->allocates;
         break;
     case EXIT:
         break;
@@ -177,7 +177,7 @@ START_TEST(test_outbox_unit_a_free_sets_up_no_front_cache)
     ask(&c, FREE_MANY);
     ask(&c, LOOK);
     ck_assert(!c.has_bins);
-    ck_assert(!c.counted);
+    ck_assert(!c.allocates);
     ck_assert_uint_lt(c.meta_after - c.meta_before,
                       ra__nbins * sizeof(struct ra__fc_bin) / 2);
     stop(&c);
@@ -324,7 +324,7 @@ START_TEST(test_outbox_unit_an_allocation_makes_the_slot_whole)
     ask(&c, ALLOCATE);
     ask(&c, LOOK);
     ck_assert(c.has_bins);
-    ck_assert(c.counted);
+    ck_assert(c.allocates);
     ra_free(blocks[0]);
     ask(&c, FLUSH);
     ra_thread_flush();

@@ -120,14 +120,22 @@ fn a_shared_tag_spreads_threads_over_its_pool() {
     let t = fresh_tag("pool");
     t.set_arenas(2).unwrap();
     assert_eq!(t.arenas().unwrap().len(), 1, "no thread yet: one arena");
-    // Eight threads alive at once, each allocating: 4 per arena, so two.
+    // Eight threads alive at once, each busy in the tag (the pool counts
+    // pairs that took a tcache, after some 8,192 blocks): 4 per arena, so
+    // two.
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
     let threads: Vec<_> = (0..8)
         .map(|_| {
             let b = barrier.clone();
             let tag = t.clone();
             std::thread::spawn(move || {
-                let v: Vec<u8> = tag.scope(|| vec![1u8; 100]);
+                let v: Vec<u8> = tag.scope(|| {
+                    for _ in 0..20 {
+                        let boxes: Vec<Box<u64>> = (0..500).map(Box::new).collect();
+                        drop(boxes);
+                    }
+                    vec![1u8; 100]
+                });
                 b.wait();
                 drop(v);
             })
