@@ -43,12 +43,8 @@ struct budget {
     _Atomic uint32_t holder;
     atomic_bool soft_armed;
     atomic_flag linking;
-    /* Keeps limit whole for readers (held for a copy, never while user code
-     * runs), the budget's own: a request that sets a budget and ends its
-     * tag takes no lock of every tag's. */
-    atomic_flag guard;
     /* What ra_tag_set_limit was given (callback and context included),
-     * under guard; and the allocations the hard limit refused. */
+     * under the tag's guard; and the allocations the hard limit refused. */
     ra_tag_limit_t limit;
     _Atomic uint64_t failures;
 };
@@ -73,29 +69,39 @@ static RA__TLS struct pending_crossing {
     uint32_t holder;
 } tls_pending[PENDING_MAX];
 
-static void guard_lock(struct budget *b)
+/* Keep a limit whole for readers (held for a copy, never while user code
+ * runs): tag t's is guards[t % GUARDS], so that a request that sets a
+ * budget and ends its tag takes no lock of every tag's, and ids side by
+ * side (two threads' requests) take different ones. Spin locks that
+ * yield, taken in order at a fork. */
+#define GUARDS 64u
+static struct {
+    alignas(64) atomic_flag held;
+} guards[GUARDS];
+
+static void guard_lock(ra_tag_t tag)
 {
-    while (atomic_flag_test_and_set_explicit(&b->guard, memory_order_acquire))
+    while (atomic_flag_test_and_set_explicit(&guards[tag % GUARDS].held,
+                                             memory_order_acquire))
         sched_yield();
 }
 
-static void guard_unlock(struct budget *b)
+static void guard_unlock(ra_tag_t tag)
 {
-    atomic_flag_clear_explicit(&b->guard, memory_order_release);
+    atomic_flag_clear_explicit(&guards[tag % GUARDS].held,
+                               memory_order_release);
 }
 
-/* Every guard, in id order: none is held across a fork, nor for longer
- * than a copy (a fork costs about 20 us more for 4,000 of them). */
 void ra__budget_prefork(void)
 {
-    for (unsigned t = 0; t <= RA__MAX_TAGS_LIMIT; t++)
-        guard_lock(&budgets[t]);
+    for (unsigned g = 0; g < GUARDS; g++)
+        guard_lock(g);
 }
 
 void ra__budget_postfork(void)
 {
-    for (unsigned t = 0; t <= RA__MAX_TAGS_LIMIT; t++)
-        guard_unlock(&budgets[t]);
+    for (unsigned g = 0; g < GUARDS; g++)
+        guard_unlock(g);
 }
 
 /* -- the commit counts and the charge up the tree --------------------------- */
@@ -357,10 +363,10 @@ static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit,
         else
             ra__purge_kept(tag);
     }
-    guard_lock(&budgets[tag]);
+    guard_lock(tag);
     budgets[tag].limit = *limit;
     set_limits(tag, limit->hard, limit->soft);
-    guard_unlock(&budgets[tag]);
+    guard_unlock(tag);
 }
 
 static const ra_tag_limit_t no_limit = {0, 0, NULL, NULL};
@@ -372,9 +378,9 @@ void ra__budget_set(ra_tag_t tag, const ra_tag_limit_t *limit)
 
 void ra__budget_get(ra_tag_t tag, ra_tag_limit_t *out)
 {
-    guard_lock(&budgets[tag]);
+    guard_lock(tag);
     *out = budgets[tag].limit;
-    guard_unlock(&budgets[tag]);
+    guard_unlock(tag);
 }
 
 /* A tag grows its pool only while this much of every hard limit up its
@@ -438,10 +444,10 @@ void ra__budget_count_failure(ra_tag_t tag)
 void ra__budget_read(ra_tag_t tag, size_t *hard, size_t *soft,
                      uint64_t *failures)
 {
-    guard_lock(&budgets[tag]);
+    guard_lock(tag);
     *hard = budgets[tag].limit.hard;
     *soft = budgets[tag].limit.soft;
-    guard_unlock(&budgets[tag]);
+    guard_unlock(tag);
     *failures = atomic_load_explicit(&budgets[tag].failures,
                                      memory_order_relaxed);
 }
@@ -474,10 +480,10 @@ void ra__budget_fire_soft(void)
     while ((tag = take_crossing()) != RA_TAG_NONE) {
         void (*on_soft)(void *, ra_tag_t, size_t);
         void *ctx;
-        guard_lock(&budgets[tag]);
+        guard_lock(tag);
         on_soft = budgets[tag].limit.on_soft;
         ctx = budgets[tag].limit.ctx;
-        guard_unlock(&budgets[tag]);
+        guard_unlock(tag);
         if (on_soft == NULL)
             continue;
         tls_in_callback = true;

@@ -32,7 +32,7 @@ bool ra__budget_attach(ra_tag_t tag, ra_tag_t parent);
 /* Sets the budgets REGIONALLOC_LIMITS names for a tag just created (or
  * recycled) under name. Called with the stripe of its name locked. */
 void ra__budget_apply_config(ra_tag_t tag, const char *name);
-/* Fork handlers for the budgets' guards (one per tag). */
+/* Fork handlers for the budgets' guards. */
 void ra__budget_prefork(void);
 void ra__budget_postfork(void);
 /* A destroyed tag: its budget and refusals cleared, it leaves its
