@@ -95,7 +95,7 @@ void ra__leftovers_decay_one(void)
     ra_tag_t idle;
     bool stale;
 
-    if (now - last < DECAY_EVERY_NS ||
+    if (last + DECAY_EVERY_NS > now ||
         !atomic_compare_exchange_strong_explicit(&decayed_at, &last, now,
                                                  memory_order_relaxed,
                                                  memory_order_relaxed))
@@ -107,7 +107,9 @@ void ra__leftovers_decay_one(void)
     if (idle == RA_TAG_NONE)
         return;
     ra__lock(&leftover_lock);
-    stale = left[idle] != 0 && now - idle_since[idle] >= LEFTOVER_IDLE_NS;
+    /* A slot left after now (another thread's clock ran later) is not
+     * stale: the difference would wrap. */
+    stale = left[idle] != 0 && idle_since[idle] + LEFTOVER_IDLE_NS <= now;
     ra__unlock(&leftover_lock);
     if (stale)
         reclaim(idle);

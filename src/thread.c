@@ -595,10 +595,13 @@ unsigned ra__thread_take_away(ra_tag_t *out, unsigned cap, bool idle_only)
         ra_tag_t tag = cursor++ % count + 1;
         struct ra__thread_state *o =
             atomic_load_explicit(&owned[tag].owner, memory_order_relaxed);
+        /* An id owned since after now (its owner's clock ran later) is
+         * not idle either. */
         if (o == NULL ||
-            (idle_only && now - atomic_load_explicit(&owned[tag].since,
-                                                     memory_order_relaxed) <
-                              OWN_IDLE_NS))
+            (idle_only && atomic_load_explicit(&owned[tag].since,
+                                               memory_order_relaxed) +
+                                  OWN_IDLE_NS >
+                              now))
             continue;
         if (take_away(tag, o))
             out[n++] = tag;
