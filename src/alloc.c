@@ -182,11 +182,11 @@ void ra__free_tagged(void *ptr, ra_tag_t tag)
         unsigned bin = ra__page_entry_bin(entry);
         if (RA__LIKELY(bin < RA__MAX_BINS)) {
             struct ra__fc_bin *b = &s->bins[bin];
-            if (RA__UNLIKELY(b->count == b->cap))
-                ra__fc_make_room(s, bin);
-            b->items[b->count++] = ptr;
-            ra__count_taken(s, b->size);
-            return;
+            if (RA__LIKELY(b->count < b->cap) || ra__fc_make_room(s, bin)) {
+                b->items[b->count++] = ptr;
+                ra__count_taken(s, b->size);
+                return;
+            }
         }
     }
     if (RA__LIKELY(s->alloc_flags != 0)) {

@@ -102,6 +102,16 @@ static inline unsigned ra__fc_cap(size_t size)
     return cap < 2 ? 2 : cap;
 }
 
+/* The most blocks of size a bin grows to: RA__FC_MAX, fewer for classes
+ * above 256 bytes (64 KiB of blocks at most), never below ra__fc_cap. */
+static inline unsigned ra__fc_cap_max(size_t size)
+{
+    unsigned max = size <= 256 ? RA__FC_MAX : (unsigned)((64 << 10) / size);
+    unsigned cap = ra__fc_cap(size);
+
+    return max < cap ? cap : max;
+}
+
 /* A pair's slow event (a front cache miss, or a block no front cache
  * takes): counted until the pair is busy enough for a tcache, then, with
  * the tcache taken or refused (or caches off), never again. */

@@ -301,9 +301,11 @@ struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag, bool allocating)
 void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     __attribute__((noinline, cold));
 void ra__slot_miss_slow(struct ra__tag_slot *s) __attribute__((noinline, cold));
-/* Gives half of a full bin back: to the tag's return stack, or to
- * jemalloc when the stack is full. */
-void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
+/* Makes room in a full bin (or sets up one not used yet): half of it
+ * goes to the tag's return stack, or to jemalloc when the stack is full.
+ * False when the bin cannot cache (no memory for its array): the caller
+ * frees the block through the slot. */
+bool ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
     __attribute__((noinline, cold));
 /* Counts an allocation (alloc) or a free of tag made without a slot, of
  * a block of size usable bytes. */

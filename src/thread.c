@@ -25,8 +25,7 @@ static RA__TLS bool tls_exited;
 
 /* The fast paths' code depends on it: one cache line a slot. */
 _Static_assert(sizeof(struct ra__tag_slot) == 64, "a slot is 64 bytes");
-_Static_assert(sizeof(struct ra__fc_bin) == 16 + RA__FC_SLOTS * sizeof(void *),
-               "a bin's size sits in its header's padding");
+_Static_assert(sizeof(struct ra__fc_bin) == 32, "a bin's header is 32 bytes");
 
 static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ra__thread_state all_threads = {
@@ -148,6 +147,13 @@ static void flush_tcache(unsigned tcache)
         ra__be_tcache_flush(tcache);
 }
 
+/* The bin's capacity in the library's accounts: the return stacks'
+ * bound, a refill's most. */
+static unsigned bin_cap(unsigned bin)
+{
+    return ra__fc_cap(ra__bin_size[bin]);
+}
+
 /* Gives back the oldest n blocks of a bin, through the slot's tcache. */
 static void release_oldest(struct ra__tag_slot *s, unsigned bin, unsigned n)
 {
@@ -193,7 +199,7 @@ static void park(struct ra__tag_slot *s, ra_tag_t tag)
     if (s->bins != NULL)
         for (unsigned bin = 0; bin < ra__nbins; bin++) {
             struct ra__fc_bin *b = &s->bins[bin];
-            unsigned bound = RA__RETURNS_BINS * b->cap;
+            unsigned bound = RA__RETURNS_BINS * bin_cap(bin);
             while (b->count != 0) {
                 unsigned n = b->count < RA__FC_SLOTS / 2 ? b->count
                                                          : RA__FC_SLOTS / 2;
@@ -246,42 +252,76 @@ void ra__thread_release_kept(ra_tag_t tag)
     ra__unlock(&threads_lock);
 }
 
-static unsigned bin_cap(unsigned bin)
+/* A bin's array is made at its first use, RA__FC_FIRST blocks (fewer for
+ * big classes), and its capacity set (0 until then, and while the pair is
+ * parked: the fast paths see it full, or empty, and come here or to the
+ * refill), so that a (thread, tag) pair holds arrays for the classes it
+ * uses and no more: 36 bins of 64 blocks each, inline, were 19 KiB a
+ * pair, about 7 KiB of it touched by a visit of a dozen classes. False
+ * when the library has no memory for it (the bin then caches nothing). */
+static bool set_up_bin(struct ra__fc_bin *b, unsigned bin)
 {
-    return ra__fc_cap(ra__bin_size[bin]);
-}
-
-static void set_up_bin(struct ra__fc_bin *b, unsigned bin)
-{
-    b->cap = bin_cap(bin);
+    if (b->items == NULL) {
+        unsigned room = ra__fc_cap_max(ra__bin_size[bin]);
+        if (room > RA__FC_FIRST)
+            room = RA__FC_FIRST;
+        b->items = ra__meta_alloc(room * sizeof b->items[0]);
+        if (b->items == NULL)
+            return false;
+        b->room = room;
+    }
+    b->cap = b->room;
     b->size = (unsigned)ra__bin_size[bin];
+    return true;
 }
 
-/* A bin's capacity is set at its first use (0 until then: the fast paths
- * see it full, or empty, and come here or to the refill), so that a
- * (thread, tag) pair touches only the pages of the bins it uses. */
-void ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
+/* At a refill (the bin empty), after the bin overflowed since the last:
+ * its array doubles, up to ra__fc_cap_max, so that a pair whose requests
+ * make and free more blocks of a class than its bin holds (130 nodes a
+ * request in examples/requests) stops sending half of them to the return
+ * stacks and taking them back at every request. Here, with the bin
+ * empty, nothing is copied; where it overflows, a free would allocate. */
+static void grow_bin(struct ra__fc_bin *b, unsigned bin)
+{
+    unsigned room = b->room * 2, max = ra__fc_cap_max(ra__bin_size[bin]);
+    void **items;
+
+    b->overflowed = 0;
+    if (b->room >= max)
+        return;
+    if (room > max)
+        room = max;
+    ra__assert(b->count == 0);
+    items = ra__meta_alloc(room * sizeof items[0]);
+    if (items == NULL)
+        return;
+    ra__meta_free(b->items);
+    b->items = items;
+    b->room = b->cap = room;
+}
+
+bool ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
 {
     struct ra__fc_bin *b = &s->bins[bin];
     unsigned half = b->cap / 2;
 
     if (RA__UNLIKELY(s->alloc_flags == 0))
         unpark(s);
-    if (b->cap == 0) {
-        set_up_bin(b, bin);
-        return;
-    }
+    if (b->cap == 0)
+        return set_up_bin(b, bin) && b->count < b->cap;
     ra__slot_miss(s);
+    b->overflowed = 1;
     /* A thread that frees more of the class than it allocates (a consumer
      * of another thread's blocks) leaves the surplus where the tag's
      * allocating threads look first: no lock, no jemalloc. */
     if (ra__returns_push((ra_tag_t)(s - ra__thread->slots), bin,
                          b->items + b->count - half, half,
-                         RA__RETURNS_BINS * b->cap)) {
+                         RA__RETURNS_BINS * bin_cap(bin))) {
         b->count -= half;
-        return;
+        return true;
     }
     release_oldest(s, bin, half);
+    return true;
 }
 
 /* A pair gets its jemalloc tcache only once it is busy and has lived: at a
@@ -384,7 +424,12 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
         unpark(s);
     /* Only a pair that allocates has a front cache (start_allocating). */
     ra__assert(s->allocates);
-    set_up_bin(b, bin); /* first use, maybe (ra__fc_make_room) */
+    /* First use, maybe (ra__fc_make_room); without memory for the bin, one
+     * block, uncached. */
+    if (!set_up_bin(b, bin))
+        return ra__je_mallocx(size, s->alloc_flags);
+    if (b->overflowed)
+        grow_bin(b, bin);
     /* Blocks other threads freed come home first (returns.c). */
     got = ra__returns_take(tag, bin, b->items, b->cap);
     if (got != 0) {
@@ -403,8 +448,8 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
      * bin of blocks nobody asked for (most of an idle pair's memory). A
      * refill at full size is a miss of a busy pair. */
     want = b->fill;
-    if (want >= b->cap / 2) {
-        want = b->cap / 2;
+    if (want >= bin_cap(bin) / 2) {
+        want = bin_cap(bin) / 2;
         ra__slot_miss(s);
     }
     b->fill = want < FIRST_FILL ? FIRST_FILL : want * 2;
@@ -447,6 +492,15 @@ static void forget_orphans(ra_tag_t tag)
     }
 }
 
+/* A front cache's headers and the arrays its bins made. */
+static void free_bins(struct ra__fc_bin *bins)
+{
+    if (bins != NULL)
+        for (unsigned bin = 0; bin < ra__nbins; bin++)
+            ra__meta_free(bins[bin].items);
+    ra__meta_free(bins);
+}
+
 /* With threads_lock held: the pair leaves its tag for good, its blocks
  * given back and its counts kept as an exited thread's: at the thread's
  * exit, or at a destroy of a tag it sat idle in for its holder's whole
@@ -462,7 +516,7 @@ static void release_pair(struct ra__tag_slot *s, ra_tag_t tag)
     remove_user(s, tag);
     if (s->busy)
         ra__pool_unbind(tag, s->arena);
-    ra__meta_free(s->bins);
+    free_bins(s->bins);
     atomic_fetch_add_explicit(&orphans[tag].nmalloc,
                               atomic_load_explicit(&s->nmalloc,
                                                    memory_order_relaxed),

@@ -151,7 +151,13 @@ struct ra__free_gate {
 #define RA__PAIR_ACTIVE 0u
 #define RA__PAIR_PARKED 1u
 #define RA__PAIR_FLUSHING 2u
-#define RA__FC_SLOTS 64 /* blocks per bin of a front cache */
+/* A front cache bin's capacity in the library's accounts (the return
+ * stacks' bound, the batches'): RA__FC_SLOTS blocks of a class, fewer for
+ * big classes (ra__fc_cap). A bin itself starts smaller and grows while
+ * its pair overflows it (ra__fc_cap_max). */
+#define RA__FC_SLOTS 64
+#define RA__FC_FIRST (RA__FC_SLOTS / 2)
+#define RA__FC_MAX 256
 /* A pair's misses (thread.c) until it takes a tcache of its own. */
 #define RA__TCACHE_AFTER_MISSES 2
 /* A tag's return stack of a class holds this many front cache bins' worth
@@ -159,15 +165,25 @@ struct ra__free_gate {
  * that free what others make. */
 #define RA__RETURNS_BINS 4
 
-/* A front cache bin: a stack of free blocks of one small size class. */
+/* A front cache bin: a stack of free blocks of one small size class, in
+ * an array of the library's that the pair's use sizes (thread.c): room
+ * blocks, RA__FC_FIRST at first, doubled at a refill after the bin
+ * overflowed, up to ra__fc_cap_max. The header is 32 bytes, a pair's
+ * headers one array of them; the arrays come only for the classes the
+ * pair uses. */
 struct ra__fc_bin {
     unsigned count;
-    unsigned cap; /* blocks it may hold (0 until its first use) */
+    /* Blocks it may hold now: room, or 0 until its first use and while its
+     * pair is parked (the fast paths then see it full, or empty). */
+    unsigned cap;
     unsigned fill; /* blocks the next refill takes (see ra__fc_refill) */
     /* The class's size, set with cap at first use: beside count, what the
      * fast paths count in bytes costs no load of another line. */
     unsigned size;
-    void *items[RA__FC_SLOTS];
+    void **items; /* NULL until its first use */
+    unsigned room; /* items' length */
+    /* The bin was full since its last refill: the next one grows it. */
+    unsigned overflowed;
 };
 
 /* What one thread uses to reach one tag's arena. Tagged blocks must never

@@ -568,7 +568,10 @@ END_TEST
  * the destroy keeps it too (they stay, leftovers of the slot); one that
  * leaves more than a slot may keep (64 KiB) has its arena reset, and the
  * pair starts over: its tcache goes. */
-enum { RQ_REQUESTS = 200, RQ_BLOCKS = 100 };
+/* More blocks a request than a front cache bin holds at most (256 of 64
+ * bytes): the pair overflows its bin, refills, and so is busy enough for
+ * a tcache once it has made 8,192. */
+enum { RQ_REQUESTS = 200, RQ_BLOCKS = 600 };
 enum rq_leak { RQ_NONE, RQ_FEW, RQ_MANY };
 #define RQ_MANY_BYTES (100u << 10)
 static unsigned rq_free_before, rq_free_served, rq_free_after_few,
