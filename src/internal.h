@@ -240,8 +240,8 @@ bool ra__tag_in_limbo(ra_tag_t tag);
 /* One of the queued ids, a different one at each call (round robin), or
  * RA_TAG_NONE when none is queued: whose kept pages may decay. */
 ra_tag_t ra__tag_next_idle(void);
-/* Copies tag's name into name and, when born_at is not NULL, the count of
- * tags created when it was (see ra__tag_creations), together under the
+/* Copies tag's name into name and, when born_at is not NULL, its
+ * creation number (see ra__tag_creations), together under the
  * tag's stripe (names change when tags are destroyed and ids
  * recycled). Returns false for a dead tag (name "", born UINT64_MAX). */
 bool ra__tag_identity(ra_tag_t tag, char name[RA_TAG_NAME_MAX + 1],
@@ -253,7 +253,9 @@ bool ra__tag_identity(ra_tag_t tag, char name[RA_TAG_NAME_MAX + 1],
  * reads of one tag's parent each could name the other). Returns the ids
  * filled: n, or fewer when fewer are published. */
 unsigned ra__tag_holders(struct ra__tag_holder *out, unsigned n);
-/* How many tags have been created so far, recycled ids counted again. */
+/* A mark of the creations so far (a checkpoint's, taken before its
+ * figures): every tag created before it has a creation number (born) at
+ * most the value returned, every tag created after one above it. */
 uint64_t ra__tag_creations(void);
 /* What the reports call tag: its name (copied into buf), or "(destroyed)"
  * for an id whose tag is gone. */

@@ -324,7 +324,7 @@ void ra__checkpoint_write(struct ra__out *o, ra_format_t fmt,
 /* One tag's figures, or the untagged arenas' (id 0). */
 struct ra__usage {
     ra_tag_t id;
-    uint64_t born; /* ra__tag_creations() when the tag was created */
+    uint64_t born; /* its creation number (tag.c, ra__tag_creations) */
     char name[RA_TAG_NAME_MAX + 1];
     uint64_t allocated, active, resident, rss, mapped, peak_mapped, dirty,
         muzzy, retained, reserved, nmalloc, ndalloc, purges;

@@ -281,7 +281,7 @@ struct ra__tag_thread;
 struct ra__tag_holder {
     bool live;
     ra_tag_t parent; /* tag trees: RA_TAG_NONE at the top level */
-    uint64_t born;   /* ra__tag_creations() when it was created */
+    uint64_t born;   /* its creation number (ra__tag_creations) */
     char name[RA_TAG_NAME_MAX + 1];
 };
 
