@@ -70,10 +70,11 @@ RA_EXPORT unsigned ra_tag_count(void);
 RA_EXPORT int ra_tag_reset(ra_tag_t tag);
 /* ra_tag_reset, then the tag is forgotten: its name is free again
  * (ra_tag_lookup: ENOENT), and its id, region and arena serve a later
- * ra_tag_create (the id destroyed longest ago first), so tags may be
- * created and destroyed without bound; REGIONALLOC_MAX_TAGS bounds those
- * alive at once. Until its id is handed out again, every call on it fails
- * with EINVAL (ra_tag_name: NULL, ENOENT). 0, or -1 with errno EBUSY (the
+ * ra_tag_create (the calling thread's next, when it alone used the tag
+ * and freed its blocks; else the id destroyed longest ago first), so tags
+ * may be created and destroyed without bound; REGIONALLOC_MAX_TAGS bounds
+ * those alive at once. Until its id is handed out again, every call on it
+ * fails with EINVAL (ra_tag_name: NULL, ENOENT). 0, or -1 with errno EBUSY (the
  * tag is on the calling thread's stack, or is a thread's base tag; nothing
  * done), or as ra_tag_reset. */
 RA_EXPORT int ra_tag_destroy(ra_tag_t tag);
@@ -277,9 +278,10 @@ typedef struct ra_tag_usage {
 RA_EXPORT int ra_tag_usage(ra_tag_t tag, ra_tag_usage_t *out);
 /* -- a tag's pool of arenas ------------------------------------------------
  * A tag is served by up to REGIONALLOC_TAG_ARENAS jemalloc arenas, all
- * carving from its one region: a new thread that allocates under a tag
- * whose arenas serve REGIONALLOC_THREADS_PER_ARENA threads each makes the
- * pool grow by one. Every figure, purge, reset and budget covers the pool.
+ * carving from its one region: a thread that becomes busy under a tag
+ * (some 8,192 blocks) whose arenas serve REGIONALLOC_THREADS_PER_ARENA
+ * busy threads each makes the pool grow by one. Every figure, purge,
+ * reset and budget covers the pool.
  * ra_tag_set_arenas bounds the arenas new threads of the tag are spread
  * over (1: one arena; above 64: 64) until the tag is destroyed: 0, or -1
  * with errno EINVAL (bad tag, max 0) or ENOTSUP. ra_tag_arenas writes the

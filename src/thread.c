@@ -603,7 +603,11 @@ bool ra__thread_end_own(ra_tag_t tag)
 
 void ra__thread_keep_own(ra_tag_t tag)
 {
-    ra__assert(own_count < OWN_MAX && ra__thread != NULL);
+    /* Invariant 12: dead, and nobody's yet. */
+    ra__assert(own_count < OWN_MAX && ra__thread != NULL &&
+               !ra__tag_valid(tag) &&
+               atomic_load_explicit(&owned[tag].owner,
+                                    memory_order_relaxed) == NULL);
     own_ids[own_count++] = tag;
     atomic_store_explicit(&owned[tag].since, ra__clock_ns(),
                           memory_order_relaxed);
