@@ -384,6 +384,12 @@ ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
         errno = EINVAL;
         return RA_TAG_NONE;
     }
+    /* Checked again under the stripes; first so that a parent beyond
+     * every id is not read. */
+    if (parent != RA_TAG_NONE && parent > ra__tag_published()) {
+        errno = EINVAL;
+        return RA_TAG_NONE;
+    }
     tagging = ra__init();
     st = stripe_of_name(name);
     lock_for_creation(st, parent, &pst);

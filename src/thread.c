@@ -159,6 +159,8 @@ static void release_oldest(struct ra__tag_slot *s, unsigned bin, unsigned n)
 {
     struct ra__fc_bin *b = &s->bins[bin];
 
+    if (n == 0)
+        return; /* items may be NULL: a bin never used */
     for (unsigned i = 0; i < n; i++)
         ra__je_sdallocx(b->items[i], ra__bin_size[bin],
                         ra__be_tcache_flags(s->tcache));
