@@ -9,9 +9,10 @@
 # What building the library and running the demo need (scripts/demo.sh),
 # as dpkg names (gcc, g++ and make come as build-essential). zlib1g-dev:
 # the profiler's pprof output is gzip-compressed; libmicrohttpd-dev: the
-# HTTP endpoints (optional to the build, installed so that they are there).
+# HTTP endpoints, libdw-dev: the profile's frames named with functions and
+# lines (both optional to the build, installed so that they are there).
 RA_BUILD_CHECK=(gcc g++ make autoconf automake libtool pkg-config
-                libjemalloc-dev zlib1g-dev libmicrohttpd-dev)
+                libjemalloc-dev zlib1g-dev libmicrohttpd-dev libdw-dev)
 # What the test command adds (scripts/test.sh, CI): Check for the suites,
 # cppcheck for make lint, python3 to parse the JSON reports, prometheus for
 # promtool and the scrape test, curl for the HTTP tests, gdb (a real program
@@ -19,9 +20,12 @@ RA_BUILD_CHECK=(gcc g++ make autoconf automake libtool pkg-config
 # distcheck's tree, cargo and rustc for the Rust binding (Debian's 1.63,
 # the crate's rust-version), strace to count the system calls that fail,
 # chromium (and a font for its screenshots) to test the page of
-# /debug/regionalloc/ in a real browser.
+# /debug/regionalloc/ in a real browser, golang-go for `go tool pprof` on
+# the profile's pprof output, binutils' strip for a binary without symbols,
+# libc6-dbg (the C library's debug file, found by build ID) for its static
+# functions' names.
 RA_TEST_CHECK=(check cppcheck python3 prometheus curl gdb git cargo rustc
-               strace chromium fonts-dejavu-core)
+               strace chromium fonts-dejavu-core golang-go binutils libc6-dbg)
 
 # Prints those of the given packages that are not installed, one a line.
 ra_missing_of() {

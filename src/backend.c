@@ -112,6 +112,21 @@ size_t ra__be_page(void)
     return page;
 }
 
+bool ra__be_thread_counters(const uint64_t **allocated,
+                            const uint64_t **deallocated)
+{
+    uint64_t *a = NULL, *d = NULL;
+    size_t len = sizeof a;
+
+    if (mallctl("thread.allocatedp", &a, &len, NULL, 0) != 0 ||
+        mallctl("thread.deallocatedp", &d, &len, NULL, 0) != 0 || a == NULL ||
+        d == NULL)
+        return true;
+    *allocated = a;
+    *deallocated = d;
+    return false;
+}
+
 bool ra__be_tcache_create(unsigned *id)
 {
     size_t len = sizeof *id;

@@ -167,6 +167,11 @@ bool ra__be_arena_decay(unsigned arena);
 unsigned ra__be_arena_count(void);
 /* jemalloc's page size. */
 size_t ra__be_page(void);
+/* Where jemalloc counts the calling thread's allocated and freed bytes
+ * (thread.allocatedp, thread.deallocatedp): they stay valid while the
+ * thread lives. Returns true when jemalloc has no such counters. */
+bool ra__be_thread_counters(const uint64_t **allocated,
+                            const uint64_t **deallocated);
 
 /* A mallctl name with an arena's index in one place (at: its position in
  * the MIB; the name says 0 there), translated into its MIB at the first

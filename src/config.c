@@ -329,6 +329,7 @@ static void read_config(void)
     read_string("REGIONALLOC_HTTP", config.http_addr, sizeof config.http_addr,
                 "too long", "(no server)");
     read_flag("REGIONALLOC_HTTP_WRITE", false, &config.http_write);
+    read_flag("REGIONALLOC_HTTP_ANNOUNCE", false, &config.http_announce);
     read_flag("REGIONALLOC_HTTP_ALLOW_REMOTE", false,
               &config.http_allow_remote);
     config.nthread_tags = read_list("REGIONALLOC_THREAD_TAGS",

@@ -918,8 +918,17 @@ void ra__http_start_configured(void)
     const char *addr = ra__config()->http_addr;
     char msg[400];
 
-    if (ra_http_start(addr) >= 0)
+    if (ra_http_start(addr) >= 0) {
+        /* served: written before the start returned, by this thread. */
+        if (ra__config()->http_announce) {
+            snprintf(msg, sizeof msg,
+                     "regionalloc: serving http://%s/debug/regionalloc/ "
+                     "(pid %ld)",
+                     served, (long)getpid());
+            ra__warn(msg);
+        }
         return;
+    }
     snprintf(msg, sizeof msg,
              "regionalloc: REGIONALLOC_HTTP=\"%.64s\": %s; no server", addr,
              errno == EPERM ? "not a loopback address (set "

@@ -30,6 +30,7 @@ static void prefork(void)
      * the threads'; a tag's creation holds the registry while it sets a
      * budget; a thread's exit holds the threads' while it leaves its
      * tags' pools. */
+    ra__symbols_prefork(); /* never waits */
     ra__http_prefork();
     ra__checkpoint_prefork();
     ra__lifetime_prefork();
@@ -61,6 +62,7 @@ static void postfork_parent(void)
     ra__lifetime_postfork();
     ra__checkpoint_postfork();
     ra__http_postfork_parent();
+    ra__symbols_postfork_parent();
 }
 
 static void postfork_child(void)
@@ -80,6 +82,7 @@ static void postfork_child(void)
     ra__lifetime_postfork_child();
     ra__checkpoint_postfork();
     ra__http_postfork_child();
+    ra__symbols_postfork_child();
 }
 
 /* A thread's end (what the destructor of ready.c's key calls; a module arms

@@ -78,8 +78,13 @@ void *ra__meta_alloc(size_t size);
 void *ra__meta_calloc(size_t n, size_t size);
 void *ra__meta_realloc(void *ptr, size_t size);
 void ra__meta_free(void *ptr);
-/* Bytes in the library's live blocks of its own (usable sizes): what the
- * reports show as "library", part of the untagged figures. */
+/* Bytes that a library the library calls (libdw, for the profile's names)
+ * allocated with malloc on its behalf and still holds: delta is what the
+ * calling thread's jemalloc counters moved by around the call. */
+void ra__meta_count_foreign(int64_t delta);
+/* Bytes in the library's live blocks of its own (usable sizes), and what
+ * others keep for it: what the reports show as "library", part of the
+ * untagged figures. */
 size_t ra__meta_held(void);
 /* Non-zero while the calling thread does the library's own work (see
  * ra__quiet_begin, inline.h): no hook sees what it allocates. */

@@ -16,6 +16,9 @@ RA__TLS unsigned ra__hooks_muted;
 
 /* Bytes in the library's live blocks (usable sizes), for the reports. */
 static _Atomic size_t held;
+/* What libraries the library calls keep of what they allocated on its
+ * behalf (ra__meta_count_foreign). */
+static _Atomic int64_t foreign;
 
 #ifdef RA_TSAN
 /* A ThreadSanitizer build (--enable-tsan, which implies --disable-override):
@@ -87,7 +90,15 @@ void ra__meta_free(void *ptr)
     }
 }
 
+void ra__meta_count_foreign(int64_t delta)
+{
+    atomic_fetch_add_explicit(&foreign, delta, memory_order_relaxed);
+}
+
 size_t ra__meta_held(void)
 {
-    return atomic_load_explicit(&held, memory_order_relaxed);
+    int64_t more = atomic_load_explicit(&foreign, memory_order_relaxed);
+
+    return atomic_load_explicit(&held, memory_order_relaxed) +
+           (more > 0 ? (size_t)more : 0);
 }

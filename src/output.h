@@ -184,15 +184,43 @@ int ra__prof_dump_write(struct ra__out *o, ra_prof_format_t fmt,
  * EINVAL when root is not live. */
 int ra__prof_dump_write_tree(struct ra__out *o, ra_prof_format_t fmt,
                              ra_tag_t root);
-/* A distinct frame address of a dump, named once with dladdr: the code at
- * return address addr (looked up at addr - 1, so that a call that ends a
- * function is not taken for the next function). function and module are
- * NULL where dladdr knows no name; they are the dump's copies. */
+/* -- symbols.c: the names of code addresses ------------------------------- */
+/* A function and, where debug information says, the source line in it. */
+struct ra__symbol_line {
+    const char *function; /* the symbol (mangled, for C++); NULL: unknown */
+    const char *file;     /* the source file's path; NULL: no line known */
+    unsigned line;        /* 0 when file is NULL */
+};
+/* The most lines one address has: the call, and each call inlined there. */
+#define RA__SYMBOL_LINES 16
+/* Between ra__symbols_begin and ra__symbols_end (a lock of symbols.c's,
+ * which no allocation takes; the caller is in a quiet section),
+ * ra__symbols_lookup names the call before return address addr: its
+ * lines, innermost (the inlined function) first, valid until the end, and
+ * *offset, addr less the outermost function's start (0: unknown). Returns
+ * how many lines; 0 when nothing is known (a build without libdw, code no
+ * object maps, an object without a symbol table). */
+void ra__symbols_begin(void);
+unsigned ra__symbols_lookup(uintptr_t addr,
+                            const struct ra__symbol_line **lines,
+                            uintptr_t *offset);
+void ra__symbols_end(void);
+void ra__symbols_prefork(void);
+void ra__symbols_postfork_parent(void);
+void ra__symbols_postfork_child(void);
+
+/* A distinct frame address of a dump, named once: the code at return
+ * address addr (looked up at addr - 1, so that a call that ends a function
+ * is not taken for the next function). Its lines come from symbols.c, or
+ * else from dladdr's dynamic symbol (one line, no file); module is dladdr's.
+ * Every string is the dump's copy. */
 struct ra__prof_frame {
     uintptr_t addr;
-    const char *function; /* the symbol (mangled, for C++) */
-    const char *module;   /* the object's path (dli_fname) */
-    uintptr_t offset;     /* addr - the symbol, or - the object's base */
+    const char *module;      /* the object's path; NULL: unknown */
+    uintptr_t module_offset; /* addr - the object's base */
+    uintptr_t offset;        /* addr - the outermost function; 0: unknown */
+    unsigned nlines;         /* 0: no function known */
+    const struct ra__symbol_line *lines; /* innermost first */
 };
 
 /* What a dump writes: the stacks copied out of the profile, and their
@@ -203,7 +231,8 @@ struct ra__prof_dump {
     struct ra__prof_stack *stacks; /* by tag, then live bytes, largest first */
     size_t nframes;
     struct ra__prof_frame *frames; /* every distinct address, ascending */
-    char *names;                   /* where the frames' names point */
+    struct ra__symbol_line *lines; /* where the frames' lines are */
+    char *names;                   /* where the lines' strings point */
 };
 
 /* The entry of addr, one of the addresses of d's stacks (never NULL): a
@@ -227,12 +256,16 @@ ra__prof_dump_frame(const struct ra__prof_dump *d, const void *addr)
 
 /* Room for a frame's name and its NUL; longer names are cut. */
 #define RA__PROF_NAME_MAX 1024
-/* Writes the name of f into buf (len > 0): "function+0xoff",
- * "module+0xoff" (the base name of the object) or "0x<addr>". Control
- * bytes become '_', and so do ';' and spaces when folded is true (the
- * separators of folded stacks). Returns buf. Never allocates. */
-const char *ra__prof_frame_name(char *buf, size_t len,
-                                const struct ra__prof_frame *f, bool folded);
+/* Writes the name of f's line i (i < f->nlines, or 0 when it has none)
+ * into buf (len > 0): "function (file.c:42)" (the file's base name),
+ * "function+0xoff" for the outermost function where no line is known,
+ * "function" for an inlined one, "module+0xoff" (the base name of the
+ * object) or "0x<addr>" when no function is known. Control bytes become
+ * '_', and so does ';' when folded is true (the separator of folded
+ * stacks' frames). Returns buf. Never allocates. */
+const char *ra__prof_line_name(char *buf, size_t len,
+                               const struct ra__prof_frame *f, unsigned i,
+                               bool folded);
 
 /* -- protobuf.c: protocol buffers' wire format ------------------------------ */
 /* A growable buffer of encoded fields, zeroed to start. failed: a write did

@@ -109,55 +109,101 @@ static size_t pool_add(struct name_pool *pool, const char *s)
     return at;
 }
 
-/* Where a frame's names are in the pool, SIZE_MAX for none, until the pool
- * stops moving. */
-struct name_offsets {
-    size_t function, module;
+/* Where a frame's strings and lines are, until the pool stops moving:
+ * offsets into the pool (SIZE_MAX for none) and into the lines. */
+struct line_at {
+    size_t function, file;
+    unsigned line;
 };
 
-/* Names frames[i] with dladdr. Returns true when out of memory. */
-static bool look_up_frame(struct ra__prof_frame *f, struct name_offsets *at,
-                          struct name_pool *pool, const char **last_module,
-                          size_t *last_module_at)
-{
-    Dl_info info;
+struct naming {
+    struct name_pool pool;
+    struct line_at *lines;
+    size_t nlines, cap;
+    /* Frames are sorted by address, so one object's are together. */
+    const char *last_module;
+    size_t last_module_at;
+};
 
-    at->function = at->module = SIZE_MAX;
-    f->offset = 0;
-    /* A return address: the call is just before it. */
-    if (f->addr == 0 || dladdr((void *)(f->addr - 1), &info) == 0)
-        return false;
-    if (info.dli_fname != NULL && info.dli_fname[0] != '\0') {
-        /* Frames are sorted by address, so one object's are together. */
-        if (info.dli_fname != *last_module) {
-            *last_module_at = pool_add(pool, info.dli_fname);
-            if (*last_module_at == SIZE_MAX)
-                return true;
-            *last_module = info.dli_fname;
-        }
-        at->module = *last_module_at;
-        f->offset = f->addr - (uintptr_t)info.dli_fbase;
-    }
-    if (info.dli_sname != NULL && info.dli_sname[0] != '\0' &&
-        info.dli_saddr != NULL) {
-        at->function = pool_add(pool, info.dli_sname);
-        if (at->function == SIZE_MAX)
+struct frame_at {
+    size_t module, first_line;
+};
+
+/* Appends a line (strings copied). Returns true when out of memory. */
+static bool add_line(struct naming *nm, const char *function,
+                     const char *file, unsigned line)
+{
+    struct line_at at = {SIZE_MAX, SIZE_MAX, line};
+
+    if (nm->nlines == nm->cap) {
+        size_t cap = nm->cap == 0 ? 256 : nm->cap * 2;
+        struct line_at *grown =
+            ra__meta_realloc(nm->lines, cap * sizeof *grown);
+        if (grown == NULL)
             return true;
-        f->offset = f->addr - (uintptr_t)info.dli_saddr;
+        nm->lines = grown;
+        nm->cap = cap;
     }
+    if (function != NULL &&
+        (at.function = pool_add(&nm->pool, function)) == SIZE_MAX)
+        return true;
+    if (file != NULL && (at.file = pool_add(&nm->pool, file)) == SIZE_MAX)
+        return true;
+    nm->lines[nm->nlines++] = at;
     return false;
 }
 
-/* Fills d->frames with every distinct address of d's stacks, named.
- * Returns true when out of memory. */
+/* Names f: its object with dladdr, its lines with symbols.c, or else
+ * dladdr's dynamic symbol. Returns true when out of memory. */
+static bool look_up_frame(struct ra__prof_frame *f, struct frame_at *at,
+                          struct naming *nm)
+{
+    const struct ra__symbol_line *lines = NULL;
+    Dl_info info;
+    bool found;
+    unsigned n;
+
+    *at = (struct frame_at){SIZE_MAX, nm->nlines};
+    f->module_offset = f->offset = 0;
+    f->nlines = 0;
+    if (f->addr == 0)
+        return false;
+    /* A return address: the call is just before it. */
+    found = dladdr((void *)(f->addr - 1), &info) != 0;
+    if (found && info.dli_fname != NULL && info.dli_fname[0] != '\0') {
+        if (info.dli_fname != nm->last_module) {
+            nm->last_module_at = pool_add(&nm->pool, info.dli_fname);
+            if (nm->last_module_at == SIZE_MAX)
+                return true;
+            nm->last_module = info.dli_fname;
+        }
+        at->module = nm->last_module_at;
+        f->module_offset = f->addr - (uintptr_t)info.dli_fbase;
+    }
+    n = ra__symbols_lookup(f->addr, &lines, &f->offset);
+    for (unsigned i = 0; i < n; i++)
+        if (add_line(nm, lines[i].function, lines[i].file, lines[i].line))
+            return true;
+    if (n == 0 && found && info.dli_sname != NULL &&
+        info.dli_sname[0] != '\0' && info.dli_saddr != NULL) {
+        if (add_line(nm, info.dli_sname, NULL, 0))
+            return true;
+        f->offset = f->addr - (uintptr_t)info.dli_saddr;
+        n = 1;
+    }
+    f->nlines = n;
+    return false;
+}
+
+/* Fills d->frames with every distinct address of d's stacks, named, and
+ * d->lines and d->names with what they point to. Returns true when out of
+ * memory. */
 static bool name_frames(struct ra__prof_dump *d)
 {
-    struct name_pool pool = {NULL, 0, 0};
-    struct name_offsets *at = NULL;
+    struct naming nm = {{NULL, 0, 0}, NULL, 0, 0, NULL, SIZE_MAX};
+    struct frame_at *at = NULL;
     uintptr_t *addrs;
     size_t total = 0, n = 0;
-    const char *last_module = NULL;
-    size_t last_module_at = SIZE_MAX;
     bool failed = false;
 
     for (size_t i = 0; i < d->nstacks; i++)
@@ -181,48 +227,72 @@ static bool name_frames(struct ra__prof_dump *d)
         failed = true;
         goto out;
     }
+    ra__symbols_begin();
     for (size_t i = 0; i < n && !failed; i++) {
         d->frames[i].addr = addrs[i];
-        failed = look_up_frame(&d->frames[i], &at[i], &pool, &last_module,
-                               &last_module_at);
+        failed = look_up_frame(&d->frames[i], &at[i], &nm);
     }
+    ra__symbols_end();
     if (failed)
         goto out;
+    d->lines = ra__meta_alloc((nm.nlines + 1) * sizeof *d->lines);
+    if (d->lines == NULL) {
+        failed = true;
+        goto out;
+    }
     d->nframes = n;
-    d->names = pool.data;
-    pool.data = NULL;
+    d->names = nm.pool.data;
+    nm.pool.data = NULL;
+    for (size_t i = 0; i < nm.nlines; i++) {
+        const struct line_at *l = &nm.lines[i];
+        d->lines[i] = (struct ra__symbol_line){
+            l->function == SIZE_MAX ? NULL : d->names + l->function,
+            l->file == SIZE_MAX ? NULL : d->names + l->file, l->line};
+    }
     for (size_t i = 0; i < n; i++) {
-        d->frames[i].function =
-            at[i].function == SIZE_MAX ? NULL : d->names + at[i].function;
         d->frames[i].module =
             at[i].module == SIZE_MAX ? NULL : d->names + at[i].module;
+        d->frames[i].lines = d->lines + at[i].first_line;
     }
 out:
-    ra__meta_free(pool.data);
+    ra__meta_free(nm.pool.data);
+    ra__meta_free(nm.lines);
     ra__meta_free(at);
     ra__meta_free(addrs);
     return failed;
 }
 
-const char *ra__prof_frame_name(char *buf, size_t len,
-                                const struct ra__prof_frame *f, bool folded)
+static const char *base_name(const char *path)
 {
-    const char *name = f->function;
-    char suffix[2 + 2 * sizeof(uintptr_t) + 2];
+    const char *slash = strrchr(path, '/');
+
+    return slash != NULL ? slash + 1 : path;
+}
+
+const char *ra__prof_line_name(char *buf, size_t len,
+                               const struct ra__prof_frame *f, unsigned i,
+                               bool folded)
+{
+    const struct ra__symbol_line *l = i < f->nlines ? &f->lines[i] : NULL;
+    const char *name = l != NULL ? l->function : NULL;
+    char suffix[RA__PROF_NAME_MAX / 2];
+    uintptr_t offset = f->offset;
     size_t n;
 
-    if (name == NULL && f->module != NULL) {
-        const char *slash = strrchr(f->module, '/');
-        name = slash != NULL ? slash + 1 : f->module;
-        if (*name == '\0')
-            name = NULL;
-    }
-    if (name == NULL) {
+    suffix[0] = '\0';
+    if (name == NULL && f->module != NULL && *base_name(f->module) != '\0') {
+        name = base_name(f->module);
+        offset = f->module_offset;
+    } else if (name == NULL) {
         snprintf(buf, len, "0x%" PRIxPTR, f->addr);
         return buf;
     }
-    /* The name is cut, never the offset. */
-    snprintf(suffix, sizeof suffix, "+0x%" PRIxPTR, f->offset);
+    /* The name is cut, never the suffix (the offset or the place). */
+    if (l != NULL && l->file != NULL)
+        snprintf(suffix, sizeof suffix, " (%s:%u)", base_name(l->file),
+                 l->line);
+    else if (l == NULL || (i + 1 == f->nlines && offset != 0))
+        snprintf(suffix, sizeof suffix, "+0x%" PRIxPTR, offset);
     n = strlen(name);
     if (n + strlen(suffix) >= len)
         n = len > strlen(suffix) ? len - 1 - strlen(suffix) : 0;
@@ -230,7 +300,7 @@ const char *ra__prof_frame_name(char *buf, size_t len,
     snprintf(buf + n, len - n, "%s", suffix);
     for (char *p = buf; *p != '\0'; p++) {
         unsigned char c = (unsigned char)*p;
-        if (c < 0x20 || c == 0x7f || (folded && (c == ';' || c == ' ')))
+        if (c < 0x20 || c == 0x7f || (folded && c == ';'))
             *p = '_';
     }
     return buf;
@@ -271,11 +341,16 @@ static void write_folded(struct ra__out *o, const struct ra__prof_dump *d)
         ra__out_str(o, tag_name);
         if (s->nframes == 0)
             ra__out_str(o, ";[unknown]");
+        /* Outermost first: each frame's callers before the functions
+         * inlined into them. */
         for (unsigned j = s->nframes; j-- > 0;) {
-            ra__out_str(o, ";");
-            ra__out_str(o, ra__prof_frame_name(
-                               name, sizeof name,
-                               ra__prof_dump_frame(d, s->frames[j]), true));
+            const struct ra__prof_frame *f =
+                ra__prof_dump_frame(d, s->frames[j]);
+            for (unsigned k = f->nlines > 0 ? f->nlines : 1; k-- > 0;) {
+                ra__out_str(o, ";");
+                ra__out_str(o, ra__prof_line_name(name, sizeof name, f, k,
+                                                  true));
+            }
         }
         ra__out_fmt(o, " %" PRIu64 "\n", bytes);
     }
@@ -394,11 +469,25 @@ static void write_stems(struct tree *t, unsigned levels)
     ra__out_write(t->o, t->stems, n);
 }
 
+/* A frame's name: its innermost function, then each function it is
+ * inlined in, as "f (a.c:3) inlined in g (a.c:10)". */
 static const char *node_name(struct tree *t, const struct node *n)
 {
-    return ra__prof_frame_name(t->name, sizeof t->name,
-                               ra__prof_dump_frame(t->d, (void *)n->addr),
-                               false);
+    const struct ra__prof_frame *f =
+        ra__prof_dump_frame(t->d, (void *)n->addr);
+    size_t used;
+
+    ra__prof_line_name(t->name, sizeof t->name, f, 0, false);
+    used = strlen(t->name);
+    for (unsigned i = 1; i < f->nlines; i++) {
+        char line[RA__PROF_NAME_MAX];
+        ra__prof_line_name(line, sizeof line, f, i, false);
+        used += (size_t)snprintf(t->name + used, sizeof t->name - used,
+                                 " inlined in %s", line);
+        if (used >= sizeof t->name)
+            break;
+    }
+    return t->name;
 }
 
 /* Whether n's only child has n's figures: the child is then written as
@@ -592,6 +681,7 @@ static void free_dump(struct ra__prof_dump *d)
 {
     ra__meta_free(d->stacks);
     ra__meta_free(d->frames);
+    ra__meta_free(d->lines);
     ra__meta_free(d->names);
 }
 
@@ -618,7 +708,7 @@ static int write_dump(struct ra__out *o, const struct ra__prof_dump *d,
 static int dump_write(struct ra__out *o, ra_prof_format_t fmt, ra_tag_t tag,
                       const bool *member)
 {
-    struct ra__prof_dump d = {0, 0, NULL, 0, NULL, NULL};
+    struct ra__prof_dump d = {0, 0, NULL, 0, NULL, NULL, NULL};
     struct collect c = {&d, 0, false, member};
     int err;
 

@@ -38,6 +38,9 @@ enum {
     MAPPING_FILENAME = 5,
     MAPPING_BUILD_ID = 6,
     MAPPING_HAS_FUNCTIONS = 7,
+    MAPPING_HAS_FILENAMES = 8,
+    MAPPING_HAS_LINE_NUMBERS = 9,
+    MAPPING_HAS_INLINE_FRAMES = 10,
 };
 enum {
     LOCATION_ID = 1,
@@ -45,8 +48,13 @@ enum {
     LOCATION_ADDRESS = 3,
     LOCATION_LINE = 4,
 };
-enum { LINE_FUNCTION_ID = 1 };
-enum { FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3 };
+enum { LINE_FUNCTION_ID = 1, LINE_LINE = 2 };
+enum {
+    FUNCTION_ID = 1,
+    FUNCTION_NAME = 2,
+    FUNCTION_SYSTEM_NAME = 3,
+    FUNCTION_FILENAME = 4,
+};
 
 /* -- the string table ----------------------------------------------------------- */
 
@@ -148,7 +156,8 @@ struct mapping {
     uint64_t filename; /* in the string table */
     uint64_t build_id; /* in the string table: lowercase hex, "" for none */
     bool main;         /* the program's own file */
-    size_t nlocations, nnamed;
+    /* Its locations: all, those with a function, those with a line. */
+    size_t nlocations, nnamed, nlined;
     /* The object's build ID, copied under the loader's lock (0: none). */
     size_t build_id_len;
     unsigned char build_id_raw[BUILD_ID_MAX];
@@ -369,7 +378,8 @@ struct encoder {
     struct ra__pb msg, sub;  /* scratch: a message, a message inside it */
     struct strings st;
     struct mappings maps;
-    uint64_t *function_of; /* per frame of d: its Function's id, 0 = none */
+    size_t nlines;           /* d's lines, all frames' together */
+    uint64_t *function_of;   /* per line of d: its Function's id, 0 = none */
 };
 
 
@@ -381,75 +391,113 @@ static void encode_value_type(struct encoder *e, unsigned field,
     ra__pb_message(&e->out, field, &e->msg);
 }
 
-/* One Function per distinct symbol name, and the Function of each frame.
- * Returns true when out of memory. */
+/* A Function per distinct (name, file), found again by an open-addressing
+ * table of at most half full. */
+struct function_key {
+    uint64_t name, file, id; /* id 0: a free slot */
+};
+
+static uint64_t function_id(struct encoder *e, struct function_key *table,
+                            size_t nslots, uint64_t name, uint64_t file,
+                            uint64_t *next_id)
+{
+    size_t j = (size_t)((name * 0x9e3779b97f4a7c15u) ^ file) & (nslots - 1);
+
+    for (; table[j].id != 0; j = (j + 1) & (nslots - 1))
+        if (table[j].name == name && table[j].file == file)
+            return table[j].id;
+    table[j] = (struct function_key){name, file, (*next_id)++};
+    ra__pb_uint(&e->msg, FUNCTION_ID, table[j].id);
+    /* pprof demangles system_name where name equals it. */
+    ra__pb_uint(&e->msg, FUNCTION_NAME, name);
+    ra__pb_uint(&e->msg, FUNCTION_SYSTEM_NAME, name);
+    if (file != 0)
+        ra__pb_uint(&e->msg, FUNCTION_FILENAME, file);
+    ra__pb_message(&e->out, PROFILE_FUNCTION, &e->msg);
+    return table[j].id;
+}
+
+/* One Function per distinct symbol name and file, and the Function of each
+ * line of d. Returns true when out of memory. */
 static bool encode_functions(struct encoder *e)
 {
     const struct ra__prof_dump *d = e->d;
-    uint64_t *id_of_string, next_id = 1;
+    struct function_key *table;
+    uint64_t next_id = 1;
+    size_t nslots = 2;
 
-    /* Names first, so that the string table's size is known. */
-    for (size_t i = 0; i < d->nframes; i++)
-        e->function_of[i] = d->frames[i].function == NULL
-                                ? 0
-                                : intern(&e->st, d->frames[i].function);
-    if (e->st.enc.failed)
+    while (nslots < 2 * e->nlines)
+        nslots *= 2;
+    table = ra__meta_calloc(nslots, sizeof *table);
+    if (table == NULL)
         return true;
-    id_of_string = ra__meta_calloc(e->st.count, sizeof *id_of_string);
-    if (id_of_string == NULL)
-        return true;
-    for (size_t i = 0; i < d->nframes; i++) {
-        uint64_t name = e->function_of[i];
-        if (d->frames[i].function == NULL)
+    for (size_t i = 0; i < e->nlines; i++) {
+        const struct ra__symbol_line *l = &d->lines[i];
+        uint64_t name, file;
+        if (l->function == NULL) {
+            e->function_of[i] = 0;
             continue;
-        if (id_of_string[name] == 0) {
-            id_of_string[name] = next_id++;
-            ra__pb_uint(&e->msg, FUNCTION_ID, id_of_string[name]);
-            /* pprof demangles system_name where name equals it. */
-            ra__pb_uint(&e->msg, FUNCTION_NAME, name);
-            ra__pb_uint(&e->msg, FUNCTION_SYSTEM_NAME, name);
-            ra__pb_message(&e->out, PROFILE_FUNCTION, &e->msg);
         }
-        e->function_of[i] = id_of_string[name];
+        name = intern(&e->st, l->function);
+        file = l->file != NULL ? intern(&e->st, l->file) : 0;
+        if (e->st.enc.failed)
+            break;
+        e->function_of[i] = function_id(e, table, nslots, name, file,
+                                        &next_id);
     }
-    ra__meta_free(id_of_string);
-    return false;
+    ra__meta_free(table);
+    return e->st.enc.failed;
 }
 
 /* A Location per distinct frame, with id = its index + 1, at the address of
  * its call (the return address minus 1, as pprof's legacy parsers and Go's
- * runtime write them). */
+ * runtime write them), and a Line per function there: the inlined ones
+ * first, the function they are inlined in last (profile.proto's order). */
 static void encode_locations(struct encoder *e)
 {
     const struct ra__prof_dump *d = e->d;
 
     for (size_t i = 0; i < d->nframes; i++) {
-        uintptr_t pc = d->frames[i].addr - (d->frames[i].addr != 0);
+        const struct ra__prof_frame *f = &d->frames[i];
+        uintptr_t pc = f->addr - (f->addr != 0);
         struct mapping *m = find_mapping(&e->maps, pc);
+        size_t first = (size_t)(f->lines - d->lines);
+        bool named = f->nlines > 0, lined = f->nlines > 0;
 
-        if (m != NULL) {
-            m->nlocations++;
-            m->nnamed += e->function_of[i] != 0;
-        }
         ra__pb_uint(&e->msg, LOCATION_ID, i + 1);
         ra__pb_uint(&e->msg, LOCATION_MAPPING_ID, m != NULL ? m->id : 0);
         ra__pb_uint(&e->msg, LOCATION_ADDRESS, pc);
-        if (e->function_of[i] != 0) {
-            ra__pb_uint(&e->sub, LINE_FUNCTION_ID, e->function_of[i]);
+        for (unsigned k = 0; k < f->nlines; k++) {
+            uint64_t function = e->function_of[first + k];
+            named = named && function != 0;
+            lined = lined && f->lines[k].file != NULL;
+            if (function == 0)
+                continue;
+            ra__pb_uint(&e->sub, LINE_FUNCTION_ID, function);
+            if (f->lines[k].line != 0)
+                ra__pb_uint(&e->sub, LINE_LINE, f->lines[k].line);
             ra__pb_message(&e->msg, LOCATION_LINE, &e->sub);
+        }
+        if (m != NULL) {
+            m->nlocations++;
+            m->nnamed += named;
+            m->nlined += lined;
         }
         ra__pb_message(&e->out, PROFILE_LOCATION, &e->msg);
     }
 }
 
-/* Mappings in id order. has_functions only where dladdr named every
- * location of the mapping: pprof then leaves it alone, and otherwise
- * symbolizes it from the file (static functions, lines). */
+/* Mappings in id order. has_functions only where every location of the
+ * mapping was named (has_filenames, has_line_numbers and has_inline_frames
+ * where every one had its lines): pprof then leaves it alone, and
+ * otherwise symbolizes it from the file when it finds the file. */
 static void encode_mappings(struct encoder *e)
 {
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < e->maps.count; i++) {
             const struct mapping *m = &e->maps.items[i];
+            bool named = m->nlocations > 0 && m->nnamed == m->nlocations;
+            bool lined = m->nlocations > 0 && m->nlined == m->nlocations;
             if (m->main != (pass == 0))
                 continue;
             ra__pb_uint(&e->msg, MAPPING_ID, m->id);
@@ -458,8 +506,10 @@ static void encode_mappings(struct encoder *e)
             ra__pb_uint(&e->msg, MAPPING_FILE_OFFSET, m->offset);
             ra__pb_uint(&e->msg, MAPPING_FILENAME, m->filename);
             ra__pb_uint(&e->msg, MAPPING_BUILD_ID, m->build_id);
-            ra__pb_uint(&e->msg, MAPPING_HAS_FUNCTIONS,
-                    m->nlocations > 0 && m->nnamed == m->nlocations);
+            ra__pb_uint(&e->msg, MAPPING_HAS_FUNCTIONS, named);
+            ra__pb_uint(&e->msg, MAPPING_HAS_FILENAMES, lined);
+            ra__pb_uint(&e->msg, MAPPING_HAS_LINE_NUMBERS, lined);
+            ra__pb_uint(&e->msg, MAPPING_HAS_INLINE_FRAMES, lined);
             ra__pb_message(&e->out, PROFILE_MAPPING, &e->msg);
         }
     }
@@ -583,8 +633,9 @@ bool ra__prof_pprof_write(struct ra__out *o, const struct ra__prof_dump *d)
 
     memset(&e, 0, sizeof e);
     e.d = d;
-    e.function_of =
-        ra__meta_alloc((d->nframes + 1) * sizeof *e.function_of);
+    for (size_t i = 0; i < d->nframes; i++)
+        e.nlines += d->frames[i].nlines;
+    e.function_of = ra__meta_alloc((e.nlines + 1) * sizeof *e.function_of);
     if (e.function_of == NULL)
         goto out;
     /* string_table[0] must be "". */

@@ -70,6 +70,8 @@ struct ra__config {
     char http_addr[256];       /* REGIONALLOC_HTTP: "" or HOST:PORT */
     bool http_write;           /* REGIONALLOC_HTTP_WRITE=1: POST purge */
     bool http_allow_remote;    /* REGIONALLOC_HTTP_ALLOW_REMOTE=1 */
+    bool http_announce;        /* REGIONALLOC_HTTP_ANNOUNCE=1: the URL on
+                                  stderr once served (regionalloc run) */
     /* REGIONALLOC_THREAD_TAGS: a thread whose name matches glob gets the
      * tag of that name, or (by_name) the tag named after the thread. */
     struct ra__thread_tag_rule {

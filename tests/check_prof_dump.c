@@ -67,11 +67,8 @@ __attribute__((noinline)) void profile_three_sites(void)
 /* The folded line of site (its innermost frame) in doc, or NULL. */
 static const char *folded_line(const char *doc, const char *site)
 {
-    char pattern[128];
-    const char *p;
+    const char *p = tu_find_frame(doc, ";", site);
 
-    snprintf(pattern, sizeof pattern, ";%s+0x", site);
-    p = strstr(doc, pattern);
     if (p == NULL)
         return NULL;
     while (p > doc && p[-1] != '\n')
@@ -193,16 +190,22 @@ START_TEST(test_prof_dump_folded_lines_name_sites_with_exact_bytes)
     ck_assert_uint_eq(line_count(line), 7 * 100);
     /* The innermost frame ends the stack, right before the count; its
      * caller is just left of it. */
-    ck_assert_ptr_nonnull(strstr(line, ";profile_three_sites+0x"));
-    assert_before(strstr(line, ";profile_three_sites+0x"),
-                     strstr(line, ";prof_site_gamma+0x"));
-    /* Every line: one space, before the count; no empty frame. */
+    ck_assert_ptr_nonnull(tu_find_frame(line, ";", "profile_three_sites"));
+    assert_before(tu_find_frame(line, ";", "profile_three_sites"),
+                  tu_find_frame(line, ";", "prof_site_gamma"));
+    /* Every line: the tag, without spaces, then frames (which may hold
+     * spaces, never ';'), then a space and the count; no empty frame. */
     for (const char *p = doc; *p != '\0'; p = strchr(p, '\n') + 1) {
-        const char *end = strchr(p, '\n'), *space = strchr(p, ' ');
-        ck_assert_ptr_nonnull(space);
-        assert_before(space, end);
-        ck_assert_ptr_eq(memchr(space + 1, ' ', (size_t)(end - space - 1)),
-                         NULL);
+        const char *end = strchr(p, '\n'), *semi = strchr(p, ';'), *space;
+        ck_assert_ptr_nonnull(end);
+        ck_assert_ptr_nonnull(semi);
+        assert_before(semi, end);
+        ck_assert_ptr_eq(memchr(p, ' ', (size_t)(semi - p)), NULL);
+        for (space = end; space > semi && *space != ' '; space--)
+            ;
+        ck_assert_ptr_ne(space, semi);
+        ck_assert_uint_eq(strspn(space + 1, "0123456789"),
+                          (size_t)(end - space - 1));
     }
     ck_assert_ptr_null(strstr(doc, ";;"));
     free(doc);
@@ -270,9 +273,9 @@ START_TEST(test_prof_dump_tree_has_totals_and_sites_largest_first)
     a = doc;
     b = strstr(doc, "\n\ntag b\nAll (15000, #3)\n");
     ck_assert_msg(b != NULL, "%s", doc);
-    alpha = strstr(doc, "\n |-- prof_site_alpha+0x");
-    gamma = strstr(doc, "\n \\-- prof_site_gamma+0x");
-    beta = strstr(doc, "\n \\-- prof_site_beta+0x");
+    alpha = tu_find_frame(doc, "\n |-- ", "prof_site_alpha");
+    gamma = tu_find_frame(doc, "\n \\-- ", "prof_site_gamma");
+    beta = tu_find_frame(doc, "\n \\-- ", "prof_site_beta");
     ck_assert_msg(alpha != NULL && gamma != NULL && beta != NULL, "%s", doc);
     assert_before(a, alpha);
     assert_before(alpha, gamma);
@@ -283,7 +286,7 @@ START_TEST(test_prof_dump_tree_has_totals_and_sites_largest_first)
     ck_assert_ptr_nonnull(strstr(gamma, " (700, #7)\n"));
     ck_assert_ptr_nonnull(strstr(beta, " (15000, #3)\n"));
     /* A caller with the same figures is the next line, under the site. */
-    ck_assert_ptr_nonnull(strstr(beta, "\n     profile_three_sites+0x"));
+    ck_assert_ptr_nonnull(tu_find_frame(beta, "\n     ", "profile_three_sites"));
     /* No trailing blanks. */
     ck_assert_ptr_null(strstr(doc, " \n"));
     free(doc);

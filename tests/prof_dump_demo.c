@@ -32,6 +32,7 @@ static size_t nblocks;
         exit(1);                                                            \
     } while (0)
 #include "prof_sites.h"
+#include "prof_dump_file.h"
 
 DEFINE_SITE(demo_site_parse)
 DEFINE_SITE(demo_site_index)
@@ -43,28 +44,6 @@ static void print_tag(ra_tag_t tag)
     for (const char *s = ra_tag_name(tag); *s != '\0'; s++)
         printf("%02x", (unsigned char)*s);
     printf("\n");
-}
-
-static int dump(const char *dir, const char *file, ra_prof_format_t fmt)
-{
-    char path[4096];
-    FILE *f;
-    int rc;
-
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    f = fopen(path, "w");
-    if (f == NULL) {
-        perror(path);
-        return 1;
-    }
-    rc = ra_prof_dump(f, fmt, RA_TAG_ALL);
-    if (rc != 0)
-        perror("ra_prof_dump");
-    if (fclose(f) != 0) {
-        perror(path);
-        rc = -1;
-    }
-    return rc != 0;
 }
 
 int main(int argc, char **argv)

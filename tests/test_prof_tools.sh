@@ -43,7 +43,9 @@ fi
 sites=$(awk '$1 == "site" { print $2 }' "$tmp/facts")
 
 # -- folded stacks -------------------------------------------------------------
-if bad=$(grep -Ev '^tag:[^;]+(;[^; ]+)+ [0-9]+$' "$tmp/demo.folded"); then
+# A frame is "function (file:line)", "function+0xOFF" or "object+0xOFF":
+# it may hold spaces, never ';'.
+if bad=$(grep -Ev '^tag:[^;]+(;[^;]+)+ [0-9]+$' "$tmp/demo.folded"); then
     fail "demo.folded: lines that are not folded stacks:"
     printf '%s\n' "$bad" | head -n 5
 fi
@@ -89,6 +91,7 @@ if ! python3 - "$tmp" "$have_readelf" <<'EOF'; then
 import gzip, os, re, subprocess, sys
 
 top, have_readelf = sys.argv[1], sys.argv[2] == "1"
+libdw = os.environ.get("RA_LIBDW") == "1"
 problems = []
 
 
@@ -119,8 +122,12 @@ folded = {}
 for line in open(top + "/demo.folded", encoding="utf-8"):
     stack, count = line.rstrip("\n").rsplit(" ", 1)
     frames = stack.split(";")
-    leaf = frames[-1].split("+")[0]
+    leaf = re.split(r"[+ ]", frames[-1])[0]
     folded[leaf] = (frames[0], int(count))
+    # With libdw, the site's own file and line (see prof_dump_demo.c).
+    if libdw and leaf.startswith("demo_site_"):
+        check(re.fullmatch(r"\w+ \(prof_dump_demo\.c:\d+\)", frames[-1]),
+              "folded: leaf %r has no file:line" % frames[-1])
 for name, (tag, live, nlive, alloc, nalloc) in sites.items():
     want = "tag:" + re.sub("[; ]", "_", tags[tag])
     check(folded.get(name) == (want, live),
@@ -133,7 +140,8 @@ for line in open(top + "/demo.tree", encoding="utf-8"):
     line = line.rstrip("\n")
     if line.startswith("tag "):
         cur = line[4:]
-    m = re.match(r"^ [|\\]-- ([^+ ]+)\+0x[0-9a-f]+ \((\d+), #(\d+)\)$", line)
+    m = re.match(r"^ [|\\]-- ([^+ ]+)(?:\+0x[0-9a-f]+| \([^)]*\))"
+                 r" \((\d+), #(\d+)\)$", line)
     if m:
         tree[m.group(1)] = (cur, int(m.group(2)), int(m.group(3)))
 for name, (tag, live, nlive, alloc, nalloc) in sites.items():
@@ -215,10 +223,11 @@ if have_readelf:
         print("ok: %d of %d mapped files have a build ID, and their mappings carry it"
               % (len(named), len(want_id)))
 
-functions = {}
+functions, files = {}, {}
 for b in P[5]:
     m = message(b)
     functions[m[1]] = s(m.get(2, 0))
+    files[m[1]] = s(m.get(4, 0))
 locations = {}
 for b in P[4]:
     m = message(b, repeated=(4,))
@@ -229,6 +238,12 @@ for b in P[4]:
         check(mp[2] <= m.get(3, 0) < mp[3], "location %d outside its mapping" % m[1])
     check(all(l.get(1) in functions for l in lines), "location %d: no function" % m[1])
     locations[m[1]] = [functions[l[1]] for l in lines if l.get(1) in functions]
+    # With libdw, a site's Function has its source file and its Line a line.
+    if libdw and lines and locations[m[1]][-1].startswith("demo_site_"):
+        l = lines[-1]
+        check(files.get(l.get(1)).endswith("/prof_dump_demo.c") and l.get(2, 0) > 0,
+              "location %d (%s): file %r, line %r" % (m[1], locations[m[1]][-1],
+                                                      files.get(l.get(1)), l.get(2)))
 
 by_site, labels = {}, set()
 for b in P[2]:

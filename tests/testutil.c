@@ -291,6 +291,21 @@ unsigned tu_count_of(const char *s, const char *what)
     return n;
 }
 
+const char *tu_find_frame(const char *s, const char *before,
+                          const char *function)
+{
+    size_t nb = strlen(before), nf = strlen(function);
+
+    for (const char *p = strstr(s, before); p != NULL;
+         p = strstr(p + 1, before)) {
+        const char *after = p + nb + nf;
+        if (strncmp(p + nb, function, nf) == 0 &&
+            (strncmp(after, "+0x", 3) == 0 || strncmp(after, " (", 2) == 0))
+            return p;
+    }
+    return NULL;
+}
+
 unsigned tu_count_lines(const char *s)
 {
     unsigned n = 0;

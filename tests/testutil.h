@@ -175,6 +175,12 @@ unsigned tu_count_lines(const char *s);
 char *tu_json_tag_line(const char *json, const char *name);
 /* Number of times what occurs in s (overlapping occurrences counted). */
 unsigned tu_count_of(const char *s, const char *what);
+/* The first frame of function in s that follows before (e.g. ";" or
+ * "\n |-- "): before, the function's name, then its place, " (file:line)"
+ * where libdw found one, else "+0x<offset>". Returns where before starts,
+ * or NULL. */
+const char *tu_find_frame(const char *s, const char *before,
+                          const char *function);
 
 /* The VmData figure of /proc/self/status, in bytes. */
 size_t tu_data_vm_bytes(void);

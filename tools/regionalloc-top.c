@@ -301,6 +301,8 @@ static bool print_table(const struct view *v, enum sort_key key)
 
     if (rows == NULL)
         return true;
+    /* An array of pointers to rows. */
+    // NOLINTNEXTLINE(bugprone-sizeof-expression)
     order = malloc((n + 1) * sizeof *order);
     if (order == NULL || (v->tree && (sums = subtree_sums(v->now)) == NULL)) {
         free(order);

@@ -1,0 +1,176 @@
+#!/bin/bash
+# `regionalloc run`, `top` and `report` as a user runs them: on the
+# system's own programs (/bin/sh, /usr/bin/python3) and on a small C
+# program built here that names a thread "worker" and holds 1 MiB in it.
+#   - the exit status and a deadly signal come through unchanged;
+#   - an existing LD_PRELOAD is kept, the library appended;
+#   - --report=FILE --format json writes the report at exit;
+#   - --http prints the page's URL on stderr, which serves /metrics;
+#   - `regionalloc report PID --format prometheus`, read from the live
+#     segment, agrees with that process's own /metrics on the worker's
+#     tag; `--format json` and `text` read it too;
+#   - --no-shm publishes no segment;
+#   - bad options and commands exit 2 with a usage line.
+# Exit status: 0 pass, 1 fail, 77 skip.
+set -u
+
+# shellcheck source=tests/testlib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
+ra=$builddir/tools/regionalloc
+need_built "$ra"
+[ -e "$builddir/.libs/libregionalloc.so" ] || skip "shared library not built"
+[ "${RA_OVERRIDE:-1}" = 1 ] || skip "built with --disable-override: nothing to preload"
+need /usr/bin/python3 python3 || exit 77
+need curl curl || exit 77
+make_tmp test_run
+reset_env
+unset LD_PRELOAD REGIONALLOC_THREAD_TAGS REGIONALLOC_HTTP REGIONALLOC_SHM
+export LC_ALL=C
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+
+# -- exit status and signals ------------------------------------------------------
+"$ra" run -- /bin/sh -c 'exit 7'
+rc=$?
+[ $rc = 7 ] && echo "ok: exit status 7 passed through" || fail "exit status: $rc, want 7"
+"$ra" run -- /bin/sh -c 'kill -TERM $$'
+rc=$?
+[ $rc = 143 ] && echo "ok: SIGTERM passed through (status 143)" || fail "a SIGTERM: status $rc, want 143"
+"$ra" run -- /nonexistent/program 2>"$tmp/err"
+rc=$?
+[ $rc = 127 ] && grep -q 'nonexistent' "$tmp/err" && echo "ok: a missing program: 127" ||
+    fail "a missing program: status $rc, stderr: $(cat "$tmp/err")"
+
+# -- LD_PRELOAD -----------------------------------------------------------------------
+zlib=$(ldconfig -p | awk '/libz\.so\.1 .*x86-64/ { print $NF; exit }')
+[ -n "$zlib" ] || zlib=$(ldconfig -p | awk '/libz\.so\.1 / { print $NF; exit }')
+got=$(LD_PRELOAD=$zlib "$ra" run -- /usr/bin/python3 -c 'import os; print(os.environ["LD_PRELOAD"])')
+case $got in
+"$zlib:"*libregionalloc.so.*) echo "ok: LD_PRELOAD kept and appended: $got" ;;
+*) fail "LD_PRELOAD: '$got', want $zlib:...libregionalloc.so.N" ;;
+esac
+got=$("$ra" run -- /usr/bin/python3 -c 'import os; print(os.environ.get("REGIONALLOC_THREAD_TAGS"), os.environ.get("REGIONALLOC_SHM"))')
+[ "$got" = "* 1" ] && echo "ok: thread tags * and the segment on by default" ||
+    fail "defaults: '$got', want '* 1'"
+
+# -- the report at exit ---------------------------------------------------------------
+"$ra" run --report="$tmp/report.json" --format json -- /usr/bin/python3 -c 'x = [bytes(1000) for i in range(1000)]'
+if /usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(0 if "tags" in d else 1)' "$tmp/report.json" 2>"$tmp/err"; then
+    echo "ok: --report=FILE --format json: a JSON report with tags"
+else
+    fail "--report: $(head -c 300 "$tmp/report.json" 2>/dev/null) $(cat "$tmp/err")"
+fi
+
+# -- --http and report PID ------------------------------------------------------------
+cat >"$tmp/worker.c" <<'EOF'
+/* Holds 1 MiB in a thread named "worker" until killed. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void *work(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 16; i++)
+        memset(malloc(65536), 1, 65536);
+    puts("ready");
+    fflush(stdout);
+    for (;;)
+        pause();
+    return NULL;
+}
+
+int main(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, work, NULL);
+    pthread_setname_np(t, "worker");
+    pthread_join(t, NULL);
+    return 0;
+}
+EOF
+if ! ${CC:-cc} -O1 -o "$tmp/worker" "$tmp/worker.c" -lpthread 2>"$tmp/cc.err"; then
+    fail "cannot build the worker: $(cat "$tmp/cc.err")"
+    finish
+fi
+if [ "${RA_HTTP:-1}" = 1 ]; then
+    "$ra" run --http -- "$tmp/worker" >"$tmp/worker.out" 2>"$tmp/worker.err" &
+    pid=$!
+    url=
+    for ((i = 0; i < 100; i++)); do
+        url=$(sed -n 's|^regionalloc: serving \(http://[^ ]*\)debug/regionalloc/ (pid [0-9]*)$|\1|p' "$tmp/worker.err")
+        [ -n "$url" ] && grep -q ready "$tmp/worker.out" && break
+        sleep 0.1
+    done
+    if [ -z "$url" ]; then
+        fail "--http: no URL on stderr: $(cat "$tmp/worker.err")"
+    elif ! grep -q "(pid $pid)" "$tmp/worker.err"; then
+        fail "--http: the URL's line names another pid than $pid: $(cat "$tmp/worker.err")"
+    else
+        echo "ok: --http printed ${url}debug/regionalloc/"
+        metric() { grep "^regionalloc_tag_allocated_bytes{tag=\"worker\"} " | awk '{ print $2 }'; }
+        want=$(curl -s "${url}metrics" | metric)
+        got=
+        # The segment is published once a second: wait for one after the
+        # worker's blocks.
+        for ((i = 0; i < 50; i++)); do
+            got=$("$ra" report "$pid" --format prometheus | metric)
+            [ -n "$want" ] && [ "$got" = "$want" ] && break
+            sleep 0.2
+        done
+        if [ -n "$want" ] && [ "$want" -ge 1048576 ] && [ "$got" = "$want" ]; then
+            echo "ok: report $pid --format prometheus agrees with /metrics: worker $got B"
+        else
+            fail "report PID: worker '$got' B where /metrics says '$want' B"
+        fi
+        if "$ra" report "$pid" --format json | /usr/bin/python3 -c 'import json, sys; d = json.load(sys.stdin); sys.exit(0 if any(t["name"] == "worker" for t in d["tags"]) else 1)'; then
+            echo "ok: report $pid --format json names the worker"
+        else
+            fail "report PID --format json: no worker"
+        fi
+        if "$ra" report "$pid" | grep -q worker; then
+            echo "ok: report $pid (text) names the worker"
+        else
+            fail "report PID: the text has no worker"
+        fi
+    fi
+    kill "$pid"
+    wait "$pid" 2>/dev/null
+    pid=
+else
+    echo "note: built without HTTP: --http not checked"
+fi
+
+"$ra" run --no-shm -- /bin/sh -c 'test -e /dev/shm/regionalloc.$$ && exit 1; exit 0' ||
+    fail "--no-shm: the program published a segment"
+"$ra" run -- /bin/sh -c 'sleep 1.5; test -e /dev/shm/regionalloc.$$' &&
+    echo "ok: the segment published by default, not with --no-shm" ||
+    fail "run: no segment published by default"
+
+# -- bad usage ---------------------------------------------------------------------------
+bad() { # WHAT ARGS...: exits 2 with a usage line
+    local what=$1 rc
+    shift
+    "$ra" "$@" >/dev/null 2>"$tmp/err"
+    rc=$?
+    if [ $rc = 2 ] && grep -q '^usage: regionalloc' "$tmp/err"; then
+        echo "ok: $what: exit 2 and the usage"
+    else
+        fail "$what: status $rc, stderr: $(head -n 2 "$tmp/err")"
+    fi
+}
+bad "no command"
+bad "an unknown command" frob
+bad "run without a program" run --http
+bad "an unknown option" run --bogus -- /bin/true
+bad "a bad --format" run --format xml -- /bin/true
+bad "a bad --prof" run --prof=lots -- /bin/true
+bad "report without a pid" report
+bad "report with a bad pid" report 12x
+"$ra" run --help | grep -q -- '--thread-tags' && echo "ok: run --help" || fail "run --help"
+"$ra" top --help | grep -q 'usage: regionalloc-top' && echo "ok: top is regionalloc-top" ||
+    fail "top --help is not regionalloc-top's"
+finish

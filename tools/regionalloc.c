@@ -1,0 +1,493 @@
+/* regionalloc: one command to watch a program nobody changed.
+ *
+ *   regionalloc run [OPTIONS] -- PROGRAM [ARGS...]
+ *   regionalloc top [regionalloc-top's OPTIONS] [PID]
+ *   regionalloc report PID [--format text|json|prometheus] [--dir DIR]
+ *
+ * run sets the library's environment (doc/regionalloc.1) and executes the
+ * program in its own place: the same process, so its exit status, its
+ * signals and its pid are the program's. The library is found next to this
+ * tool (the build tree's .libs, the install prefix's lib directories) or
+ * at the libdir it was configured with. top and report hand over to
+ * regionalloc-top, found the same way; report's Prometheus text is written
+ * here from the live segment, with the names and labels of the process's
+ * own /metrics. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "segment.h"
+
+#define PROGRAM "regionalloc"
+
+#ifndef RA_LIBDIR
+#define RA_LIBDIR "/usr/local/lib"
+#endif
+#ifndef RA_SONAME
+#define RA_SONAME "libregionalloc.so"
+#endif
+
+static void print_usage(FILE *out)
+{
+    fputs("usage: " PROGRAM " run [OPTIONS] -- PROGRAM [ARGS...]\n"
+          "       " PROGRAM " top [regionalloc-top's options] [PID]\n"
+          "       " PROGRAM " report PID [--format text|json|prometheus] "
+          "[--dir DIR]\n"
+          "\n"
+          "run's options:\n"
+          "      --thread-tags[=SPEC]  tag threads by name (default: on, "
+          "SPEC *)\n"
+          "      --no-thread-tags      do not\n"
+          "      --http[=ADDR]         serve the page and /metrics (default "
+          "127.0.0.1:0);\n"
+          "                            the page's URL is printed on stderr\n"
+          "      --report[=FILE]       write the per-tag report at exit "
+          "(default stderr)\n"
+          "      --format FORMAT       the report's format: text, json or "
+          "prometheus\n"
+          "      --checkpoints[=FILE]  write the checkpoint table at exit\n"
+          "      --prof[=RATE]         sample allocation sites every RATE "
+          "bytes (default 512K)\n"
+          "      --limits SPEC         budgets by tag name, as "
+          "REGIONALLOC_LIMITS\n"
+          "      --no-shm              do not publish the live segment\n"
+          "  -h, --help                print this help and exit\n",
+          out);
+}
+
+/* Exits 2 after one line on what is wrong and the usage. */
+__attribute__((noreturn)) static void usage_error(const char *what,
+                                                  const char *arg)
+{
+    if (arg != NULL)
+        fprintf(stderr, PROGRAM ": %s '%s'\n", what, arg);
+    else
+        fprintf(stderr, PROGRAM ": %s\n", what);
+    print_usage(stderr);
+    exit(2);
+}
+
+/* -- where the library and the other tool are ------------------------------ */
+
+/* The directory this program runs from, without the trailing slash: "" if
+ * unknown. */
+static void own_directory(char *buf, size_t size)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+    char *slash;
+
+    buf[n > 0 ? n : 0] = '\0';
+    slash = strrchr(buf, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    else
+        buf[0] = '\0';
+}
+
+static bool readable(const char *path)
+{
+    return access(path, R_OK) == 0;
+}
+
+/* The library to preload: REGIONALLOC_LIBRARY if set, else the build
+ * tree's (this tool is in tools/, the library in .libs/), else the
+ * install's (lib/ next to bin/, or the configured libdir). */
+static bool find_library(char *buf, size_t size)
+{
+    const char *set = getenv("REGIONALLOC_LIBRARY");
+    char dir[PATH_MAX];
+    const char *tries[] = {"%s/../.libs/" RA_SONAME, "%s/../lib/" RA_SONAME,
+                           "%s/../lib64/" RA_SONAME};
+
+    if (set != NULL && set[0] != '\0') {
+        snprintf(buf, size, "%s", set);
+        return readable(buf);
+    }
+    own_directory(dir, sizeof dir);
+    for (size_t i = 0; dir[0] != '\0' && i < sizeof tries / sizeof tries[0];
+         i++) {
+        snprintf(buf, size, tries[i], dir);
+        if (readable(buf))
+            return true;
+    }
+    snprintf(buf, size, "%s/%s", RA_LIBDIR, RA_SONAME);
+    return readable(buf);
+}
+
+/* Executes regionalloc-top with args (argv[0] included): the one next to
+ * this tool, else the one on PATH. Returns only on failure. */
+static int exec_top(char **args)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 32];
+
+    own_directory(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/regionalloc-top", dir);
+    if (dir[0] != '\0' && access(path, X_OK) == 0)
+        execv(path, args);
+    execvp("regionalloc-top", args);
+    fprintf(stderr, PROGRAM ": cannot run regionalloc-top: %s\n",
+            strerror(errno));
+    return 127;
+}
+
+/* -- run ------------------------------------------------------------------- */
+
+static void set(const char *var, const char *value)
+{
+    if (setenv(var, value, 1) != 0) {
+        fprintf(stderr, PROGRAM ": %s: %s\n", var, strerror(errno));
+        exit(127);
+    }
+}
+
+static const char *check_format(const char *f)
+{
+    if (f == NULL ||
+        (strcmp(f, "text") != 0 && strcmp(f, "json") != 0 &&
+         strcmp(f, "prometheus") != 0))
+        usage_error("--format: expected text, json or prometheus, not", f);
+    return f;
+}
+
+/* Whether s is a size as the library reads it: digits and an optional
+ * K, M, G or T, then i and B. */
+static bool is_size(const char *s)
+{
+    const char *p = s;
+
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (p == s)
+        return false;
+    if (strchr("kKmMgGtT", *p) != NULL && *p != '\0')
+        p++;
+    if (*p == 'i')
+        p++;
+    if (*p == 'B' || *p == 'b')
+        p++;
+    return *p == '\0';
+}
+
+static int run(int argc, char **argv)
+{
+    enum {
+        OPT_THREAD_TAGS = 256, OPT_NO_THREAD_TAGS, OPT_HTTP, OPT_REPORT,
+        OPT_FORMAT, OPT_CHECKPOINTS, OPT_PROF, OPT_LIMITS, OPT_NO_SHM
+    };
+    static const struct option options[] = {
+        {"thread-tags", optional_argument, NULL, OPT_THREAD_TAGS},
+        {"no-thread-tags", no_argument, NULL, OPT_NO_THREAD_TAGS},
+        {"http", optional_argument, NULL, OPT_HTTP},
+        {"report", optional_argument, NULL, OPT_REPORT},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"checkpoints", optional_argument, NULL, OPT_CHECKPOINTS},
+        {"prof", optional_argument, NULL, OPT_PROF},
+        {"limits", required_argument, NULL, OPT_LIMITS},
+        {"no-shm", no_argument, NULL, OPT_NO_SHM},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *thread_tags = "*", *http = NULL, *report = NULL;
+    const char *format = NULL, *checkpoints = NULL, *prof = NULL;
+    const char *limits = NULL;
+    bool shm = true;
+    char library[PATH_MAX], *preload;
+    const char *old;
+    int c;
+
+    opterr = 0;
+    /* '+': the options end at the program's name even without "--". */
+    while ((c = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
+        switch (c) {
+        case OPT_THREAD_TAGS:
+            thread_tags = optarg != NULL ? optarg : "*";
+            if (thread_tags[0] == '\0')
+                usage_error("--thread-tags: empty SPEC", NULL);
+            break;
+        case OPT_NO_THREAD_TAGS:
+            thread_tags = NULL;
+            break;
+        case OPT_HTTP:
+            http = optarg != NULL ? optarg : "127.0.0.1:0";
+            if (strchr(http, ':') == NULL)
+                usage_error("--http: expected HOST:PORT, not", http);
+            break;
+        case OPT_REPORT:
+            report = optarg != NULL ? optarg : "stderr";
+            break;
+        case OPT_FORMAT:
+            format = check_format(optarg);
+            break;
+        case OPT_CHECKPOINTS:
+            checkpoints = optarg != NULL ? optarg : "stderr";
+            break;
+        case OPT_PROF:
+            prof = optarg != NULL ? optarg : "512K";
+            if (!is_size(prof) || strtoull(prof, NULL, 10) == 0)
+                usage_error("--prof: expected a mean interval in bytes "
+                            "(as 512K), not", prof);
+            break;
+        case OPT_LIMITS:
+            limits = optarg;
+            break;
+        case OPT_NO_SHM:
+            shm = false;
+            break;
+        case 'h':
+            print_usage(stdout);
+            return 0;
+        case ':':
+            usage_error("missing the value of", argv[optind - 1]);
+        default:
+            usage_error("unknown option", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        usage_error("run: no program given", NULL);
+    if (format != NULL && report == NULL)
+        report = "stderr";
+    if (!find_library(library, sizeof library)) {
+        fprintf(stderr, PROGRAM ": cannot find %s (looked next to this "
+                "program and in %s; set REGIONALLOC_LIBRARY to its path)\n",
+                RA_SONAME, RA_LIBDIR);
+        return 127;
+    }
+    /* An existing preload is kept, ours after it. */
+    old = getenv("LD_PRELOAD");
+    if (old != NULL && old[0] != '\0') {
+        size_t n = strlen(old) + 1 + strlen(library) + 1;
+        preload = malloc(n);
+        if (preload == NULL) {
+            perror(PROGRAM);
+            return 127;
+        }
+        snprintf(preload, n, "%s:%s", old, library);
+    } else {
+        preload = library;
+    }
+    set("LD_PRELOAD", preload);
+    if (preload != library)
+        free(preload); /* setenv copied it */
+    if (thread_tags != NULL)
+        set("REGIONALLOC_THREAD_TAGS", thread_tags);
+    if (http != NULL) {
+        set("REGIONALLOC_HTTP", http);
+        set("REGIONALLOC_HTTP_ANNOUNCE", "1");
+    }
+    if (report != NULL)
+        set("REGIONALLOC_STATS", report);
+    if (format != NULL)
+        set("REGIONALLOC_STATS_FORMAT", format);
+    if (checkpoints != NULL)
+        set("REGIONALLOC_CHECKPOINTS", checkpoints);
+    if (prof != NULL)
+        set("REGIONALLOC_PROF", prof);
+    if (limits != NULL)
+        set("REGIONALLOC_LIMITS", limits);
+    if (shm)
+        set("REGIONALLOC_SHM", "1");
+    execvp(argv[optind], argv + optind);
+    fprintf(stderr, PROGRAM ": %s: %s\n", argv[optind], strerror(errno));
+    return errno == ENOENT ? 127 : 126;
+}
+
+/* -- report ---------------------------------------------------------------- */
+
+/* A label value as Prometheus' text format wants it: \\, \" and \n
+ * escaped; other control bytes as the text \xNN, as the library writes
+ * them. */
+static void print_label(const char *name, size_t size)
+{
+    for (size_t i = 0; i < size && name[i] != '\0'; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c == '\\' || c == '"')
+            printf("\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", stdout);
+        else if (c < 0x20 || c == 0x7f)
+            printf("\\\\x%02x", c);
+        else
+            putchar(c);
+    }
+}
+
+/* The families of the process's /metrics that its segment has: per tag,
+ * untagged, and the process's (report.c, the library's source). */
+static void print_prometheus(const struct segment_copy *c)
+{
+    static const struct {
+        const char *tag, *untagged, *type;
+        size_t offset;
+    } families[] = {
+#define FIELD(f) offsetof(struct ra_shm_figures, f)
+        {"regionalloc_tag_allocated_bytes",
+         "regionalloc_untagged_allocated_bytes", "gauge", FIELD(allocated)},
+        {"regionalloc_tag_active_bytes", "regionalloc_untagged_active_bytes",
+         "gauge", FIELD(active)},
+        {"regionalloc_tag_resident_bytes",
+         "regionalloc_untagged_resident_bytes", "gauge", FIELD(resident)},
+        {"regionalloc_tag_rss_bytes", NULL, "gauge", FIELD(rss)},
+        {"regionalloc_tag_mapped_bytes", "regionalloc_untagged_mapped_bytes",
+         "gauge", FIELD(mapped)},
+        {"regionalloc_tag_peak_mapped_bytes", NULL, "gauge",
+         FIELD(peak_mapped)},
+        {"regionalloc_tag_dirty_bytes", "regionalloc_untagged_dirty_bytes",
+         "gauge", FIELD(dirty)},
+        {"regionalloc_tag_allocations_total",
+         "regionalloc_untagged_allocations_total", "counter", FIELD(nmalloc)},
+        {"regionalloc_tag_frees_total", "regionalloc_untagged_frees_total",
+         "counter", FIELD(ndalloc)},
+        {"regionalloc_tag_purges_total", "regionalloc_untagged_purges_total",
+         "counter", FIELD(purges)},
+        {"regionalloc_tag_limit_bytes", NULL, "gauge", FIELD(limit)},
+        {"regionalloc_tag_soft_limit_bytes", NULL, "gauge",
+         FIELD(soft_limit)},
+        {"regionalloc_tag_limit_failures_total", NULL, "counter",
+         FIELD(limit_failures)},
+#undef FIELD
+    };
+    const size_t n = sizeof families / sizeof families[0];
+    uint64_t v;
+
+    for (size_t f = 0; f < n; f++) {
+        printf("# TYPE %s %s\n", families[f].tag, families[f].type);
+        for (uint32_t r = 0; r < c->header.nrecords; r++) {
+            const struct ra_shm_record *rec = &c->records[r];
+            if (!(rec->flags & RA_SHM_RECORD_LIVE))
+                continue;
+            memcpy(&v, (const char *)&rec->figures + families[f].offset,
+                   sizeof v);
+            printf("%s{tag=\"", families[f].tag);
+            print_label(rec->name, sizeof rec->name);
+            printf("\"} %" PRIu64 "\n", v);
+        }
+    }
+    for (size_t f = 0; f < n; f++) {
+        if (families[f].untagged == NULL)
+            continue;
+        memcpy(&v, (const char *)&c->header.untagged + families[f].offset,
+               sizeof v);
+        printf("# TYPE %s %s\n%s %" PRIu64 "\n", families[f].untagged,
+               families[f].type, families[f].untagged, v);
+    }
+    printf("# TYPE regionalloc_jemalloc_allocated_bytes gauge\n"
+           "regionalloc_jemalloc_allocated_bytes %" PRIu64 "\n"
+           "# TYPE regionalloc_jemalloc_active_bytes gauge\n"
+           "regionalloc_jemalloc_active_bytes %" PRIu64 "\n"
+           "# TYPE regionalloc_jemalloc_resident_bytes gauge\n"
+           "regionalloc_jemalloc_resident_bytes %" PRIu64 "\n"
+           "# TYPE regionalloc_jemalloc_mapped_bytes gauge\n"
+           "regionalloc_jemalloc_mapped_bytes %" PRIu64 "\n"
+           "# TYPE regionalloc_process_rss_bytes gauge\n"
+           "regionalloc_process_rss_bytes %" PRIu64 "\n"
+           "# TYPE regionalloc_library_allocated_bytes gauge\n"
+           "regionalloc_library_allocated_bytes %" PRIu64 "\n",
+           c->header.process.allocated, c->header.process.active,
+           c->header.process.resident, c->header.process.mapped,
+           c->header.process.rss, c->header.library_allocated);
+}
+
+static long parse_pid(const char *s)
+{
+    char *end;
+    long pid;
+
+    errno = 0;
+    pid = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || pid <= 0 ||
+        pid > INT32_MAX)
+        usage_error("report: expected a process id, not", s);
+    return pid;
+}
+
+static int report(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"format", required_argument, NULL, 'f'},
+        {"dir", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *format = "text", *dir = "/dev/shm";
+    char path[PATH_MAX], why[WHY_MAX], pid_arg[32];
+    struct segment_copy copy = {0};
+    enum read_result r;
+    long pid;
+    int c, dirfd;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":f:d:h", options, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            format = check_format(optarg);
+            break;
+        case 'd':
+            dir = optarg;
+            break;
+        case 'h':
+            print_usage(stdout);
+            return 0;
+        case ':':
+            usage_error("missing the value of", argv[optind - 1]);
+        default:
+            usage_error("unknown option", argv[optind - 1]);
+        }
+    }
+    if (optind + 1 != argc)
+        usage_error("report: expected one process id", NULL);
+    pid = parse_pid(argv[optind]);
+    if (strcmp(format, "prometheus") != 0) {
+        /* regionalloc-top's table and JSON document, as they are. */
+        char *args[] = {"regionalloc-top",
+                        strcmp(format, "json") == 0 ? "--json" : "--once",
+                        "--dir", (char *)dir, pid_arg, NULL};
+        snprintf(pid_arg, sizeof pid_arg, "%ld", pid);
+        return exec_top(args);
+    }
+    catch_bus_errors();
+    segment_path(path, sizeof path, dir, pid);
+    dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) {
+        fprintf(stderr, PROGRAM ": %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    r = read_pid_segment(dirfd, pid, &copy, why);
+    close(dirfd);
+    if (r == READ_GONE)
+        snprintf(why, sizeof why, "no such segment: process %ld does not "
+                 "publish (REGIONALLOC_SHM=1 turns it on)", pid);
+    if (r != READ_OK) {
+        fprintf(stderr, PROGRAM ": %s: %s\n", path, why);
+        free(copy.records);
+        return 1;
+    }
+    print_prometheus(&copy);
+    free(copy.records);
+    return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        usage_error("expected a command: run, top or report", NULL);
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        print_usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "run") == 0)
+        return run(argc - 1, argv + 1);
+    if (strcmp(argv[1], "report") == 0)
+        return report(argc - 1, argv + 1);
+    if (strcmp(argv[1], "top") == 0) {
+        argv[1] = "regionalloc-top";
+        return exec_top(argv + 1);
+    }
+    usage_error("unknown command", argv[1]);
+}
