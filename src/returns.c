@@ -274,10 +274,16 @@ void ra__returns_send(ra_tag_t tag, unsigned bin, void *const *items,
     /* Read inside the gate: a reset counts itself before it closes the
      * gate, so a batch either sees the reset or reaches the arena before
      * it. */
+    /* Bounded by what the largest bins hold: the consumers that send have
+     * no bin to size it from, and with the first bins' size (64 blocks
+     * under 1 KiB) four producer/consumer pairs overflowed it whenever a
+     * producer waited for a core, each block then a bin lock of its own
+     * (bench/hot_tag 8 pairs: 114-452 bin-lock operations per 1,000
+     * blocks, 0.6-48 bounded so). */
     if (atomic_load_explicit(&gates[tag].resets, memory_order_seq_cst) ==
             stamp &&
         !ra__returns_push(tag, bin, items, n,
-                          RA__RETURNS_BINS * ra__fc_cap(ra__bin_size[bin])))
+                          RA__RETURNS_BINS * ra__fc_cap_max(ra__bin_size[bin])))
         for (unsigned i = 0; i < n; i++)
             ra__je_sdallocx(items[i], ra__bin_size[bin],
                             MALLOCX_TCACHE_NONE);
