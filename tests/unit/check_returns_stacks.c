@@ -216,9 +216,10 @@ static void *produce(void *arg)
     return NULL;
 }
 
-/* Through the free path: a consumer's front cache overflows onto the
- * stack until it is full (four bins' worth, thread.c), and then to
- * jemalloc; every block is on the stack or jemalloc's, none lost. */
+/* Through the free path: a consumer's outbox sends its batches onto the
+ * stack until it is full (four of the largest bins' worth of SIZE,
+ * returns.c), and then to jemalloc; every block is on the stack or
+ * jemalloc's, none lost. */
 START_TEST(test_returns_stacks_unit_a_full_stack_sends_frees_to_jemalloc)
 {
     static void *blocks[PRODUCED], *out[PRODUCED];
@@ -233,7 +234,7 @@ START_TEST(test_returns_stacks_unit_a_full_stack_sends_frees_to_jemalloc)
         ra_free(blocks[i]);
     }
     got = take_all(out, PRODUCED);
-    ck_assert_uint_eq(got, RA__RETURNS_BINS * RA__FC_SLOTS);
+    ck_assert_uint_eq(got, RA__RETURNS_BINS * ra__fc_cap_max(SIZE));
     for (unsigned i = 0; i < got; i++)
         ck_assert_uint_eq(ra_tag_of(out[i]), tag);
     give_back(out, got);
