@@ -298,6 +298,40 @@ RA_EXPORT int ra_tag_purge(ra_tag_t tag);
 RA_EXPORT int ra_purge_all(void);
 /* Flushes the calling thread's caches, for every tag and untagged. */
 RA_EXPORT void ra_thread_flush(void);
+
+/* -- memory pressure -----------------------------------------------------------
+ * The process's resident memory held under a limit: ra_memory_limit_set's,
+ * else REGIONALLOC_MEMORY_LIMIT's (a size, or a percentage of the cgroup's
+ * limit), else the cgroup v2 limit the process runs under (memory.high if
+ * set, else memory.max), else none (nothing runs). A thread of the
+ * library's reads the resident set; at "high" (90% of the limit) it gives
+ * back free pages, the tags of lowest priority first, then the untagged
+ * arenas' and the caches', then calls the pressure callbacks once per
+ * rise; while still above high, commits (allocations that need new
+ * memory) fail (NULL, ENOMEM) in tags of negative priority; at the limit,
+ * in every tag. Refusals count in the tag's limit_failures; untagged
+ * allocations are never refused. */
+typedef enum {
+    RA_PRESSURE_NONE,
+    RA_PRESSURE_HIGH,
+    RA_PRESSURE_LIMIT
+} ra_pressure_t;
+/* Sets the limit in bytes (0: none, the watching stops): 0, or -1 with
+ * errno EAGAIN (the library's thread could not be started; nothing
+ * changed) or ENOTSUP (pass-through mode). */
+RA_EXPORT int ra_memory_limit_set(size_t bytes);
+/* The limit in force, from wherever it came (0: none). */
+RA_EXPORT size_t ra_memory_limit(void);
+/* Lower gives way first; default 0; negative: refused at high. Kept until
+ * the tag is destroyed. 0, or -1 with errno EINVAL (bad tag) or ENOTSUP. */
+RA_EXPORT int ra_tag_set_priority(ra_tag_t tag, int priority);
+/* Adds a callback, run on the library's thread outside every lock of
+ * the library, once each time the pressure rises to a level (current: the
+ * resident bytes then). It may allocate, free and purge. 0, or -1 with
+ * errno EINVAL (NULL cb) or ENOSPC (16 callbacks already). */
+RA_EXPORT int ra_pressure_callback(void (*cb)(void *ctx, ra_pressure_t level,
+                                              size_t current, size_t limit),
+                                   void *ctx);
 /* Resident bytes of the tag's region as the kernel sees them (mincore over
  * the part of the region jemalloc has used), to reconcile with jemalloc's
  * resident estimate. 0, or -1 with errno EINVAL (bad tag, tag 0 or NULL

@@ -47,6 +47,8 @@ struct budget {
      * under the tag's guard; and the allocations the hard limit refused. */
     ra_tag_limit_t limit;
     _Atomic uint64_t failures;
+    /* ra_tag_set_priority's, until the tag is destroyed. */
+    _Atomic int priority;
 };
 
 static struct budget budgets[RA__MAX_TAGS_LIMIT + 1];
@@ -56,6 +58,13 @@ static RA__TLS bool tls_in_callback;
 
 RA__TLS ra_tag_t ra__budget_refused;
 RA__TLS unsigned ra__budget_soft_pending;
+
+/* The memory pressure's level (pressure.c), read by every commit: one
+ * load while there is none. Allocations it refused, and whether this
+ * thread's last refusal was its. */
+static _Atomic int pressure;
+static _Atomic uint64_t pressure_refusals;
+static RA__TLS bool tls_refused_by_pressure;
 
 /* The soft limits this thread's commits crossed, oldest first, with the
  * holder each was crossed for: delivered by ra__budget_fire_soft once the
@@ -175,6 +184,7 @@ static bool charge_chain(ra_tag_t from, size_t bytes)
             atomic_fetch_sub_explicit(&budgets[at].tree_committed, bytes,
                                       memory_order_relaxed);
         ra__budget_refused = refused;
+        tls_refused_by_pressure = false;
         return false;
     }
     for (at = from; at != RA_TAG_NONE; at = parent_of(at)) {
@@ -219,11 +229,26 @@ static void link_unlock(struct budget *b)
  * is counted anywhere. Each level's count is taken with its own
  * compare-and-swap against its limit, so no subtree ever holds more than
  * its limit, whatever threads race (tag trees). */
+static bool refused_by_pressure(ra_tag_t tag)
+{
+    int level = atomic_load_explicit(&pressure, memory_order_relaxed);
+
+    if (RA__LIKELY(level == RA_PRESSURE_NONE))
+        return false;
+    if (level == RA_PRESSURE_HIGH &&
+        atomic_load_explicit(&budgets[tag].priority, memory_order_relaxed) >=
+            0)
+        return false;
+    ra__budget_refused = tag;
+    tls_refused_by_pressure = true;
+    return true;
+}
+
 static bool commit(ra_tag_t tag, size_t bytes)
 {
     size_t now;
 
-    if (!charge_chain(tag, bytes))
+    if (refused_by_pressure(tag) || !charge_chain(tag, bytes))
         return false;
     now = atomic_fetch_add_explicit(&budgets[tag].committed, bytes,
                                     memory_order_relaxed) + bytes;
@@ -420,6 +445,7 @@ void ra__budget_forget(ra_tag_t tag)
 
     set_budget(tag, &no_limit, false);
     atomic_store_explicit(&b->failures, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->priority, 0, memory_order_relaxed);
     /* A destroyed tag has no children left (they go first): its subtree is
      * itself, and it leaves its ancestors' subtrees with what it holds. */
     link_lock(b);
@@ -439,6 +465,39 @@ void ra__budget_count_failure(ra_tag_t tag)
 {
     atomic_fetch_add_explicit(&budgets[tag].failures, 1,
                               memory_order_relaxed);
+    if (tls_refused_by_pressure) {
+        tls_refused_by_pressure = false;
+        atomic_fetch_add_explicit(&pressure_refusals, 1,
+                                  memory_order_relaxed);
+    }
+}
+
+void ra__budget_set_pressure(ra_pressure_t level)
+{
+    atomic_store_explicit(&pressure, (int)level, memory_order_relaxed);
+}
+
+ra_pressure_t ra__budget_pressure(void)
+{
+    return (ra_pressure_t)atomic_load_explicit(&pressure,
+                                               memory_order_relaxed);
+}
+
+void ra__budget_set_priority(ra_tag_t tag, int priority)
+{
+    atomic_store_explicit(&budgets[tag].priority, priority,
+                          memory_order_relaxed);
+}
+
+int ra__budget_priority(ra_tag_t tag)
+{
+    return atomic_load_explicit(&budgets[tag].priority,
+                                memory_order_relaxed);
+}
+
+uint64_t ra__budget_pressure_refusals(void)
+{
+    return atomic_load_explicit(&pressure_refusals, memory_order_relaxed);
 }
 
 void ra__budget_read(ra_tag_t tag, size_t *hard, size_t *soft,

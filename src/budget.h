@@ -55,6 +55,15 @@ extern RA__TLS unsigned ra__budget_soft_pending;
  * commit crossed; inside a callback, nothing (the crossings it makes are
  * delivered when it returns). */
 void ra__budget_fire_soft(void) __attribute__((noinline, cold));
+/* Memory pressure (pressure.c sets the level its watcher reads): at
+ * RA_PRESSURE_HIGH commits fail in tags of negative priority, at
+ * RA_PRESSURE_LIMIT in every tag; refused like a hard limit's (the tag's
+ * limit_failures), and counted apart. Lock-free. */
+void ra__budget_set_pressure(ra_pressure_t level);
+ra_pressure_t ra__budget_pressure(void);
+void ra__budget_set_priority(ra_tag_t tag, int priority);
+int ra__budget_priority(ra_tag_t tag);
+uint64_t ra__budget_pressure_refusals(void);
 /* After a refusal, before the one retry: what a purge can reach of tag's
  * goes back, and of the subtree whose limit refused (an ancestor's). */
 RA__COLD void ra__budget_make_room(ra_tag_t tag);

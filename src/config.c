@@ -307,6 +307,38 @@ static void read_shm_interval(void)
     config.shm_interval_ns = n * unit;
 }
 
+/* REGIONALLOC_MEMORY_LIMIT: "512M", or "80%" of the cgroup's limit. */
+static void read_memory_limit(void)
+{
+    const char *v = secure_getenv("REGIONALLOC_MEMORY_LIMIT");
+    size_t len, n;
+
+    config.memory_limit = 0;
+    config.memory_limit_percent = 0;
+    if (v == NULL || v[0] == '\0')
+        return;
+    len = strlen(v);
+    if (v[len - 1] == '%') {
+        char *end;
+        unsigned long pct = strtoul(v, &end, 10);
+        if (end == v || end != v + len - 1 || pct < 1 || pct > 100) {
+            warn_default("REGIONALLOC_MEMORY_LIMIT", v,
+                         "expected a size, or 1% to 100% of the cgroup's "
+                         "limit", "(the cgroup's limit, if any)");
+            return;
+        }
+        config.memory_limit_percent = (unsigned)pct;
+        return;
+    }
+    if (ra__parse_size(v, &n) || n == 0) {
+        warn_default("REGIONALLOC_MEMORY_LIMIT", v,
+                     "expected a size, or 1% to 100% of the cgroup's limit",
+                     "(the cgroup's limit, if any)");
+        return;
+    }
+    config.memory_limit = n;
+}
+
 static void read_config(void)
 {
     read_flag("REGIONALLOC", true, &config.enabled);
@@ -330,10 +362,18 @@ static void read_config(void)
                 "too long", "(no server)");
     read_flag("REGIONALLOC_HTTP_WRITE", false, &config.http_write);
     read_flag("REGIONALLOC_HTTP_ANNOUNCE", false, &config.http_announce);
+    read_memory_limit();
     read_flag("REGIONALLOC_HTTP_ALLOW_REMOTE", false,
               &config.http_allow_remote);
     config.nthread_tags = read_list("REGIONALLOC_THREAD_TAGS",
                                     RA__THREAD_TAGS_MAX, parse_thread_tag);
+}
+
+const char *ra__config_peek(const char *var)
+{
+    const char *v = secure_getenv(var);
+
+    return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
 bool ra__config_peek_is(const char *var, const char *value)

@@ -43,6 +43,7 @@ static void prefork(void)
     ra__thread_prefork();
     ra__pool_prefork();
     ra__history_prefork(); /* a leaf */
+    ra__pressure_prefork(); /* a leaf */
     ra__leftovers_prefork_leaf();
 }
 
@@ -50,6 +51,7 @@ static void postfork_parent(void)
 {
     if (--fork_depth != 0)
         return;
+    ra__pressure_postfork_parent();
     ra__history_postfork_parent();
     ra__pool_postfork();
     ra__thread_postfork_parent();
@@ -69,6 +71,7 @@ static void postfork_child(void)
 {
     if (--fork_depth != 0)
         return;
+    ra__pressure_postfork_child();
     ra__history_postfork_child();
     ra__returns_postfork_child();
     ra__pool_postfork();
@@ -133,6 +136,7 @@ __attribute__((constructor)) void ra__process_start(void)
         abort();
     ra__override_check();
     start_services();
+    ra__pressure_start();
 }
 
 __attribute__((destructor)) static void process_end(void)

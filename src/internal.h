@@ -61,6 +61,9 @@ const struct ra__config *ra__config(void);
  * about bad values in processes that never use the library): whether the
  * variable var is set to value, and whether a variable asks for something
  * started at load (the stats segment, HTTP, thread tags, the profiler). */
+/* The variable's value as the environment has it now (NULL: unset or
+ * empty), for what is decided before the configuration is read. */
+const char *ra__config_peek(const char *var);
 bool ra__config_peek_is(const char *var, const char *value);
 bool ra__config_asked_at_load(void);
 /* Parses "<digits>[K|M|G|T][i][B]" (suffix case-insensitive, binary
@@ -448,6 +451,31 @@ size_t ra__leftovers_total(void);
 void ra__leftovers_prefork(void);
 void ra__leftovers_prefork_leaf(void);
 void ra__leftovers_postfork(void);
+
+/* -- pressure.c: the process held under a memory limit --------------------- */
+enum ra__limit_source {
+    RA__LIMIT_NONE,
+    RA__LIMIT_CALL,   /* ra_memory_limit_set */
+    RA__LIMIT_ENV,    /* REGIONALLOC_MEMORY_LIMIT */
+    RA__LIMIT_CGROUP  /* memory.high, else memory.max */
+};
+struct ra__pressure_figures {
+    size_t limit;      /* 0: none */
+    size_t resident;   /* at the watcher's last look */
+    enum ra__limit_source source;
+    ra_pressure_t level;
+    uint64_t given_back; /* bytes the resident set fell by its give-backs */
+    uint64_t refusals;   /* allocations the pressure refused */
+    uint64_t rises;      /* rises that called the callbacks */
+};
+/* At load: the limit from REGIONALLOC_MEMORY_LIMIT or the cgroup, and its
+ * thread, when there is one. */
+void ra__pressure_start(void);
+void ra__pressure_read(struct ra__pressure_figures *out);
+/* Fork handlers: the limit's lock (a leaf); in the child, no watcher. */
+void ra__pressure_prefork(void);
+void ra__pressure_postfork_parent(void);
+void ra__pressure_postfork_child(void);
 
 /* -- lifetime.c: ra_tag_reset and ra_tag_destroy ------------------------------ */
 /* Fork handlers for the lock that keeps resets and destroys one at a

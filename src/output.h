@@ -384,6 +384,7 @@ struct ra__snapshot {
     struct ra__global_stats global;
     uint64_t process_rss, time_ns;
     uint64_t library;        /* the library's own memory, part of untagged */
+    struct ra__pressure_figures pressure; /* the memory limit (pressure.c) */
 };
 /* Takes a snapshot (tagging on); detail: one refresh, and jemalloc's own
  * figures of pages (ra__stats_read). Returns true on failure (ENOMEM,

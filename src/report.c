@@ -11,6 +11,12 @@
 
 #include "output.h"
 
+/* The memory limit's source and level, as the reports name them. */
+static const char *const limit_sources[] = {"none", "call", "environment",
+                                            "cgroup"};
+static const char *const pressure_levels[] = {"none", "high", "limit"};
+
+
 /* -- text ------------------------------------------------------------------ */
 
 static const char *const text_headers[] = {
@@ -126,6 +132,25 @@ static void fill_text_row(void *ctx, size_t r, struct ra__table_row *row)
     }
 }
 
+/* Under the table, when there is a memory limit: one line. */
+static void write_text_pressure(struct ra__out *o,
+                                const struct ra__pressure_figures *p)
+{
+    char limit[RA__HUMAN_MAX], resident[RA__HUMAN_MAX], given[RA__HUMAN_MAX];
+
+    if (p->limit == 0)
+        return;
+    ra__out_fmt(o,
+                "memory limit %s (%s): resident %s, pressure %s; given back "
+                "%s, %" PRIu64 " allocations refused\n",
+                ra__human_bytes(limit, sizeof limit, p->limit),
+                limit_sources[p->source],
+                ra__human_bytes(resident, sizeof resident, p->resident),
+                pressure_levels[p->level],
+                ra__human_bytes(given, sizeof given, p->given_back),
+                p->refusals);
+}
+
 static void write_text(struct ra__out *o, struct ra__snapshot *snap)
 {
     struct ra__table table = {
@@ -137,6 +162,7 @@ static void write_text(struct ra__out *o, struct ra__snapshot *snap)
     };
 
     ra__table_write(o, &table);
+    write_text_pressure(o, &snap->pressure);
 }
 
 /* -- JSON and Prometheus: the fields, named once ----------------------------- */
@@ -217,6 +243,22 @@ static void write_json_tree(struct ra__emitter *e,
     ra__json_object_end(e);
 }
 
+/* The memory limit (pressure.c): where it came from, the resident set at
+ * the watcher's last look, the level, what the rises gave back and
+ * refused. */
+static void write_json_pressure(struct ra__emitter *e,
+                                const struct ra__pressure_figures *p)
+{
+    ra__json_object_begin(e, "memory_limit", true);
+    ra__json_u64(e, "limit", p->limit);
+    ra__json_str(e, "source", limit_sources[p->source]);
+    ra__json_u64(e, "resident", p->resident);
+    ra__json_str(e, "level", pressure_levels[p->level]);
+    ra__json_u64(e, "given_back", p->given_back);
+    ra__json_u64(e, "refusals", p->refusals);
+    ra__json_object_end(e);
+}
+
 static void write_json(struct ra__emitter *e, struct ra__snapshot *snap)
 {
     ra__json_object_begin(e, NULL, false);
@@ -246,6 +288,7 @@ static void write_json(struct ra__emitter *e, struct ra__snapshot *snap)
     ra__json_u64(e, "mapped", snap->global.mapped);
     ra__json_u64(e, "rss", snap->process_rss);
     ra__json_object_end(e);
+    write_json_pressure(e, &snap->pressure);
     ra__json_object_end(e);
 }
 
@@ -366,6 +409,23 @@ static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)
          "Bytes the library holds for itself (thread state, tables, "
          "reports), part of the untagged figures.",
          snap->library},
+        {"regionalloc_memory_limit_bytes",
+         "The memory limit the process is held under (0: none).",
+         snap->pressure.limit},
+        {"regionalloc_memory_pressure_level",
+         "0 below high, 1 at high (90% of the limit), 2 at the limit.",
+         (uint64_t)snap->pressure.level},
+    };
+    const struct {
+        const char *name, *help;
+        uint64_t value;
+    } pressure_counters[] = {
+        {"regionalloc_memory_given_back_bytes_total",
+         "Bytes the resident set fell by when pressure gave pages back.",
+         snap->pressure.given_back},
+        {"regionalloc_memory_pressure_refusals_total",
+         "Allocations refused because of memory pressure.",
+         snap->pressure.refusals},
     };
 
     for (size_t f = 0; f < nfamilies; f++) {
@@ -389,6 +449,13 @@ static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)
     for (size_t p = 0; p < sizeof process / sizeof process[0]; p++) {
         ra__prom_family(e, process[p].name, "gauge", process[p].help);
         ra__prom_sample(e, process[p].name, NULL, 0, process[p].value);
+    }
+    for (size_t p = 0; p < sizeof pressure_counters / sizeof pressure_counters[0];
+         p++) {
+        ra__prom_family(e, pressure_counters[p].name, "counter",
+                        pressure_counters[p].help);
+        ra__prom_sample(e, pressure_counters[p].name, NULL, 0,
+                        pressure_counters[p].value);
     }
     write_prometheus_tree(e, snap);
 }

@@ -72,6 +72,10 @@ struct ra__config {
     bool http_allow_remote;    /* REGIONALLOC_HTTP_ALLOW_REMOTE=1 */
     bool http_announce;        /* REGIONALLOC_HTTP_ANNOUNCE=1: the URL on
                                   stderr once served (regionalloc run) */
+    /* REGIONALLOC_MEMORY_LIMIT: bytes, or a percentage (1-100) of the
+     * cgroup's limit; both 0: the cgroup's own. */
+    size_t memory_limit;
+    unsigned memory_limit_percent;
     /* REGIONALLOC_THREAD_TAGS: a thread whose name matches glob gets the
      * tag of that name, or (by_name) the tag named after the thread. */
     struct ra__thread_tag_rule {

@@ -194,8 +194,12 @@ def check_report_json(path, tags):
     d = load_json(path)
     check(d["schema"] == "regionalloc-report-1" and d["enabled"] is True, path + ": header")
     check(set(d) == {"schema", "enabled", "time_ns", "tags", "untagged", "library",
-                     "process"},
+                     "process", "memory_limit"},
           path + ": top-level keys %s" % sorted(d))
+    # No limit in make check (REGIONALLOC_CGROUP_FS points nowhere).
+    check(d["memory_limit"] == {"limit": 0, "source": "none", "resident": 0,
+                                "level": "none", "given_back": 0, "refusals": 0},
+          path + ": memory_limit %r" % d["memory_limit"])
     check(len(d["tags"]) == len(tags), path + ": %d tags" % len(d["tags"]))
     for t in d["tags"]:
         raw, allocated = tags[t["id"]]
@@ -292,7 +296,10 @@ def check_report_prom(path, tags):
     names = {lbl for (n, l) in s if n == "regionalloc_tag_allocated_bytes" for lbl in l}
     check(len(names) == len(tags), path + ": %d distinct tag labels" % len(names))
     for n in ("regionalloc_untagged_allocated_bytes", "regionalloc_process_rss_bytes",
-              "regionalloc_jemalloc_allocated_bytes", "regionalloc_tag_purges_total"):
+              "regionalloc_jemalloc_allocated_bytes", "regionalloc_tag_purges_total",
+              "regionalloc_memory_limit_bytes", "regionalloc_memory_pressure_level",
+              "regionalloc_memory_given_back_bytes_total",
+              "regionalloc_memory_pressure_refusals_total"):
         check(any(k[0] == n for k in s), path + ": no " + n)
 
 

@@ -1,0 +1,389 @@
+/* Floor: API. Memory pressure: the process's resident memory held under a
+ * limit by giving back and refusing in the right tags. The limit comes
+ * from ra_memory_limit_set, else REGIONALLOC_MEMORY_LIMIT (a size, or a
+ * percentage of the cgroup's limit), else the cgroup v2 limit the process
+ * runs under (memory.high when set, else memory.max), else there is none,
+ * and then nothing runs: no thread, and the commits' check is one load of
+ * a level that stays RA_PRESSURE_NONE (budget.c). With a limit, a thread
+ * of the library's reads the resident set (/proc/self/statm: one read,
+ * some microseconds) every WATCH_NEAR_NS once it is past half the limit,
+ * every WATCH_FAR_NS below; on a rise to high (90%) it gives back free
+ * pages, the tags of lowest priority first, then everything a purge
+ * reaches (the untagged arenas, the caches, what destroys left), then
+ * calls the callbacks, outside every lock, and sets the level the commits
+ * read. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "budget.h"
+#include "internal.h"
+#include "output.h"
+
+/* 10 ms: an allocation burst faults pages in at a few GB/s at most, so one
+ * interval lets the resident set pass high by some tens of MB, which the
+ * 10% between high and the limit absorbs for limits from a few hundred MB
+ * up; a read of statm every 10 ms is 0.05% of a core. Far below the
+ * limit, 100 ms. */
+#define WATCH_NEAR_NS 10000000u
+#define WATCH_FAR_NS 100000000u
+#define HIGH_PERCENT 90u
+#define CALLBACKS_MAX 16u
+
+struct callback {
+    void (*cb)(void *ctx, ra_pressure_t level, size_t current, size_t limit);
+    void *ctx;
+};
+
+/* Under pressure_lock: the limit and where it came from, the callbacks,
+ * whether the watcher runs, and the condition that wakes it. */
+static pthread_mutex_t pressure_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static struct callback callbacks[CALLBACKS_MAX];
+static unsigned ncallbacks;
+static bool watcher_runs;
+static enum ra__limit_source source;
+/* Read by the reports without the lock. */
+static _Atomic size_t limit;
+static _Atomic size_t resident;
+static _Atomic uint64_t given_back;
+static _Atomic uint64_t rises;
+
+/* -- the cgroup's limit ------------------------------------------------------- */
+
+/* The first line of path as a number of bytes; 0 when it is "max", absent
+ * or unreadable. */
+static size_t read_limit_file(const char *dir, const char *file)
+{
+    char path[512], buf[64];
+    FILE *f;
+    size_t n = 0;
+
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >=
+        sizeof path)
+        return 0;
+    f = fopen(path, "re");
+    if (f == NULL)
+        return 0;
+    if (fgets(buf, sizeof buf, f) != NULL && strncmp(buf, "max", 3) != 0) {
+        char *end;
+        unsigned long long v = strtoull(buf, &end, 10);
+        if (end != buf)
+            n = (size_t)v;
+    }
+    fclose(f);
+    return n;
+}
+
+/* The cgroup v2 limit of the process: its "0::PATH" line of
+ * /proc/self/cgroup, under the v2 mount (REGIONALLOC_CGROUP_FS, else
+ * /sys/fs/cgroup, else /sys/fs/cgroup/unified on a hybrid system). */
+static size_t cgroup_limit(void)
+{
+    const char *given = ra__config_peek("REGIONALLOC_CGROUP_FS");
+    const char *roots[] = {given != NULL ? given : "", "/sys/fs/cgroup",
+                           "/sys/fs/cgroup/unified"};
+    char line[512], dir[1024], *path = NULL;
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    size_t n = 0;
+
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, "0::", 3) == 0) {
+            path = line + 3;
+            path[strcspn(path, "\n")] = '\0';
+            break;
+        }
+    fclose(f);
+    if (path == NULL)
+        return 0;
+    /* The mount given is the only one looked at. */
+    for (unsigned i = given != NULL ? 0 : 1; i < (given != NULL ? 1u : 3u) &&
+                                              n == 0;
+         i++) {
+        if ((size_t)snprintf(dir, sizeof dir, "%s/cgroup.controllers",
+                             roots[i]) >= sizeof dir ||
+            access(dir, R_OK) != 0)
+            continue;
+        if ((size_t)snprintf(dir, sizeof dir, "%s%s", roots[i], path) >=
+            sizeof dir)
+            continue;
+        n = read_limit_file(dir, "memory.high");
+        if (n == 0)
+            n = read_limit_file(dir, "memory.max");
+    }
+    return n;
+}
+
+/* -- giving back ---------------------------------------------------------------- */
+
+static int by_priority(const void *a, const void *b)
+{
+    int x = ra__budget_priority(*(const ra_tag_t *)a);
+    int y = ra__budget_priority(*(const ra_tag_t *)b);
+
+    return (x > y) - (x < y);
+}
+
+static void note_given(size_t before, size_t after)
+{
+    if (after < before)
+        atomic_fetch_add_explicit(&given_back, before - after,
+                                  memory_order_relaxed);
+}
+
+/* Free pages back to the OS, the tags of lowest priority first, until the
+ * resident set is under high; then whatever a purge reaches. Returns the
+ * resident set after. */
+static size_t give_back(size_t high)
+{
+    unsigned count = ra__tag_published();
+    ra_tag_t *order = ra__meta_alloc((count + 1) * sizeof *order);
+    size_t now = ra__proc_rss(), before = now;
+    unsigned n = 0;
+
+    if (order != NULL) {
+        for (ra_tag_t t = 1; t <= count; t++)
+            if (ra__tag_valid(t))
+                order[n++] = t;
+        qsort(order, n, sizeof *order, by_priority);
+        for (unsigned i = 0; i < n && now >= high; i++) {
+            ra__purge_kept(order[i]);
+            now = ra__proc_rss();
+        }
+        ra__meta_free(order);
+    }
+    if (now >= high) {
+        ra_purge_all();
+        now = ra__proc_rss();
+    }
+    note_given(before, now);
+    return now;
+}
+
+/* -- the watcher ------------------------------------------------------------------- */
+
+static ra_pressure_t level_of(size_t rss, size_t lim)
+{
+    if (lim == 0)
+        return RA_PRESSURE_NONE;
+    if (rss >= lim)
+        return RA_PRESSURE_LIMIT;
+    if (rss >= lim / 100 * HIGH_PERCENT)
+        return RA_PRESSURE_HIGH;
+    return RA_PRESSURE_NONE;
+}
+
+/* The callbacks, copied under the lock, called without it. */
+static void call_back(ra_pressure_t level, size_t rss, size_t lim)
+{
+    struct callback copy[CALLBACKS_MAX];
+    unsigned n;
+
+    ra__lock(&pressure_lock);
+    n = ncallbacks;
+    memcpy(copy, callbacks, n * sizeof copy[0]);
+    ra__unlock(&pressure_lock);
+    for (unsigned i = 0; i < n; i++)
+        copy[i].cb(copy[i].ctx, level, rss, lim);
+}
+
+/* One look: the level from the resident set; on a rise, pages given back
+ * first, then the callbacks (when still at the level or above), then the
+ * commits refused from the level that is left. */
+static void look(size_t lim, ra_pressure_t *shown)
+{
+    size_t rss = ra__proc_rss();
+    ra_pressure_t level = level_of(rss, lim);
+
+    if (level > *shown) {
+        rss = give_back(lim / 100 * HIGH_PERCENT);
+        level = level_of(rss, lim);
+        if (level > *shown) {
+            atomic_fetch_add_explicit(&rises, 1, memory_order_relaxed);
+            call_back(level, rss, lim);
+        }
+    }
+    atomic_store_explicit(&resident, rss, memory_order_relaxed);
+    *shown = level;
+    ra__budget_set_pressure(level);
+}
+
+static void *watch(void *unused)
+{
+    ra_pressure_t shown = RA_PRESSURE_NONE;
+
+    (void)unused;
+    ra__lock(&pressure_lock);
+    for (;;) {
+        size_t lim = atomic_load_explicit(&limit, memory_order_relaxed);
+        struct timespec until;
+        size_t rss;
+        if (lim == 0) {
+            /* No limit any more: nothing refused, nothing read. */
+            shown = RA_PRESSURE_NONE;
+            ra__budget_set_pressure(RA_PRESSURE_NONE);
+            pthread_cond_wait(&wake, &pressure_lock);
+            continue;
+        }
+        ra__unlock(&pressure_lock);
+        look(lim, &shown);
+        rss = atomic_load_explicit(&resident, memory_order_relaxed);
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        ra__deadline_add(&until, rss >= lim / 2 ? WATCH_NEAR_NS
+                                                : WATCH_FAR_NS);
+        ra__lock(&pressure_lock);
+        if (atomic_load_explicit(&limit, memory_order_relaxed) == lim)
+            pthread_cond_timedwait(&wake, &pressure_lock, &until);
+    }
+    return NULL;
+}
+
+/* With pressure_lock held: the limit set, and the watcher started (once)
+ * or woken. Returns true, nothing changed, when it cannot start. */
+static bool set_limit(size_t bytes, enum ra__limit_source from)
+{
+    if (bytes != 0 && !watcher_runs) {
+        pthread_t thread;
+        pthread_condattr_t attr;
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_destroy(&wake);
+        pthread_cond_init(&wake, &attr);
+        pthread_condattr_destroy(&attr);
+        if (ra__background_start(watch, NULL, &thread))
+            return true;
+        pthread_detach(thread);
+        watcher_runs = true;
+    }
+    atomic_store_explicit(&limit, bytes, memory_order_relaxed);
+    source = bytes != 0 ? from : RA__LIMIT_NONE;
+    pthread_cond_signal(&wake);
+    return false;
+}
+
+void ra__pressure_start(void)
+{
+    size_t bytes = 0;
+    enum ra__limit_source from = RA__LIMIT_CGROUP;
+
+    if (ra__config_peek_is("REGIONALLOC", "0"))
+        return;
+    /* The configuration is read at load only when the variable is set: a
+     * program may set the others before its first call. */
+    if (ra__config_peek("REGIONALLOC_MEMORY_LIMIT") != NULL) {
+        const struct ra__config *c = ra__config();
+        from = RA__LIMIT_ENV;
+        bytes = c->memory_limit;
+        if (c->memory_limit_percent != 0)
+        {
+            size_t group = cgroup_limit();
+            bytes = group / 100 * c->memory_limit_percent +
+                    group % 100 * c->memory_limit_percent / 100;
+        }
+        else if (bytes == 0)
+            from = RA__LIMIT_CGROUP; /* a bad value: the default */
+    }
+    if (from == RA__LIMIT_CGROUP)
+        bytes = cgroup_limit();
+    if (bytes == 0)
+        return;
+    ra__lock(&pressure_lock);
+    if (source == RA__LIMIT_NONE && set_limit(bytes, from))
+        ra__warn("regionalloc: cannot start the memory limit's thread; "
+                 "no limit");
+    ra__unlock(&pressure_lock);
+}
+
+void ra__pressure_read(struct ra__pressure_figures *out)
+{
+    ra__lock(&pressure_lock);
+    out->source = source;
+    ra__unlock(&pressure_lock);
+    out->limit = atomic_load_explicit(&limit, memory_order_relaxed);
+    out->resident = atomic_load_explicit(&resident, memory_order_relaxed);
+    out->level = out->limit != 0 ? ra__budget_pressure() : RA_PRESSURE_NONE;
+    out->given_back =
+        atomic_load_explicit(&given_back, memory_order_relaxed);
+    out->refusals = ra__budget_pressure_refusals();
+    out->rises = atomic_load_explicit(&rises, memory_order_relaxed);
+}
+
+void ra__pressure_prefork(void)
+{
+    ra__lock(&pressure_lock);
+}
+
+void ra__pressure_postfork_parent(void)
+{
+    ra__unlock(&pressure_lock);
+}
+
+/* The watcher is not in a forked child: it keeps the limit as a figure,
+ * refuses nothing, and watches again once it calls ra_memory_limit_set. */
+void ra__pressure_postfork_child(void)
+{
+    pthread_mutex_init(&pressure_lock, NULL);
+    pthread_cond_init(&wake, NULL);
+    watcher_runs = false;
+    ra__budget_set_pressure(RA_PRESSURE_NONE);
+}
+
+/* -- the public calls --------------------------------------------------------------- */
+
+int ra_memory_limit_set(size_t bytes)
+{
+    bool failed;
+
+    if (ra__check_call(true) != 0)
+        return -1;
+    ra__lock(&pressure_lock);
+    failed = set_limit(bytes, RA__LIMIT_CALL);
+    ra__unlock(&pressure_lock);
+    if (failed) {
+        errno = EAGAIN;
+        return -1;
+    }
+    return 0;
+}
+
+size_t ra_memory_limit(void)
+{
+    return atomic_load_explicit(&limit, memory_order_relaxed);
+}
+
+int ra_tag_set_priority(ra_tag_t tag, int priority)
+{
+    if (ra__check_call(ra__tag_valid(tag)) != 0)
+        return -1;
+    ra__budget_set_priority(tag, priority);
+    return 0;
+}
+
+int ra_pressure_callback(void (*cb)(void *ctx, ra_pressure_t level,
+                                    size_t current, size_t limit),
+                         void *ctx)
+{
+    int rc = 0;
+
+    if (cb == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    ra__lock(&pressure_lock);
+    if (ncallbacks == CALLBACKS_MAX)
+        rc = ENOSPC;
+    else
+        callbacks[ncallbacks++] = (struct callback){cb, ctx};
+    ra__unlock(&pressure_lock);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,459 @@
+/* Memory pressure: where the limit comes from (the call, the variable as a
+ * size and as a percentage, a cgroup v2 directory laid out as cgroupfs is,
+ * pointed at by REGIONALLOC_CGROUP_FS), no thread without one, the rises
+ * (pages given back, callbacks once per rise, commits refused by priority
+ * at high and in every tag at the limit, untagged never), bad values, and
+ * a fork with the watcher running. Each case runs in a new process
+ * (tu_exec_self): the limit is found at load. make check points
+ * REGIONALLOC_CGROUP_FS at a directory that does not exist, so that the
+ * machine's own cgroup never sets a limit on the suites. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <regionalloc.h>
+
+#include "testutil.h"
+
+#define MIB ((size_t)1 << 20)
+/* Long enough for a watcher that looks every 100 ms under any load; the
+ * waits end as soon as what they wait for happens. */
+#define WAIT_MS 60000
+
+static unsigned threads_now(void)
+{
+    unsigned n = 0;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+
+    if (d == NULL)
+        return 0;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* -- where the limit comes from ------------------------------------------------ */
+
+static int child_no_limit(void)
+{
+    ra_tag_t t = ra_tag_create("no-limit");
+    void *p;
+
+    TU_REQUIRE(t != RA_TAG_NONE);
+    {
+        RA_TAG_SCOPE(t);
+        p = malloc(4 * MIB);
+    }
+    TU_REQUIRE(p != NULL);
+    free(p);
+    TU_REQUIRE(ra_memory_limit() == 0);
+    TU_REQUIRE(threads_now() == 1);
+    return 0;
+}
+
+static int child_limit_is(size_t want)
+{
+    TU_REQUIRE(ra_memory_limit() == want);
+    /* The watcher. */
+    TU_REQUIRE(threads_now() == 2);
+    return 0;
+}
+
+static int child_env_512m(void)
+{
+    return child_limit_is(512 * MIB);
+}
+
+static int child_cgroup_1g(void)
+{
+    return child_limit_is(1024 * MIB);
+}
+
+static int child_cgroup_high_768m(void)
+{
+    return child_limit_is(768 * MIB);
+}
+
+static int child_half_of_cgroup(void)
+{
+    return child_limit_is(512 * MIB);
+}
+
+static int child_bad_value(void)
+{
+    /* The default: the cgroup's limit (none here). */
+    TU_REQUIRE(ra_memory_limit() == 0);
+    TU_REQUIRE(threads_now() == 1);
+    return 0;
+}
+
+/* The call: a thread from the first limit, none before; 0 takes it off. */
+static int child_call(void)
+{
+    TU_REQUIRE(ra_memory_limit() == 0);
+    TU_REQUIRE(threads_now() == 1);
+    TU_REQUIRE(ra_memory_limit_set(64ull << 30) == 0);
+    TU_REQUIRE(ra_memory_limit() == 64ull << 30);
+    TU_REQUIRE(threads_now() == 2);
+    TU_REQUIRE(ra_memory_limit_set(0) == 0);
+    TU_REQUIRE(ra_memory_limit() == 0);
+    return 0;
+}
+
+/* A directory laid out as cgroupfs is: the mount's cgroup.controllers, and
+ * under it the process's own cgroup path (the "0::" line) with its limit
+ * files. Returns the mount's path in buf. */
+static void fake_cgroupfs(char *buf, size_t len, const char *max,
+                          const char *high)
+{
+    char line[512], path[1024], *own = NULL;
+    FILE *f = fopen("/proc/self/cgroup", "re");
+
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, "0::", 3) == 0) {
+            own = line + 3;
+            own[strcspn(own, "\n")] = '\0';
+        }
+    fclose(f);
+    /* No v2 line (a v1-only system): the library finds no cgroup path
+     * either; the case is then that of no limit, checked elsewhere. */
+    ck_assert_ptr_nonnull(own);
+    snprintf(buf, len, "/tmp/check_pressure.%ld", (long)getpid());
+    snprintf(path, sizeof path, "mkdir -p '%s%s' && touch '%s/cgroup.controllers'",
+             buf, own, buf);
+    ck_assert_int_eq(system(path), 0);
+    snprintf(path, sizeof path, "%s%s/memory.max", buf, own);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%s\n", max);
+    fclose(f);
+    snprintf(path, sizeof path, "%s%s/memory.high", buf, own);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%s\n", high);
+    fclose(f);
+}
+
+static void remove_fake(const char *dir)
+{
+    char cmd[1100];
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void run(const char *const env[], const char *name, char *err,
+                size_t errlen)
+{
+    int status = tu_exec_self(env, name, err, errlen);
+
+    ck_assert_msg(status == 0, "%s: status %d; stderr: %s", name, status,
+                  err);
+}
+
+START_TEST(test_pressure_no_limit_no_thread)
+{
+    static const char *const env[] = {NULL};
+    char err[4096];
+
+    run(env, "no_limit", err, sizeof err);
+    ck_assert_str_eq(err, "");
+}
+END_TEST
+
+START_TEST(test_pressure_limit_from_the_call)
+{
+    static const char *const env[] = {NULL};
+    char err[4096];
+
+    run(env, "call", err, sizeof err);
+}
+END_TEST
+
+START_TEST(test_pressure_limit_from_the_variable)
+{
+    static const char *const env[] = {"REGIONALLOC_MEMORY_LIMIT=512M", NULL};
+    char err[4096];
+
+    run(env, "env_512m", err, sizeof err);
+    ck_assert_str_eq(err, "");
+}
+END_TEST
+
+START_TEST(test_pressure_limit_from_the_cgroup)
+{
+    char dir[256], var[300], err[4096];
+    const char *env[] = {var, NULL};
+
+    fake_cgroupfs(dir, sizeof dir, "1073741824", "max");
+    snprintf(var, sizeof var, "REGIONALLOC_CGROUP_FS=%s", dir);
+    run(env, "cgroup_1g", err, sizeof err);
+    remove_fake(dir);
+    /* memory.high, when set, is the limit. */
+    fake_cgroupfs(dir, sizeof dir, "1073741824", "805306368");
+    run(env, "cgroup_high_768m", err, sizeof err);
+    remove_fake(dir);
+}
+END_TEST
+
+START_TEST(test_pressure_percentage_of_the_cgroup)
+{
+    char dir[256], var[300], err[4096];
+    const char *env[] = {var, "REGIONALLOC_MEMORY_LIMIT=50%", NULL};
+
+    fake_cgroupfs(dir, sizeof dir, "1073741824", "max");
+    snprintf(var, sizeof var, "REGIONALLOC_CGROUP_FS=%s", dir);
+    run(env, "half_of_cgroup", err, sizeof err);
+    remove_fake(dir);
+}
+END_TEST
+
+START_TEST(test_pressure_bad_values_warn_once)
+{
+    static const char *const bad[] = {"12X", "0", "0%", "101%", "%", "-5M",
+                                      "50%x"};
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char var[64], err[4096];
+        const char *env[] = {var, NULL};
+        snprintf(var, sizeof var, "REGIONALLOC_MEMORY_LIMIT=%s", bad[i]);
+        run(env, "bad_value", err, sizeof err);
+        ck_assert_msg(tu_count_lines(err) == 1 &&
+                          strstr(err, "REGIONALLOC_MEMORY_LIMIT=") != NULL,
+                      "%s: stderr %s", bad[i], err);
+    }
+}
+END_TEST
+
+/* -- the rises ---------------------------------------------------------------------- */
+
+static _Atomic unsigned rises_high, rises_limit;
+
+static void on_pressure(void *ctx, ra_pressure_t level, size_t current,
+                        size_t limit)
+{
+    (void)ctx;
+    (void)current;
+    (void)limit;
+    if (level == RA_PRESSURE_HIGH)
+        atomic_fetch_add(&rises_high, 1);
+    else if (level == RA_PRESSURE_LIMIT)
+        atomic_fetch_add(&rises_limit, 1);
+}
+
+static bool wait_for(_Atomic unsigned *n, unsigned want)
+{
+    for (int ms = 0; ms < WAIT_MS; ms++) {
+        if (atomic_load(n) >= want)
+            return true;
+        tu_sleep_ms(1);
+    }
+    return false;
+}
+
+/* A block of 16 MiB under tag: NULL when its commit is refused. */
+static void *big_in(ra_tag_t tag)
+{
+    void *p;
+
+    {
+        RA_TAG_SCOPE(tag);
+        p = malloc(16 * MIB);
+    }
+    return p;
+}
+
+/* The tag's limit_failures, from the JSON report (no Check assertion:
+ * this runs in a child). UINT64_MAX when it cannot be read. */
+static uint64_t failures_of(const char *name)
+{
+    char *doc = NULL, want[128];
+    size_t len = 0;
+    FILE *f = open_memstream(&doc, &len);
+    const char *at = NULL;
+    uint64_t n = UINT64_MAX;
+
+    if (f == NULL)
+        return n;
+    if (ra_report(f, RA_FORMAT_JSON) != 0) {
+        fclose(f);
+        free(doc);
+        return n;
+    }
+    fclose(f);
+    snprintf(want, sizeof want, "\"name\": \"%s\"", name);
+    at = strstr(doc, want);
+    if (at != NULL)
+        at = strstr(at, "\"limit_failures\": ");
+    if (at != NULL)
+        n = strtoull(at + strlen("\"limit_failures\": "), NULL, 10);
+    free(doc);
+    return n;
+}
+
+/* The resident set, from statm (no Check assertion). */
+static size_t resident_now(void)
+{
+    unsigned long size = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "re");
+
+    if (f == NULL)
+        return 0;
+    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+        resident = 0;
+    fclose(f);
+    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static int child_rises(void)
+{
+    ra_tag_t cache = ra_tag_create("cache"), query = ra_tag_create("query");
+    size_t rss;
+    void *ballast, *p, *q;
+
+    TU_REQUIRE(cache != RA_TAG_NONE && query != RA_TAG_NONE);
+    TU_REQUIRE(ra_tag_set_priority(cache, -1) == 0);
+    TU_REQUIRE(ra_pressure_callback(on_pressure, NULL) == 0);
+    /* Untagged ballast, touched: what no give-back reaches. */
+    ballast = malloc(96 * MIB);
+    TU_REQUIRE(ballast != NULL);
+    memset(ballast, 1, 96 * MIB);
+    rss = resident_now();
+    TU_REQUIRE(rss != 0);
+    /* Resident at 98% of the limit: high, not the limit. */
+    TU_REQUIRE(ra_memory_limit_set(rss / 98 * 100) == 0);
+    TU_REQUIRE(wait_for(&rises_high, 1));
+    /* Sheddable refused, the others not, untagged never. */
+    TU_REQUIRE(big_in(cache) == NULL && errno == ENOMEM);
+    TU_REQUIRE(failures_of("cache") == 1);
+    p = big_in(query);
+    TU_REQUIRE(p != NULL);
+    q = malloc(16 * MIB);
+    TU_REQUIRE(q != NULL);
+    free(q);
+    free(p);
+    TU_REQUIRE(atomic_load(&rises_high) == 1);
+    TU_REQUIRE(atomic_load(&rises_limit) == 0);
+    /* Past the limit: every tag refused, untagged still not. */
+    TU_REQUIRE(ra_memory_limit_set(rss / 2) == 0);
+    TU_REQUIRE(wait_for(&rises_limit, 1));
+    TU_REQUIRE(big_in(query) == NULL && errno == ENOMEM);
+    TU_REQUIRE(failures_of("query") == 1);
+    q = malloc(16 * MIB);
+    TU_REQUIRE(q != NULL);
+    free(q);
+    /* No limit: nothing refused once the watcher has seen it. */
+    TU_REQUIRE(ra_memory_limit_set(0) == 0);
+    for (int ms = 0; ms < WAIT_MS && (p = big_in(cache)) == NULL; ms++)
+        tu_sleep_ms(1);
+    TU_REQUIRE(p != NULL);
+    free(p);
+    TU_REQUIRE(atomic_load(&rises_high) == 1);
+    TU_REQUIRE(atomic_load(&rises_limit) == 1);
+    free(ballast);
+    return 0;
+}
+
+START_TEST(test_pressure_rises_refuse_by_priority)
+{
+    static const char *const env[] = {NULL};
+    char err[4096];
+
+    run(env, "rises", err, sizeof err);
+}
+END_TEST
+
+/* A fork while the watcher runs: the child keeps the limit as a figure,
+ * refuses nothing and runs no watcher until it sets a limit itself. */
+static int child_forks(void)
+{
+    pid_t pid;
+    int status;
+
+    TU_REQUIRE(ra_memory_limit_set(64ull << 30) == 0);
+    TU_REQUIRE(threads_now() == 2);
+    pid = fork();
+    TU_REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ra_tag_t t = ra_tag_create("child");
+        void *p = t != RA_TAG_NONE ? big_in(t) : NULL;
+        bool ok = p != NULL && threads_now() == 1 &&
+                  ra_memory_limit() == 64ull << 30 &&
+                  ra_memory_limit_set(32ull << 30) == 0 &&
+                  threads_now() == 2;
+        free(p);
+        _exit(ok ? 0 : 1);
+    }
+    TU_REQUIRE(waitpid(pid, &status, 0) == pid);
+    TU_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    TU_REQUIRE(ra_memory_limit() == 64ull << 30);
+    return 0;
+}
+
+START_TEST(test_pressure_fork_with_the_watcher)
+{
+    static const char *const env[] = {NULL};
+    char err[4096];
+
+    run(env, "forks", err, sizeof err);
+}
+END_TEST
+
+START_TEST(test_pressure_errors)
+{
+    TU_FAILS_WITH(ra_pressure_callback(NULL, NULL), EINVAL);
+    TU_FAILS_WITH(ra_tag_set_priority(RA_TAG_NONE, 1), EINVAL);
+    TU_FAILS_WITH(ra_tag_set_priority(4000, 1), EINVAL);
+}
+END_TEST
+
+static Suite *pressure_suite(void)
+{
+    Suite *s = suite_create("pressure");
+    TCase *sources = tcase_create("sources");
+    TCase *rises = tcase_create("rises");
+
+    tcase_set_timeout(sources, 120);
+    tcase_add_test(sources, test_pressure_no_limit_no_thread);
+    tcase_add_test(sources, test_pressure_limit_from_the_call);
+    tcase_add_test(sources, test_pressure_limit_from_the_variable);
+    tcase_add_test(sources, test_pressure_limit_from_the_cgroup);
+    tcase_add_test(sources, test_pressure_percentage_of_the_cgroup);
+    tcase_add_test(sources, test_pressure_bad_values_warn_once);
+    tcase_add_test(sources, test_pressure_errors);
+    suite_add_tcase(s, sources);
+    tcase_set_timeout(rises, 240);
+    tcase_add_test(rises, test_pressure_rises_refuse_by_priority);
+    tcase_add_test(rises, test_pressure_fork_with_the_watcher);
+    suite_add_tcase(s, rises);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct tu_child children[] = {
+        {"no_limit", child_no_limit},
+        {"call", child_call},
+        {"env_512m", child_env_512m},
+        {"cgroup_1g", child_cgroup_1g},
+        {"cgroup_high_768m", child_cgroup_high_768m},
+        {"half_of_cgroup", child_half_of_cgroup},
+        {"bad_value", child_bad_value},
+        {"rises", child_rises},
+        {"forks", child_forks},
+        {NULL, NULL},
+    };
+
+    tu_child_main(argc, argv, children);
+    return tu_run_suite(pressure_suite());
+}
