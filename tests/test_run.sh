@@ -10,6 +10,7 @@
 #     segment, agrees with that process's own /metrics on the worker's
 #     tag; `--format json` and `text` read it too;
 #   - --no-shm publishes no segment;
+#   - --memory-limit puts the limit in force (the JSON report's);
 #   - bad options and commands exit 2 with a usage line.
 # Exit status: 0 pass, 1 fail, 77 skip.
 set -u
@@ -59,6 +60,17 @@ if /usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.
     echo "ok: --report=FILE --format json: a JSON report with tags"
 else
     fail "--report: $(head -c 300 "$tmp/report.json" 2>/dev/null) $(cat "$tmp/err")"
+fi
+
+# -- --memory-limit: the limit in force, from the environment --------------------------
+"$ra" run --memory-limit 64G --report="$tmp/limit.json" --format json -- /usr/bin/python3 -c 'pass'
+if /usr/bin/python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))["memory_limit"]
+sys.exit(0 if m["limit"] == 64 << 30 and m["source"] == "environment" else 1)' "$tmp/limit.json" 2>"$tmp/err"; then
+    echo "ok: --memory-limit 64G: the report's limit, from the environment"
+else
+    fail "--memory-limit: $(head -c 300 "$tmp/limit.json" 2>/dev/null) $(cat "$tmp/err")"
 fi
 
 # -- --http and report PID ------------------------------------------------------------
@@ -168,6 +180,8 @@ bad "run without a program" run --http
 bad "an unknown option" run --bogus -- /bin/true
 bad "a bad --format" run --format xml -- /bin/true
 bad "a bad --prof" run --prof=lots -- /bin/true
+bad "a bad --memory-limit" run --memory-limit 101% -- /bin/true
+bad "a --memory-limit of 0" run --memory-limit 0 -- /bin/true
 bad "report without a pid" report
 bad "report with a bad pid" report 12x
 "$ra" run --help | grep -q -- '--thread-tags' && echo "ok: run --help" || fail "run --help"

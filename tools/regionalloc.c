@@ -57,6 +57,9 @@ static void print_usage(FILE *out)
           "bytes (default 512K)\n"
           "      --limits SPEC         budgets by tag name, as "
           "REGIONALLOC_LIMITS\n"
+          "      --memory-limit SIZE   hold the process under SIZE, or "
+          "N% of its cgroup's\n"
+          "                            limit (REGIONALLOC_MEMORY_LIMIT)\n"
           "      --no-shm              do not publish the live segment\n"
           "  -h, --help                print this help and exit\n",
           out);
@@ -175,11 +178,26 @@ static bool is_size(const char *s)
     return *p == '\0';
 }
 
+/* A memory limit as the library reads it: a size above 0, or 1% to
+ * 100%. */
+static bool is_limit(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n > 1 && s[n - 1] == '%') {
+        char *end;
+        unsigned long pct = strtoul(s, &end, 10);
+        return end == s + n - 1 && pct >= 1 && pct <= 100;
+    }
+    return is_size(s) && strtoull(s, NULL, 10) != 0;
+}
+
 static int run(int argc, char **argv)
 {
     enum {
         OPT_THREAD_TAGS = 256, OPT_NO_THREAD_TAGS, OPT_HTTP, OPT_REPORT,
-        OPT_FORMAT, OPT_CHECKPOINTS, OPT_PROF, OPT_LIMITS, OPT_NO_SHM
+        OPT_FORMAT, OPT_CHECKPOINTS, OPT_PROF, OPT_LIMITS, OPT_MEMORY_LIMIT,
+        OPT_NO_SHM
     };
     static const struct option options[] = {
         {"thread-tags", optional_argument, NULL, OPT_THREAD_TAGS},
@@ -190,13 +208,14 @@ static int run(int argc, char **argv)
         {"checkpoints", optional_argument, NULL, OPT_CHECKPOINTS},
         {"prof", optional_argument, NULL, OPT_PROF},
         {"limits", required_argument, NULL, OPT_LIMITS},
+        {"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
         {"no-shm", no_argument, NULL, OPT_NO_SHM},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *thread_tags = "*", *http = NULL, *report = NULL;
     const char *format = NULL, *checkpoints = NULL, *prof = NULL;
-    const char *limits = NULL;
+    const char *limits = NULL, *memory_limit = NULL;
     bool shm = true;
     char library[PATH_MAX], *preload;
     const char *old;
@@ -236,6 +255,13 @@ static int run(int argc, char **argv)
             break;
         case OPT_LIMITS:
             limits = optarg;
+            break;
+        case OPT_MEMORY_LIMIT:
+            memory_limit = optarg;
+            if (memory_limit == NULL || !is_limit(memory_limit))
+                usage_error("--memory-limit: expected a size (as 2G) or "
+                            "1% to 100%, not",
+                            memory_limit);
             break;
         case OPT_NO_SHM:
             shm = false;
@@ -291,6 +317,8 @@ static int run(int argc, char **argv)
         set("REGIONALLOC_PROF", prof);
     if (limits != NULL)
         set("REGIONALLOC_LIMITS", limits);
+    if (memory_limit != NULL)
+        set("REGIONALLOC_MEMORY_LIMIT", memory_limit);
     if (shm)
         set("REGIONALLOC_SHM", "1");
     execvp(argv[optind], argv + optind);
