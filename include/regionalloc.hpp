@@ -1,7 +1,9 @@
 /* libregionalloc for C++17: ra::tag (a tag, created or found by name),
  * ra::tag_scope (a tag pushed for a scope, popped however it is left),
  * ra::tag_allocator (a standard allocator that puts a container's memory in
- * one tag, whatever is pushed) and ra::stats_refresh. Header-only, over the
+ * one tag, whatever is pushed), ra::stats_refresh and the memory limit's
+ * calls (ra::set_memory_limit, ra::memory_limit, ra::on_pressure,
+ * tag::set_priority). Header-only, over the
  * C API of <regionalloc.h>; failures throw std::system_error carrying
  * errno, or std::bad_alloc from the allocator. */
 #ifndef REGIONALLOC_HPP
@@ -37,6 +39,31 @@ inline void stats_refresh()
 {
     if (ra_stats_refresh() != 0)
         detail::throw_errno("ra_stats_refresh");
+}
+
+/* The memory limit the process is held under (ra_memory_limit_set; 0:
+ * none), and the limit in force from wherever it came. Throws
+ * std::system_error (EAGAIN: the library's thread could not start). */
+inline void set_memory_limit(std::size_t bytes)
+{
+    if (ra_memory_limit_set(bytes) != 0)
+        detail::throw_errno("ra_memory_limit_set");
+}
+
+inline std::size_t memory_limit() noexcept
+{
+    return ra_memory_limit();
+}
+
+/* ra_pressure_callback, for a plain function or a capture-less lambda:
+ * called once per rise, on the library's thread, outside its locks.
+ * Throws std::system_error (ENOSPC past 16 callbacks). */
+inline void on_pressure(void (*cb)(void *ctx, ra_pressure_t level,
+                                   std::size_t current, std::size_t limit),
+                        void *ctx = nullptr)
+{
+    if (ra_pressure_callback(cb, ctx) != 0)
+        detail::throw_errno("ra_pressure_callback");
 }
 
 /* A tag: a value (its id) that is cheap to copy. Tags live until
@@ -118,6 +145,14 @@ public:
 
     /* The tag's pool of arenas: the most its new threads are spread over
      * (1: one arena), and the jemalloc indices of those it has. */
+    /* Its priority under memory pressure (lower gives way first;
+     * negative: refused new memory at high). */
+    void set_priority(int priority) const
+    {
+        if (ra_tag_set_priority(id_, priority) != 0)
+            detail::throw_errno("ra_tag_set_priority");
+    }
+
     void set_arenas(unsigned max) const
     {
         if (ra_tag_set_arenas(id_, max) != 0)

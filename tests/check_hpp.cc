@@ -93,7 +93,17 @@ START_TEST(test_hpp_tag_stats_purge_rss_of)
     ck_assert_uint_eq(t.arenas().size(), 1);
     t.set_arenas(1);
     ck_assert_int_eq(thrown_errno([&] { t.set_arenas(0); }), EINVAL);
+    // The memory limit's calls: a priority, a limit far above what the
+    // suite holds (the watcher runs, nothing refused), a callback.
+    t.set_priority(-1);
+    ra::set_memory_limit(std::size_t{1} << 40);
+    ck_assert_uint_eq(ra::memory_limit(), std::size_t{1} << 40);
+    ra::on_pressure([](void *, ra_pressure_t, std::size_t, std::size_t) {});
+    ck_assert_int_eq(thrown_errno([] { ra::on_pressure(nullptr); }), EINVAL);
+    ra::set_memory_limit(0);
+    ck_assert_uint_eq(ra::memory_limit(), 0);
     ck_assert_int_eq(ra_tag_destroy(t.id()), 0);
+    ck_assert_int_eq(thrown_errno([&] { t.set_priority(1); }), EINVAL);
     // A destroyed tag's id fails every call.
     ck_assert_int_eq(thrown_errno([&] { (void)t.stats(); }), EINVAL);
     ck_assert_int_eq(thrown_errno([&] { (void)t.usage(); }), EINVAL);

@@ -27,6 +27,10 @@ pub const RA_REPORT_DETAIL: c_int = 0x100;
 
 pub type OnSoft = extern "C" fn(ctx: *mut c_void, tag: RaTag, mapped: usize);
 
+/// `ra_pressure_callback`'s callback: level is `ra_pressure_t` (0 none,
+/// 1 high, 2 limit).
+pub type OnPressure = extern "C" fn(ctx: *mut c_void, level: c_int, current: usize, limit: usize);
+
 /// `ra_tag_limit_t`. A NULL `on_soft` is `None` (the nullable-pointer
 /// layout of `Option<extern fn>`).
 #[repr(C)]
@@ -78,6 +82,11 @@ extern "C" {
     pub fn ra_tag_set_arenas(tag: RaTag, max: c_uint) -> c_int;
     pub fn ra_tag_arenas(tag: RaTag, out: *mut c_uint, cap: c_uint) -> c_int;
     pub fn ra_thread_flush();
+
+    pub fn ra_memory_limit_set(bytes: usize) -> c_int;
+    pub fn ra_memory_limit() -> usize;
+    pub fn ra_tag_set_priority(tag: RaTag, priority: c_int) -> c_int;
+    pub fn ra_pressure_callback(cb: OnPressure, ctx: *mut c_void) -> c_int;
     pub fn ra_tag_rss(tag: RaTag, bytes: *mut usize) -> c_int;
     pub fn ra_enabled() -> c_int;
 

@@ -42,12 +42,14 @@
 mod alloc;
 mod ffi;
 mod future;
+mod pressure;
 pub mod prof;
 mod report;
 mod tag;
 
 pub use crate::alloc::RegionAlloc;
 pub use crate::future::{in_tag, InTag};
+pub use crate::pressure::{memory_limit, on_pressure, set_memory_limit, Pressure};
 pub use crate::report::{checkpoint, checkpoint_report, report, report_detail, Format};
 pub use crate::tag::{
     current_tag, enabled, stats_refresh, thread_flush, Limit, Tag, TagGuard, TagStats, TagUsage,

@@ -290,6 +290,13 @@ impl Tag {
         check(unsafe { ffi::ra_tag_purge(self.raw()) })
     }
 
+    /// The tag's priority under memory pressure (default 0; lower gives
+    /// way first; negative: refused new memory at high), kept until the
+    /// tag is destroyed. `EINVAL` for a destroyed tag.
+    pub fn set_priority(&self, priority: i32) -> io::Result<()> {
+        check(unsafe { ffi::ra_tag_set_priority(self.raw(), priority) })
+    }
+
     /// Bounds the arenas of the tag's pool that its new threads are spread
     /// over (1: one arena; above 64 counts as 64), until the tag is
     /// destroyed. `EINVAL` for 0 or a destroyed tag.

@@ -4,6 +4,7 @@
 //! no other thread touches.
 
 mod future;
+mod pressure;
 mod prof;
 mod report;
 mod tag;
