@@ -254,7 +254,13 @@ int ra__page_write(struct ra__out *o)
     ra__out_str(o, " resident; untagged ");
     out_figure(o, "span", " id=\"untagged-allocated\"",
                snap.rows[0].allocated);
-    ra__out_str(o, " allocated. <span id=\"status\" class=\"muted\">"
+    ra__out_str(o, " allocated.<span id=\"memory-limit\">");
+    if (snap.pressure.limit != 0) {
+        char limit[RA__HUMAN_MAX];
+        ra__out_fmt(o, " Memory limit %s.",
+                    ra__human_bytes(limit, sizeof limit, snap.pressure.limit));
+    }
+    ra__out_str(o, "</span> <span id=\"status\" class=\"muted\">"
                    "A static page: with JavaScript on, it updates itself."
                    "</span></p>\n<div class=\"scroll\"><table id=\"tags\">"
                    "<thead><tr><th data-key=\"name\">tag</th>"

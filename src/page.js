@@ -16,6 +16,7 @@
     sortKey: null,   // null: the tree's order
     sortDesc: false,
     selected: 0,     // tag id; 0: the whole process
+    limit: 0,        // the memory limit in bytes (0: none)
     wantKey: null,   // from #tag=NAME (as queryValue), until the report has it
     samples: [],
     byTag: {},       // id -> its points (indexSamples)
@@ -245,8 +246,19 @@
     treeOrder().forEach(function (t) { body.appendChild(state.rows[t.id]); });
   }
 
+  // The memory limit (0: none), its source and level, as the report has
+  // them: a line on the process's chart, and words beside its figures.
+  function showLimit(report) {
+    var m = report.memory_limit || {limit: 0};
+    state.limit = m.limit;
+    $("memory-limit").textContent = m.limit
+      ? " Memory limit " + human(m.limit) + " (" + m.source + "), pressure " + m.level + "."
+      : "";
+  }
+
   function showTags(report) {
     var body = $("tags").tBodies[0], widest = 0, seen = {};
+    showLimit(report);
     state.tags = {};
     report.tags.forEach(function (t) {
       nameTag(t);
@@ -388,7 +400,9 @@
     var now = pts.length ? pts[pts.length - 1].t : 0;
     var span = Math.max(60e9, pts.length ? now - pts[0].t : 0);
     pts.forEach(function (p) { top = Math.max(top, p.allocated, p.mapped); });
-    top *= 1.1;
+    // The whole process's chart holds the limit, however far above.
+    var limit = state.selected ? 0 : state.limit || 0;
+    top = Math.max(top, limit) * 1.1;
     var plotW = CHART_W - CHART_PAD - 8, plotH = CHART_H - 24;
     for (i = 0; i <= 4; i++) {
       var y = 6 + plotH * i / 4;
@@ -407,6 +421,13 @@
       parts.push(svg("polyline", {"class": key, points: coords.join(" "),
                                   "data-points": coords.length}));
     });
+    if (limit) {
+      var ly = (6 + plotH * (1 - limit / top)).toFixed(1);
+      parts.push(svg("line", {"class": "limit", x1: CHART_PAD, x2: CHART_W - 8, y1: ly, y2: ly,
+                              "data-bytes": limit}));
+      parts.push(svg("text", {"class": "axis limit", x: CHART_W - 8, y: ly - 4, "text-anchor": "end"},
+                     "memory limit " + human(limit)));
+    }
     chart.innerHTML = parts.join("");
     var last = pts[pts.length - 1];
     $("chart-now").textContent = last

@@ -328,7 +328,8 @@ void ra__pressure_postfork_parent(void)
  * refuses nothing, and watches again once it calls ra_memory_limit_set. */
 void ra__pressure_postfork_child(void)
 {
-    pthread_mutex_init(&pressure_lock, NULL);
+    /* Taken by this thread in prefork: its own to give back. */
+    ra__unlock(&pressure_lock);
     pthread_cond_init(&wake, NULL);
     watcher_runs = false;
     ra__budget_set_pressure(RA_PRESSURE_NONE);

@@ -190,7 +190,25 @@ try:
     check(all(re.match(r"^\d+(\.\d)? (B|KiB|MiB|GiB)$", r["text"]) for r in static),
           "static page: figures not in B/KiB/MiB/GiB: %s" % [r["text"] for r in static])
     check_links(b, "static page")
+    # The server runs under REGIONALLOC_MEMORY_LIMIT=64G (test_page.sh).
+    check(b.evaluate("document.getElementById('memory-limit').textContent") == " Memory limit 64.0 GiB.",
+          "static page: the memory limit reads %r"
+          % b.evaluate("document.getElementById('memory-limit').textContent"))
     b.call("Emulation.setScriptExecutionDisabled", value=False)
+
+    # -- the whole process: the limit as a line on its chart ----------------
+    b.open(page)
+    try:
+        b.wait_for("document.querySelector('#chart line.limit') !== null", 30)
+    except TimeoutError:
+        pass  # said below
+    check(b.evaluate("(function () { var l = document.querySelector('#chart line.limit');"
+                     "return l ? Number(l.getAttribute('data-bytes')) : 0; })()") == 64 << 30,
+          "process: no line at the memory limit on the chart")
+    check(b.evaluate("document.getElementById('memory-limit').textContent")
+          == " Memory limit 64.0 GiB (environment), pressure none.",
+          "process: the memory limit reads %r"
+          % b.evaluate("document.getElementById('memory-limit').textContent"))
     b.open("about:blank")  # else #tag=cache would only move in this page
     b.wait_for("location.href === 'about:blank'")
 

@@ -28,6 +28,7 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"'
 # UTF-8 name that JSON reads the first as.
 REGIONALLOC_THREAD_TAGS='worker-*=workers' \
 REGIONALLOC_LIMITS='sessions=48M/4M,workers=3M' \
+REGIONALLOC_MEMORY_LIMIT=64G \
     "$server" --listen 127.0.0.1:0 --binary-names \
     >"$tmp/server.out" 2>"$tmp/server.err" &
 pid=$!
