@@ -51,10 +51,10 @@ static int child_no_limit(void)
     TU_REQUIRE(t != RA_TAG_NONE);
     {
         RA_TAG_SCOPE(t);
-        p = malloc(4 * MIB);
+        p = ra_malloc(4 * MIB);
     }
     TU_REQUIRE(p != NULL);
-    free(p);
+    ra_free(p);
     TU_REQUIRE(ra_memory_limit() == 0);
     TU_REQUIRE(threads_now() == 1);
     return 0;
@@ -268,7 +268,8 @@ static void *big_in(ra_tag_t tag)
 
     {
         RA_TAG_SCOPE(tag);
-        p = malloc(16 * MIB);
+        /* ra_malloc: tagged with or without the malloc override. */
+        p = ra_malloc(16 * MIB);
     }
     return p;
 }
@@ -341,7 +342,7 @@ static int child_rises(void)
     q = malloc(16 * MIB);
     TU_REQUIRE(q != NULL);
     free(q);
-    free(p);
+    ra_free(p);
     TU_REQUIRE(atomic_load(&rises_high) == 1);
     TU_REQUIRE(atomic_load(&rises_limit) == 0);
     /* Past the limit: every tag refused, untagged still not. */
@@ -357,7 +358,7 @@ static int child_rises(void)
     for (int ms = 0; ms < WAIT_MS && (p = big_in(cache)) == NULL; ms++)
         tu_sleep_ms(1);
     TU_REQUIRE(p != NULL);
-    free(p);
+    ra_free(p);
     TU_REQUIRE(atomic_load(&rises_high) == 1);
     TU_REQUIRE(atomic_load(&rises_limit) == 1);
     free(ballast);
@@ -391,7 +392,7 @@ static int child_forks(void)
                   ra_memory_limit() == 64ull << 30 &&
                   ra_memory_limit_set(32ull << 30) == 0 &&
                   threads_now() == 2;
-        free(p);
+        ra_free(p);
         _exit(ok ? 0 : 1);
     }
     TU_REQUIRE(waitpid(pid, &status, 0) == pid);
