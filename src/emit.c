@@ -146,6 +146,12 @@ void ra__json_u64(struct ra__emitter *e, const char *key, uint64_t v)
     ra__out_fmt(e->out, "%" PRIu64, v);
 }
 
+void ra__json_i64(struct ra__emitter *e, const char *key, int64_t v)
+{
+    json_key(e, key);
+    ra__out_fmt(e->out, "%" PRId64, v);
+}
+
 void ra__json_bool(struct ra__emitter *e, const char *key, bool v)
 {
     json_key(e, key);
@@ -222,6 +228,14 @@ void ra__prom_sample(struct ra__emitter *e, const char *name,
 {
     prom_series(e, name, labels, n);
     out_sample_value(e->out, v);
+}
+
+void ra__prom_sample_i64(struct ra__emitter *e, const char *name,
+                         const struct ra__prom_label *labels, unsigned n,
+                         int64_t v)
+{
+    prom_series(e, name, labels, n);
+    ra__out_fmt(e->out, " %" PRId64 "\n", v);
 }
 
 void ra__prom_sample_seconds(struct ra__emitter *e, const char *name,

@@ -120,6 +120,7 @@ void ra__json_array_begin(struct ra__emitter *e, const char *key,
                           bool inline_items);
 void ra__json_array_end(struct ra__emitter *e);
 void ra__json_u64(struct ra__emitter *e, const char *key, uint64_t v);
+void ra__json_i64(struct ra__emitter *e, const char *key, int64_t v);
 void ra__json_bool(struct ra__emitter *e, const char *key, bool v);
 void ra__json_str(struct ra__emitter *e, const char *key, const char *s);
 /* A string of arbitrary bytes (a tag's name, a label): key with s escaped,
@@ -140,6 +141,10 @@ void ra__prom_family(struct ra__emitter *e, const char *name,
 void ra__prom_sample(struct ra__emitter *e, const char *name,
                      const struct ra__prom_label *labels, unsigned n,
                      uint64_t v);
+/* The same for a signed value. */
+void ra__prom_sample_i64(struct ra__emitter *e, const char *name,
+                         const struct ra__prom_label *labels, unsigned n,
+                         int64_t v);
 /* The same, the value written as seconds from nanoseconds. */
 void ra__prom_sample_seconds(struct ra__emitter *e, const char *name,
                              const struct ra__prom_label *labels, unsigned n,
@@ -363,6 +368,7 @@ struct ra__usage {
         muzzy, retained, reserved, nmalloc, ndalloc, purges;
     uint64_t limit, soft_limit, limit_failures;
     uint64_t arenas; /* in the tag's pool (0 untagged) */
+    int priority;    /* ra_tag_set_priority's (0 untagged) */
     /* Tag trees: the row of the tag's parent (0 at the top level), its
      * depth (1 at the top level), and its subtree's totals (the tag's own
      * figures plus its descendants'; the peak is the subtree's own). */

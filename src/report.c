@@ -273,6 +273,7 @@ static void write_json(struct ra__emitter *e, struct ra__snapshot *snap)
         ra__json_u64(e, "born", u->born);
         ra__json_bytes(e, "name", "name_hex", u->name);
         write_json_usage(e, NULL, u, true);
+        ra__json_i64(e, "priority", u->priority);
         write_json_tree(e, snap, u);
         ra__json_object_end(e);
     }
@@ -437,6 +438,15 @@ static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)
                             usage_field(&snap->rows[r],
                                         prom_families[f].offset));
         }
+    }
+    /* Signed: the table above holds counts and bytes. */
+    ra__prom_family(e, "regionalloc_tag_priority", "gauge",
+                    "The tag's priority under memory pressure (lower gives "
+                    "way first; negative: refused at high).");
+    for (unsigned r = 1; r <= snap->ntags; r++) {
+        struct ra__prom_label tag = {"tag", snap->rows[r].name};
+        ra__prom_sample_i64(e, "regionalloc_tag_priority", &tag, 1,
+                            snap->rows[r].priority);
     }
     for (size_t f = 0; f < nfamilies; f++) {
         if (prom_families[f].untagged_name == NULL)

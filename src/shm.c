@@ -30,6 +30,15 @@ static uint64_t clock_of(clockid_t id)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The segment's numbers are its own (readers compile against
+ * shm_layout.h alone): they must stay those of the library's enums. */
+_Static_assert(RA_SHM_PRESSURE_HIGH == RA_PRESSURE_HIGH &&
+                   RA_SHM_PRESSURE_LIMIT == RA_PRESSURE_LIMIT &&
+                   RA_SHM_LIMIT_CALL == RA__LIMIT_CALL &&
+                   RA_SHM_LIMIT_ENV == RA__LIMIT_ENV &&
+                   RA_SHM_LIMIT_CGROUP == RA__LIMIT_CGROUP,
+               "the segment's pressure numbers");
+
 static void figures_of(struct ra_shm_figures *f, const struct ra__usage *u)
 {
     *f = (struct ra_shm_figures){
@@ -80,6 +89,7 @@ static void publish(void)
         figures_of(&rec->figures, u);
         rec->parent = u->parent_row != 0 ? snap.rows[u->parent_row].id : 0;
         rec->depth = u->depth;
+        rec->priority = u->priority;
     }
     segment->nrecords = n;
     figures_of(&segment->untagged, &snap.rows[0]);
@@ -89,6 +99,13 @@ static void publish(void)
         .rss = snap.process_rss,
     };
     segment->library_allocated = snap.library;
+    segment->pressure = (struct ra_shm_pressure){
+        .limit = snap.pressure.limit, .resident = snap.pressure.resident,
+        .given_back = snap.pressure.given_back,
+        .refusals = snap.pressure.refusals,
+        .level = (uint32_t)snap.pressure.level,
+        .source = (uint32_t)snap.pressure.source,
+    };
     memcpy(segment->http, http, sizeof segment->http);
     segment->published++;
     segment->monotonic_ns = clock_of(CLOCK_MONOTONIC);

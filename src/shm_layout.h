@@ -50,8 +50,28 @@ struct ra_shm_header {
     /* Where the process serves its HTTP endpoints, "HOST:PORT" (the port a
      * REGIONALLOC_HTTP of port 0 chose), NUL-terminated; "" for none. */
     char http[64];
-    uint8_t reserved_tail[112];     /* 0; room for later versions */
+    /* The memory limit (REGIONALLOC_MEMORY_LIMIT, ra_memory_limit_set or
+     * the cgroup's), taken from what was the reserved tail: a segment of a
+     * library that predates it reads 0 there, which means no limit. */
+    struct ra_shm_pressure {
+        uint64_t limit;       /* 0: none */
+        uint64_t resident;    /* at the watcher's last look */
+        uint64_t given_back;  /* bytes the give-backs took off the rss */
+        uint64_t refusals;    /* allocations refused by the pressure */
+        uint32_t level;       /* RA_SHM_PRESSURE_* */
+        uint32_t source;      /* RA_SHM_LIMIT_* */
+    } pressure;
+    uint8_t reserved_tail[72];      /* 0; room for later versions */
 };
+
+/* ra_shm_pressure's level and source. */
+#define RA_SHM_PRESSURE_NONE 0u  /* below high (90% of the limit) */
+#define RA_SHM_PRESSURE_HIGH 1u
+#define RA_SHM_PRESSURE_LIMIT 2u
+#define RA_SHM_LIMIT_NONE 0u
+#define RA_SHM_LIMIT_CALL 1u     /* ra_memory_limit_set */
+#define RA_SHM_LIMIT_ENV 2u      /* REGIONALLOC_MEMORY_LIMIT */
+#define RA_SHM_LIMIT_CGROUP 3u   /* memory.high, else memory.max */
 
 #define RA_SHM_RECORD_LIVE 1u /* flags: the id names a live tag */
 
@@ -63,7 +83,8 @@ struct ra_shm_record {
     struct ra_shm_figures figures;
     uint32_t parent;               /* the parent's id, 0 at the top level */
     uint32_t depth;                /* 1 at the top level; 0 if dead */
-    uint8_t reserved_tail[48];     /* 0 */
+    int32_t priority;              /* ra_tag_set_priority's; 0 by default */
+    uint8_t reserved_tail[44];     /* 0 */
 };
 
 _Static_assert(sizeof(struct ra_shm_figures) == 128, "figures layout");
@@ -71,11 +92,15 @@ _Static_assert(sizeof(struct ra_shm_header) == 512, "header layout");
 _Static_assert(offsetof(struct ra_shm_header, seq) == 24, "seq offset");
 _Static_assert(offsetof(struct ra_shm_header, untagged) == 72,
                "untagged offset");
+_Static_assert(offsetof(struct ra_shm_header, pressure) == 400,
+               "pressure offset");
 _Static_assert(sizeof(struct ra_shm_record) == 256, "record layout");
 _Static_assert(offsetof(struct ra_shm_record, figures) == 72,
                "figures offset");
 _Static_assert(offsetof(struct ra_shm_record, parent) == 200,
                "parent offset");
+_Static_assert(offsetof(struct ra_shm_record, priority) == 208,
+               "priority offset");
 
 /* The segment's size for capacity records. */
 static inline size_t ra_shm_size(uint32_t capacity)

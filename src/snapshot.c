@@ -29,6 +29,7 @@ static void read_usage(ra_tag_t tag, struct ra__usage *u, bool detail)
         .purges = ra__stats_purges(tag),
         .limit = hard, .soft_limit = soft, .limit_failures = failures,
         .arenas = tag != RA_TAG_NONE ? ra__pool_count(tag) : 0,
+        .priority = tag != RA_TAG_NONE ? ra__budget_priority(tag) : 0,
     };
 }
 

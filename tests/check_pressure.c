@@ -10,6 +10,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,15 +275,16 @@ static void *big_in(ra_tag_t tag)
     return p;
 }
 
-/* The tag's limit_failures, from the JSON report (no Check assertion:
- * this runs in a child). UINT64_MAX when it cannot be read. */
-static uint64_t failures_of(const char *name)
+/* A figure of the tag named name, key "limit_failures" or "priority",
+ * from the JSON report (no Check assertion: this runs in a child).
+ * LLONG_MIN when it cannot be read. */
+static long long figure_of(const char *name, const char *key)
 {
     char *doc = NULL, want[128];
     size_t len = 0;
     FILE *f = open_memstream(&doc, &len);
     const char *at = NULL;
-    uint64_t n = UINT64_MAX;
+    long long n = LLONG_MIN;
 
     if (f == NULL)
         return n;
@@ -294,10 +296,11 @@ static uint64_t failures_of(const char *name)
     fclose(f);
     snprintf(want, sizeof want, "\"name\": \"%s\"", name);
     at = strstr(doc, want);
+    snprintf(want, sizeof want, "\"%s\": ", key);
     if (at != NULL)
-        at = strstr(at, "\"limit_failures\": ");
+        at = strstr(at, want);
     if (at != NULL)
-        n = strtoull(at + strlen("\"limit_failures\": "), NULL, 10);
+        n = strtoll(at + strlen(want), NULL, 10);
     free(doc);
     return n;
 }
@@ -324,6 +327,8 @@ static int child_rises(void)
 
     TU_REQUIRE(cache != RA_TAG_NONE && query != RA_TAG_NONE);
     TU_REQUIRE(ra_tag_set_priority(cache, -1) == 0);
+    TU_REQUIRE(figure_of("cache", "priority") == -1);
+    TU_REQUIRE(figure_of("query", "priority") == 0);
     TU_REQUIRE(ra_pressure_callback(on_pressure, NULL) == 0);
     /* Untagged ballast, touched: what no give-back reaches. */
     ballast = malloc(96 * MIB);
@@ -336,7 +341,7 @@ static int child_rises(void)
     TU_REQUIRE(wait_for(&rises_high, 1));
     /* Sheddable refused, the others not, untagged never. */
     TU_REQUIRE(big_in(cache) == NULL && errno == ENOMEM);
-    TU_REQUIRE(failures_of("cache") == 1);
+    TU_REQUIRE(figure_of("cache", "limit_failures") == 1);
     p = big_in(query);
     TU_REQUIRE(p != NULL);
     q = malloc(16 * MIB);
@@ -349,7 +354,7 @@ static int child_rises(void)
     TU_REQUIRE(ra_memory_limit_set(rss / 2) == 0);
     TU_REQUIRE(wait_for(&rises_limit, 1));
     TU_REQUIRE(big_in(query) == NULL && errno == ENOMEM);
-    TU_REQUIRE(failures_of("query") == 1);
+    TU_REQUIRE(figure_of("query", "limit_failures") == 1);
     q = malloc(16 * MIB);
     TU_REQUIRE(q != NULL);
     free(q);

@@ -214,12 +214,12 @@ START_TEST(test_report_prometheus_families_are_whole_with_help_and_type)
             nsamples++;
         }
     }
-    /* 14 tag families x 2 tags, 8 untagged, 6 process-wide (the library's
+    /* 15 tag families (the priority among them) x 2 tags, 8 untagged, 6 process-wide (the library's
      * own memory among them), the memory limit's 4 (limit, level, given
      * back, refusals), and the tree's 4 (info and three subtree totals) x
      * 2 tags. */
-    ck_assert_uint_eq(nseen, 14 + 8 + 6 + 4 + 4);
-    ck_assert_uint_eq(nsamples, 14 * 2 + 8 + 6 + 4 + 4 * 2);
+    ck_assert_uint_eq(nseen, 15 + 8 + 6 + 4 + 4);
+    ck_assert_uint_eq(nsamples, 15 * 2 + 8 + 6 + 4 + 4 * 2);
     free(prom);
 }
 END_TEST

@@ -1,6 +1,7 @@
 /* A process with known figures for tests/test_top.sh to read through its
  * stats segment: run with REGIONALLOC_SHM=1, it holds blocks of exactly
- * known sizes under a few tags, prints "ready" once they are in place, and
+ * known sizes under a few tags (with priorities, under a memory limit
+ * far above them), prints "ready" once they are in place, and
  * exits normally (so the library removes the segment) after argv[1]
  * seconds (default 60) or on SIGTERM. */
 #include <errno.h>
@@ -22,6 +23,8 @@
 #define SESSION_SIZE (256u * 1024u)
 #define ODD_SIZE (128u * 1024u)
 #define MAX_BLOCKS 16
+/* Far above what the process holds: the level stays "none". */
+#define MEMORY_LIMIT (64ull * 1024u * MIB)
 
 /* A name that JSON and a terminal must escape: a quote, a backslash, a
  * tab, a byte that is not UTF-8 and a valid two-byte character. */
@@ -94,6 +97,11 @@ int main(int argc, char **argv)
     hold_blocks(blocks, &used, odd, 1, ODD_SIZE);
     if (ra_tag_set_limit(sessions, &budget) != 0)
         die("ra_tag_set_limit");
+    if (ra_tag_set_priority(sessions, -1) != 0 ||
+        ra_tag_set_priority(cache, 7) != 0)
+        die("ra_tag_set_priority");
+    if (ra_memory_limit_set(MEMORY_LIMIT) != 0)
+        die("ra_memory_limit_set");
     /* A destroyed tag below the highest id: its record stays, not live. */
     if (ra_malloc_tag(scratch, MIB) == NULL)
         die("ra_malloc_tag");

@@ -180,10 +180,10 @@ def load_json(path):
 TAG_KEYS = {"id", "born", "name", "allocated", "active", "resident", "rss", "mapped",
             "peak_mapped", "dirty", "muzzy", "retained", "reserved", "nmalloc",
             "ndalloc", "purges", "limit", "soft_limit", "limit_failures",
-            "arenas", "parent", "parent_id", "tree"}
+            "arenas", "priority", "parent", "parent_id", "tree"}
 UNTAGGED_KEYS = TAG_KEYS - {"id", "born", "name", "rss", "peak_mapped", "reserved", "limit",
-                            "soft_limit", "limit_failures", "arenas", "parent",
-                            "parent_id", "tree"}
+                            "soft_limit", "limit_failures", "arenas", "priority",
+                            "parent", "parent_id", "tree"}
 CP_TAG_KEYS = {"id", "born", "name", "parent", "parent_id"}
 CP_KEYS = {"seq", "label", "time_ns", "phase_ns", "tagged_allocated", "allocated",
            "active", "resident", "mapped", "rss", "peak_rss", "peak_rss_since",
@@ -211,6 +211,8 @@ def check_report_json(path, tags):
         check(all(isinstance(t[k], int) and t[k] >= 0
                   for k in TAG_KEYS - {"name", "parent", "parent_id", "tree"}),
               path + ": non-integer figure in %r" % t)
+        # Nothing here sets one.
+        check(t["priority"] == 0, path + ": %r priority %r" % (t["name"], t["priority"]))
         # These tags are all top-level, without children: their subtree
         # is themselves.
         check(t["parent"] is None and t.get("parent_id", 0) is None,
@@ -293,6 +295,8 @@ def check_report_prom(path, tags):
         key = ("regionalloc_tag_allocated_bytes", frozenset({("tag", as_prometheus(raw))}))
         check(s.get(key) == allocated,
               path + ": %r allocated %r, want %d" % (as_prometheus(raw), s.get(key), allocated))
+        key = ("regionalloc_tag_priority", frozenset({("tag", as_prometheus(raw))}))
+        check(s.get(key) == 0, path + ": %r priority %r" % (as_prometheus(raw), s.get(key)))
     names = {lbl for (n, l) in s if n == "regionalloc_tag_allocated_bytes" for lbl in l}
     check(len(names) == len(tags), path + ": %d distinct tag labels" % len(names))
     for n in ("regionalloc_untagged_allocated_bytes", "regionalloc_process_rss_bytes",

@@ -109,7 +109,7 @@ if ! ${CC:-cc} -O1 -o "$tmp/worker" "$tmp/worker.c" -lpthread 2>"$tmp/cc.err"; t
     finish
 fi
 if [ "${RA_HTTP:-1}" = 1 ]; then
-    "$ra" run --http -- "$tmp/worker" >"$tmp/worker.out" 2>"$tmp/worker.err" &
+    "$ra" run --http --memory-limit 64G -- "$tmp/worker" >"$tmp/worker.out" 2>"$tmp/worker.err" &
     pid=$!
     url=
     for ((i = 0; i < 100; i++)); do
@@ -137,6 +137,16 @@ if [ "${RA_HTTP:-1}" = 1 ]; then
             echo "ok: report $pid --format prometheus agrees with /metrics: worker $got B"
         else
             fail "report PID: worker '$got' B where /metrics says '$want' B"
+        fi
+        # The families that do not move while the worker waits: equal.
+        steady='^regionalloc_(memory_limit_bytes|memory_pressure_level|tag_priority\{tag="worker"\}|tag_limit_bytes\{tag="worker"\}) '
+        want=$(curl -s "${url}metrics" | grep -E "$steady" | sort)
+        got=$("$ra" report "$pid" --format prometheus | grep -E "$steady" | sort)
+        if [ "$(echo "$want" | wc -l)" = 4 ] && [ "$got" = "$want" ] &&
+            echo "$got" | grep -qx 'regionalloc_memory_limit_bytes 68719476736'; then
+            echo "ok: report $pid --format prometheus agrees with /metrics on the memory limit and the priority"
+        else
+            fail "report PID: '$got' where /metrics says '$want'"
         fi
         if "$ra" report "$pid" --format json | /usr/bin/python3 -c 'import json, sys; d = json.load(sys.stdin); sys.exit(0 if any(t["name"] == "worker" for t in d["tags"]) else 1)'; then
             echo "ok: report $pid --format json names the worker"

@@ -141,6 +141,8 @@ grep -Eq '^sessions +1\.0 MiB .* 16\.0 MiB$' "$tmp/out" ||
 grep -Eq '^odd "name"\\x5c\\x09\\xff\\xc3\\xa9 +128\.0 KiB ' "$tmp/out" ||
     fail "--once: the odd name is not shown escaped"
 grep -q scratch "$tmp/out" && fail "--once: shows the destroyed tag"
+grep -Eq '^memory limit 64\.0 GiB \(call\): resident [0-9.]+ [KMG]?i?B, pressure none; given back 0 B, 0 allocations refused$' "$tmp/out" ||
+    fail "--once: no memory limit line: $(grep -i limit "$tmp/out")"
 grep -Eq '^cache( +[^ ]+ [KMG]?i?B){4} +- +- +- *$' "$tmp/out" ||
     fail "--once without --interval: rates are not '-'"
 grep -q $'\033' "$tmp/out" && fail "--once: escape sequences in the output"
@@ -191,7 +193,7 @@ for part in ("untagged", "process"):
 tags = {t["name"]: t for t in doc["tags"]}
 for t in doc["tags"]:
     expect("members of " + t["name"], sorted(t),
-           sorted(FIGURES + ["id", "name", "parent"]))
+           sorted(FIGURES + ["id", "name", "parent", "priority"]))
     expect("parent of " + t["name"], t["parent"], None)
 expect("tag names", sorted(tags), sorted(["cache", "sessions", 'odd "name"\\\t\u00ff\u00e9']))
 expect("ids", [t["id"] for t in doc["tags"]], [1, 3, 4])
@@ -205,6 +207,15 @@ expect("sessions.nmalloc", sessions.get("nmalloc"), 4)
 expect("sessions.limit", sessions.get("limit"), 16777216)
 expect("sessions.soft_limit", sessions.get("soft_limit"), 8388608)
 expect("sessions.limit_failures", sessions.get("limit_failures"), 0)
+expect("sessions.priority", sessions.get("priority"), -1)
+expect("cache.priority", cache.get("priority"), 7)
+limit = doc["memory_limit"]
+expect("memory_limit members", sorted(limit),
+       sorted(["limit", "source", "resident", "level", "given_back", "refusals"]))
+expect("memory_limit.limit", limit.get("limit"), 64 << 30)
+expect("memory_limit.source", limit.get("source"), "call")
+expect("memory_limit.level", limit.get("level"), "none")
+expect("memory_limit.refusals", limit.get("refusals"), 0)
 if cache.get("mapped", 0) < 8388608 or cache.get("rss", 0) < 8388608:
     bad.append("cache mapped/rss below its 8 MiB: %r" % cache)
 if doc["process"]["allocated"] < 8388608 + 1048576 + 131072:

@@ -61,6 +61,30 @@ const char *format_interval(char *buf, size_t size, uint64_t ns)
     return buf;
 }
 
+const char *pressure_level_name(uint32_t level)
+{
+    static const char *const names[] = {
+        [RA_SHM_PRESSURE_NONE] = "none",
+        [RA_SHM_PRESSURE_HIGH] = "high",
+        [RA_SHM_PRESSURE_LIMIT] = "limit",
+    };
+
+    return level < sizeof names / sizeof names[0] ? names[level] : "unknown";
+}
+
+const char *limit_source_name(uint32_t source)
+{
+    static const char *const names[] = {
+        [RA_SHM_LIMIT_NONE] = "none",
+        [RA_SHM_LIMIT_CALL] = "call",
+        [RA_SHM_LIMIT_ENV] = "environment",
+        [RA_SHM_LIMIT_CGROUP] = "cgroup",
+    };
+
+    return source < sizeof names / sizeof names[0] ? names[source]
+                                                   : "unknown";
+}
+
 /* Bytes outside printable ASCII, and the backslash, become \xNN: a name
  * is arbitrary bytes, and must neither move the cursor nor change the
  * terminal's state, nor read as another name. Stops before the first byte
@@ -180,6 +204,14 @@ void print_json(const struct segment_copy *c, bool stale)
         print_json_string(h->http, sizeof h->http);
     else
         fputs("null", stdout);
+    /* As the library's JSON report has it (doc/json.md). */
+    printf(",\n \"memory_limit\": {\"limit\": %" PRIu64
+           ", \"source\": \"%s\", \"resident\": %" PRIu64
+           ", \"level\": \"%s\", \"given_back\": %" PRIu64
+           ", \"refusals\": %" PRIu64 "}",
+           h->pressure.limit, limit_source_name(h->pressure.source),
+           h->pressure.resident, pressure_level_name(h->pressure.level),
+           h->pressure.given_back, h->pressure.refusals);
     fputs(",\n \"tags\": [", stdout);
     for (uint32_t i = 0; i < h->nrecords; i++) {
         const struct ra_shm_record *r = &c->records[i];
@@ -193,7 +225,7 @@ void print_json(const struct segment_copy *c, bool stale)
         else
             fputs(", \"parent\": null, ", stdout);
         print_json_figures(&r->figures);
-        putchar('}');
+        printf(", \"priority\": %" PRId32 "}", r->priority);
         sep = ",";
     }
     fputs("]}\n", stdout);

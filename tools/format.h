@@ -23,6 +23,13 @@ const char *format_count_rate(char *buf, size_t size, double rate);
 /* "2s" in whole seconds, else "500ms". */
 const char *format_interval(char *buf, size_t size, uint64_t ns);
 
+/* The names the library's reports give a segment's pressure level and
+ * the limit's source ("none", "high", "limit"; "none", "call",
+ * "environment", "cgroup"); "unknown" for a number this reader does not
+ * know. */
+const char *pressure_level_name(uint32_t level);
+const char *limit_source_name(uint32_t source);
+
 /* Copies the first len bytes of in (fewer at a NUL) into out, escaped so
  * that they can be shown on a terminal; out is always NUL-terminated.
  * Returns the length written. */

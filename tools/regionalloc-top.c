@@ -209,6 +209,15 @@ static void print_summary(const struct view *v)
            format_size(c, sizeof c, h->process.mapped),
            format_size(d, sizeof d, h->process.rss),
            format_size(e, sizeof e, h->library_allocated));
+    if (h->pressure.limit != 0)
+        printf("memory limit %s (%s): resident %s, pressure %s; given back "
+               "%s, %" PRIu64 " allocations refused\n",
+               format_size(a, sizeof a, h->pressure.limit),
+               limit_source_name(h->pressure.source),
+               format_size(b, sizeof b, h->pressure.resident),
+               pressure_level_name(h->pressure.level),
+               format_size(c, sizeof c, h->pressure.given_back),
+               h->pressure.refusals);
 }
 
 /* f: the figures shown (the record's, or with --tree its subtree's);

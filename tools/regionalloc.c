@@ -397,6 +397,15 @@ static void print_prometheus(const struct segment_copy *c)
             printf("\"} %" PRIu64 "\n", v);
         }
     }
+    printf("# TYPE regionalloc_tag_priority gauge\n");
+    for (uint32_t r = 0; r < c->header.nrecords; r++) {
+        const struct ra_shm_record *rec = &c->records[r];
+        if (!(rec->flags & RA_SHM_RECORD_LIVE))
+            continue;
+        printf("regionalloc_tag_priority{tag=\"");
+        print_label(rec->name, sizeof rec->name);
+        printf("\"} %" PRId32 "\n", rec->priority);
+    }
     for (size_t f = 0; f < n; f++) {
         if (families[f].untagged == NULL)
             continue;
@@ -416,10 +425,20 @@ static void print_prometheus(const struct segment_copy *c)
            "# TYPE regionalloc_process_rss_bytes gauge\n"
            "regionalloc_process_rss_bytes %" PRIu64 "\n"
            "# TYPE regionalloc_library_allocated_bytes gauge\n"
-           "regionalloc_library_allocated_bytes %" PRIu64 "\n",
+           "regionalloc_library_allocated_bytes %" PRIu64 "\n"
+           "# TYPE regionalloc_memory_limit_bytes gauge\n"
+           "regionalloc_memory_limit_bytes %" PRIu64 "\n"
+           "# TYPE regionalloc_memory_pressure_level gauge\n"
+           "regionalloc_memory_pressure_level %" PRIu32 "\n"
+           "# TYPE regionalloc_memory_given_back_bytes_total counter\n"
+           "regionalloc_memory_given_back_bytes_total %" PRIu64 "\n"
+           "# TYPE regionalloc_memory_pressure_refusals_total counter\n"
+           "regionalloc_memory_pressure_refusals_total %" PRIu64 "\n",
            c->header.process.allocated, c->header.process.active,
            c->header.process.resident, c->header.process.mapped,
-           c->header.process.rss, c->header.library_allocated);
+           c->header.process.rss, c->header.library_allocated,
+           c->header.pressure.limit, c->header.pressure.level,
+           c->header.pressure.given_back, c->header.pressure.refusals);
 }
 
 static long parse_pid(const char *s)
