@@ -1,5 +1,6 @@
 /* bench/: clocks, medians, RSS, result rows, the contender runner, and the
  * handles to jemalloc and mimalloc (see benchutil.h). */
+#include <errno.h>
 #include <dlfcn.h>
 #include <math.h>
 #include <stdarg.h>
@@ -63,7 +64,7 @@ void bench_note(const char *fmt, ...)
 
 void bench_die(const char *what)
 {
-    fprintf(stderr, "bench: %s\n", what);
+    fprintf(stderr, "bench: %s: %s\n", what, strerror(errno));
     exit(1);
 }
 

@@ -49,7 +49,7 @@ RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
     ra__budget_refused = RA_TAG_NONE;
     p = ra__je_mallocx(ra__at_least_one(size), tag_flags | flags);
     if (p == NULL) {
-        ra__budget_make_room(tag);
+        ra__make_room(tag);
         ra__budget_refused = RA_TAG_NONE;
         p = ra__je_mallocx(ra__at_least_one(size), tag_flags | flags);
         if (p == NULL)

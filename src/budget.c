@@ -59,9 +59,20 @@ static RA__TLS bool tls_in_callback;
 RA__TLS ra_tag_t ra__budget_refused;
 RA__TLS unsigned ra__budget_soft_pending;
 
-/* The memory pressure's level (pressure.c), read by every commit: one
- * load while there is none. Allocations it refused, and whether this
- * thread's last refusal was its. */
+/* Memory pressure (pressure.c). Without a limit, every commit reads
+ * limited and nothing else. With one, room is what may still be committed
+ * before the resident set reaches the limit: set at each of the watcher's
+ * looks (the limit less the resident set), taken by every commit and
+ * given back by every decommit, so that a burst of growth between two
+ * looks stops at the limit rather than an interval's worth past it (what
+ * it cannot see: untagged growth, and pages committed before a look and
+ * first touched after it). Tags of negative priority are refused once the
+ * room is under high_gap (the resident set past high). pressure: the
+ * level of the last look, for the reports. Allocations it refused, and
+ * whether this thread's last refusal was its. */
+static _Atomic bool limited;
+static _Atomic int64_t room, high_gap;
+static _Atomic size_t limit_bytes, target_bytes;
 static _Atomic int pressure;
 static _Atomic uint64_t pressure_refusals;
 static RA__TLS bool tls_refused_by_pressure;
@@ -229,16 +240,30 @@ static void link_unlock(struct budget *b)
  * is counted anywhere. Each level's count is taken with its own
  * compare-and-swap against its limit, so no subtree ever holds more than
  * its limit, whatever threads race (tag trees). */
-static bool refused_by_pressure(ra_tag_t tag)
+static void give_room(size_t bytes)
 {
-    int level = atomic_load_explicit(&pressure, memory_order_relaxed);
+    if (RA__UNLIKELY(atomic_load_explicit(&limited, memory_order_relaxed)))
+        atomic_fetch_add_explicit(&room, (int64_t)bytes,
+                                  memory_order_relaxed);
+}
 
-    if (RA__LIKELY(level == RA_PRESSURE_NONE))
+/* Takes bytes of the room, or refuses: nothing taken. */
+static bool refused_by_pressure(ra_tag_t tag, size_t bytes)
+{
+    int64_t left, floor;
+
+    if (RA__LIKELY(!atomic_load_explicit(&limited, memory_order_relaxed)))
         return false;
-    if (level == RA_PRESSURE_HIGH &&
-        atomic_load_explicit(&budgets[tag].priority, memory_order_relaxed) >=
-            0)
+    left = atomic_fetch_sub_explicit(&room, (int64_t)bytes,
+                                     memory_order_relaxed) -
+           (int64_t)bytes;
+    floor = atomic_load_explicit(&budgets[tag].priority,
+                                 memory_order_relaxed) < 0
+                ? atomic_load_explicit(&high_gap, memory_order_relaxed)
+                : 0;
+    if (left >= floor)
         return false;
+    give_room(bytes);
     ra__budget_refused = tag;
     tls_refused_by_pressure = true;
     return true;
@@ -248,8 +273,12 @@ static bool commit(ra_tag_t tag, size_t bytes)
 {
     size_t now;
 
-    if (refused_by_pressure(tag) || !charge_chain(tag, bytes))
+    if (refused_by_pressure(tag, bytes))
         return false;
+    if (!charge_chain(tag, bytes)) {
+        give_room(bytes);
+        return false;
+    }
     now = atomic_fetch_add_explicit(&budgets[tag].committed, bytes,
                                     memory_order_relaxed) + bytes;
     raise_to(&budgets[tag].peak_committed, now);
@@ -264,6 +293,7 @@ static void uncommit(ra_tag_t tag, size_t bytes)
     atomic_fetch_sub_explicit(&b->committed, bytes, memory_order_relaxed);
     uncharge(tag, bytes);
     link_unlock(b);
+    give_room(bytes);
 }
 
 /* jemalloc grows (uncommitted) after a recycled extent's commit was
@@ -472,9 +502,40 @@ void ra__budget_count_failure(ra_tag_t tag)
     }
 }
 
-void ra__budget_set_pressure(ra_pressure_t level)
+void ra__budget_set_pressure(ra_pressure_t level, size_t limit,
+                             size_t high, size_t target, size_t resident)
 {
+    atomic_store_explicit(&limit_bytes, limit, memory_order_relaxed);
+    ra__budget_pressure_reset_room(resident);
+    atomic_store_explicit(&high_gap, (int64_t)(limit - high),
+                          memory_order_relaxed);
+    atomic_store_explicit(&target_bytes, target, memory_order_relaxed);
     atomic_store_explicit(&pressure, (int)level, memory_order_relaxed);
+    atomic_store_explicit(&limited, limit != 0, memory_order_relaxed);
+}
+
+size_t ra__budget_pressure_target(void)
+{
+    return atomic_load_explicit(&limited, memory_order_relaxed)
+               ? atomic_load_explicit(&target_bytes, memory_order_relaxed)
+               : 0;
+}
+
+void ra__budget_pressure_reset_room(size_t resident)
+{
+    size_t limit = atomic_load_explicit(&limit_bytes, memory_order_relaxed);
+
+    if (limit != 0)
+        atomic_store_explicit(&room,
+                              limit > resident
+                                  ? (int64_t)(limit - resident)
+                                  : -(int64_t)(resident - limit),
+                              memory_order_relaxed);
+}
+
+bool ra__budget_refused_by_pressure(void)
+{
+    return tls_refused_by_pressure;
 }
 
 ra_pressure_t ra__budget_pressure(void)
@@ -551,15 +612,3 @@ void ra__budget_fire_soft(void)
     }
 }
 
-/* doc/design.md, jemalloc facts: a bounded arena can fail while dirty pages
- * sit unused. */
-void ra__budget_make_room(ra_tag_t tag)
-{
-    ra_tag_t refused = ra__budget_refused;
-
-    ra__purge_kept(tag);
-    /* An ancestor's hard limit refused (tag trees): dirty pages anywhere
-     * in its subtree count against it. */
-    if (refused != RA_TAG_NONE && refused != tag)
-        ra__purge_subtree(refused);
-}

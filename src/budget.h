@@ -55,18 +55,26 @@ extern RA__TLS unsigned ra__budget_soft_pending;
  * commit crossed; inside a callback, nothing (the crossings it makes are
  * delivered when it returns). */
 void ra__budget_fire_soft(void) __attribute__((noinline, cold));
-/* Memory pressure (pressure.c sets the level its watcher reads): at
- * RA_PRESSURE_HIGH commits fail in tags of negative priority, at
- * RA_PRESSURE_LIMIT in every tag; refused like a hard limit's (the tag's
+/* Memory pressure (pressure.c's watcher sets it at each look): with a
+ * limit, commits take their bytes from the room left under it (the limit
+ * less the resident set at the look) and decommits give them back; a
+ * commit that finds no room is refused, in a tag of negative priority as
+ * soon as the room is under the limit less high. limit 0: none, nothing
+ * refused, one load a commit. Refused like a hard limit's (the tag's
  * limit_failures), and counted apart. Lock-free. */
-void ra__budget_set_pressure(ra_pressure_t level);
+void ra__budget_set_pressure(ra_pressure_t level, size_t limit, size_t high,
+                             size_t target, size_t resident);
 ra_pressure_t ra__budget_pressure(void);
+/* The resident set a give-back under pressure aims below (target, under
+ * high), 0 without a limit; the room set again from a resident set read
+ * since the last look (make_room.c); and whether this thread's last
+ * refusal was the pressure's. */
+size_t ra__budget_pressure_target(void);
+void ra__budget_pressure_reset_room(size_t resident);
+bool ra__budget_refused_by_pressure(void);
 void ra__budget_set_priority(ra_tag_t tag, int priority);
 int ra__budget_priority(ra_tag_t tag);
 uint64_t ra__budget_pressure_refusals(void);
-/* After a refusal, before the one retry: what a purge can reach of tag's
- * goes back, and of the subtree whose limit refused (an ancestor's). */
-RA__COLD void ra__budget_make_room(ra_tag_t tag);
 /* settings.c's ra_tag_set_limit (limit NULL: none; a limit below what the
  * subtree holds purges it first) and ra_tag_get_limit, checked. */
 void ra__budget_set(ra_tag_t tag, const ra_tag_limit_t *limit);

@@ -72,6 +72,7 @@ static void postfork_child(void)
     if (--fork_depth != 0)
         return;
     ra__pressure_postfork_child();
+    ra__make_room_postfork_child();
     ra__history_postfork_child();
     ra__returns_postfork_child();
     ra__pool_postfork();

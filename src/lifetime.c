@@ -100,6 +100,13 @@ static ra_tag_t create(ra_tag_t parent, const char *name, bool anywhere)
         ra__tag_release_id(taken);
         tag = ra__tag_create(parent, name, anywhere, NULL);
     }
+    /* The new arena's first pages were refused by the memory limit: what
+     * the process frees goes back, and one more try, as an allocation. */
+    if (tag == RA_TAG_NONE && errno == ENOMEM &&
+        ra__budget_refused_by_pressure()) {
+        ra__make_room(RA_TAG_NONE);
+        tag = ra__tag_create(parent, name, anywhere, NULL);
+    }
     if (own != RA_TAG_NONE)
         ra__thread_keep_own(own);
     return tag;

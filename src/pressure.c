@@ -32,6 +32,10 @@
 #define WATCH_NEAR_NS 10000000u
 #define WATCH_FAR_NS 100000000u
 #define HIGH_PERCENT 90u
+/* A give-back aims 10% under high: what a pass stops at is some room for
+ * the next burst, not the edge of high again, whose next commit would
+ * start another pass. */
+#define TARGET_PERCENT 80u
 #define CALLBACKS_MAX 16u
 
 struct callback {
@@ -50,7 +54,6 @@ static enum ra__limit_source source;
 /* Read by the reports without the lock. */
 static _Atomic size_t limit;
 static _Atomic size_t resident;
-static _Atomic uint64_t given_back;
 static _Atomic uint64_t rises;
 
 /* -- the cgroup's limit ------------------------------------------------------- */
@@ -122,47 +125,22 @@ static size_t cgroup_limit(void)
 
 /* -- giving back ---------------------------------------------------------------- */
 
-static int by_priority(const void *a, const void *b)
-{
-    int x = ra__budget_priority(*(const ra_tag_t *)a);
-    int y = ra__budget_priority(*(const ra_tag_t *)b);
-
-    return (x > y) - (x < y);
-}
-
-static void note_given(size_t before, size_t after)
-{
-    if (after < before)
-        atomic_fetch_add_explicit(&given_back, before - after,
-                                  memory_order_relaxed);
-}
-
 /* Free pages back to the OS, the tags of lowest priority first, until the
- * resident set is under high; then whatever a purge reaches. Returns the
- * resident set after. */
-static size_t give_back(size_t high)
+ * resident set is under target (make_room.c). On a rise (full) every tag is
+ * purged, threads' caches and kept blocks included, and then whatever a
+ * purge reaches (the untagged arenas, what destroys left); on a later look
+ * still above high, only the tags whose free pages are worth a purge, so
+ * that memory a program frees while above high goes back at the next look
+ * rather than at the decay's pace. Returns the resident set after. */
+static size_t give_back(size_t target, bool full)
 {
-    unsigned count = ra__tag_published();
-    ra_tag_t *order = ra__meta_alloc((count + 1) * sizeof *order);
-    size_t now = ra__proc_rss(), before = now;
-    unsigned n = 0;
+    size_t now = ra__give_back_by_priority(target, full), before = now;
 
-    if (order != NULL) {
-        for (ra_tag_t t = 1; t <= count; t++)
-            if (ra__tag_valid(t))
-                order[n++] = t;
-        qsort(order, n, sizeof *order, by_priority);
-        for (unsigned i = 0; i < n && now >= high; i++) {
-            ra__purge_kept(order[i]);
-            now = ra__proc_rss();
-        }
-        ra__meta_free(order);
-    }
-    if (now >= high) {
+    if (now >= target && full) {
         ra_purge_all();
         now = ra__proc_rss();
+        ra__give_back_note(before, now);
     }
-    note_given(before, now);
     return now;
 }
 
@@ -193,25 +171,38 @@ static void call_back(ra_pressure_t level, size_t rss, size_t lim)
         copy[i].cb(copy[i].ctx, level, rss, lim);
 }
 
-/* One look: the level from the resident set; on a rise, pages given back
- * first, then the callbacks (when still at the level or above), then the
- * commits refused from the level that is left. */
+/* The commits' room and level from the resident set now (none without a
+ * limit). */
+static void set_room(size_t lim)
+{
+    size_t rss = lim != 0 ? ra__proc_rss() : 0;
+
+    ra__budget_set_pressure(level_of(rss, lim), lim,
+                            lim / 100 * HIGH_PERCENT,
+                            lim / 100 * TARGET_PERCENT, rss);
+}
+
+/* One look: the level from the resident set; at high or above, pages
+ * given back first (all of them on a rise), then the commits' room and
+ * level set from what is left, then, on a rise, the callbacks. */
 static void look(size_t lim, ra_pressure_t *shown)
 {
+    size_t high = lim / 100 * HIGH_PERCENT;
+    size_t target = lim / 100 * TARGET_PERCENT;
     size_t rss = ra__proc_rss();
     ra_pressure_t level = level_of(rss, lim);
 
-    if (level > *shown) {
-        rss = give_back(lim / 100 * HIGH_PERCENT);
+    if (level != RA_PRESSURE_NONE) {
+        rss = give_back(target, level > *shown);
         level = level_of(rss, lim);
-        if (level > *shown) {
-            atomic_fetch_add_explicit(&rises, 1, memory_order_relaxed);
-            call_back(level, rss, lim);
-        }
     }
     atomic_store_explicit(&resident, rss, memory_order_relaxed);
+    ra__budget_set_pressure(level, lim, high, target, rss);
+    if (level > *shown) {
+        atomic_fetch_add_explicit(&rises, 1, memory_order_relaxed);
+        call_back(level, rss, lim);
+    }
     *shown = level;
-    ra__budget_set_pressure(level);
 }
 
 static void *watch(void *unused)
@@ -227,7 +218,7 @@ static void *watch(void *unused)
         if (lim == 0) {
             /* No limit any more: nothing refused, nothing read. */
             shown = RA_PRESSURE_NONE;
-            ra__budget_set_pressure(RA_PRESSURE_NONE);
+            ra__budget_set_pressure(RA_PRESSURE_NONE, 0, 0, 0, 0);
             pthread_cond_wait(&wake, &pressure_lock);
             continue;
         }
@@ -263,6 +254,10 @@ static bool set_limit(size_t bytes, enum ra__limit_source from)
     }
     atomic_store_explicit(&limit, bytes, memory_order_relaxed);
     source = bytes != 0 ? from : RA__LIMIT_NONE;
+    /* In force when the call returns: the commits' room from the resident
+     * set now, not from the watcher's first look. The watcher gives back
+     * and calls back at that look. */
+    set_room(bytes);
     pthread_cond_signal(&wake);
     return false;
 }
@@ -308,8 +303,7 @@ void ra__pressure_read(struct ra__pressure_figures *out)
     out->limit = atomic_load_explicit(&limit, memory_order_relaxed);
     out->resident = atomic_load_explicit(&resident, memory_order_relaxed);
     out->level = out->limit != 0 ? ra__budget_pressure() : RA_PRESSURE_NONE;
-    out->given_back =
-        atomic_load_explicit(&given_back, memory_order_relaxed);
+    out->given_back = ra__given_back();
     out->refusals = ra__budget_pressure_refusals();
     out->rises = atomic_load_explicit(&rises, memory_order_relaxed);
 }
@@ -332,7 +326,7 @@ void ra__pressure_postfork_child(void)
     ra__unlock(&pressure_lock);
     pthread_cond_init(&wake, NULL);
     watcher_runs = false;
-    ra__budget_set_pressure(RA_PRESSURE_NONE);
+    ra__budget_set_pressure(RA_PRESSURE_NONE, 0, 0, 0, 0);
 }
 
 /* -- the public calls --------------------------------------------------------------- */

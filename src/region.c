@@ -104,8 +104,8 @@ static bool region_contains(const struct region *r, const void *addr,
  * must not unmap what a growth just made writable. */
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Why this thread's last carving could not map given-back space (see
- * map_anew), 0 when none could not, for the errno of an arena that could
- * not be made (ra__region_refusal):
+ * map_anew) or its commit was refused (ENOMEM), 0 when none failed, for the
+ * errno of an arena that could not be made (ra__region_refusal):
  * the limit's refusal may pass, another mapping's space is not ours. */
 static RA__TLS int tls_space_refusal;
 
@@ -240,8 +240,12 @@ static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
      * is its choice: growth asks for uncommitted space and commits what it
      * uses, and only that counts towards peak_mapped and the budget. The
      * commitment is taken first, so that a refusal carves nothing. */
-    if (*commit && !commits->commit(tag_of_region(r), size))
+    if (*commit && !commits->commit(tag_of_region(r), size)) {
+        /* A budget or the memory limit: an arena that cannot be made
+         * for it fails with ENOMEM, not as if jemalloc had no index. */
+        tls_space_refusal = ENOMEM;
         return NULL;
+    }
     /* jemalloc grows (uncommitted) after a recycled extent's commit was
      * refused, and keeps a grown extent whose commit fails: every refused
      * attempt would strand fresh address space until the region ran out.

@@ -262,17 +262,23 @@ static bool wait_for(_Atomic unsigned *n, unsigned want)
     return false;
 }
 
-/* A block of 16 MiB under tag: NULL when its commit is refused. */
-static void *big_in(ra_tag_t tag)
+/* A block of size under tag: NULL when its commit is refused. */
+static void *block_in(ra_tag_t tag, size_t size)
 {
     void *p;
 
     {
         RA_TAG_SCOPE(tag);
         /* ra_malloc: tagged with or without the malloc override. */
-        p = ra_malloc(16 * MIB);
+        p = ra_malloc(size);
     }
     return p;
+}
+
+/* 4 MiB: a large block, committed as it is asked. */
+static void *big_in(ra_tag_t tag)
+{
+    return block_in(tag, 4 * MIB);
 }
 
 /* A figure of the tag named name, key "limit_failures" or "priority",
@@ -336,15 +342,16 @@ static int child_rises(void)
     memset(ballast, 1, 96 * MIB);
     rss = resident_now();
     TU_REQUIRE(rss != 0);
-    /* Resident at 98% of the limit: high, not the limit. */
-    TU_REQUIRE(ra_memory_limit_set(rss / 98 * 100) == 0);
+    /* Resident at 92% of the limit: high, not the limit; the 8% left
+     * (some 8 MiB) holds a 4 MiB block, and is under high's 10%. */
+    TU_REQUIRE(ra_memory_limit_set(rss / 92 * 100) == 0);
     TU_REQUIRE(wait_for(&rises_high, 1));
     /* Sheddable refused, the others not, untagged never. */
     TU_REQUIRE(big_in(cache) == NULL && errno == ENOMEM);
     TU_REQUIRE(figure_of("cache", "limit_failures") == 1);
     p = big_in(query);
     TU_REQUIRE(p != NULL);
-    q = malloc(16 * MIB);
+    q = malloc(4 * MIB);
     TU_REQUIRE(q != NULL);
     free(q);
     ra_free(p);
@@ -355,7 +362,7 @@ static int child_rises(void)
     TU_REQUIRE(wait_for(&rises_limit, 1));
     TU_REQUIRE(big_in(query) == NULL && errno == ENOMEM);
     TU_REQUIRE(figure_of("query", "limit_failures") == 1);
-    q = malloc(16 * MIB);
+    q = malloc(4 * MIB);
     TU_REQUIRE(q != NULL);
     free(q);
     /* No limit: nothing refused once the watcher has seen it. */
@@ -369,6 +376,95 @@ static int child_rises(void)
     free(ballast);
     return 0;
 }
+
+/* A burst between two looks stops at the limit: every commit takes its
+ * bytes from the room the last look left, so the 1 MiB blocks touched one
+ * after the other are refused before the resident set passes the limit by
+ * more than one block, whenever the watcher looks (the limit is in force
+ * when ra_memory_limit_set returns, before the watcher's first look). */
+static int child_burst(void)
+{
+    enum { MAX_BLOCKS = 1024 };
+    static void *blocks[MAX_BLOCKS];
+    ra_tag_t t = ra_tag_create("burst");
+    size_t rss, limit, worst = 0;
+    unsigned n = 0;
+
+    TU_REQUIRE(t != RA_TAG_NONE);
+    rss = resident_now();
+    limit = rss + 64 * MIB;
+    TU_REQUIRE(ra_memory_limit_set(limit) == 0);
+    while (n < MAX_BLOCKS && (blocks[n] = block_in(t, MIB)) != NULL) {
+        size_t now;
+        memset(blocks[n++], 1, MIB);
+        now = resident_now();
+        if (now > worst)
+            worst = now;
+    }
+    TU_REQUIRE(n < MAX_BLOCKS && errno == ENOMEM);
+    TU_REQUIRE(n >= 16); /* 64 MiB of room: the first blocks fit */
+    /* A block committed just before a look and touched after it is one
+     * the look does not see: one block over at most, and the page tables. */
+    TU_REQUIRE(worst <= limit + 2 * MIB);
+    while (n > 0)
+        ra_free(blocks[--n]);
+    return 0;
+}
+
+START_TEST(test_pressure_burst_stops_at_the_limit)
+{
+    static const char *const env[] = {NULL};
+    char err[4096];
+
+    run(env, "burst", err, sizeof err);
+}
+END_TEST
+
+/* Memory freed at the limit serves the next allocation at once, in another
+ * tag and in a tag made then, without waiting for the watcher: the refused
+ * commit gives the free pages back and tries again. With nothing to give,
+ * a creation fails with ENOMEM and leaves nothing behind. */
+static int child_freed_serves(void)
+{
+    enum { MAX_BLOCKS = 1024 };
+    static void *blocks[MAX_BLOCKS];
+    ra_tag_t a = ra_tag_create("first"), b, c;
+    unsigned n = 0;
+    void *p;
+
+    TU_REQUIRE(a != RA_TAG_NONE);
+    TU_REQUIRE(ra_memory_limit_set(resident_now() + 48 * MIB) == 0);
+    while (n < MAX_BLOCKS && (blocks[n] = block_in(a, MIB)) != NULL)
+        memset(blocks[n++], 1, MIB);
+    TU_REQUIRE(n < MAX_BLOCKS);
+    /* Full: a tag cannot be made. */
+    TU_REQUIRE(ra_tag_create("refused") == RA_TAG_NONE && errno == ENOMEM);
+    TU_REQUIRE(ra_tag_lookup("refused") == RA_TAG_NONE);
+    /* Freed, still resident (jemalloc keeps the pages), then asked again. */
+    while (n > 0)
+        ra_free(blocks[--n]);
+    b = ra_tag_create("second");
+    TU_REQUIRE(b != RA_TAG_NONE);
+    p = block_in(b, 16 * MIB);
+    TU_REQUIRE(p != NULL);
+    memset(p, 1, 16 * MIB);
+    ra_free(p);
+    TU_REQUIRE(ra_memory_limit_set(0) == 0);
+    c = ra_tag_create("refused");
+    TU_REQUIRE(c != RA_TAG_NONE);
+    TU_REQUIRE(ra_tag_destroy(c) == 0 && ra_tag_destroy(b) == 0 &&
+               ra_tag_destroy(a) == 0);
+    return 0;
+}
+
+START_TEST(test_pressure_freed_memory_serves_at_once)
+{
+    static const char *const env[] = {NULL};
+    char err[4096];
+
+    run(env, "freed_serves", err, sizeof err);
+}
+END_TEST
 
 START_TEST(test_pressure_rises_refuse_by_priority)
 {
@@ -441,6 +537,8 @@ static Suite *pressure_suite(void)
     tcase_set_timeout(rises, 240);
     tcase_add_test(rises, test_pressure_rises_refuse_by_priority);
     tcase_add_test(rises, test_pressure_fork_with_the_watcher);
+    tcase_add_test(rises, test_pressure_burst_stops_at_the_limit);
+    tcase_add_test(rises, test_pressure_freed_memory_serves_at_once);
     suite_add_tcase(s, rises);
     return s;
 }
@@ -457,6 +555,8 @@ int main(int argc, char **argv)
         {"bad_value", child_bad_value},
         {"rises", child_rises},
         {"forks", child_forks},
+        {"burst", child_burst},
+        {"freed_serves", child_freed_serves},
         {NULL, NULL},
     };
 

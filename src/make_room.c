@@ -1,0 +1,143 @@
+/* Floor: state. Making room: after an allocation was refused, before its
+ * one retry, and on the memory limit watcher's looks. A budget's refusal
+ * gets back what a purge reaches of the tag (and of the subtree whose
+ * limit refused); the memory limit's gets back the process's free pages,
+ * the tags of lowest priority first, until the resident set is under the
+ * pressure's target, and sets the commits' room from what is left, so that memory a program
+ * freed at the limit serves its next allocation without waiting for the
+ * watcher's next look. */
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "backend.h"
+#include "budget.h"
+#include "internal.h"
+#include "region.h"
+
+/* Below this, a tag's free pages are not worth a purge on a pass that is
+ * not a rise: a pass over thousands of tags reads their live figures
+ * (some hundred ns each) and purges only where pages wait. */
+#define WORTH_A_PURGE ((size_t)64 << 10)
+/* After a pass that gave nothing back, a refused allocation fails at
+ * once for this long rather than pass again: at the limit with nothing
+ * left to give, a storm of refusals costs each a clock read, not a walk of
+ * the tags. */
+#define BARREN_NS 1000000u
+
+static _Atomic uint64_t given_back;
+static _Atomic bool passing;            /* one pass at a time */
+static _Atomic uint64_t barren_until_ns;
+
+/* The tag's committed pages that hold neither blocks nor metadata. */
+static size_t free_pages(ra_tag_t tag)
+{
+    size_t used = ra__region_metadata(tag);
+    size_t committed = ra__budget_committed(tag);
+
+    for (unsigned k = 0, n = ra__pool_count(tag); k < n; k++)
+        used += ra__be_arena_active(ra__pool_arena(tag, k));
+    return committed > used ? committed - used : 0;
+}
+
+static int by_priority(const void *a, const void *b)
+{
+    int x = ra__budget_priority(*(const ra_tag_t *)a);
+    int y = ra__budget_priority(*(const ra_tag_t *)b);
+
+    return (x > y) - (x < y);
+}
+
+void ra__give_back_note(size_t before, size_t after)
+{
+    if (after < before)
+        atomic_fetch_add_explicit(&given_back, before - after,
+                                  memory_order_relaxed);
+}
+
+uint64_t ra__given_back(void)
+{
+    return atomic_load_explicit(&given_back, memory_order_relaxed);
+}
+
+size_t ra__give_back_by_priority(size_t below, bool every)
+{
+    unsigned count = ra__tag_published();
+    ra_tag_t *order = ra__meta_alloc((count + 1) * sizeof *order);
+    size_t now = ra__proc_rss(), before = now;
+    unsigned n = 0;
+
+    if (order == NULL)
+        return now;
+    for (ra_tag_t t = 1; t <= count; t++)
+        if (ra__tag_valid(t))
+            order[n++] = t;
+    qsort(order, n, sizeof *order, by_priority);
+    for (unsigned i = 0; i < n && now >= below; i++) {
+        if (!every && free_pages(order[i]) < WORTH_A_PURGE)
+            continue;
+        ra__purge_kept(order[i]);
+        now = ra__proc_rss();
+    }
+    ra__meta_free(order);
+    ra__give_back_note(before, now);
+    return now;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One pass at a time: a thread refused while another passes waits for
+ * that pass (no lock of ours or jemalloc's is held here) and retries on
+ * its room. */
+static void make_room_under_limit(void)
+{
+    size_t target = ra__budget_pressure_target(), before, after;
+    uint64_t t;
+
+    if (target == 0)
+        return;
+    if (atomic_exchange_explicit(&passing, true, memory_order_acquire)) {
+        while (atomic_load_explicit(&passing, memory_order_acquire))
+            sched_yield();
+        return;
+    }
+    t = now_ns();
+    if (t >= atomic_load_explicit(&barren_until_ns, memory_order_relaxed)) {
+        before = ra__proc_rss();
+        after = ra__give_back_by_priority(target, false);
+        ra__budget_pressure_reset_room(after);
+        if (after >= before)
+            atomic_store_explicit(&barren_until_ns, t + BARREN_NS,
+                                  memory_order_relaxed);
+    }
+    atomic_store_explicit(&passing, false, memory_order_release);
+}
+
+/* doc/design.md, jemalloc facts: a bounded arena can fail while dirty pages
+ * sit unused. */
+void ra__make_room(ra_tag_t tag)
+{
+    ra_tag_t refused = ra__budget_refused;
+
+    if (ra__budget_refused_by_pressure()) {
+        make_room_under_limit();
+        return;
+    }
+    ra__purge_kept(tag);
+    /* An ancestor's hard limit refused (tag trees): dirty pages anywhere
+     * in its subtree count against it. */
+    if (refused != RA_TAG_NONE && refused != tag)
+        ra__purge_subtree(refused);
+}
+
+void ra__make_room_postfork_child(void)
+{
+    atomic_store_explicit(&passing, false, memory_order_relaxed);
+}
