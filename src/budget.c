@@ -533,6 +533,17 @@ void ra__budget_pressure_reset_room(size_t resident)
                               memory_order_relaxed);
 }
 
+size_t ra__budget_pressure_estimate(void)
+{
+    size_t limit = atomic_load_explicit(&limit_bytes, memory_order_relaxed);
+    int64_t left = atomic_load_explicit(&room, memory_order_relaxed);
+
+    if (!atomic_load_explicit(&limited, memory_order_relaxed))
+        return 0;
+    return left >= 0 ? (left < (int64_t)limit ? limit - (size_t)left : 0)
+                     : limit + (size_t)-left;
+}
+
 bool ra__budget_refused_by_pressure(void)
 {
     return tls_refused_by_pressure;

@@ -70,6 +70,9 @@ ra_pressure_t ra__budget_pressure(void);
  * since the last look (make_room.c); and whether this thread's last
  * refusal was the pressure's. */
 size_t ra__budget_pressure_target(void);
+/* The resident set the room stands for: the last look's, plus what was
+ * committed since, less what was decommitted (0 without a limit). */
+size_t ra__budget_pressure_estimate(void);
 void ra__budget_pressure_reset_room(size_t resident);
 bool ra__budget_refused_by_pressure(void);
 void ra__budget_set_priority(ra_tag_t tag, int priority);

@@ -189,8 +189,11 @@ static void look(size_t lim, ra_pressure_t *shown)
 {
     size_t high = lim / 100 * HIGH_PERCENT;
     size_t target = lim / 100 * TARGET_PERCENT;
-    size_t rss = ra__proc_rss();
-    ra_pressure_t level = level_of(rss, lim);
+    size_t rss = ra__proc_rss(), since = ra__budget_pressure_estimate();
+    /* What the commits since the last look stand for counts too: a tag
+     * refused for want of room is at high, whether or not its pages are
+     * touched yet. */
+    ra_pressure_t level = level_of(rss > since ? rss : since, lim);
 
     if (level != RA_PRESSURE_NONE) {
         rss = give_back(target, level > *shown);
