@@ -163,6 +163,18 @@ for c in jemalloc untagged tagged; do
     run_one phases "$c"
 done
 
+# -- memory pressure: waves under a 200 MiB limit and without one, in turn ---
+# (bench/waves.c). The run without a limit faults in 200 MiB of new pages a
+# wave and keeps what it frees resident until jemalloc's decay: it is the
+# longer one.
+wave_procs=3
+[ $quick = 1 ] && wave_procs=1
+for ((p = 1; p <= wave_procs; p++)); do
+    echo "bench: waves (process $p of $wave_procs)" >&2
+    run_one waves limit
+    run_one waves nolimit
+done
+
 # -- profiler: heaptrack on the same glibc binary, whole process --------------
 # ring_glibc --profile NAME runs the 8-256 ring with glibc's malloc only,
 # reported as NAME; the same command runs alone and under heaptrack, in turn.
@@ -492,6 +504,20 @@ END {
     } else target("a tag per request: >= 0.9x untagged requests/s, 2 threads", "not measured", "")
     pair_target("a tag per request: resident set <= 1.1x untagged", RR,
                 "a tag per request", "untagged (baseline)", 1.1)
+
+    # Memory pressure: the waves under a 200 MiB limit, and the same run
+    # without one (bench/waves.c).
+    WP = "waves: peak RSS over 200 MiB"; WL = "200 MiB limit"; WN = "no limit"
+    WC = "waves: library threads\047 CPU over the process\047s"
+    print ""
+    print "targets (memory pressure), judged from the medians above:"
+    if (has(WP, WL) && has(WP, WN))
+        target("waves: peak RSS <= 1.05x a 200 MiB limit, where without it the peak is above",
+               sprintf("%.3fx with, %.3fx without", med[key(WP, WL)], med[key(WP, WN)]),
+               med[key(WP, WL)] <= 1.05 && med[key(WP, WN)] > 1)
+    else target("waves: peak RSS <= 1.05x a 200 MiB limit", "not measured", "")
+    ns_target("waves: giving back (the library\047s threads) <= 5% of the process\047s CPU",
+              WC, WL, 5)
 
     print ""
     print "targets (reading at allocator speed), judged from the medians above:"

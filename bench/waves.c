@@ -121,7 +121,7 @@ int main(int argc, char **argv)
 {
     const char *who = argc == 2 ? argv[1] : "";
     bool limited = strcmp(who, "limit") == 0;
-    unsigned waves = (unsigned)bench_scaled(40, 4), refused = 0;
+    unsigned waves = (unsigned)bench_scaled(20, 4), refused = 0;
     const char *name = limited ? "200 MiB limit" : "no limit";
     double t0, wall, threads_cpu, all_cpu;
     size_t live = 0;

@@ -70,6 +70,17 @@ size_t ra__give_back_by_priority(size_t below, bool every)
 
     if (order == NULL)
         return now;
+    /* What destroyed tags' slots keep for their next holders goes first:
+     * nobody holds it (a purge of an id being handed out again meanwhile
+     * costs its next holder a fault or two, as ra_purge_all's does). */
+    for (ra_tag_t t = 1; t <= count && now >= below; t++) {
+        if (ra__tag_valid(t) || ra__pool_count(t) == 0 ||
+            (!every && free_pages(t) < WORTH_A_PURGE))
+            continue;
+        ra__thread_release_kept(t);
+        ra__pool_purge(t);
+        now = ra__proc_rss();
+    }
     for (ra_tag_t t = 1; t <= count; t++)
         if (ra__tag_valid(t))
             order[n++] = t;
