@@ -104,6 +104,21 @@ size_t bench_rss_bytes(void)
     return got == 2 ? resident * (size_t)sysconf(_SC_PAGESIZE) : 0;
 }
 
+size_t bench_peak_rss_bytes(void)
+{
+    char line[128];
+    size_t kib = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "VmHWM: %zu kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib * 1024u;
+}
+
 static double env_double(const char *name, double def)
 {
     const char *s = getenv(name);

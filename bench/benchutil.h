@@ -27,6 +27,7 @@ void bench_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 double bench_now_ns(void);               /* CLOCK_MONOTONIC */
 double bench_median(double *v, unsigned n); /* sorts v; n > 0 */
 size_t bench_rss_bytes(void);            /* /proc/self/statm resident; 0 on error */
+size_t bench_peak_rss_bytes(void);       /* VmHWM of /proc/self/status; 0 on error */
 
 /* Operation counts are multiplied by BENCH_SCALE (default 1, e.g. 0.05 for a
  * smoke run) and never fall below min. Rounds come from BENCH_ROUNDS

@@ -101,22 +101,6 @@ static double cpu_ns(int who)
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
 }
 
-/* The kernel's high-water mark of the resident set (/proc/self/status). */
-static size_t peak_rss(void)
-{
-    char line[128];
-    size_t kib = 0;
-    FILE *f = fopen("/proc/self/status", "r");
-
-    if (f == NULL)
-        return 0;
-    while (fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "VmHWM: %zu kB", &kib) == 1)
-            break;
-    fclose(f);
-    return kib * 1024u;
-}
-
 int main(int argc, char **argv)
 {
     const char *who = argc == 2 ? argv[1] : "";
@@ -146,7 +130,7 @@ int main(int argc, char **argv)
     all_cpu = cpu_ns(RUSAGE_SELF) - all_cpu;
     threads_cpu = cpu_ns(RUSAGE_SELF) - cpu_ns(RUSAGE_THREAD) - threads_cpu;
     bench_row("waves: peak RSS over 200 MiB", name,
-              (double)peak_rss() / LIMIT, "x", -1, 0, 0);
+              (double)bench_peak_rss_bytes() / LIMIT, "x", -1, 0, 0);
     bench_row("waves: MiB allocated a wave", name, allocated / waves / MIB,
               "MiB", -1, 0, 0);
     bench_row("waves: time per GiB allocated", name,
