@@ -163,6 +163,22 @@ static inline bool ra__page_is_sampled(const void *ptr)
     return ra__page_bin != NULL && ra__page_bin_get(ptr) == RA__PAGE_SAMPLED;
 }
 
+/* Invariant 3 and the caches' own, for ra__assert: a front cache's bin
+ * holds only blocks of its tag, whose page names their class or says
+ * "uncached". The entry is loaded once: threads that share a slab write
+ * it as they go, each a value right for every block of the page (a
+ * thread's first block, made outside its front cache, marks the page
+ * uncached, and its refill then names the class), so two loads could see
+ * "uncached" and then the class, and fail a check that each one passes. */
+static inline bool ra__fc_block_ok(const void *ptr, ra_tag_t tag,
+                                   unsigned bin)
+{
+    unsigned entry = ra__page_bin_get(ptr);
+
+    return ra__tag_of_addr(ptr) == tag &&
+           (ra__page_entry_bin(entry) == bin || entry == RA__PAGE_UNCACHED);
+}
+
 /* The hot path of a tagged malloc: a pop from the thread's front cache.
  * Anything else is a tail call, so this needs no saved registers. */
 static inline void *ra__alloc_tagged_fast(ra_tag_t tag, size_t size)
@@ -178,14 +194,7 @@ static inline void *ra__alloc_tagged_fast(ra_tag_t tag, size_t size)
             unsigned count = b->count;
             if (RA__UNLIKELY(count == 0))
                 return ra__alloc_refill(s, tag, bin, size);
-            /* Invariant 3 and the caches' own: a bin holds only blocks of
-             * its tag, whose page names their class (or, after a block of
-             * the page was made outside a front cache, says "uncached"). */
-            ra__assert(ra__tag_of_addr(b->items[count - 1]) == tag &&
-                       (ra__page_entry_bin(ra__page_bin_get(
-                            b->items[count - 1])) == bin ||
-                        ra__page_bin_get(b->items[count - 1]) ==
-                            RA__PAGE_UNCACHED));
+            ra__assert(ra__fc_block_ok(b->items[count - 1], tag, bin));
             b->count = count - 1;
             ra__count_handed(s, b->size);
             return b->items[count - 1];
