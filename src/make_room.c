@@ -3,9 +3,9 @@
  * gets back what a purge reaches of the tag (and of the subtree whose
  * limit refused); the memory limit's gets back the process's free pages,
  * the tags of lowest priority first, until the resident set is under the
- * pressure's target, and sets the commits' room from what is left, so that memory a program
- * freed at the limit serves its next allocation without waiting for the
- * watcher's next look. */
+ * pressure's target, and sets the commits' room from what is left, so
+ * that memory a program freed at the limit serves its next allocation
+ * without waiting for the watcher's next look. */
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
