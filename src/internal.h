@@ -386,15 +386,14 @@ void ra__purge_owned(bool idle_only);
 /* -- make_room.c: what goes back after a refusal, and under pressure ------- */
 /* After an allocation in tag was refused, before its one retry: a budget's
  * refusal purges what the tag keeps (and the refusing ancestor's subtree);
- * the memory limit's gives back the tags' free pages by priority until the
- * resident set is under the pressure's target, then sets the commits' room
- * again (one pass at a time, which the others wait for; none for a
- * millisecond after a pass that gave nothing back). */
+ * the memory limit's gives back every tag's free pages worth a purge, by
+ * priority, then sets the commits' room again (one pass at a time, which
+ * the others wait for). */
 RA__COLD void ra__make_room(ra_tag_t tag);
 /* The tags' free pages back to the OS, lowest priority first, until the
- * resident set is under below; every: every tag, whatever it holds free,
- * else only those with some tens of KiB free. Returns the resident set
- * after, and counts what it fell by. */
+ * resident set is under below (0: all of them); every: every tag, whatever
+ * it holds free, else only those with some tens of KiB free. Returns the
+ * resident set after, and counts what it fell by. */
 size_t ra__give_back_by_priority(size_t below, bool every);
 /* Counts a fall of the resident set that pressure caused; the total. */
 void ra__give_back_note(size_t before, size_t after);

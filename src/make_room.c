@@ -9,7 +9,6 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "backend.h"
 #include "budget.h"
@@ -20,15 +19,8 @@
  * not a rise: a pass over thousands of tags reads their live figures
  * (some hundred ns each) and purges only where pages wait. */
 #define WORTH_A_PURGE ((size_t)64 << 10)
-/* After a pass that gave nothing back, a refused allocation fails at
- * once for this long rather than pass again: at the limit with nothing
- * left to give, a storm of refusals costs each a clock read, not a walk of
- * the tags. */
-#define BARREN_NS 1000000u
-
 static _Atomic uint64_t given_back;
-static _Atomic bool passing;            /* one pass at a time */
-static _Atomic uint64_t barren_until_ns;
+static _Atomic bool passing; /* one refused allocation's pass at a time */
 
 /* The tag's committed pages that hold neither blocks nor metadata. */
 static size_t free_pages(ra_tag_t tag)
@@ -96,38 +88,23 @@ size_t ra__give_back_by_priority(size_t below, bool every)
     return now;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* One pass at a time: a thread refused while another passes waits for
- * that pass (no lock of ours or jemalloc's is held here) and retries on
- * its room. */
+/* A refused allocation does not know how much room it needs: its pass
+ * gives back every tag's free pages worth a purge, lowest priority first,
+ * not only down to the watcher's target. One pass runs at a time: a
+ * thread refused while another passes waits for that pass (no lock of
+ * ours or jemalloc's is held here) and retries on the room it left, so
+ * that a storm of refusals at a limit with nothing left to give keeps at
+ * most one thread walking the tags. */
 static void make_room_under_limit(void)
 {
-    size_t target = ra__budget_pressure_target(), before, after;
-    uint64_t t;
-
-    if (target == 0)
+    if (ra__budget_pressure_target() == 0)
         return;
     if (atomic_exchange_explicit(&passing, true, memory_order_acquire)) {
         while (atomic_load_explicit(&passing, memory_order_acquire))
             sched_yield();
         return;
     }
-    t = now_ns();
-    if (t >= atomic_load_explicit(&barren_until_ns, memory_order_relaxed)) {
-        before = ra__proc_rss();
-        after = ra__give_back_by_priority(target, false);
-        ra__budget_pressure_reset_room(after);
-        if (after >= before)
-            atomic_store_explicit(&barren_until_ns, t + BARREN_NS,
-                                  memory_order_relaxed);
-    }
+    ra__budget_pressure_reset_room(ra__give_back_by_priority(0, false));
     atomic_store_explicit(&passing, false, memory_order_release);
 }
 
