@@ -59,8 +59,9 @@ static RA__TLS bool tls_in_callback;
 RA__TLS ra_tag_t ra__budget_refused;
 RA__TLS unsigned ra__budget_soft_pending;
 
-/* Memory pressure (pressure.c). Without a limit, every commit reads
- * limited and nothing else. With one, room is what may still be committed
+/* Memory pressure (pressure.c). Without a limit (limit_bytes 0), every
+ * commit reads limit_bytes and nothing else. With one, room is what may
+ * still be committed
  * before the resident set reaches the limit: set at each of the watcher's
  * looks (the limit less the resident set), taken by every commit and
  * given back by every decommit, so that a burst of growth between two
@@ -70,9 +71,8 @@ RA__TLS unsigned ra__budget_soft_pending;
  * room is under high_gap (the resident set past high). pressure: the
  * level of the last look, for the reports. Allocations it refused, and
  * whether this thread's last refusal was its. */
-static _Atomic bool limited;
-static _Atomic int64_t room, high_gap;
 static _Atomic size_t limit_bytes, target_bytes;
+static _Atomic int64_t room, high_gap;
 static _Atomic int pressure;
 static _Atomic uint64_t pressure_refusals;
 static RA__TLS bool tls_refused_by_pressure;
@@ -235,14 +235,10 @@ static void link_unlock(struct budget *b)
     atomic_flag_clear_explicit(&b->linking, memory_order_release);
 }
 
-/* Counts bytes more committed in tag, and in the subtree of every tag up
- * its chain, unless that would pass one of their hard limits: then nothing
- * is counted anywhere. Each level's count is taken with its own
- * compare-and-swap against its limit, so no subtree ever holds more than
- * its limit, whatever threads race (tag trees). */
 static void give_room(size_t bytes)
 {
-    if (RA__UNLIKELY(atomic_load_explicit(&limited, memory_order_relaxed)))
+    if (RA__UNLIKELY(atomic_load_explicit(&limit_bytes,
+                                          memory_order_relaxed) != 0))
         atomic_fetch_add_explicit(&room, (int64_t)bytes,
                                   memory_order_relaxed);
 }
@@ -252,7 +248,8 @@ static bool refused_by_pressure(ra_tag_t tag, size_t bytes)
 {
     int64_t left, floor;
 
-    if (RA__LIKELY(!atomic_load_explicit(&limited, memory_order_relaxed)))
+    if (RA__LIKELY(atomic_load_explicit(&limit_bytes,
+                                        memory_order_relaxed) == 0))
         return false;
     left = atomic_fetch_sub_explicit(&room, (int64_t)bytes,
                                      memory_order_relaxed) -
@@ -269,6 +266,12 @@ static bool refused_by_pressure(ra_tag_t tag, size_t bytes)
     return true;
 }
 
+/* Counts bytes more committed in tag, once the memory limit's room has
+ * them, and in the subtree of every tag up
+ * its chain, unless that would pass one of their hard limits: then nothing
+ * is counted anywhere. Each level's count is taken with its own
+ * compare-and-swap against its limit, so no subtree ever holds more than
+ * its limit, whatever threads race (tag trees). */
 static bool commit(ra_tag_t tag, size_t bytes)
 {
     size_t now;
@@ -502,21 +505,30 @@ void ra__budget_count_failure(ra_tag_t tag)
     }
 }
 
+/* The room under limit when the resident set is resident: negative past
+ * it. */
+static int64_t room_under(size_t limit, size_t resident)
+{
+    return limit >= resident ? (int64_t)(limit - resident)
+                             : -(int64_t)(resident - limit);
+}
+
 void ra__budget_set_pressure(ra_pressure_t level, size_t limit,
                              size_t high, size_t target, size_t resident)
 {
-    atomic_store_explicit(&limit_bytes, limit, memory_order_relaxed);
-    ra__budget_pressure_reset_room(resident);
+    atomic_store_explicit(&room, room_under(limit, resident),
+                          memory_order_relaxed);
     atomic_store_explicit(&high_gap, (int64_t)(limit - high),
                           memory_order_relaxed);
     atomic_store_explicit(&target_bytes, target, memory_order_relaxed);
     atomic_store_explicit(&pressure, (int)level, memory_order_relaxed);
-    atomic_store_explicit(&limited, limit != 0, memory_order_relaxed);
+    /* Last: a commit that sees the limit sees its room. */
+    atomic_store_explicit(&limit_bytes, limit, memory_order_release);
 }
 
 size_t ra__budget_pressure_target(void)
 {
-    return atomic_load_explicit(&limited, memory_order_relaxed)
+    return atomic_load_explicit(&limit_bytes, memory_order_relaxed) != 0
                ? atomic_load_explicit(&target_bytes, memory_order_relaxed)
                : 0;
 }
@@ -526,22 +538,20 @@ void ra__budget_pressure_reset_room(size_t resident)
     size_t limit = atomic_load_explicit(&limit_bytes, memory_order_relaxed);
 
     if (limit != 0)
-        atomic_store_explicit(&room,
-                              limit > resident
-                                  ? (int64_t)(limit - resident)
-                                  : -(int64_t)(resident - limit),
+        atomic_store_explicit(&room, room_under(limit, resident),
                               memory_order_relaxed);
 }
 
 size_t ra__budget_pressure_estimate(void)
 {
     size_t limit = atomic_load_explicit(&limit_bytes, memory_order_relaxed);
-    int64_t left = atomic_load_explicit(&room, memory_order_relaxed);
+    int64_t used;
 
-    if (!atomic_load_explicit(&limited, memory_order_relaxed))
+    if (limit == 0)
         return 0;
-    return left >= 0 ? (left < (int64_t)limit ? limit - (size_t)left : 0)
-                     : limit + (size_t)-left;
+    used = (int64_t)limit -
+           atomic_load_explicit(&room, memory_order_relaxed);
+    return used > 0 ? (size_t)used : 0;
 }
 
 bool ra__budget_refused_by_pressure(void)

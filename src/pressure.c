@@ -4,14 +4,14 @@
  * percentage of the cgroup's limit), else the cgroup v2 limit the process
  * runs under (memory.high when set, else memory.max), else there is none,
  * and then nothing runs: no thread, and the commits' check is one load of
- * a level that stays RA_PRESSURE_NONE (budget.c). With a limit, a thread
- * of the library's reads the resident set (/proc/self/statm: one read,
- * some microseconds) every WATCH_NEAR_NS once it is past half the limit,
- * every WATCH_FAR_NS below; on a rise to high (90%) it gives back free
- * pages, the tags of lowest priority first, then everything a purge
- * reaches (the untagged arenas, the caches, what destroys left), then
- * calls the callbacks, outside every lock, and sets the level the commits
- * read. */
+ * a limit that stays 0 (budget.c). With a limit, a thread of the library's
+ * reads the resident set (/proc/self/statm: one read, some microseconds)
+ * every WATCH_NEAR_NS once it is past half the limit, every WATCH_FAR_NS
+ * below; at high (90%) it gives back free pages, the tags of lowest
+ * priority first (make_room.c), on a rise then everything a purge reaches
+ * (the untagged arenas, the caches, what destroys left); it sets the room
+ * and level the commits read, and on a rise calls the callbacks, outside
+ * every lock. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -171,14 +171,11 @@ static void call_back(ra_pressure_t level, size_t rss, size_t lim)
         copy[i].cb(copy[i].ctx, level, rss, lim);
 }
 
-/* The commits' room and level from the resident set now (none without a
- * limit). */
-static void set_room(size_t lim)
+/* The commits' room and level under lim (0: none) for the resident set
+ * rss. */
+static void set_room(ra_pressure_t level, size_t lim, size_t rss)
 {
-    size_t rss = lim != 0 ? ra__proc_rss() : 0;
-
-    ra__budget_set_pressure(level_of(rss, lim), lim,
-                            lim / 100 * HIGH_PERCENT,
+    ra__budget_set_pressure(level, lim, lim / 100 * HIGH_PERCENT,
                             lim / 100 * TARGET_PERCENT, rss);
 }
 
@@ -187,8 +184,6 @@ static void set_room(size_t lim)
  * level set from what is left, then, on a rise, the callbacks. */
 static void look(size_t lim, ra_pressure_t *shown)
 {
-    size_t high = lim / 100 * HIGH_PERCENT;
-    size_t target = lim / 100 * TARGET_PERCENT;
     size_t rss = ra__proc_rss(), since = ra__budget_pressure_estimate();
     /* What the commits since the last look stand for counts too: a tag
      * refused for want of room is at high, whether or not its pages are
@@ -196,11 +191,11 @@ static void look(size_t lim, ra_pressure_t *shown)
     ra_pressure_t level = level_of(rss > since ? rss : since, lim);
 
     if (level != RA_PRESSURE_NONE) {
-        rss = give_back(target, level > *shown);
+        rss = give_back(lim / 100 * TARGET_PERCENT, level > *shown);
         level = level_of(rss, lim);
     }
     atomic_store_explicit(&resident, rss, memory_order_relaxed);
-    ra__budget_set_pressure(level, lim, high, target, rss);
+    set_room(level, lim, rss);
     if (level > *shown) {
         atomic_fetch_add_explicit(&rises, 1, memory_order_relaxed);
         call_back(level, rss, lim);
@@ -221,7 +216,7 @@ static void *watch(void *unused)
         if (lim == 0) {
             /* No limit any more: nothing refused, nothing read. */
             shown = RA_PRESSURE_NONE;
-            ra__budget_set_pressure(RA_PRESSURE_NONE, 0, 0, 0, 0);
+            set_room(RA_PRESSURE_NONE, 0, 0);
             pthread_cond_wait(&wake, &pressure_lock);
             continue;
         }
@@ -242,6 +237,8 @@ static void *watch(void *unused)
  * or woken. Returns true, nothing changed, when it cannot start. */
 static bool set_limit(size_t bytes, enum ra__limit_source from)
 {
+    size_t rss;
+
     if (bytes != 0 && !watcher_runs) {
         pthread_t thread;
         pthread_condattr_t attr;
@@ -260,7 +257,8 @@ static bool set_limit(size_t bytes, enum ra__limit_source from)
     /* In force when the call returns: the commits' room from the resident
      * set now, not from the watcher's first look. The watcher gives back
      * and calls back at that look. */
-    set_room(bytes);
+    rss = bytes != 0 ? ra__proc_rss() : 0;
+    set_room(level_of(rss, bytes), bytes, rss);
     pthread_cond_signal(&wake);
     return false;
 }
@@ -329,7 +327,7 @@ void ra__pressure_postfork_child(void)
     ra__unlock(&pressure_lock);
     pthread_cond_init(&wake, NULL);
     watcher_runs = false;
-    ra__budget_set_pressure(RA_PRESSURE_NONE, 0, 0, 0, 0);
+    set_room(RA_PRESSURE_NONE, 0, 0);
 }
 
 /* -- the public calls --------------------------------------------------------------- */

@@ -162,6 +162,15 @@ static void run(const char *const env[], const char *name, char *err,
                   err);
 }
 
+/* The child name in a process of its own, the environment as it is. */
+static void run_alone(const char *name)
+{
+    static const char *const env[] = {NULL};
+    char err[4096];
+
+    run(env, name, err, sizeof err);
+}
+
 START_TEST(test_pressure_no_limit_no_thread)
 {
     static const char *const env[] = {NULL};
@@ -174,10 +183,7 @@ END_TEST
 
 START_TEST(test_pressure_limit_from_the_call)
 {
-    static const char *const env[] = {NULL};
-    char err[4096];
-
-    run(env, "call", err, sizeof err);
+    run_alone("call");
 }
 END_TEST
 
@@ -413,10 +419,7 @@ static int child_burst(void)
 
 START_TEST(test_pressure_burst_stops_at_the_limit)
 {
-    static const char *const env[] = {NULL};
-    char err[4096];
-
-    run(env, "burst", err, sizeof err);
+    run_alone("burst");
 }
 END_TEST
 
@@ -459,19 +462,13 @@ static int child_freed_serves(void)
 
 START_TEST(test_pressure_freed_memory_serves_at_once)
 {
-    static const char *const env[] = {NULL};
-    char err[4096];
-
-    run(env, "freed_serves", err, sizeof err);
+    run_alone("freed_serves");
 }
 END_TEST
 
 START_TEST(test_pressure_rises_refuse_by_priority)
 {
-    static const char *const env[] = {NULL};
-    char err[4096];
-
-    run(env, "rises", err, sizeof err);
+    run_alone("rises");
 }
 END_TEST
 
@@ -504,10 +501,7 @@ static int child_forks(void)
 
 START_TEST(test_pressure_fork_with_the_watcher)
 {
-    static const char *const env[] = {NULL};
-    char err[4096];
-
-    run(env, "forks", err, sizeof err);
+    run_alone("forks");
 }
 END_TEST
 
