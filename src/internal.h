@@ -18,6 +18,10 @@ void ra__clock_start(void);
 /* Nanoseconds of CLOCK_MONOTONIC since the library was loaded. Never
  * allocates. */
 uint64_t ra__clock_ns(void);
+/* CLOCK_MONOTONIC_COARSE in nanoseconds (a tick's resolution, a third of
+ * ra__clock_ns's cost): for ages of a second or more stamped on a
+ * request's path. Not comparable with ra__clock_ns. Never allocates. */
+uint64_t ra__clock_coarse_ns(void);
 /* Moves *t (a CLOCK_MONOTONIC deadline) ns later: the background threads'
  * next wake-up. */
 void ra__deadline_add(struct timespec *t, uint64_t ns);

@@ -53,6 +53,15 @@ uint64_t ra__clock_ns(void)
     return now > zero ? now - zero : 0;
 }
 
+uint64_t ra__clock_coarse_ns(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
+        return ra__clock_ns();
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Reads up to len - 1 bytes of path into buf, NUL-terminated. Returns true
  * on failure. */
 static bool read_small_file(const char *path, char *buf, size_t len)

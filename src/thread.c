@@ -574,7 +574,7 @@ static void release_pair(struct ra__tag_slot *s, ra_tag_t tag)
 /* A line an id: each request's end and creation write its id's. */
 static struct owned {
     alignas(64) _Atomic(struct ra__thread_state *) owner;
-    _Atomic uint64_t since;
+    _Atomic uint64_t since; /* ra__clock_coarse_ns */
 } owned[RA__MAX_TAGS_LIMIT + 1];
 /* This thread's own ids, oldest first; an id another thread took away
  * stays listed until the owner's next look finds it gone. */
@@ -616,7 +616,7 @@ void ra__thread_keep_own(ra_tag_t tag)
                atomic_load_explicit(&owned[tag].owner,
                                     memory_order_relaxed) == NULL);
     own_ids[own_count++] = tag;
-    atomic_store_explicit(&owned[tag].since, ra__clock_ns(),
+    atomic_store_explicit(&owned[tag].since, ra__clock_coarse_ns(),
                           memory_order_relaxed);
     atomic_store_explicit(&owned[tag].owner, ra__thread, memory_order_release);
 }
@@ -653,7 +653,7 @@ unsigned ra__thread_take_away(ra_tag_t *out, unsigned cap, bool idle_only)
     static unsigned cursor;
     unsigned count = ra__config()->max_tags, n = 0;
     unsigned look = idle_only ? OWN_SCAN : count;
-    uint64_t now = idle_only ? ra__clock_ns() : 0;
+    uint64_t now = idle_only ? ra__clock_coarse_ns() : 0;
 
     ra__lock(&threads_lock);
     for (unsigned i = 0; i < look && n < cap; i++) {
