@@ -125,7 +125,9 @@ static void free_by_slot(struct ra__tag_slot *s, void *ptr, ra_tag_t tag,
 
     ra__count_taken(s, size);
     if (!s->allocates && RA__LIKELY(bin < RA__MAX_BINS)) {
-        ra__outbox_put(ra__thread, tag, bin, ptr);
+        ra_tag_t over = ra__outbox_put(ra__thread, tag, bin, ptr);
+        if (RA__UNLIKELY(over != RA_TAG_NONE))
+            ra__thread_send_overflowed(over);
         return;
     }
     /* A pair that only frees counts no miss: it never takes a tcache. */

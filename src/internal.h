@@ -183,12 +183,27 @@ void ra__returns_open(ra_tag_t tag);
 /* How many resets tag has had: what a batch that waits in an outbox is
  * stamped with. */
 uint32_t ra__returns_resets(ra_tag_t tag);
-/* Sends items[0, n) (free blocks of tag's small bin, freed when the tag had
- * had stamp resets) home: onto the tag's stack, or to jemalloc when it is
- * full; dropped when a reset of the tag runs or ran since (it discarded
- * them). */
-void ra__returns_send(ra_tag_t tag, unsigned bin, void *const *items,
-                      unsigned n, uint32_t stamp);
+/* A batch of tag's blocks, freed when the tag had had stamp resets, goes
+ * home in three steps: ra__returns_enter, false when a reset of the tag
+ * runs or ran since (it discarded the blocks: the batch is dropped); then
+ * ra__returns_send, which puts items[0, n) (free blocks of tag's small
+ * bin) onto the tag's stack, or when it is full frees them to jemalloc
+ * with flags (the sender's tcache of the tag, or MALLOCX_TCACHE_NONE) and
+ * returns true; then ra__returns_leave. A reset waits for the senders
+ * between enter and leave, and so does ra__returns_quiesce. */
+bool ra__returns_enter(ra_tag_t tag, uint32_t stamp);
+bool ra__returns_send(ra_tag_t tag, unsigned bin, void *const *items,
+                      unsigned n, int flags);
+void ra__returns_leave(ra_tag_t tag);
+/* Waits for the sends and drains of tag in flight to end; the caller
+ * knows that no new one starts (a destroy, once it has sent every
+ * outbox's batches of the tag). */
+void ra__returns_quiesce(ra_tag_t tag);
+/* Before the threads' tcaches of a tag to be reset are flushed or
+ * destroyed, which a consumer's send may be freeing through (outbox.c):
+ * batches stamped before it are dropped from now on, as after a reset,
+ * and the sends in flight are waited for. Never waits for a lock. */
+void ra__returns_fence(ra_tag_t tag);
 /* In a forked child: drains that the parent's other threads had in flight
  * are over. */
 void ra__returns_postfork_child(void);
@@ -196,14 +211,17 @@ void ra__returns_postfork_child(void);
 /* -- outbox.c: what a thread frees of tags it does not allocate in ------- */
 /* The bytes of a thread's outbox, which its state holds after its slots. */
 size_t ra__outbox_size(void);
-/* Frees ptr, of tag's small bin, on its way home: the batch of (tag, bin)
- * goes to the tag's return stack when full. */
-void ra__outbox_put(struct ra__thread_state *ts, ra_tag_t tag, unsigned bin,
-                    void *ptr);
+/* Frees ptr, of tag's small bin, on its way home, on ts's own thread: the
+ * batch of (tag, bin) goes to the tag's return stack when full. Returns
+ * the tag of a batch sent meanwhile that overflowed the stack without a
+ * tcache (the caller calls ra__thread_send_overflowed), or RA_TAG_NONE. */
+ra_tag_t ra__outbox_put(struct ra__thread_state *ts, ra_tag_t tag,
+                        unsigned bin, void *ptr);
 /* Sends the batches of tag (RA_TAG_NONE: of every tag) in ts's outbox
- * home now. From the owner, or from any thread for a tag that nobody uses
- * (its destroy), while ts lives. */
-void ra__outbox_flush(struct ra__thread_state *ts, ra_tag_t tag);
+ * home now. From the owner (owner true: an overflow goes through its
+ * pairs' tcaches), or from any thread for a tag that nobody uses (its
+ * destroy), while ts lives. */
+void ra__outbox_flush(struct ra__thread_state *ts, ra_tag_t tag, bool owner);
 /* Frees the records the calling thread kept for its next pushes. */
 void ra__returns_thread_exit(void);
 
@@ -315,6 +333,10 @@ struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag, bool allocating)
 void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     __attribute__((noinline, cold));
 void ra__slot_miss_slow(struct ra__tag_slot *s) __attribute__((noinline, cold));
+/* A send of the calling thread's batch of tag overflowed the tag's return
+ * stack (ra__outbox_put): its pair of tag, if it only frees, takes a
+ * tcache that the next overflows go through. Takes the threads' lock. */
+void ra__thread_send_overflowed(ra_tag_t tag);
 /* Makes room in a full bin (or sets up one not used yet): half of it
  * goes to the tag's return stack, or to jemalloc when the stack is full.
  * False when the bin cannot cache (no memory for its array): the caller
@@ -326,15 +348,16 @@ bool ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
 void ra__count_orphan(ra_tag_t tag, bool alloc, size_t size);
 /* Empties the calling thread's caches of tag, if it has any. */
 void ra__thread_flush_tag(ra_tag_t tag);
-/* Before the tag's arena is reset: every thread's front cache of the tag is
- * forgotten and its tcache flushed (jemalloc requires it), live or blocked
- * threads alike, and the counts say every block was freed (nmalloc ==
- * ndalloc). */
+/* Before the tag's arena is reset, once its sends are fenced
+ * (ra__returns_fence): every thread's front cache of the tag is forgotten
+ * and its tcache flushed (jemalloc requires it), live or blocked threads
+ * alike, and the counts say every block was freed (nmalloc == ndalloc). */
 void ra__thread_wipe_tag(ra_tag_t tag);
 /* At the tag's destroy: its counts start again from 0, and *left is set to
  * the bytes of its blocks still live. Returns true when they are more than
- * leave: the threads' caches of the tag were then forgotten and their
- * pairs start over (ra__thread_wipe_tag), and the arena must be reset.
+ * leave: the tag's sends were then fenced (ra__returns_fence), the
+ * threads' caches of the tag forgotten and their pairs started over, and
+ * the arena must be reset.
  * False when none is live, or no more than leave (leftovers.c: they stay
  * allocated, nobody's): the pairs the holder used are parked (their front
  * caches' blocks on the return stacks, their tcaches kept), free blocks of

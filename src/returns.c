@@ -266,28 +266,56 @@ uint32_t ra__returns_resets(ra_tag_t tag)
     return atomic_load_explicit(&gates[tag].resets, memory_order_relaxed);
 }
 
-void ra__returns_send(ra_tag_t tag, unsigned bin, void *const *items,
-                      unsigned n, uint32_t stamp)
+bool ra__returns_enter(ra_tag_t tag, uint32_t stamp)
 {
     if (!gate_enter(tag))
-        return;
+        return false;
     /* Read inside the gate: a reset counts itself before it closes the
      * gate, so a batch either sees the reset or reaches the arena before
      * it. */
+    if (atomic_load_explicit(&gates[tag].resets, memory_order_seq_cst) !=
+        stamp) {
+        gate_leave(tag);
+        return false;
+    }
+    return true;
+}
+
+void ra__returns_leave(ra_tag_t tag)
+{
+    gate_leave(tag);
+}
+
+bool ra__returns_send(ra_tag_t tag, unsigned bin, void *const *items,
+                      unsigned n, int flags)
+{
     /* Bounded by what the largest bins hold: the consumers that send have
      * no bin to size it from, and with the first bins' size (64 blocks
      * under 1 KiB) four producer/consumer pairs overflowed it whenever a
      * producer waited for a core, each block then a bin lock of its own
      * (bench/hot_tag 8 pairs: 114-452 bin-lock operations per 1,000
      * blocks, 0.6-48 bounded so). */
-    if (atomic_load_explicit(&gates[tag].resets, memory_order_seq_cst) ==
-            stamp &&
-        !ra__returns_push(tag, bin, items, n,
-                          RA__RETURNS_BINS * ra__fc_cap_max(ra__bin_size[bin])))
-        for (unsigned i = 0; i < n; i++)
-            ra__je_sdallocx(items[i], ra__bin_size[bin],
-                            MALLOCX_TCACHE_NONE);
-    gate_leave(tag);
+    if (ra__returns_push(tag, bin, items, n,
+                         RA__RETURNS_BINS * ra__fc_cap_max(ra__bin_size[bin])))
+        return false;
+    for (unsigned i = 0; i < n; i++)
+        ra__je_sdallocx(items[i], ra__bin_size[bin], flags);
+    return true;
+}
+
+void ra__returns_quiesce(ra_tag_t tag)
+{
+    while ((atomic_load_explicit(&gates[tag].state, memory_order_acquire) &
+            ~GATE_CLOSED) != 0)
+        sched_yield();
+}
+
+void ra__returns_fence(ra_tag_t tag)
+{
+    /* Counted as a reset: a sender that enters after it finds its stamp
+     * old; one already in is waited for. */
+    atomic_fetch_add_explicit(&gates[tag].resets, 1, memory_order_seq_cst);
+    ra__returns_quiesce(tag);
 }
 
 void ra__returns_drain_all(void)
@@ -306,8 +334,8 @@ void ra__returns_close(ra_tag_t tag)
     atomic_fetch_add_explicit(&g->resets, 1, memory_order_seq_cst);
     atomic_fetch_or_explicit(&g->state, GATE_CLOSED, memory_order_seq_cst);
     /* A drain or send in flight frees at most four bins' worth of blocks a
-     * class: microseconds, never a lock of ours (the threads' lock a
-     * thread's exit may hold is not the caller's). */
+     * class: microseconds, and never waits for a lock of ours (the threads'
+     * lock a thread's exit may hold is not the caller's). */
     while ((atomic_load_explicit(&g->state, memory_order_acquire) &
             ~GATE_CLOSED) != 0)
         sched_yield();

@@ -405,6 +405,38 @@ void ra__slot_miss_slow(struct ra__tag_slot *s)
     become_busy(s, (ra_tag_t)(s - ra__thread->slots), tcache);
 }
 
+void ra__thread_send_overflowed(ra_tag_t tag)
+{
+    struct ra__thread_state *ts = ra__thread;
+    struct ra__tag_slot *s;
+    unsigned tcache;
+
+    if (ts == NULL || tag >= ts->nslots)
+        return;
+    s = &ts->slots[tag];
+    /* A pair that allocates sends nothing; one that took its tcache, or
+     * was refused one, asks no more. */
+    if (s->allocates || s->misses >= RA__TCACHE_AFTER_MISSES)
+        return;
+    if (ra__be_tcache_create(&tcache))
+        tcache = RA__NO_TCACHE;
+    ra__lock(&threads_lock);
+    /* A destroy of the tag may have parked the pair or started it over
+     * since the send: it is then the next holder's, which takes its own. */
+    if (set_up(s) && !is_parked(s) && !s->allocates &&
+        s->tcache == RA__NO_TCACHE) {
+        s->tcache = (uint16_t)tcache;
+        /* Busy: its first allocation joins the pool's count
+         * (start_allocating), and no miss asks for another tcache. */
+        s->misses = RA__TCACHE_AFTER_MISSES;
+        bind_to(s, s->arena);
+        tcache = RA__NO_TCACHE;
+    }
+    ra__unlock(&threads_lock);
+    if (tcache != RA__NO_TCACHE)
+        ra__be_tcache_destroy(tcache);
+}
+
 /* Empties the slot's front cache and tcache: their blocks reach the arena,
  * which is what makes `allocated` exact. Called with threads_lock held, so
  * that no flush meets a reset of the same tag (which discards what the
@@ -709,7 +741,7 @@ void ra__thread_exit(void)
         return;
     ra__thread = NULL;
     /* Before the drains below, which then take its batches too. */
-    ra__outbox_flush(ts, RA_TAG_NONE);
+    ra__outbox_flush(ts, RA_TAG_NONE, true);
     /* Destroying a tcache flushes it: the thread's blocks reach their arenas
      * and the id is free for another thread. */
     ra__lock(&threads_lock);
@@ -800,7 +832,7 @@ static void start_allocating(struct ra__tag_slot *s, ra_tag_t tag)
     unsigned arena = busy ? ra__pool_bind(tag, ra__budget_allows_growth(tag))
                           : ra__pool_quietest(tag);
 
-    ra__outbox_flush(ra__thread, tag);
+    ra__outbox_flush(ra__thread, tag, true);
 
     ra__lock(&threads_lock);
     s->bins = bins;
@@ -845,7 +877,7 @@ void ra_thread_flush(void)
 
     ra__be_flush_thread_cache();
     if (ts != NULL) {
-        ra__outbox_flush(ts, RA_TAG_NONE);
+        ra__outbox_flush(ts, RA_TAG_NONE, true);
         ra__lock(&threads_lock);
         for (unsigned t = 1; t < ts->nslots; t++)
             if (set_up(&ts->slots[t]))
@@ -863,7 +895,7 @@ void ra__thread_flush_tag(ra_tag_t tag)
 
     if (ts == NULL || tag >= ts->nslots)
         return;
-    ra__outbox_flush(ts, tag);
+    ra__outbox_flush(ts, tag, true);
     /* The slot is read under the lock too: a destroy of the tag, on
      * another thread, starts the pair over under it (forget_pair), and this
      * thread may flush a tag it does not use (a purge of a subtree). */
@@ -970,15 +1002,20 @@ bool ra__thread_end_tag(ra_tag_t tag, size_t leave, size_t *left)
          * holding caches for every slot (threads x slots pairs, each with
          * a tcache: examples/requests on 8 threads held twice the
          * untagged resident set). */
+        /* Blocks a consumer freed are on their way home: they go on, now,
+         * to where a purge of the next holder reaches, and the pairs are
+         * left alone only once every send is home (a sender may be freeing
+         * through its pair's tcache, outbox.c). A pair that allocates has
+         * none there (start_allocating), and a request's destroy does not
+         * walk its thread's outbox. */
+        for (struct ra__tag_slot *s = users[tag]; s != NULL;
+             s = s->users_next)
+            if (!s->allocates)
+                ra__outbox_flush(state_of(s, tag), tag, false);
+        ra__returns_quiesce(tag);
         for (struct ra__tag_slot *s = users[tag], *next; s != NULL;
              s = next) {
             next = s->users_next;
-            /* Blocks a consumer freed are on their way home: they go on,
-             * now, to where a purge of the next holder reaches. A pair
-             * that allocates has none there (start_allocating), and a
-             * request's destroy does not walk its thread's outbox. */
-            if (!s->allocates)
-                ra__outbox_flush(state_of(s, tag), tag);
             if (idle_pair(s))
                 release_pair(s, tag);
             else
@@ -988,6 +1025,9 @@ bool ra__thread_end_tag(ra_tag_t tag, size_t leave, size_t *left)
         ra__unlock(&threads_lock);
         return false;
     }
+    /* Before any tcache of the tag goes: a consumer's send in flight may
+     * be freeing through its pair's. */
+    ra__returns_fence(tag);
     for (struct ra__tag_slot *s = users[tag], *next; s != NULL; s = next) {
         next = s->users_next;
         forget_cached(s);

@@ -67,6 +67,33 @@ size_t tu_jemalloc_allocated(ra_tag_t tag)
     return sum;
 }
 
+uint64_t tu_bin_lock_ops(ra_tag_t tag, size_t size)
+{
+    unsigned arenas[64], nbins = 0, bin = 0;
+    int n = ra_tag_arenas(tag, arenas, 64);
+    size_t len = sizeof nbins, bin_size = 0;
+    uint64_t ops, sum = 0;
+    char name[96];
+
+    ck_assert_int_ge(n, 0);
+    ck_assert_int_eq(mallctl("arenas.nbins", &nbins, &len, NULL, 0), 0);
+    for (; bin < nbins && bin_size < size; bin++) {
+        snprintf(name, sizeof name, "arenas.bin.%u.size", bin);
+        len = sizeof bin_size;
+        ck_assert_int_eq(mallctl(name, &bin_size, &len, NULL, 0), 0);
+    }
+    ck_assert_uint_ge(bin_size, size);
+    ck_assert_int_eq(ra_stats_refresh(), 0);
+    for (int k = 0; k < n && k < 64; k++) {
+        snprintf(name, sizeof name, "stats.arenas.%u.bins.%u.mutex.num_ops",
+                 arenas[k], bin - 1);
+        len = sizeof ops;
+        ck_assert_int_eq(mallctl(name, &ops, &len, NULL, 0), 0);
+        sum += ops;
+    }
+    return sum;
+}
+
 uint64_t tu_jemalloc_epoch(void)
 {
     uint64_t epoch = 0;

@@ -68,6 +68,9 @@ ra_tag_stats_t tu_tag_stats(ra_tag_t tag);
  * live blocks and the blocks the library's caches and jemalloc's tcaches
  * keep of it (what ra_tag_stats' allocated leaves out). */
 size_t tu_jemalloc_allocated(ra_tag_t tag);
+/* Operations on the lock of the jemalloc bin that holds blocks of size,
+ * summed over tag's arenas, after a refresh. */
+uint64_t tu_bin_lock_ops(ra_tag_t tag, size_t size);
 /* jemalloc's statistics epoch: how many refreshes the process took. */
 uint64_t tu_jemalloc_epoch(void);
 

@@ -10,6 +10,8 @@
  * ThreadSanitizer too. */
 #include <check.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +38,7 @@ struct consumer {
     enum step step;
     bool asked, done;
     /* What LOOK saw of the consumer's slot of tag. */
-    bool has_bins, allocates;
+    bool has_bins, allocates, has_tcache;
     size_t meta_before, meta_after;
 };
 
@@ -66,6 +68,7 @@ static void do_step(struct consumer *c, enum step step)
         s = &ra__thread->slots[c->tag];
         c->has_bins = s->bins != NULL;
         c->allocates = s->allocates;
+        c->has_tcache = s->tcache != RA__NO_TCACHE;
         break;
     case EXIT:
         break;
@@ -231,6 +234,38 @@ START_TEST(test_outbox_unit_freed_blocks_serve_the_producer)
 }
 END_TEST
 
+/* The stack full (the producer allocates no more): what the consumer
+ * sends past it goes to jemalloc through a tcache its pair takes at the
+ * first overflow, a bin's worth under one lock, where block by block each
+ * took the bin's lock; the pair still has no front cache, and a flush
+ * makes every figure exact. */
+START_TEST(test_outbox_unit_an_overflow_takes_no_lock_per_block)
+{
+    ra_tag_t tag = tu_tag_create("overflow");
+    unsigned over = MANY - RA__RETURNS_BINS * RA__FC_MAX;
+    struct consumer c;
+    uint64_t before, ops;
+
+    start(&c, tag);
+    allocate(blocks, tag, MANY);
+    before = tu_bin_lock_ops(tag, SIZE);
+    ask(&c, FREE_MANY);
+    ops = tu_bin_lock_ops(tag, SIZE) - before;
+    ask(&c, LOOK);
+    ck_assert(c.has_tcache);
+    ck_assert(!c.has_bins);
+    ck_assert(!c.allocates);
+    /* The first overflowing batch goes block by block, the rest through
+     * the tcache: a few dozen lock operations for the ~3,000 blocks. */
+    ck_assert_uint_lt(ops, over / 8);
+    ask(&c, FLUSH);
+    ra_thread_flush();
+    ck_assert_uint_eq(tu_tag_stats(tag).allocated, 0);
+    ck_assert_uint_eq(tu_jemalloc_allocated(tag), 0);
+    stop(&c);
+}
+END_TEST
+
 /* A batch in the consumer's outbox across the end of its tag's blocks
  * (end: a reset, or a destroy that finds a block live and so resets the
  * arena, returning the slot's next holder): the end discarded the batch's
@@ -375,6 +410,126 @@ START_TEST(test_outbox_unit_consumers_at_once_lose_nothing)
 }
 END_TEST
 
+/* A consumer's sends of a tag race its destroy: the consumer has freed
+ * all of tag a's blocks (more than its stacks hold: its pair sends through
+ * a tcache), and while a is destroyed it frees tag b's blocks, of the
+ * classes whose outbox ways are a's, so that b's batches push a's out and
+ * home. A destroy with nothing live waits for those sends before it parks
+ * the pair, whose tcache a purge then flushes (here at once, on the
+ * destroying thread); one with 256 KiB live (every other round) resets
+ * the arena, and no send may free through the pair's tcache as it is
+ * destroyed. Under ThreadSanitizer in scripts/test.sh. Each round's blocks
+ * are distinct and b's counts exact. */
+#define RACE_A 3000
+#define RACE_B 2000
+static void *race_a[RACE_A], *race_b[RACE_B];
+static size_t race_b_sizes[4];
+static unsigned race_b_nsizes;
+static _Atomic unsigned race_phase;
+
+static void race_wait(unsigned phase)
+{
+    while (atomic_load(&race_phase) < phase)
+        sched_yield();
+}
+
+static void *race_consumer(void *arg)
+{
+    unsigned rounds = *(unsigned *)arg;
+
+    for (unsigned r = 0; r < rounds; r++) {
+        race_wait(3 * r + 1);
+        for (unsigned i = 0; i < RACE_A; i++)
+            ra_free(race_a[i]);
+        atomic_store(&race_phase, 3 * r + 2);
+        for (unsigned i = 0; i < RACE_B; i++)
+            ra_free(race_b[i]);
+        ra_thread_flush();
+        atomic_store(&race_phase, 3 * r + 3);
+    }
+    return NULL;
+}
+
+/* The sizes of b's blocks: a class whose outbox way (outbox.c: (tag * 21
+ * + bin) mod the ways) is that of one of a's, for each of a's classes
+ * that has one. */
+static unsigned race_pick_b_sizes(ra_tag_t a, ra_tag_t b,
+                                  const size_t *a_sizes, unsigned n)
+{
+    race_b_nsizes = 0;
+    for (unsigned k = 0; k < n; k++) {
+        unsigned bin_a = ra__size_bin[(a_sizes[k] + 7) >> 3];
+        unsigned way = (a * 21u + bin_a) % RA__OUTBOX_WAYS;
+        for (unsigned bin = 0; bin < ra__nbins; bin++)
+            if ((b * 21u + bin) % RA__OUTBOX_WAYS == way) {
+                race_b_sizes[race_b_nsizes++] = ra__bin_size[bin];
+                break;
+            }
+    }
+    return race_b_nsizes;
+}
+
+/* A tag b whose classes share ways with a's (consecutive ids do not:
+ * outbox.c spreads them); the tags tried before it are destroyed. */
+static ra_tag_t race_make_b(ra_tag_t a, const size_t *a_sizes, unsigned n)
+{
+    static const char *names[8] = {"b0", "b1", "b2", "b3",
+                                   "b4", "b5", "b6", "b7"};
+    ra_tag_t tried[8];
+
+    for (unsigned k = 0; k < 8; k++) {
+        tried[k] = tu_tag_create(names[k]);
+        if (race_pick_b_sizes(a, tried[k], a_sizes, n) != 0) {
+            for (unsigned j = 0; j < k; j++)
+                ck_assert_int_eq(ra_tag_destroy(tried[j]), 0);
+            return tried[k];
+        }
+    }
+    ck_abort_msg("no tag's classes share an outbox way with a's");
+    return RA_TAG_NONE;
+}
+
+START_TEST(test_outbox_unit_sends_race_a_destroy)
+{
+    static const size_t a_sizes[4] = {16, 32, 48, SIZE};
+    unsigned rounds = 16;
+    pthread_t t;
+
+    atomic_store(&race_phase, 0);
+    ck_assert_int_eq(pthread_create(&t, NULL, race_consumer, &rounds), 0);
+    for (unsigned r = 0; r < rounds; r++) {
+        ra_tag_t a = tu_tag_create("raced"), b = race_make_b(a, a_sizes, 4);
+        /* More than a destroy leaves live without a reset (64 KiB). */
+        void *live = r % 2 ? ra_malloc_tag(a, 256 << 10) : NULL;
+        ra_tag_usage_t u;
+
+        for (unsigned i = 0; i < RACE_A; i++) {
+            race_a[i] = ra_malloc_tag(a, a_sizes[i % 4]);
+            ck_assert_ptr_nonnull(race_a[i]);
+        }
+        for (unsigned i = 0; i < RACE_B; i++) {
+            race_b[i] = ra_malloc_tag(b, race_b_sizes[i % race_b_nsizes]);
+            ck_assert_ptr_nonnull(race_b[i]);
+        }
+        assert_distinct(race_a, RACE_A);
+        assert_distinct(race_b, RACE_B);
+        atomic_store(&race_phase, 3 * r + 1);
+        race_wait(3 * r + 2);
+        (void)live; /* freed with its tag */
+        ck_assert_int_eq(ra_tag_destroy(a), 0);
+        ck_assert_int_eq(ra_purge_all(), 0);
+        race_wait(3 * r + 3);
+        ra_thread_flush();
+        ck_assert_int_eq(ra_tag_usage(b, &u), 0);
+        ck_assert_uint_eq(u.nmalloc, RACE_B);
+        ck_assert_uint_eq(u.ndalloc, RACE_B);
+        ck_assert_uint_eq(tu_tag_stats(b).allocated, 0);
+        ck_assert_int_eq(ra_tag_destroy(b), 0);
+    }
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+}
+END_TEST
+
 static Suite *outbox_suite(void)
 {
     Suite *s = suite_create("outbox (unit)");
@@ -383,6 +538,8 @@ static Suite *outbox_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_outbox_unit_a_free_sets_up_no_front_cache);
     tcase_add_test(tc, test_outbox_unit_freed_blocks_serve_the_producer);
+    tcase_add_test(tc, test_outbox_unit_an_overflow_takes_no_lock_per_block);
+    tcase_add_test(tc, test_outbox_unit_sends_race_a_destroy);
     tcase_add_test(tc,
                    test_outbox_unit_a_batch_from_before_a_reset_is_dropped);
     tcase_add_test(tc,
