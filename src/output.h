@@ -390,6 +390,9 @@ struct ra__snapshot {
     struct ra__global_stats global;
     uint64_t process_rss, time_ns;
     uint64_t library;        /* the library's own memory, part of untagged */
+    /* Bytes of blocks destroys left live in their slots (leftovers.c),
+     * nobody's until the slot's next reset: in no row. */
+    uint64_t leftovers;
     struct ra__pressure_figures pressure; /* the memory limit (pressure.c) */
 };
 /* Takes a snapshot (tagging on); detail: one refresh, and jemalloc's own

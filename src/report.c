@@ -151,6 +151,18 @@ static void write_text_pressure(struct ra__out *o,
                 p->refusals);
 }
 
+/* Under the table, when destroys left blocks live: they are in no row. */
+static void write_text_leftovers(struct ra__out *o, uint64_t bytes)
+{
+    char left[RA__HUMAN_MAX];
+
+    if (bytes != 0)
+        ra__out_fmt(o,
+                    "left live by destroyed tags: %s (freed at their slots' "
+                    "next reset)\n",
+                    ra__human_bytes(left, sizeof left, bytes));
+}
+
 static void write_text(struct ra__out *o, struct ra__snapshot *snap)
 {
     struct ra__table table = {
@@ -162,6 +174,7 @@ static void write_text(struct ra__out *o, struct ra__snapshot *snap)
     };
 
     ra__table_write(o, &table);
+    write_text_leftovers(o, snap->leftovers);
     write_text_pressure(o, &snap->pressure);
 }
 
@@ -281,6 +294,9 @@ static void write_json(struct ra__emitter *e, struct ra__snapshot *snap)
     write_json_usage(e, "untagged", &snap->rows[0], false);
     ra__json_object_begin(e, "library", true);
     ra__json_u64(e, "allocated", snap->library);
+    ra__json_object_end(e);
+    ra__json_object_begin(e, "leftovers", true);
+    ra__json_u64(e, "allocated", snap->leftovers);
     ra__json_object_end(e);
     ra__json_object_begin(e, "process", true);
     ra__json_u64(e, "allocated", snap->global.allocated);
@@ -410,6 +426,10 @@ static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)
          "Bytes the library holds for itself (thread state, tables, "
          "reports), part of the untagged figures.",
          snap->library},
+        {"regionalloc_leftover_bytes",
+         "Bytes of blocks destroyed tags left live, nobody's until their "
+         "slot's next reset frees them; in no tag's or untagged figures.",
+         snap->leftovers},
         {"regionalloc_memory_limit_bytes",
          "The memory limit the process is held under (0: none).",
          snap->pressure.limit},

@@ -181,6 +181,7 @@ bool ra__snapshot_take(struct ra__snapshot *snap, bool detail)
     add_up(snap);
     snap->process_rss = ra__proc_rss();
     snap->library = ra__meta_held();
+    snap->leftovers = ra__leftovers_total();
     ra__pressure_read(&snap->pressure);
     failed = link_rows(snap, view, nids);
     ra__meta_free(view);

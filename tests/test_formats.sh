@@ -194,7 +194,7 @@ def check_report_json(path, tags):
     d = load_json(path)
     check(d["schema"] == "regionalloc-report-1" and d["enabled"] is True, path + ": header")
     check(set(d) == {"schema", "enabled", "time_ns", "tags", "untagged", "library",
-                     "process", "memory_limit"},
+                     "leftovers", "process", "memory_limit"},
           path + ": top-level keys %s" % sorted(d))
     # No limit in make check (REGIONALLOC_CGROUP_FS points nowhere).
     check(d["memory_limit"] == {"limit": 0, "source": "none", "resident": 0,
@@ -246,6 +246,10 @@ def check_report_json(path, tags):
     check(set(d["library"]) == {"allocated"} and
           0 < d["library"]["allocated"] <= d["untagged"]["allocated"],
           path + ": library %r, within untagged" % d["library"])
+    # What destroys left live (check_report checks the figure itself).
+    check(set(d["leftovers"]) == {"allocated"} and
+          isinstance(d["leftovers"]["allocated"], int) and d["leftovers"]["allocated"] >= 0,
+          path + ": leftovers %r" % d["leftovers"])
     check(set(d["process"]) == {"allocated", "active", "resident", "mapped", "rss"},
           path + ": process keys")
     check(d["process"]["allocated"] >= sum(a for _, a in tags.values()),
@@ -303,7 +307,7 @@ def check_report_prom(path, tags):
               "regionalloc_jemalloc_allocated_bytes", "regionalloc_tag_purges_total",
               "regionalloc_memory_limit_bytes", "regionalloc_memory_pressure_level",
               "regionalloc_memory_given_back_bytes_total",
-              "regionalloc_memory_pressure_refusals_total"):
+              "regionalloc_memory_pressure_refusals_total", "regionalloc_leftover_bytes"):
         check(any(k[0] == n for k in s), path + ": no " + n)
 
 
