@@ -99,6 +99,7 @@ static void publish(void)
         .rss = snap.process_rss,
     };
     segment->library_allocated = snap.library;
+    segment->leftovers_allocated = snap.leftovers;
     segment->pressure = (struct ra_shm_pressure){
         .limit = snap.pressure.limit, .resident = snap.pressure.resident,
         .given_back = snap.pressure.given_back,

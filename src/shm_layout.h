@@ -61,7 +61,11 @@ struct ra_shm_header {
         uint32_t level;       /* RA_SHM_PRESSURE_* */
         uint32_t source;      /* RA_SHM_LIMIT_* */
     } pressure;
-    uint8_t reserved_tail[72];      /* 0; room for later versions */
+    /* Bytes of blocks destroyed tags left live, nobody's until their
+     * slot's next reset (the JSON report's "leftovers"); also from the
+     * reserved tail, 0 in an older library's segment. */
+    uint64_t leftovers_allocated;
+    uint8_t reserved_tail[64];      /* 0; room for later versions */
 };
 
 /* ra_shm_pressure's level and source. */
@@ -94,6 +98,8 @@ _Static_assert(offsetof(struct ra_shm_header, untagged) == 72,
                "untagged offset");
 _Static_assert(offsetof(struct ra_shm_header, pressure) == 400,
                "pressure offset");
+_Static_assert(offsetof(struct ra_shm_header, leftovers_allocated) == 440,
+               "leftovers offset");
 _Static_assert(sizeof(struct ra_shm_record) == 256, "record layout");
 _Static_assert(offsetof(struct ra_shm_record, figures) == 72,
                "figures offset");

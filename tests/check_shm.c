@@ -126,6 +126,29 @@ static int child_publishes_exact_figures(void)
     return 0;
 }
 
+/* A destroy that finds a few blocks live leaves them in the slot,
+ * nobody's: the header says how many bytes, until a purge of everything
+ * frees them. */
+static int child_publishes_what_destroys_left(void)
+{
+    struct ra_shm_header *h = (struct ra_shm_header *)segment;
+    ra_tag_t tag = ra_tag_create("leaves");
+    void *a = ra_malloc_tag(tag, 100), *b = ra_malloc_tag(tag, 3000);
+    size_t left;
+
+    TU_REQUIRE(a != NULL && b != NULL);
+    left = ra_malloc_usable_size(a) + ra_malloc_usable_size(b);
+    TU_REQUIRE(wait_publication(getpid(), segment, sizeof segment) == 0);
+    TU_REQUIRE(h->leftovers_allocated == 0);
+    TU_REQUIRE(ra_tag_destroy(tag) == 0);
+    TU_REQUIRE(wait_publication(getpid(), segment, sizeof segment) == 0);
+    TU_REQUIRE(h->leftovers_allocated == left);
+    TU_REQUIRE(ra_purge_all() == 0);
+    TU_REQUIRE(wait_publication(getpid(), segment, sizeof segment) == 0);
+    TU_REQUIRE(h->leftovers_allocated == 0);
+    return 0;
+}
+
 /* Tag trees: each record names its parent and depth. */
 static int child_publishes_the_tree(void)
 {
@@ -189,6 +212,7 @@ static int child_default_interval(void)
 static const struct tu_child children[] = {
     {"exact", child_publishes_exact_figures},
     {"tree", child_publishes_the_tree},
+    {"leftovers", child_publishes_what_destroys_left},
     {"fork", child_forks_then_exits},
     {"pass-through", child_pass_through_publishes_nothing},
     {"default-interval", child_default_interval},
@@ -207,6 +231,16 @@ START_TEST(test_shm_publishes_exact_figures)
 
     ck_assert_msg(tu_exec_self(env_fast, "exact", err, sizeof err) == 0, "%s",
                   err);
+    ck_assert_msg(err[0] == '\0', "stderr: %s", err);
+}
+END_TEST
+
+START_TEST(test_shm_publishes_what_destroys_left)
+{
+    char err[2048];
+
+    ck_assert_msg(tu_exec_self(env_fast, "leftovers", err, sizeof err) == 0,
+                  "%s", err);
     ck_assert_msg(err[0] == '\0', "stderr: %s", err);
 }
 END_TEST
@@ -272,6 +306,7 @@ static Suite *shm_suite(void)
 
     tcase_add_test(tc, test_shm_publishes_exact_figures);
     tcase_add_test(tc, test_shm_publishes_the_tree);
+    tcase_add_test(tc, test_shm_publishes_what_destroys_left);
     tcase_add_test(tc, test_shm_removed_at_exit_by_its_owner_only);
     tcase_add_test(tc, test_shm_nothing_in_pass_through_mode);
     tcase_add_test(tc, test_shm_bad_interval_warns_and_uses_one_second);

@@ -185,7 +185,7 @@ def expect(what, got, want):
 expect("pid", doc["pid"], int(sys.argv[2]))
 expect("stale", doc["stale"], False)
 expect("interval_ns", doc["interval_ns"], 100000000)
-for key in ("published", "age_ns", "library_allocated"):
+for key in ("published", "age_ns", "library_allocated", "leftovers_allocated"):
     if not isinstance(doc[key], int) or doc[key] < 0:
         bad.append("%s: %r" % (key, doc[key]))
 for part in ("untagged", "process"):

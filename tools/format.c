@@ -197,8 +197,9 @@ void print_json(const struct segment_copy *c, bool stale)
     print_json_figures(&h->untagged);
     fputs("},\n \"process\": {", stdout);
     print_json_figures(&h->process);
-    printf("},\n \"library_allocated\": %" PRIu64 ",\n \"http\": ",
-           h->library_allocated);
+    printf("},\n \"library_allocated\": %" PRIu64
+           ",\n \"leftovers_allocated\": %" PRIu64 ",\n \"http\": ",
+           h->library_allocated, h->leftovers_allocated);
     /* Where to point a browser or curl: null when no server runs. */
     if (h->http[0] != '\0')
         print_json_string(h->http, sizeof h->http);

@@ -209,6 +209,10 @@ static void print_summary(const struct view *v)
            format_size(c, sizeof c, h->process.mapped),
            format_size(d, sizeof d, h->process.rss),
            format_size(e, sizeof e, h->library_allocated));
+    if (h->leftovers_allocated != 0)
+        printf("left live by destroyed tags: %s (freed at their slots' next "
+               "reset)\n",
+               format_size(a, sizeof a, h->leftovers_allocated));
     if (h->pressure.limit != 0)
         printf("memory limit %s (%s): resident %s, pressure %s; given back "
                "%s, %" PRIu64 " allocations refused\n",

@@ -426,6 +426,8 @@ static void print_prometheus(const struct segment_copy *c)
            "regionalloc_process_rss_bytes %" PRIu64 "\n"
            "# TYPE regionalloc_library_allocated_bytes gauge\n"
            "regionalloc_library_allocated_bytes %" PRIu64 "\n"
+           "# TYPE regionalloc_leftover_bytes gauge\n"
+           "regionalloc_leftover_bytes %" PRIu64 "\n"
            "# TYPE regionalloc_memory_limit_bytes gauge\n"
            "regionalloc_memory_limit_bytes %" PRIu64 "\n"
            "# TYPE regionalloc_memory_pressure_level gauge\n"
@@ -437,7 +439,7 @@ static void print_prometheus(const struct segment_copy *c)
            c->header.process.allocated, c->header.process.active,
            c->header.process.resident, c->header.process.mapped,
            c->header.process.rss, c->header.library_allocated,
-           c->header.pressure.limit, c->header.pressure.level,
+           c->header.leftovers_allocated, c->header.pressure.limit, c->header.pressure.level,
            c->header.pressure.given_back, c->header.pressure.refusals);
 }
 
