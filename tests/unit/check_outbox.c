@@ -530,6 +530,161 @@ START_TEST(test_outbox_unit_sends_race_a_destroy)
 }
 END_TEST
 
+/* -- a send held inside the gate ------------------------------------------
+ * The link wraps ra__returns_send, ra__be_tcache_flush and
+ * ra__be_tcache_destroy: a consumer's send of the watched tag through its
+ * pair's tcache is held inside the gate (a bounded wait) while the main
+ * thread ends the tag; a flush or destroy of that tcache meanwhile, by the
+ * end or by the purge after it, is the defect (jemalloc's tcache used by
+ * two threads at once), whether or not jemalloc then crashes. */
+#define HOLD_MS 300
+
+bool __real_ra__returns_send(ra_tag_t tag, unsigned bin, void *const *items,
+                             unsigned n, int flags);
+void __real_ra__be_tcache_flush(unsigned id);
+void __real_ra__be_tcache_destroy(unsigned id);
+
+static _Atomic ra_tag_t held_tag;
+static _Atomic int held_flags;
+static _Atomic bool held_inside, held_entered, held_release;
+static _Atomic unsigned held_violations;
+
+static void held_wait(_Atomic bool *flag, unsigned ms)
+{
+    for (unsigned i = 0; (ms == 0 || i < ms) && !atomic_load(flag); i++)
+        tu_sleep_ms(1);
+}
+
+bool __wrap_ra__returns_send(ra_tag_t tag, unsigned bin, void *const *items,
+                             unsigned n, int flags)
+{
+    bool overflowed;
+
+    if (tag != atomic_load(&held_tag) || flags == MALLOCX_TCACHE_NONE)
+        return __real_ra__returns_send(tag, bin, items, n, flags);
+    atomic_store(&held_flags, flags);
+    atomic_store(&held_inside, true);
+    atomic_store(&held_entered, true);
+    held_wait(&held_release, HOLD_MS);
+    overflowed = __real_ra__returns_send(tag, bin, items, n, flags);
+    atomic_store(&held_inside, false);
+    return overflowed;
+}
+
+static void held_check(unsigned id)
+{
+    if (atomic_load(&held_inside) &&
+        MALLOCX_TCACHE(id) == atomic_load(&held_flags))
+        atomic_fetch_add(&held_violations, 1);
+}
+
+void __wrap_ra__be_tcache_flush(unsigned id)
+{
+    held_check(id);
+    __real_ra__be_tcache_flush(id);
+}
+
+void __wrap_ra__be_tcache_destroy(unsigned id)
+{
+    held_check(id);
+    __real_ra__be_tcache_destroy(id);
+}
+
+struct held {
+    ra_tag_t a, b;
+    void **a_blocks, **b_blocks;
+    unsigned na, nb;
+    _Atomic unsigned phase;
+};
+
+static void *held_consumer(void *arg)
+{
+    struct held *h = arg;
+
+    /* More than a's stack holds: the pair takes its tcache; the last
+     * batch waits in its way. */
+    for (unsigned i = 0; i < h->na; i++)
+        ra_free(h->a_blocks[i]);
+    atomic_store(&h->phase, 1);
+    while (atomic_load(&h->phase) < 2)
+        sched_yield();
+    /* b's batches push a's out of its way: a send of a's on this thread,
+     * through the tcache, which the wrap holds. */
+    for (unsigned i = 0; i < h->nb; i++)
+        ra_free(h->b_blocks[i]);
+    ra_thread_flush();
+    return NULL;
+}
+
+/* Ends tag a (a destroy, with a block past what a destroy leaves live or
+ * with none, or a reset) while the consumer's send of it is held. */
+static void assert_end_waits_for_a_held_send(bool live, bool reset)
+{
+    static const size_t a_sizes[1] = {SIZE};
+    struct held h = {0};
+    void *kept = NULL;
+    unsigned violations;
+    pthread_t t;
+
+    h.a = tu_tag_create("held");
+    h.b = race_make_b(h.a, a_sizes, 1);
+    h.na = MANY - 5; /* not a whole number of batches */
+    h.nb = 600;
+    h.a_blocks = blocks;
+    h.b_blocks = more;
+    allocate(h.a_blocks, h.a, h.na);
+    if (live)
+        kept = ra_malloc_tag(h.a, 256 << 10); /* past what a destroy leaves */
+    for (unsigned i = 0; i < h.nb; i++) {
+        h.b_blocks[i] = ra_malloc_tag(h.b, race_b_sizes[i % race_b_nsizes]);
+        ck_assert_ptr_nonnull(h.b_blocks[i]);
+    }
+    atomic_store(&held_violations, 0);
+    atomic_store(&held_entered, false);
+    atomic_store(&held_release, false);
+    ck_assert_int_eq(pthread_create(&t, NULL, held_consumer, &h), 0);
+    while (atomic_load(&h.phase) < 1)
+        sched_yield();
+    atomic_store(&held_tag, h.a);
+    atomic_store(&h.phase, 2);
+    held_wait(&held_entered, 10000);
+    ck_assert_msg(atomic_load(&held_entered), "no send of the tag was held");
+    if (reset)
+        ck_assert_int_eq(ra_tag_reset(h.a), 0);
+    else
+        ck_assert_int_eq(ra_tag_destroy(h.a), 0);
+    ck_assert_int_eq(ra_purge_all(), 0);
+    atomic_store(&held_release, true);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    atomic_store(&held_tag, RA_TAG_NONE);
+    violations = atomic_load(&held_violations);
+    ck_assert_msg(violations == 0,
+                  "the pair's tcache was flushed or destroyed %u time(s) "
+                  "while its send was in it", violations);
+    (void)kept; /* freed with its tag */
+    if (reset)
+        ck_assert_int_eq(ra_tag_destroy(h.a), 0);
+    ck_assert_int_eq(ra_tag_destroy(h.b), 0);
+}
+
+START_TEST(test_outbox_unit_a_destroy_waits_for_a_held_send)
+{
+    assert_end_waits_for_a_held_send(false, false);
+}
+END_TEST
+
+START_TEST(test_outbox_unit_a_destroy_with_a_reset_waits_for_a_held_send)
+{
+    assert_end_waits_for_a_held_send(true, false);
+}
+END_TEST
+
+START_TEST(test_outbox_unit_a_reset_waits_for_a_held_send)
+{
+    assert_end_waits_for_a_held_send(false, true);
+}
+END_TEST
+
 static Suite *outbox_suite(void)
 {
     Suite *s = suite_create("outbox (unit)");
@@ -549,6 +704,13 @@ static Suite *outbox_suite(void)
     tcase_add_test(tc, test_outbox_unit_an_exit_makes_the_figures_exact);
     tcase_add_test(tc, test_outbox_unit_an_allocation_makes_the_slot_whole);
     tcase_add_test(tc, test_outbox_unit_consumers_at_once_lose_nothing);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("held sends");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_outbox_unit_a_destroy_waits_for_a_held_send);
+    tcase_add_test(tc,
+                   test_outbox_unit_a_destroy_with_a_reset_waits_for_a_held_send);
+    tcase_add_test(tc, test_outbox_unit_a_reset_waits_for_a_held_send);
     suite_add_tcase(s, tc);
     return s;
 }
