@@ -415,8 +415,11 @@ void ra__thread_send_overflowed(ra_tag_t tag)
         return;
     s = &ts->slots[tag];
     /* A pair that allocates sends nothing; one that took its tcache, or
-     * was refused one, asks no more. */
-    if (s->allocates || s->misses >= RA__TCACHE_AFTER_MISSES)
+     * was refused one, asks no more; one that has freed few blocks (the
+     * stack filled by others) waits, as an allocating pair does, until it
+     * is busy: a tcache is 32 KiB of jemalloc's and one of its 4,093 ids. */
+    if (s->allocates || s->misses >= RA__TCACHE_AFTER_MISSES ||
+        s->made_before + pair_events(s) < RA__TCACHE_AFTER_ALLOCS)
         return;
     if (ra__be_tcache_create(&tcache))
         tcache = RA__NO_TCACHE;

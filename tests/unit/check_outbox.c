@@ -28,7 +28,7 @@ static void *blocks[MANY];
 static void *more[2 * MANY];
 
 /* What a consumer thread does, step by step, at the test's command. */
-enum step { FREE_FEW, FREE_MANY, FLUSH, ALLOCATE, LOOK, EXIT };
+enum step { FREE_FEW, FREE_MANY, FREE_MORE, FLUSH, ALLOCATE, LOOK, EXIT };
 
 struct consumer {
     pthread_t thread;
@@ -56,6 +56,10 @@ static void do_step(struct consumer *c, enum step step)
         for (unsigned i = 0; i < MANY; i++)
             ra_free(blocks[i]);
         c->meta_after = ra__meta_held();
+        break;
+    case FREE_MORE:
+        for (unsigned i = 0; i < 2 * MANY; i++)
+            ra_free(more[i]);
         break;
     case FLUSH:
         ra_thread_flush();
@@ -236,9 +240,9 @@ END_TEST
 
 /* The stack full (the producer allocates no more): what the consumer
  * sends past it goes to jemalloc through a tcache its pair takes at the
- * first overflow, a bin's worth under one lock, where block by block each
- * took the bin's lock; the pair still has no front cache, and a flush
- * makes every figure exact. */
+ * first overflow once it is busy (8,192 blocks freed), a bin's worth under
+ * one lock, where block by block each took the bin's lock; the pair still
+ * has no front cache, and a flush makes every figure exact. */
 START_TEST(test_outbox_unit_an_overflow_takes_no_lock_per_block)
 {
     ra_tag_t tag = tu_tag_create("overflow");
@@ -247,6 +251,11 @@ START_TEST(test_outbox_unit_an_overflow_takes_no_lock_per_block)
     uint64_t before, ops;
 
     start(&c, tag);
+    /* 8,000 blocks: not yet busy, no tcache. */
+    allocate(more, tag, 2 * MANY);
+    ask(&c, FREE_MORE);
+    ask(&c, LOOK);
+    ck_assert(!c.has_tcache);
     allocate(blocks, tag, MANY);
     before = tu_bin_lock_ops(tag, SIZE);
     ask(&c, FREE_MANY);
@@ -420,7 +429,7 @@ END_TEST
  * the arena, and no send may free through the pair's tcache as it is
  * destroyed. Under ThreadSanitizer in scripts/test.sh. Each round's blocks
  * are distinct and b's counts exact. */
-#define RACE_A 3000
+#define RACE_A 10000 /* past the 8,192 frees after which a pair is busy */
 #define RACE_B 2000
 static void *race_a[RACE_A], *race_b[RACE_B];
 static size_t race_b_sizes[4];
@@ -628,9 +637,9 @@ static void assert_end_waits_for_a_held_send(bool live, bool reset)
 
     h.a = tu_tag_create("held");
     h.b = race_make_b(h.a, a_sizes, 1);
-    h.na = MANY - 5; /* not a whole number of batches */
+    h.na = RACE_A - 5; /* busy, and not a whole number of batches */
     h.nb = 600;
-    h.a_blocks = blocks;
+    h.a_blocks = race_a;
     h.b_blocks = more;
     allocate(h.a_blocks, h.a, h.na);
     if (live)
