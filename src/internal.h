@@ -334,8 +334,9 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     __attribute__((noinline, cold));
 void ra__slot_miss_slow(struct ra__tag_slot *s) __attribute__((noinline, cold));
 /* A send of the calling thread's batch of tag overflowed the tag's return
- * stack (ra__outbox_put): its pair of tag, if it only frees, takes a
- * tcache that the next overflows go through. Takes the threads' lock. */
+ * stack (ra__outbox_put): its pair of tag, if it only frees and is busy,
+ * takes a tcache that the next overflows go through. Takes the threads'
+ * lock. */
 void ra__thread_send_overflowed(ra_tag_t tag);
 /* Makes room in a full bin (or sets up one not used yet): half of it
  * goes to the tag's return stack, or to jemalloc when the stack is full.
