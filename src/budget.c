@@ -71,7 +71,7 @@ RA__TLS unsigned ra__budget_soft_pending;
  * room is under high_gap (the resident set past high). pressure: the
  * level of the last look, for the reports. Allocations it refused, and
  * whether this thread's last refusal was its. */
-static _Atomic size_t limit_bytes, target_bytes;
+static _Atomic size_t limit_bytes;
 static _Atomic int64_t room, high_gap;
 static _Atomic int pressure;
 static _Atomic uint64_t pressure_refusals;
@@ -514,23 +514,20 @@ static int64_t room_under(size_t limit, size_t resident)
 }
 
 void ra__budget_set_pressure(ra_pressure_t level, size_t limit,
-                             size_t high, size_t target, size_t resident)
+                             size_t high, size_t resident)
 {
     atomic_store_explicit(&room, room_under(limit, resident),
                           memory_order_relaxed);
     atomic_store_explicit(&high_gap, (int64_t)(limit - high),
                           memory_order_relaxed);
-    atomic_store_explicit(&target_bytes, target, memory_order_relaxed);
     atomic_store_explicit(&pressure, (int)level, memory_order_relaxed);
     /* Last: a commit that sees the limit sees its room. */
     atomic_store_explicit(&limit_bytes, limit, memory_order_release);
 }
 
-size_t ra__budget_pressure_target(void)
+bool ra__budget_pressure_on(void)
 {
-    return atomic_load_explicit(&limit_bytes, memory_order_relaxed) != 0
-               ? atomic_load_explicit(&target_bytes, memory_order_relaxed)
-               : 0;
+    return atomic_load_explicit(&limit_bytes, memory_order_relaxed) != 0;
 }
 
 void ra__budget_pressure_reset_room(size_t resident)

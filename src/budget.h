@@ -63,13 +63,12 @@ void ra__budget_fire_soft(void) __attribute__((noinline, cold));
  * refused, one load a commit. Refused like a hard limit's (the tag's
  * limit_failures), and counted apart. Lock-free. */
 void ra__budget_set_pressure(ra_pressure_t level, size_t limit, size_t high,
-                             size_t target, size_t resident);
+                             size_t resident);
 ra_pressure_t ra__budget_pressure(void);
-/* The resident set a give-back under pressure aims below (target, under
- * high), 0 without a limit; the room set again from a resident set read
+/* Whether there is a limit; the room set again from a resident set read
  * since the last look (make_room.c); and whether this thread's last
  * refusal was the pressure's. */
-size_t ra__budget_pressure_target(void);
+bool ra__budget_pressure_on(void);
 /* The resident set the room stands for: the last look's, plus what was
  * committed since, less what was decommitted (0 without a limit). */
 size_t ra__budget_pressure_estimate(void);

@@ -349,8 +349,8 @@ bool ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
 void ra__count_orphan(ra_tag_t tag, bool alloc, size_t size);
 /* Empties the calling thread's caches of tag, if it has any. */
 void ra__thread_flush_tag(ra_tag_t tag);
-/* Before the tag's arena is reset, once its sends are fenced
- * (ra__returns_fence): every thread's front cache of the tag is forgotten
+/* Before the tag's arena is reset: the tag's sends are fenced
+ * (ra__returns_fence), every thread's front cache of the tag is forgotten
  * and its tcache flushed (jemalloc requires it), live or blocked threads
  * alike, and the counts say every block was freed (nmalloc == ndalloc). */
 void ra__thread_wipe_tag(ra_tag_t tag);

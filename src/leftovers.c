@@ -77,7 +77,6 @@ static void reclaim(ra_tag_t tag)
 {
     ra__lock(&reclaim_lock);
     if (ra__tag_take_free(tag)) {
-        ra__returns_fence(tag);
         ra__thread_wipe_tag(tag);
         ra__returns_close(tag);
         ra__pool_reset(tag);

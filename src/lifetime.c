@@ -131,7 +131,6 @@ ra_tag_t ra_tag_create_in(ra_tag_t parent, const char *name)
  * that no block comes back twice. A reset gives the pages back. */
 static void reset_tag(ra_tag_t tag)
 {
-    ra__returns_fence(tag);
     ra__thread_wipe_tag(tag);
     ra__prof_forget(tag, false);
     ra__returns_close(tag);

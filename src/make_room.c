@@ -97,7 +97,7 @@ size_t ra__give_back_by_priority(size_t below, bool every)
  * most one thread walking the tags. */
 static void make_room_under_limit(void)
 {
-    if (ra__budget_pressure_target() == 0)
+    if (!ra__budget_pressure_on())
         return;
     if (atomic_exchange_explicit(&passing, true, memory_order_acquire)) {
         while (atomic_load_explicit(&passing, memory_order_acquire))

@@ -175,8 +175,7 @@ static void call_back(ra_pressure_t level, size_t rss, size_t lim)
  * rss. */
 static void set_room(ra_pressure_t level, size_t lim, size_t rss)
 {
-    ra__budget_set_pressure(level, lim, lim / 100 * HIGH_PERCENT,
-                            lim / 100 * TARGET_PERCENT, rss);
+    ra__budget_set_pressure(level, lim, lim / 100 * HIGH_PERCENT, rss);
 }
 
 /* One look: the level from the resident set; at high or above, pages

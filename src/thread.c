@@ -1048,6 +1048,9 @@ void ra__thread_wipe_tag(ra_tag_t tag)
 {
     struct ra__counts c;
 
+    /* Before any tcache of the tag goes: a consumer's send in flight may
+     * be freeing through its pair's. */
+    ra__returns_fence(tag);
     ra__lock(&threads_lock);
     counts_of(users[tag], false, tag, &c);
     ra__assert(c.nmalloc >= c.ndalloc);
