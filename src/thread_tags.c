@@ -5,6 +5,7 @@
  * thread's start, from the name it inherits from its creator. The allocation
  * paths read the stack's top as always: a base costs them nothing. */
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,11 +22,15 @@
 struct named_thread {
     struct named_thread *prev, *next;
     pthread_t id;
+    /* The kernel's id of the thread, for its name: a pthread_t is reused
+     * by the next thread as soon as this one is gone, a tid only once the
+     * entry has left the list (the thread's exit takes it out first). */
+    pid_t tid;
     struct ra__tag_thread *stack; /* its base is set under named_lock */
 };
 
 static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct named_thread named = {&named, &named, 0, NULL};
+static struct named_thread named = {&named, &named, 0, 0, NULL};
 static RA__TLS struct named_thread *tls_me;
 
 bool ra__thread_tags_on(void)
@@ -93,6 +98,7 @@ static struct named_thread *me(void)
         return NULL;
     }
     e->id = pthread_self();
+    e->tid = (pid_t)syscall(SYS_gettid);
     e->stack = ra__tag_thread_self();
     ra__lock(&named_lock);
     e->next = &named;
@@ -114,11 +120,46 @@ static struct named_thread *find_named(pthread_t thread)
     return NULL;
 }
 
+/* With named_lock held: whether the thread of e has name now, as the
+ * kernel keeps it (15 bytes). A base is only ever written for the name the
+ * thread holds when it is written, so that whatever ran between a rename
+ * and its base (another rename, the thread's exit and a new thread behind
+ * the same pthread_t) the last rename's base is the one that stays. Where
+ * the kernel cannot be asked (no /proc), the caller's name is taken. No
+ * allocation: open and read are system calls. */
+static bool has_name(const struct named_thread *e, const char *name)
+{
+    char path[64], now[17] = "";
+    ssize_t n = -1;
+    int fd;
+
+    if (e == tls_me) {
+        if (syscall(SYS_prctl, PR_GET_NAME, (unsigned long)now, 0UL, 0UL,
+                    0UL) != 0)
+            return true;
+        n = (ssize_t)strlen(now);
+    } else {
+        snprintf(path, sizeof path, "/proc/self/task/%ld/comm", (long)e->tid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return errno != ENOENT; /* ENOENT: the thread is gone */
+        n = read(fd, now, sizeof now - 1);
+        close(fd);
+        if (n < 0)
+            return true;
+        now[n] = '\0';
+        now[strcspn(now, "\n")] = '\0';
+    }
+    return strncmp(now, name, 15) == 0;
+}
+
 /* Gives thread (whose entry is mine, when it is the calling thread) the
  * base tag of name. The tag is made with no lock held (its creation takes
  * the registry's, and may purge), and the entry is found again after it:
- * another thread may have exited meanwhile and freed its entry. A tag
- * destroyed in between is not given. */
+ * another thread may have exited meanwhile and freed its entry, and a new
+ * thread may stand behind the same pthread_t; neither, nor a thread renamed
+ * again meanwhile, takes this name's base (has_name). A tag destroyed in
+ * between is not given. */
 static void name_thread(pthread_t thread, struct named_thread *mine,
                         const char *name)
 {
@@ -129,7 +170,7 @@ static void name_thread(pthread_t thread, struct named_thread *mine,
     e = mine != NULL ? mine : find_named(thread);
     if (tag != RA_TAG_NONE && !ra__tag_valid(tag))
         tag = RA_TAG_NONE;
-    if (e != NULL)
+    if (e != NULL && has_name(e, name))
         ra__tag_set_base(e->stack, tag);
     ra__unlock(&named_lock);
 }
@@ -239,11 +280,13 @@ void ra__thread_tags_postfork_parent(void)
     ra__unlock(&named_lock);
 }
 
-/* Only the forking thread lives on in the child. */
+/* Only the forking thread lives on in the child, under a tid of its own. */
 void ra__thread_tags_postfork_child(void)
 {
     struct named_thread *t = named.next;
 
+    if (tls_me != NULL)
+        tls_me->tid = (pid_t)syscall(SYS_gettid);
     while (t != &named) {
         struct named_thread *next = t->next;
         if (t != tls_me) {
