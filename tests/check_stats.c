@@ -9,8 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <jemalloc/jemalloc.h>
@@ -686,55 +684,6 @@ START_TEST(test_stats_usage_is_exact_without_a_refresh)
 }
 END_TEST
 
-/* Whether the kernel names anonymous mappings (CONFIG_ANON_VMA_NAME,
- * Linux 5.17), asked of a private mapping of the test's own. */
-static bool kernel_names_mappings(void)
-{
-    long page = sysconf(_SC_PAGESIZE);
-    void *m = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    int rc;
-
-    ck_assert_ptr_ne(m, MAP_FAILED);
-    rc = prctl(0x53564d41 /* PR_SET_VMA */, 0 /* _ANON_NAME */,
-               (unsigned long)m, (unsigned long)page,
-               (unsigned long)"probe");
-    munmap(m, (size_t)page);
-    return rc == 0;
-}
-
-/* Where the kernel names anonymous mappings, each region shows as
- * [anon:regionalloc:<tag>] in /proc/self/maps; elsewhere (the probe fails)
- * there is nothing to check. */
-START_TEST(test_stats_regions_are_named_in_maps)
-{
-    char line[512];
-    bool named_a = false, named_odd = false;
-    ra_tag_t odd = tu_tag_create("odd [name]$");
-    FILE *maps;
-    void *p = ra_malloc_tag(odd, 100);
-
-    if (!kernel_names_mappings()) {
-        fprintf(stderr, "kernel does not name anonymous mappings (%s): "
-                        "skipped\n", strerror(errno));
-        ra_free(p);
-        return;
-    }
-
-    ck_assert_ptr_nonnull(p);
-    maps = fopen("/proc/self/maps", "r");
-    ck_assert_ptr_nonnull(maps);
-    while (fgets(line, sizeof line, maps) != NULL) {
-        named_a |= strstr(line, "[anon:regionalloc:stats-a]") != NULL;
-        named_odd |= strstr(line, "[anon:regionalloc:odd _name__]") != NULL;
-    }
-    fclose(maps);
-    ra_free(p);
-    ck_assert(named_a);
-    ck_assert(named_odd);
-}
-END_TEST
-
 /* -- live figures ------------------------------------------------------------
  * allocated, nmalloc and ndalloc are the library's counts: exact at any
  * moment, on any thread, with no flush; the other figures are live
@@ -1079,7 +1028,6 @@ static Suite *stats_suite(void)
     tcase_add_test(tc, test_stats_tag_rss_follows_touched_pages);
     tcase_add_test(tc, test_stats_tag_rss_matches_resident_estimate);
     tcase_add_test(tc, test_stats_peak_mapped_keeps_high_water_mark);
-    tcase_add_test(tc, test_stats_regions_are_named_in_maps);
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
 

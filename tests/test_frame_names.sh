@@ -104,7 +104,7 @@ if [ -n "$id" ] && [ -e "/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug" ]; th
         fail "folded: __libc_start_call_main not named though libc6-dbg is installed: $(tr '\n' ';' <"$tmp/parse")"
     fi
 else
-    echo "note: no debug file for $libc (Debian libc6-dbg): its static functions not checked"
+    lacking "the debug file of $libc" libc6-dbg
 fi
 
 # -- the text tree ----------------------------------------------------------------

@@ -327,6 +327,8 @@ if [ -x "$top" ]; then
     kill "$sleeper" 2>/dev/null
     wait "$sleeper" 2>/dev/null
     "$top" --clean >/dev/null 2>&1
+else
+    fail "$top not built"
 fi
 
 # -- a real Prometheus server scrapes the example -----------------------------------------

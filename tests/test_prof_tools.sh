@@ -14,9 +14,8 @@
 #     each mapping of a file must carry the file's GNU build ID, as
 #     `readelf -n` (binutils) reads it from the file, or none when it has
 #     none;
-#   - `go tool pprof -top` (Debian golang-go), when installed, must read it
-#     and show each site's exact live and allocated bytes; skipped
-#     otherwise, even in CI (Go is not a dependency).
+#   - `go tool pprof -top` (Debian golang-go) must read it and show each
+#     site's exact live and allocated bytes.
 # Exit status: 0 pass, 1 fail, 77 skip (python3, jeprof or readelf missing
 # outside CI; with CI=true a missing tool is a failure).
 set -u
@@ -300,11 +299,9 @@ check_pprof() {
         printf '%s\n' "$out" | head -n 20
     fi
 }
-if command -v go >/dev/null 2>&1; then
+if need go golang-go; then
     check_pprof inuse_space 4
     check_pprof alloc_space 6
-else
-    echo "note: go not installed (Debian golang-go): go tool pprof not run"
 fi
 
 finish

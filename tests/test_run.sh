@@ -163,7 +163,7 @@ if [ "${RA_HTTP:-1}" = 1 ]; then
     wait "$pid" 2>/dev/null
     pid=
 else
-    echo "note: built without HTTP: --http not checked"
+    not_built "HTTP (--without-http): --http"
 fi
 
 "$ra" run --no-shm -- /bin/sh -c 'test -e /dev/shm/regionalloc.$$ && exit 1; exit 0' ||

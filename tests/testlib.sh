@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # tests/testlib.sh: what the shell tests share, sourced by each right after
 # `set -u`. Sets builddir (the build tree: make check passes
-# abs_top_builddir), failures and missing; defines fail, skip, need,
-# need_built, make_tmp, reset_env and finish. Not a test itself.
+# abs_top_builddir), failures and missing; defines fail, skip, lacking,
+# not_built, need, need_built, make_tmp, reset_env and finish. Not a test itself.
 
 # shellcheck disable=SC2034  # read by the tests that source this
 builddir=${abs_top_builddir:-${top_builddir:-$(pwd)}}
@@ -20,20 +20,33 @@ skip() {
     exit 77
 }
 
-# need PROGRAM PACKAGE: whether PROGRAM is installed; in CI its absence is a
-# failure (exit 1), elsewhere a reason to skip what needs it: it is added to
-# missing, which finish reports.
+# lacking WHAT PACKAGE: something a check needs is not installed (Debian
+# package PACKAGE); in CI that is a failure (exit 1), elsewhere the check
+# is not run and the test ends as a skip (finish), never as a pass.
 missing=
-need() {
-    if command -v "$1" >/dev/null 2>&1; then
-        return 0
-    fi
+lacking() {
     if [ "${CI:-}" = true ]; then
         echo "FAIL: $1 not installed (Debian package $2; scripts/deps.sh installs it)"
         exit 1
     fi
     echo "SKIP: $1 not installed (Debian: apt-get install $2)"
     missing="$missing $1"
+}
+
+# not_built WHAT: the build leaves out what a check needs (a configure
+# option): the check is not run, and the test ends as a skip (finish).
+not_built() {
+    echo "SKIP: $1 (not in this build)"
+    missing="$missing $1"
+}
+
+# need PROGRAM PACKAGE: whether PROGRAM is installed; when it is not,
+# lacking says so.
+need() {
+    if command -v "$1" >/dev/null 2>&1; then
+        return 0
+    fi
+    lacking "$1" "$2"
     return 1
 }
 
