@@ -121,6 +121,11 @@ void ra__thread_exit_set(void (*end)(void *));
  * arena index left), EEXIST (the region is passed over: the next call
  * takes tag + 1). Called with the registry's ids_lock held. */
 int ra__pool_first_arena(ra_tag_t tag);
+/* The first arena of a region passed over (ra__pool_first_arena's EEXIST)
+ * whose space is free again: its index, or -1 with errno EEXIST (still
+ * another mapping's), ENOMEM or ENOSPC as ra__pool_first_arena. Called
+ * with the registry's ids_lock held. */
+int ra__pool_take_back(ra_tag_t tag);
 /* The pool's first arena, the one ra__tag_arena names: set as the tag's id
  * is first made, before it is published. */
 void ra__pool_start(ra_tag_t tag, unsigned arena);
@@ -263,10 +268,13 @@ void ra__tag_release_id(ra_tag_t tag);
 /* Takes tag out of the queue of ids for reuse, if it is there (no
  * creation took it): whether it was. ra__tag_release_id queues it again. */
 bool ra__tag_take_free(ra_tag_t tag);
-/* Whether tag, published, is neither live, nor queued, nor passed over
- * for good: held by a thread between two steps (a creation's, a thread's
- * own), which in a forked child may be a thread that is not there. */
+/* Whether tag, published, is neither live, nor queued, nor passed over:
+ * held by a thread between two steps (a creation's, a thread's own), which
+ * in a forked child may be a thread that is not there. */
 bool ra__tag_in_limbo(ra_tag_t tag);
+/* The ids passed over now: their regions' space held by another mapping
+ * (the reports' regions lost). */
+unsigned ra__tag_passed_over(void);
 /* One of the queued ids, a different one at each call (round robin), or
  * RA_TAG_NONE when none is queued: whose kept pages may decay. */
 ra_tag_t ra__tag_next_idle(void);

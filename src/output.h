@@ -393,6 +393,10 @@ struct ra__snapshot {
     /* Bytes of blocks destroys left live in their slots (leftovers.c),
      * nobody's until the slot's next reset: in no row. */
     uint64_t leftovers;
+    /* Regions passed over now: another mapping holds their space, so that
+     * many fewer tags than REGIONALLOC_MAX_TAGS can be had until it goes
+     * (tag.c). */
+    uint64_t regions_lost;
     struct ra__pressure_figures pressure; /* the memory limit (pressure.c) */
 };
 /* Takes a snapshot (tagging on); detail: one refresh, and jemalloc's own

@@ -133,6 +133,18 @@ int ra__pool_first_arena(ra_tag_t tag)
     return arena;
 }
 
+int ra__pool_take_back(ra_tag_t tag)
+{
+    int arena;
+
+    if (ra__region_reopen(tag) != 0)
+        return -1;
+    arena = make_arena(tag);
+    if (arena < 0 && errno == EEXIST)
+        return -1;
+    return arena;
+}
+
 /* With pool_lock held: one more arena for the tag's pool, or false. */
 static bool grow(ra_tag_t tag)
 {

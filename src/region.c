@@ -544,14 +544,15 @@ static bool note_mapping(char *text, size_t len, void *ctx)
     return true;
 }
 
-/* Whether another mapping holds part of what fresh region idx gave back
- * (what make_writable would map anew; an arena that the limit refused may
- * have left the region a mapping of its own before it). Such a region is
+/* Whether another mapping holds part of what region idx gave back (what
+ * make_writable would map anew; an arena that the limit refused may have
+ * left the region a mapping of its own before it). Such a region is
  * passed over whole: the carving of its arena's metadata sees only the
  * first pages, and a tag would find the region full a few pages on. The
- * maps are read only for a region whose space was given back, once (it
- * is handed out or passed over for good); unreadable, they say nothing is
- * there. */
+ * maps are read only for a region whose space was given back: once when
+ * it is handed out, and again for a region passed over each time a
+ * creation would otherwise find no id (tag.c); unreadable, they say
+ * nothing is there. */
 static bool region_taken(unsigned idx)
 {
     const struct ra__carving *c = &regions[idx].carving;
@@ -576,6 +577,18 @@ int ra__region_open(ra_tag_t tag)
         errno = ENOMEM;
         return -1;
     }
+    if (region_taken(idx)) {
+        errno = EEXIST;
+        return -1;
+    }
+    return 0;
+}
+
+int ra__region_reopen(ra_tag_t tag)
+{
+    unsigned idx = tag - 1;
+
+    ra__assert(idx < __atomic_load_n(&ra__layout.count, __ATOMIC_RELAXED));
     if (region_taken(idx)) {
         errno = EEXIST;
         return -1;

@@ -37,6 +37,11 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size,
  * it resolve to tag. Called with the registry's ids_lock held. */
 int ra__region_open(ra_tag_t tag);
 void ra__region_publish(ra_tag_t tag);
+/* Readies a region passed over earlier (ra__region_open's EEXIST, so
+ * published) for a first arena, once the mapping that held its space is
+ * gone: 0, or -1 with errno EEXIST while another mapping still holds part
+ * of it. Called with the registry's ids_lock held. */
+int ra__region_reopen(ra_tag_t tag);
 /* What jemalloc needs to make an arena of tag's region: its extent hooks
  * and the cap on an arena's growth step. */
 struct extent_hooks_s *ra__region_hooks(ra_tag_t tag);

@@ -163,6 +163,16 @@ static void write_text_leftovers(struct ra__out *o, uint64_t bytes)
                     ra__human_bytes(left, sizeof left, bytes));
 }
 
+/* Under the table, while other mappings hold regions' space. */
+static void write_text_regions_lost(struct ra__out *o, uint64_t lost)
+{
+    if (lost != 0)
+        ra__out_fmt(o,
+                    "regions lost: %" PRIu64 " (another mapping holds their "
+                    "space; taken back once it is free)\n",
+                    lost);
+}
+
 static void write_text(struct ra__out *o, struct ra__snapshot *snap)
 {
     struct ra__table table = {
@@ -175,6 +185,7 @@ static void write_text(struct ra__out *o, struct ra__snapshot *snap)
 
     ra__table_write(o, &table);
     write_text_leftovers(o, snap->leftovers);
+    write_text_regions_lost(o, snap->regions_lost);
     write_text_pressure(o, &snap->pressure);
 }
 
@@ -298,6 +309,7 @@ static void write_json(struct ra__emitter *e, struct ra__snapshot *snap)
     ra__json_object_begin(e, "leftovers", true);
     ra__json_u64(e, "allocated", snap->leftovers);
     ra__json_object_end(e);
+    ra__json_u64(e, "regions_lost", snap->regions_lost);
     ra__json_object_begin(e, "process", true);
     ra__json_u64(e, "allocated", snap->global.allocated);
     ra__json_u64(e, "active", snap->global.active);
@@ -430,6 +442,10 @@ static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)
          "Bytes of blocks destroyed tags left live, nobody's until their "
          "slot's next reset frees them; in no tag's or untagged figures.",
          snap->leftovers},
+        {"regionalloc_regions_lost",
+         "Regions another mapping holds the space of: that many fewer tags "
+         "can be had until it is freed.",
+         snap->regions_lost},
         {"regionalloc_memory_limit_bytes",
          "The memory limit the process is held under (0: none).",
          snap->pressure.limit},

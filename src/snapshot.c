@@ -182,6 +182,7 @@ bool ra__snapshot_take(struct ra__snapshot *snap, bool detail)
     snap->process_rss = ra__proc_rss();
     snap->library = ra__meta_held();
     snap->leftovers = ra__leftovers_total();
+    snap->regions_lost = ra__tag_passed_over();
     ra__pressure_read(&snap->pressure);
     failed = link_rows(snap, view, nids);
     ra__meta_free(view);

@@ -86,6 +86,9 @@ static unsigned free_head, free_count;
 static bool queued[RA__MAX_TAGS_LIMIT + 1];
 static bool passed_over[RA__MAX_TAGS_LIMIT + 1];
 static unsigned handed_out;
+/* How many ids are passed over now: written under ids_lock, read by the
+ * reports without it. */
+static _Atomic unsigned npassed_over;
 
 static void stripe_lock(unsigned i)
 {
@@ -246,11 +249,41 @@ ra_tag_t ra_tag_lookup(const char *name)
     return tag;
 }
 
+/* With ids_lock held: the lowest id passed over whose region is free
+ * again, with its first arena, or RA_TAG_NONE with errno ENOSPC (none is)
+ * or as ra__pool_take_back. Tried only when no fresh id is left, so that
+ * the maps are read only by creations that would fail otherwise. */
+static ra_tag_t taken_back_tag(void)
+{
+    for (ra_tag_t t = 1;
+         t <= handed_out &&
+         atomic_load_explicit(&npassed_over, memory_order_relaxed) != 0;
+         t++) {
+        int arena;
+        if (!passed_over[t])
+            continue;
+        arena = ra__pool_take_back(t);
+        if (arena < 0) {
+            if (errno == EEXIST)
+                continue;
+            return RA_TAG_NONE;
+        }
+        passed_over[t] = false;
+        atomic_fetch_sub_explicit(&npassed_over, 1, memory_order_relaxed);
+        ra__pool_start(t, (unsigned)arena);
+        return t;
+    }
+    errno = ENOSPC;
+    return RA_TAG_NONE;
+}
+
 /* With ids_lock held: a new id, with its arena, or RA_TAG_NONE with errno
  * set. An id whose region another mapping took (given-back space, the
- * region's EEXIST) is published dead and passed over for good: never
- * live, never recycled, failing every call as a destroyed id does, so that
- * one region lost does not stop every creation after it. */
+ * region's EEXIST) is published dead and passed over: never live, never
+ * recycled, failing every call as a destroyed id does, so that one region
+ * lost does not stop every creation after it. Once every fresh id is
+ * handed out, a creation takes back a region passed over whose space is
+ * free again (taken_back_tag). */
 static ra_tag_t new_tag(bool tagging)
 {
     unsigned count = handed_out;
@@ -258,8 +291,12 @@ static ra_tag_t new_tag(bool tagging)
 
     for (;; count++) {
         if (count >= ra__config()->max_tags) {
-            errno = ENOSPC;
-            return RA_TAG_NONE;
+            ra_tag_t tag = tagging ? taken_back_tag() : RA_TAG_NONE;
+            if (tag != RA_TAG_NONE)
+                errno = saved;
+            else if (!tagging)
+                errno = ENOSPC;
+            return tag;
         }
         if (!tagging) {
             handed_out = count + 1;
@@ -273,6 +310,7 @@ static ra_tag_t new_tag(bool tagging)
         if (errno != EEXIST)
             return RA_TAG_NONE;
         passed_over[count + 1] = true;
+        atomic_fetch_add_explicit(&npassed_over, 1, memory_order_relaxed);
         handed_out = count + 1;
         publish(count + 1);
     }
@@ -620,6 +658,11 @@ bool ra__tag_take_free(ra_tag_t tag)
     }
     ra__unlock(&ids_lock);
     return found;
+}
+
+unsigned ra__tag_passed_over(void)
+{
+    return atomic_load_explicit(&npassed_over, memory_order_relaxed);
 }
 
 bool ra__tag_in_limbo(ra_tag_t tag)

@@ -130,14 +130,13 @@ static struct named_thread *find_named(pthread_t thread)
 static bool has_name(const struct named_thread *e, const char *name)
 {
     char path[64], now[17] = "";
-    ssize_t n = -1;
+    ssize_t n;
     int fd;
 
     if (e == tls_me) {
         if (syscall(SYS_prctl, PR_GET_NAME, (unsigned long)now, 0UL, 0UL,
                     0UL) != 0)
             return true;
-        n = (ssize_t)strlen(now);
     } else {
         snprintf(path, sizeof path, "/proc/self/task/%ld/comm", (long)e->tid);
         fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -1086,19 +1086,53 @@ static void *plant_at(uintptr_t addr)
     return p == (void *)addr ? p : NULL;
 }
 
+/* The number after key in the report of format fmt, or -1 (no Check
+ * asserts: the limit's tests run in a child of their own). */
+static long reported(ra_format_t fmt, const char *key)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    const char *at;
+    long n = -1;
+
+    if (f == NULL)
+        return -1;
+    if (ra_report(f, fmt) == 0 && fclose(f) == 0 &&
+        (at = strstr(buf, key)) != NULL)
+        n = strtol(at + strlen(key), NULL, 10);
+    free(buf);
+    return n;
+}
+
+/* The regions lost as the JSON report says, when the Prometheus one says
+ * the same; else -2. */
+static long reported_regions_lost(void)
+{
+    long json = reported(RA_FORMAT_JSON, "\"regions_lost\": ");
+
+    return json == reported(RA_FORMAT_PROMETHEUS,
+                            "\nregionalloc_regions_lost ")
+               ? json
+               : -2;
+}
+
 /* Another mapping in given-back space, put there on purpose: in the
  * page table's part of the next region (the table lies right under the
  * regions, one byte per 4 KiB of them), creation fails with ENOMEM, and
  * works again once the space is free; at the next region's start, the
- * region is passed over for good: its id is dead, never recycled, and the
- * ids after it are all handed out. */
+ * region is passed over while the mapping is there: its id is dead, never
+ * recycled, the ids after it are all handed out, and the reports count
+ * it lost. Once the mapping is gone, the creation that finds no id left
+ * takes the region back. */
 static int child_as_limit_region_taken(void)
 {
     const size_t table = 16 * (LIMIT_REGION >> 12);
-    ra_tag_t first = ra_tag_create("first"), next;
+    ra_tag_t first = ra_tag_create("first"), next, back;
+    ra_tag_stats_t stats;
     uintptr_t region;
     void *planted, *p;
-    unsigned made;
+    unsigned made, dead;
     int error = 0;
 
     TU_REQUIRE(first == 1);
@@ -1127,8 +1161,22 @@ static int child_as_limit_region_taken(void)
     /* The process's own later mappings may take the top regions too. */
     made = create_working_tags(&error);
     TU_REQUIRE(error == ENOSPC && ra_tag_count() == 16);
-    TU_REQUIRE(2 + made + count_dead_ids() == 16);
+    dead = count_dead_ids();
+    TU_REQUIRE(2 + made + dead == 16);
+    TU_REQUIRE(reported_regions_lost() == (long)dead);
+    /* Still there: the next creation finds no id. */
+    errno = 0;
+    TU_REQUIRE(ra_tag_create("still taken") == RA_TAG_NONE &&
+               errno == ENOSPC);
     TU_REQUIRE(munmap(planted, 4096) == 0);
+    back = ra_tag_create("taken back");
+    TU_REQUIRE(back == 2 && ra_tag_lookup("taken back") == 2);
+    TU_REQUIRE(reported_regions_lost() == (long)dead - 1);
+    TU_REQUIRE((p = ra_malloc_tag(back, 1 * MIB)) != NULL &&
+               ra_tag_of(p) == back);
+    memset(p, 7, 1 * MIB);
+    TU_REQUIRE(ra_tag_stats(back, &stats) == 0 && stats.allocated >= 1 * MIB);
+    free(p);
     return 0;
 }
 

@@ -194,7 +194,7 @@ def check_report_json(path, tags):
     d = load_json(path)
     check(d["schema"] == "regionalloc-report-1" and d["enabled"] is True, path + ": header")
     check(set(d) == {"schema", "enabled", "time_ns", "tags", "untagged", "library",
-                     "leftovers", "process", "memory_limit"},
+                     "leftovers", "regions_lost", "process", "memory_limit"},
           path + ": top-level keys %s" % sorted(d))
     # No limit in make check (REGIONALLOC_CGROUP_FS points nowhere).
     check(d["memory_limit"] == {"limit": 0, "source": "none", "resident": 0,
@@ -247,6 +247,8 @@ def check_report_json(path, tags):
           0 < d["library"]["allocated"] <= d["untagged"]["allocated"],
           path + ": library %r, within untagged" % d["library"])
     # What destroys left live (check_report checks the figure itself).
+    check(isinstance(d["regions_lost"], int) and d["regions_lost"] == 0,
+          path + ": regions_lost %r" % d["regions_lost"])
     check(set(d["leftovers"]) == {"allocated"} and
           isinstance(d["leftovers"]["allocated"], int) and d["leftovers"]["allocated"] >= 0,
           path + ": leftovers %r" % d["leftovers"])
