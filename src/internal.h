@@ -42,9 +42,17 @@ bool ra__proc_reset_peak_rss(void);
 bool ra__proc_maps(bool (*line)(char *text, size_t len, void *ctx),
                    void *ctx);
 
-/* -- warn.c: diagnostics ---------------------------------------------------- */
-/* Writes msg and a newline to stderr without allocating. */
+/* -- warn.c: the library's own writes --------------------------------------- */
+/* Writes msg and a newline to stderr without allocating, under
+ * ra__sigpipe_hold. */
 void ra__warn(const char *msg);
+/* Around every write the library makes on its own (its warnings, the
+ * reports at exit): hold blocks SIGPIPE in the calling thread, so that a
+ * write to a pipe or socket whose reader has gone fails with EPIPE; release
+ * discards the SIGPIPE those writes left pending (not one the program had
+ * pending before) and restores the thread's mask. Never allocate. */
+void ra__sigpipe_hold(struct ra__sigpipe_hold *h);
+void ra__sigpipe_release(const struct ra__sigpipe_hold *h);
 
 /* -- region.c: the page table and the free gate, for the inlines --------- */
 extern uint8_t *ra__page_bin;

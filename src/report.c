@@ -708,11 +708,14 @@ static void write_checkpoints_at_exit(FILE *out, ra_format_t fmt,
 }
 
 /* The whole of it is the library's own work: its streams and their
- * buffers belong to no tag and are not reported to hooks. */
+ * buffers belong to no tag and are not reported to hooks. Its writes
+ * raise no SIGPIPE: a program whose stderr reader has gone exits as it
+ * would have without the library. */
 void ra__report_at_exit(void)
 {
     const struct ra__config *config = ra__config();
     struct exit_streams st = {NULL, NULL, {0}};
+    struct ra__sigpipe_hold hold;
     ra_format_t fmt = config->stats_format;
     bool stats = reports_here(config->stats_path);
     bool checkpoints = reports_here(config->checkpoints_path);
@@ -732,6 +735,7 @@ void ra__report_at_exit(void)
      * alone for the parent's wait4. */
     if (checkpoints && tagging)
         ra__checkpoint_take("exit", false);
+    ra__sigpipe_hold(&hold);
     if (stats) {
         out = exit_stream(&st, "REGIONALLOC_STATS", config->stats_path);
         if (out != NULL)
@@ -756,5 +760,6 @@ void ra__report_at_exit(void)
         fclose(st.err);
     if (st.file != NULL)
         fclose(st.file);
+    ra__sigpipe_release(&hold);
     ra__quiet_end();
 }

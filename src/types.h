@@ -5,6 +5,7 @@
 #define RA_TYPES_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -40,6 +41,14 @@
 #endif
 void ra__assert_fail(const char *cond, const char *file, int line)
     __attribute__((noreturn, cold));
+
+/* -- warn.c --------------------------------------------------------------- */
+/* A thread's SIGPIPE held around the library's own writes: its signal mask
+ * before (restored when restore), and whether a SIGPIPE was pending. */
+struct ra__sigpipe_hold {
+    sigset_t mask;
+    bool was_pending, restore;
+};
 
 /* -- config.c ------------------------------------------------------------- */
 #define RA__LIMITS_MAX 64 /* entries of REGIONALLOC_LIMITS */

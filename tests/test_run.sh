@@ -11,6 +11,8 @@
 #     tag; `--format json` and `text` read it too;
 #   - --no-shm publishes no segment;
 #   - --memory-limit puts the limit in force (the JSON report's);
+#   - a report or a line on a stderr whose reader has gone raises no
+#     SIGPIPE: the program's exit status, and the tool's own, come through;
 #   - bad options and commands exit 2 with a usage line.
 # Exit status: 0 pass, 1 fail, 77 skip.
 set -u
@@ -171,6 +173,40 @@ fi
 "$ra" run -- /bin/sh -c 'sleep 1.5; test -e /dev/shm/regionalloc.$$' &&
     echo "ok: the segment published by default, not with --no-shm" ||
     fail "run: no segment published by default"
+
+# -- SIGPIPE: a reader that has gone -----------------------------------------------------
+# gone WHAT WANT ARGS...: runs ARGS with stderr on a pipe whose read end
+# is closed (`ARGS 2>&1 | grep -q x` once grep has exited), SIGPIPE at
+# its default action, and checks the exit status (-N: killed by signal N).
+cat >"$tmp/gone.py" <<'PY'
+import os, subprocess, sys
+r, w = os.pipe()
+os.close(r)
+print(subprocess.run(sys.argv[1:], stderr=w).returncode)
+PY
+gone() {
+    local what=$1 want=$2 got
+    shift 2
+    got=$(/usr/bin/python3 "$tmp/gone.py" "$@")
+    [ "$got" = "$want" ] && echo "ok: $what, its reader gone: exit $want" ||
+        fail "$what, its reader gone: exit $got, want $want"
+}
+lib=$builddir/.libs/libregionalloc.so
+gone "--report on stderr" 0 "$ra" run --report -- /bin/true
+gone "--report --format json" 0 "$ra" run --report --format json -- /bin/bash -c 'exit 0'
+gone "--checkpoints on stderr" 0 "$ra" run --checkpoints -- /bin/true
+gone "REGIONALLOC_STATS=stderr" 0 env LD_PRELOAD="$lib" REGIONALLOC_STATS=stderr /bin/true
+gone "the program's own status" 3 env LD_PRELOAD="$lib" REGIONALLOC_STATS=stderr \
+    REGIONALLOC_CHECKPOINTS=stderr /bin/bash -c 'exit 3'
+gone "a warning" 0 env LD_PRELOAD="$lib" REGIONALLOC_SHM_INTERVAL=often REGIONALLOC_SHM=1 /bin/true
+[ "${RA_HTTP:-1}" = 1 ] && gone "--http's line" 0 "$ra" run --http -- /bin/true
+gone "run's line on a missing program" 127 "$ra" run -- /nonexistent/program
+gone "run's usage" 2 "$ra" run --bogus -- /bin/true
+# run ignores SIGPIPE for its own lines: the program gets it back.
+"$ra" run -- /bin/bash -c 'kill -PIPE $$; exit 3'
+rc=$?
+[ $rc = 141 ] && echo "ok: the program's SIGPIPE at its default action (status 141)" ||
+    fail "the program's SIGPIPE: status $rc, want 141 (left ignored by run?)"
 
 # -- bad usage ---------------------------------------------------------------------------
 bad() { # WHAT ARGS...: exits 2 with a usage line

@@ -17,6 +17,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +143,26 @@ static int exec_top(char **args)
 
 /* -- run ------------------------------------------------------------------- */
 
+/* SIGPIPE as run found it. run's own lines on stderr (a bad option, a
+ * program or library not found) must not end it with SIGPIPE when stderr
+ * is a pipe that nobody reads: it exits 2, 126 or 127 as it says. SIGPIPE
+ * is ignored while run runs, and given back before the program is
+ * executed, which would inherit an ignored signal. */
+static struct sigaction sigpipe_found;
+
+static void ignore_sigpipe(void)
+{
+    struct sigaction ignore = {.sa_handler = SIG_IGN};
+
+    sigemptyset(&ignore.sa_mask);
+    (void)sigaction(SIGPIPE, &ignore, &sigpipe_found);
+}
+
+static void restore_sigpipe(void)
+{
+    (void)sigaction(SIGPIPE, &sigpipe_found, NULL);
+}
+
 static void set(const char *var, const char *value)
 {
     if (setenv(var, value, 1) != 0) {
@@ -219,7 +240,7 @@ static int run(int argc, char **argv)
     bool shm = true;
     char library[PATH_MAX], *preload;
     const char *old;
-    int c;
+    int c, rc;
 
     opterr = 0;
     /* '+': the options end at the program's name even without "--". */
@@ -321,9 +342,12 @@ static int run(int argc, char **argv)
         set("REGIONALLOC_MEMORY_LIMIT", memory_limit);
     if (shm)
         set("REGIONALLOC_SHM", "1");
+    restore_sigpipe();
     execvp(argv[optind], argv + optind);
-    fprintf(stderr, PROGRAM ": %s: %s\n", argv[optind], strerror(errno));
-    return errno == ENOENT ? 127 : 126;
+    rc = errno;
+    ignore_sigpipe();
+    fprintf(stderr, PROGRAM ": %s: %s\n", argv[optind], strerror(rc));
+    return rc == ENOENT ? 127 : 126;
 }
 
 /* -- report ---------------------------------------------------------------- */
@@ -530,8 +554,10 @@ int main(int argc, char **argv)
         print_usage(stdout);
         return 0;
     }
-    if (strcmp(argv[1], "run") == 0)
+    if (strcmp(argv[1], "run") == 0) {
+        ignore_sigpipe();
         return run(argc - 1, argv + 1);
+    }
     if (strcmp(argv[1], "report") == 0)
         return report(argc - 1, argv + 1);
     if (strcmp(argv[1], "top") == 0) {
