@@ -78,6 +78,11 @@ const struct ra__config *ra__config(void);
 const char *ra__config_peek(const char *var);
 bool ra__config_peek_is(const char *var, const char *value);
 bool ra__config_asked_at_load(void);
+/* Whether this process (getpid() now: a forked child asks for itself) is
+ * the program regionalloc run watches, one of its children watched with
+ * it, or a child it does not watch (REGIONALLOC_PROGRAM_PID,
+ * REGIONALLOC_CHILDREN). Reads the configuration. */
+enum ra__watch ra__config_watch(void);
 /* Parses "<digits>[K|M|G|T][i][B]" (suffix case-insensitive, binary
  * multiples) into *out. Returns true on failure (syntax or overflow). */
 bool ra__parse_size(const char *s, size_t *out);

@@ -11,6 +11,10 @@
 #     tag; `--format json` and `text` read it too;
 #   - --no-shm publishes no segment;
 #   - --memory-limit puts the limit in force (the JSON report's);
+#   - the program is watched, not its children (a report, a server, a
+#     segment: the program's alone), whichever exits last, unless
+#     --children: then each child's report is at FILE.PID, or on stderr
+#     with its pid before each line;
 #   - a report or a line on a stderr whose reader has gone raises no
 #     SIGPIPE: the program's exit status, and the tool's own, come through;
 #   - bad options and commands exit 2 with a usage line.
@@ -173,6 +177,92 @@ fi
 "$ra" run -- /bin/sh -c 'sleep 1.5; test -e /dev/shm/regionalloc.$$' &&
     echo "ok: the segment published by default, not with --no-shm" ||
     fail "run: no segment published by default"
+
+# -- the program, not its children ------------------------------------------------------
+# The program is bash or python3 (they leave through exit(): dash's
+# _exit runs no destructor, so writes no report), its child python3 or
+# bash: each process's main thread is tagged by its name, which tells
+# whose report it is.
+"$ra" run --report --format json -- /bin/bash -c '/usr/bin/python3 -c "x = 1" & wait $!' 2>"$tmp/err"
+if [ "$(grep -c '"schema": "regionalloc-report-1"' "$tmp/err")" = 1 ] && grep -q '"name": "bash"' "$tmp/err"; then
+    echo "ok: a background child writes no report of its own"
+else
+    fail "run --report: want bash's report alone on stderr: $(head -c 600 "$tmp/err")"
+fi
+# The program forks and exits; its child waits for that (EOF on a pipe
+# the parent held), then runs bash, which exits last. The pipe to cat
+# ends when bash has (it holds stdout): nothing is left running.
+cat >"$tmp/orphan.py" <<'PY'
+import os
+r, w = os.pipe()
+if os.fork() == 0:
+    os.close(w)
+    os.read(r, 1)
+    os.execv("/bin/bash", ["bash", "-c", "x=$(echo 1); exit 0"])
+PY
+"$ra" run --report="$tmp/last.txt" -- /usr/bin/python3 "$tmp/orphan.py" | cat
+if grep -q '^python3 ' "$tmp/last.txt" && ! grep -q '^bash ' "$tmp/last.txt"; then
+    echo "ok: --report=FILE holds the program's report, though its child exited last"
+else
+    fail "--report=FILE: want python3's report: $(head -c 600 "$tmp/last.txt")"
+fi
+# A child forked without exec writes none either, %p or not.
+cat >"$tmp/fork.py" <<'PY'
+import os, sys
+pid = os.fork()
+if pid == 0:
+    x = [bytes(1000) for i in range(1000)]
+    sys.exit(0)
+os.waitpid(pid, 0)
+print(pid)
+PY
+forked=$("$ra" run --report="$tmp/forked.%p" -- /usr/bin/python3 "$tmp/fork.py")
+if [ -n "$forked" ] && [ ! -e "$tmp/forked.$forked" ] && [ "$(ls "$tmp" | grep -c '^forked\.')" = 1 ]; then
+    echo "ok: a forked child writes no report, even to a path with %p"
+else
+    fail "a forked child: $(ls "$tmp" | grep '^forked\.' | tr '\n' ' ') (child $forked)"
+fi
+got=$("$ra" run -- /bin/bash -c '/usr/bin/python3 -c "import os; print(os.path.exists(f\"/dev/shm/regionalloc.{os.getpid()}\"))" & wait $!')
+[ "$got" = False ] && echo "ok: a child publishes no segment" ||
+    fail "a child of the program published a segment ($got)"
+if [ "${RA_HTTP:-1}" = 1 ]; then
+    serving() { grep -c '^regionalloc: serving http://' "$1"; }
+    "$ra" run --http -- /bin/bash -c '/usr/bin/python3 -c pass & wait $!; echo $$ >"$0"' "$tmp/bash.pid" 2>"$tmp/err"
+    if [ "$(serving "$tmp/err")" = 1 ] && grep -q "(pid $(cat "$tmp/bash.pid"))" "$tmp/err"; then
+        echo "ok: --http: the program's server alone"
+    else
+        fail "--http: want bash's server alone: $(cat "$tmp/err")"
+    fi
+    echo 'int x;' >"$tmp/x.c"
+    "$ra" run --http -- ${CC:-cc} -c "$tmp/x.c" -o "$tmp/x.o" 2>"$tmp/err"
+    [ "$(serving "$tmp/err")" = 1 ] && echo "ok: --http -- cc: one server" ||
+        fail "--http -- cc: $(cat "$tmp/err")"
+    "$ra" run --http --children -- /bin/bash -c '/usr/bin/python3 -c pass & wait $!' 2>"$tmp/err"
+    [ "$(serving "$tmp/err")" = 2 ] && echo "ok: --http --children: a server each" ||
+        fail "--http --children: want two servers: $(cat "$tmp/err")"
+fi
+
+# -- --children: each child's report its own --------------------------------------------
+child=$("$ra" run --children --report="$tmp/tree.txt" -- /bin/bash -c '/usr/bin/python3 -c "import os; print(os.getpid())" & wait $!')
+if [ -n "$child" ] && grep -q '^bash ' "$tmp/tree.txt" && grep -q '^python3 ' "$tmp/tree.txt.$child" &&
+    [ "$(ls "$tmp" | grep -c '^tree\.txt')" = 2 ]; then
+    echo "ok: --children: the program's report at FILE, the child's at FILE.$child"
+else
+    fail "--children: $(ls "$tmp" | grep '^tree\.txt' | tr '\n' ' ') (child $child)"
+fi
+forked=$("$ra" run --children --report="$tmp/fork.txt" -- /usr/bin/python3 "$tmp/fork.py")
+if [ -n "$forked" ] && [ -s "$tmp/fork.txt" ] && grep -q '^python3 ' "$tmp/fork.txt.$forked"; then
+    echo "ok: --children: a forked child's report at FILE.PID"
+else
+    fail "--children: no report of the forked child $forked: $(ls "$tmp" | grep '^fork\.txt' | tr '\n' ' ')"
+fi
+child=$("$ra" run --children --report -- /bin/bash -c '/usr/bin/python3 -c "import os; print(os.getpid())" & wait $!' 2>"$tmp/err")
+if [ -n "$child" ] && grep -q "^\[pid $child\] python3 " "$tmp/err" && grep -q '^bash ' "$tmp/err" &&
+    ! grep -q '^python3 ' "$tmp/err" && ! grep -q "^\[pid $child\] bash " "$tmp/err"; then
+    echo "ok: --children --report: the child's lines on stderr start with [pid $child]"
+else
+    fail "--children on stderr: $(head -c 800 "$tmp/err")"
+fi
 
 # -- SIGPIPE: a reader that has gone -----------------------------------------------------
 # gone WHAT WANT ARGS...: runs ARGS with stderr on a pipe whose read end

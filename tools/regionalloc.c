@@ -6,9 +6,10 @@
  *
  * run sets the library's environment (doc/regionalloc.1) and executes the
  * program in its own place: the same process, so its exit status, its
- * signals and its pid are the program's. The library is found next to this
- * tool (the build tree's .libs, the install prefix's lib directories) or
- * at the libdir it was configured with. top and report hand over to
+ * signals and its pid are the program's, and that pid, passed on, tells
+ * the program from the children it starts. The library is found next to
+ * this tool (the build tree's .libs, the install prefix's lib directories)
+ * or at the libdir it was configured with. top and report hand over to
  * regionalloc-top, found the same way; report's Prometheus text is written
  * here from the live segment, with the names and labels of the process's
  * own /metrics. */
@@ -62,6 +63,9 @@ static void print_usage(FILE *out)
           "N% of its cgroup's\n"
           "                            limit (REGIONALLOC_MEMORY_LIMIT)\n"
           "      --no-shm              do not publish the live segment\n"
+          "      --children            watch the program's children too: "
+          "a report each\n"
+          "                            (FILE.PID), a server, a segment\n"
           "  -h, --help                print this help and exit\n",
           out);
 }
@@ -218,7 +222,7 @@ static int run(int argc, char **argv)
     enum {
         OPT_THREAD_TAGS = 256, OPT_NO_THREAD_TAGS, OPT_HTTP, OPT_REPORT,
         OPT_FORMAT, OPT_CHECKPOINTS, OPT_PROF, OPT_LIMITS, OPT_MEMORY_LIMIT,
-        OPT_NO_SHM
+        OPT_NO_SHM, OPT_CHILDREN
     };
     static const struct option options[] = {
         {"thread-tags", optional_argument, NULL, OPT_THREAD_TAGS},
@@ -231,14 +235,15 @@ static int run(int argc, char **argv)
         {"limits", required_argument, NULL, OPT_LIMITS},
         {"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
         {"no-shm", no_argument, NULL, OPT_NO_SHM},
+        {"children", no_argument, NULL, OPT_CHILDREN},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *thread_tags = "*", *http = NULL, *report = NULL;
     const char *format = NULL, *checkpoints = NULL, *prof = NULL;
     const char *limits = NULL, *memory_limit = NULL;
-    bool shm = true;
-    char library[PATH_MAX], *preload;
+    bool shm = true, children = false;
+    char library[PATH_MAX], pid[32], *preload;
     const char *old;
     int c, rc;
 
@@ -287,6 +292,9 @@ static int run(int argc, char **argv)
         case OPT_NO_SHM:
             shm = false;
             break;
+        case OPT_CHILDREN:
+            children = true;
+            break;
         case 'h':
             print_usage(stdout);
             return 0;
@@ -322,6 +330,11 @@ static int run(int argc, char **argv)
     set("LD_PRELOAD", preload);
     if (preload != library)
         free(preload); /* setenv copied it */
+    /* This process becomes the program: its pid is the program's. */
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    set("REGIONALLOC_PROGRAM_PID", pid);
+    if (children)
+        set("REGIONALLOC_CHILDREN", "1");
     if (thread_tags != NULL)
         set("REGIONALLOC_THREAD_TAGS", thread_tags);
     if (http != NULL) {
