@@ -17,6 +17,8 @@
 #     with its pid before each line;
 #   - a report or a line on a stderr whose reader has gone raises no
 #     SIGPIPE: the program's exit status, and the tool's own, come through;
+#   - a library in a directory with a space or a colon is preloaded all
+#     the same, or run exits 127 saying so;
 #   - bad options and commands exit 2 with a usage line.
 # Exit status: 0 pass, 1 fail, 77 skip.
 set -u
@@ -297,6 +299,44 @@ gone "run's usage" 2 "$ra" run --bogus -- /bin/true
 rc=$?
 [ $rc = 141 ] && echo "ok: the program's SIGPIPE at its default action (status 141)" ||
     fail "the program's SIGPIPE: status $rc, want 141 (left ignored by run?)"
+
+# -- a library path with a space or a colon ---------------------------------------------
+# The tool and the library as installed under a prefix with a space (or
+# a colon); the links go to a TMPDIR of the test's. The program, grep,
+# finds the library in its own maps when it is preloaded.
+soname=$(ls "$builddir/.libs" | grep -E '^libregionalloc\.so\.[0-9]+$')
+mkdir -p "$tmp/a b/bin" "$tmp/a b/lib" "$tmp/c:d" "$tmp/links"
+cp "$ra" "$tmp/a b/bin/"
+cp -L "$builddir/.libs/$soname" "$tmp/a b/lib/"
+cp -L "$builddir/.libs/$soname" "$tmp/c:d/"
+watched() { # WHAT VAR=VALUE...: run, under env VAR=VALUE..., watches grep
+    local what=$1 rc
+    shift
+    env "$@" "$tmp/a b/bin/regionalloc" run -- /bin/grep -q libregionalloc /proc/self/maps 2>"$tmp/err"
+    rc=$?
+    [ $rc = 0 ] && echo "ok: $what: preloaded" ||
+        fail "$what: status $rc (1: not preloaded): $(cat "$tmp/err")"
+}
+watched "the install under 'a b/'" TMPDIR="$tmp/links"
+watched "REGIONALLOC_LIBRARY with a colon" TMPDIR="$tmp/links" REGIONALLOC_LIBRARY="$tmp/c:d/$soname"
+link=$(TMPDIR="$tmp/links" "$tmp/a b/bin/regionalloc" run -- /usr/bin/python3 -c 'import os; print(os.environ["LD_PRELOAD"])')
+if [ "$(readlink "$link")" = "$tmp/a b/lib/$soname" ] && [ "$(dirname "$link")" = "$tmp/links/regionalloc-$(id -u)" ]; then
+    echo "ok: LD_PRELOAD names a link in \$TMPDIR/regionalloc-UID: $(basename "$link")"
+else
+    fail "LD_PRELOAD: '$link' -> '$(readlink "$link")'"
+fi
+# Through a link of the user's own with no space: its real path will do.
+mkdir "$tmp/real" && cp -L "$builddir/.libs/$soname" "$tmp/real/" && ln -s "$tmp/real" "$tmp/re al"
+got=$(REGIONALLOC_LIBRARY="$tmp/re al/$soname" "$ra" run -- /usr/bin/python3 -c 'import os; print(os.environ["LD_PRELOAD"])')
+[ "$got" = "$(cd "$tmp/real" && pwd -P)/$soname" ] && echo "ok: a path with a space whose real path has none: that" ||
+    fail "REGIONALLOC_LIBRARY through a link: LD_PRELOAD '$got'"
+TMPDIR=/nonexistent/dir "$tmp/a b/bin/regionalloc" run -- /bin/true 2>"$tmp/err"
+rc=$?
+if [ $rc = 127 ] && grep -qF "cannot preload $tmp/a b/" "$tmp/err"; then
+    echo "ok: no link can be made: exit 127, naming the library"
+else
+    fail "no link: status $rc, stderr: $(cat "$tmp/err")"
+fi
 
 # -- bad usage ---------------------------------------------------------------------------
 bad() { # WHAT ARGS...: exits 2 with a usage line

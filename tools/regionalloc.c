@@ -9,10 +9,10 @@
  * signals and its pid are the program's, and that pid, passed on, tells
  * the program from the children it starts. The library is found next to
  * this tool (the build tree's .libs, the install prefix's lib directories)
- * or at the libdir it was configured with. top and report hand over to
- * regionalloc-top, found the same way; report's Prometheus text is written
- * here from the live segment, with the names and labels of the process's
- * own /metrics. */
+ * or at the libdir it was configured with, and named in LD_PRELOAD as
+ * tools/preload.c says. top and report hand over to regionalloc-top,
+ * found the same way; report's Prometheus text is written here from the
+ * live segment, with the names and labels of the process's own /metrics. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "preload.h"
 #include "segment.h"
 
 #define PROGRAM "regionalloc"
@@ -217,6 +218,36 @@ static bool is_limit(const char *s)
     return is_size(s) && strtoull(s, NULL, 10) != 0;
 }
 
+/* Sets LD_PRELOAD to library, after an existing LD_PRELOAD (kept).
+ * Returns 0, or 127 after a line on stderr: a library LD_PRELOAD cannot
+ * name would leave the program unwatched without a word. */
+static int set_preload(const char *library)
+{
+    char name[PATH_MAX], why[PATH_MAX + 256], *preload;
+    const char *old = getenv("LD_PRELOAD");
+    size_t n;
+
+    if (preload_name(library, name, sizeof name, why, sizeof why)) {
+        fprintf(stderr, PROGRAM ": cannot preload %s: LD_PRELOAD splits "
+                "paths at spaces and colons, and %s\n", library, why);
+        return 127;
+    }
+    if (old == NULL || old[0] == '\0') {
+        set("LD_PRELOAD", name);
+        return 0;
+    }
+    n = strlen(old) + 1 + strlen(name) + 1;
+    preload = malloc(n);
+    if (preload == NULL) {
+        perror(PROGRAM);
+        return 127;
+    }
+    snprintf(preload, n, "%s:%s", old, name);
+    set("LD_PRELOAD", preload);
+    free(preload); /* setenv copied it */
+    return 0;
+}
+
 static int run(int argc, char **argv)
 {
     enum {
@@ -243,8 +274,7 @@ static int run(int argc, char **argv)
     const char *format = NULL, *checkpoints = NULL, *prof = NULL;
     const char *limits = NULL, *memory_limit = NULL;
     bool shm = true, children = false;
-    char library[PATH_MAX], pid[32], *preload;
-    const char *old;
+    char library[PATH_MAX], pid[32];
     int c, rc;
 
     opterr = 0;
@@ -314,22 +344,9 @@ static int run(int argc, char **argv)
                 RA_SONAME, RA_LIBDIR);
         return 127;
     }
-    /* An existing preload is kept, ours after it. */
-    old = getenv("LD_PRELOAD");
-    if (old != NULL && old[0] != '\0') {
-        size_t n = strlen(old) + 1 + strlen(library) + 1;
-        preload = malloc(n);
-        if (preload == NULL) {
-            perror(PROGRAM);
-            return 127;
-        }
-        snprintf(preload, n, "%s:%s", old, library);
-    } else {
-        preload = library;
-    }
-    set("LD_PRELOAD", preload);
-    if (preload != library)
-        free(preload); /* setenv copied it */
+    rc = set_preload(library);
+    if (rc != 0)
+        return rc;
     /* This process becomes the program: its pid is the program's. */
     snprintf(pid, sizeof pid, "%ld", (long)getpid());
     set("REGIONALLOC_PROGRAM_PID", pid);
