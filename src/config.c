@@ -1,6 +1,7 @@
 /* Floor: state. Environment parsing: REGIONALLOC, _MAX_TAGS, _REGION_SIZE,
  * _STATS, _STATS_FORMAT, _CHECKPOINTS, _PROF, _PROF_DUMP, _LIMITS, _SHM,
- * _SHM_INTERVAL, _HTTP, _HTTP_WRITE, _HTTP_ALLOW_REMOTE, _THREAD_TAGS. */
+ * _SHM_INTERVAL, _HTTP, _HTTP_WRITE, _HTTP_ALLOW_REMOTE, _THREAD_TAGS,
+ * _PROGRAM_PID, _CHILDREN. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -339,6 +340,27 @@ static void read_memory_limit(void)
     config.memory_limit = n;
 }
 
+/* REGIONALLOC_PROGRAM_PID: a process id, as regionalloc run writes it. */
+static void read_program_pid(void)
+{
+    const char *v = secure_getenv("REGIONALLOC_PROGRAM_PID");
+    char *end;
+    long pid;
+
+    config.program_pid = 0;
+    if (v == NULL || v[0] == '\0')
+        return;
+    errno = 0;
+    pid = strtol(v, &end, 10);
+    if (errno != 0 || *end != '\0' || v[0] < '0' || v[0] > '9' || pid < 1 ||
+        pid > INT32_MAX) {
+        warn_default("REGIONALLOC_PROGRAM_PID", v, "expected a process id",
+                     "(every process watched)");
+        return;
+    }
+    config.program_pid = (pid_t)pid;
+}
+
 static void read_config(void)
 {
     read_flag("REGIONALLOC", true, &config.enabled);
@@ -367,6 +389,8 @@ static void read_config(void)
               &config.http_allow_remote);
     config.nthread_tags = read_list("REGIONALLOC_THREAD_TAGS",
                                     RA__THREAD_TAGS_MAX, parse_thread_tag);
+    read_program_pid();
+    read_flag("REGIONALLOC_CHILDREN", false, &config.children);
 }
 
 const char *ra__config_peek(const char *var)
@@ -400,4 +424,13 @@ const struct ra__config *ra__config(void)
     if (pthread_once(&config_once, read_config) != 0)
         abort();
     return &config;
+}
+
+enum ra__watch ra__config_watch(void)
+{
+    const struct ra__config *c = ra__config();
+
+    if (c->program_pid == 0 || c->program_pid == getpid())
+        return RA__WATCH_PROGRAM;
+    return c->children ? RA__WATCH_CHILD : RA__WATCH_NONE;
 }

@@ -22,14 +22,33 @@ static void enter_quiet(const struct ra__out *o)
         ra__hooks_muted++;
 }
 
-static void write_through(struct ra__out *o, const void *buf, size_t len)
+static void put(struct ra__out *o, const void *buf, size_t len)
 {
-    if (len == 0)
-        return;
     leave_quiet(o);
     if (fwrite(buf, 1, len, o->file) != len)
         o->failed = true;
     enter_quiet(o);
+}
+
+static void write_through(struct ra__out *o, const void *buf, size_t len)
+{
+    const char *p = buf;
+
+    if (o->prefix == NULL) {
+        if (len != 0)
+            put(o, p, len);
+        return;
+    }
+    while (len > 0) {
+        const char *nl = memchr(p, '\n', len);
+        size_t n = nl != NULL ? (size_t)(nl - p) + 1 : len;
+        if (!o->mid_line)
+            put(o, o->prefix, strlen(o->prefix));
+        put(o, p, n);
+        o->mid_line = nl == NULL;
+        p += n;
+        len -= n;
+    }
 }
 
 static void flush_buffered(struct ra__out *o)

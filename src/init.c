@@ -106,18 +106,24 @@ static void thread_end(void *armed)
 
 /* The background services, asked for by the environment, start at load:
  * the one case where the configuration is read then rather than at first
- * use. */
+ * use. A process of a watched program's tree that is not watched itself
+ * keeps the allocator and the tags by thread name, and starts nothing
+ * that only a report, the server or the segment would read. */
 static void start_services(void)
 {
     const struct ra__config *config;
+    bool watched;
 
     if (!ra__config_asked_at_load())
         return;
     config = ra__config();
-    if (config->prof_interval != 0 && ra__init())
+    watched = ra__config_watch() != RA__WATCH_NONE;
+    if (watched && config->prof_interval != 0 && ra__init())
         ra__prof_begin(config->prof_interval);
     /* The main thread's name is the program's. */
     ra__thread_tags_start_thread();
+    if (!watched)
+        return;
     if (config->shm)
         ra__shm_start();
     if (config->http_addr[0] != '\0')

@@ -42,9 +42,17 @@ bool ra__proc_reset_peak_rss(void);
 bool ra__proc_maps(bool (*line)(char *text, size_t len, void *ctx),
                    void *ctx);
 
-/* -- warn.c: diagnostics ---------------------------------------------------- */
-/* Writes msg and a newline to stderr without allocating. */
+/* -- warn.c: the library's own writes --------------------------------------- */
+/* Writes msg and a newline to stderr without allocating, under
+ * ra__sigpipe_hold. */
 void ra__warn(const char *msg);
+/* Around every write the library makes on its own (its warnings, the
+ * reports at exit): hold blocks SIGPIPE in the calling thread, so that a
+ * write to a pipe or socket whose reader has gone fails with EPIPE; release
+ * discards the SIGPIPE those writes left pending (not one the program had
+ * pending before) and restores the thread's mask. Never allocate. */
+void ra__sigpipe_hold(struct ra__sigpipe_hold *h);
+void ra__sigpipe_release(const struct ra__sigpipe_hold *h);
 
 /* -- region.c: the page table and the free gate, for the inlines --------- */
 extern uint8_t *ra__page_bin;
@@ -70,6 +78,11 @@ const struct ra__config *ra__config(void);
 const char *ra__config_peek(const char *var);
 bool ra__config_peek_is(const char *var, const char *value);
 bool ra__config_asked_at_load(void);
+/* Whether this process (getpid() now: a forked child asks for itself) is
+ * the program regionalloc run watches, one of its children watched with
+ * it, or a child it does not watch (REGIONALLOC_PROGRAM_PID,
+ * REGIONALLOC_CHILDREN). Reads the configuration. */
+enum ra__watch ra__config_watch(void);
 /* Parses "<digits>[K|M|G|T][i][B]" (suffix case-insensitive, binary
  * multiples) into *out. Returns true on failure (syntax or overflow). */
 bool ra__parse_size(const char *s, size_t *out);

@@ -44,10 +44,15 @@ struct ra__out {
     char scratch[RA__OUT_FMT_MAX];
     size_t buffered;
     char buf[RA__OUT_BUF];
+    /* Written before each line (NULL: nothing): a child's report on the
+     * stderr it shares with its tree says whose it is. */
+    const char *prefix;
+    bool mid_line; /* the last write did not end its line */
 };
 /* A report to the caller's FILE (callers) or to one of the library's;
  * ra__out_finish gives the FILE what is still buffered. */
-#define RA__OUT_INIT(f, of_caller) {(f), false, (of_caller), {0}, 0, {0}}
+#define RA__OUT_INIT(f, of_caller)                                          \
+    {(f), false, (of_caller), {0}, 0, {0}, NULL, false}
 /* Writes len bytes of buf to o's FILE. */
 void ra__out_write(struct ra__out *o, const void *buf, size_t len);
 void ra__out_str(struct ra__out *o, const char *s);

@@ -582,21 +582,26 @@ static bool names_pid(const char *path)
 
 /* The process that loaded the library writes every report it is asked
  * for; a forked child only those whose path holds its pid, so that its
- * report never replaces or repeats the parent's. */
-static bool reports_here(const char *path)
+ * report never replaces or repeats the parent's. Under regionalloc run the
+ * program writes them, its children only when they are watched too. */
+static bool reports_here(enum ra__watch watch, const char *path)
 {
-    return path[0] != '\0' &&
-           (loaded_by == 0 || getpid() == loaded_by || names_pid(path));
+    if (path[0] == '\0' || watch == RA__WATCH_NONE)
+        return false;
+    return watch == RA__WATCH_CHILD || loaded_by == 0 ||
+           getpid() == loaded_by || names_pid(path);
 }
 
 /* Writes path into out (len bytes) with %p replaced by this process's pid
- * and %% by %; any other % stays. Returns true when it does not fit. */
-static bool expand_path(char *out, size_t len, const char *path)
+ * and %% by %; any other % stays; a watched child's (child) ends in
+ * ".PID". Returns true when it does not fit. */
+static bool expand_path(char *out, size_t len, const char *path, bool child)
 {
     size_t n = 0;
+    int w;
 
     for (const char *p = path; *p != '\0'; p++) {
-        int w = 1;
+        w = 1;
         if (p[0] == '%' && p[1] == 'p') {
             w = snprintf(out + n, len - n, "%ld", (long)getpid());
             p++;
@@ -611,30 +616,39 @@ static bool expand_path(char *out, size_t len, const char *path)
         n += (size_t)w;
     }
     out[n] = '\0';
-    return false;
+    w = child ? snprintf(out + n, len - n, ".%ld", (long)getpid()) : 0;
+    return w < 0 || (size_t)w >= len - n;
 }
 
 /* The exit reports' streams: at most one on the kept stderr and one file
- * (both reports go to the same stream when they name the same place). */
+ * (both reports go to the same stream when they name the same place). A
+ * watched child's lines on stderr start with its pid (prefix; "" for the
+ * program). */
 struct exit_streams {
     FILE *err;
     FILE *file;
+    bool child;
+    char prefix[32];
     char file_path[4096];
 };
 
 /* Returns the stream for path ("stderr" or a file, %p expanded), opening
- * it once, or NULL after one line on stderr naming var. */
+ * it once, or NULL after one line on stderr naming var. A child's stderr
+ * is written a line at a time: lines of the tree's processes never mix. */
 static FILE *exit_stream(struct exit_streams *st, const char *var,
                          const char *path)
 {
     char expanded[4096], msg[512];
 
     if (strcmp(path, "stderr") == 0) {
-        if (st->err == NULL && report_fd >= 0)
+        if (st->err == NULL && report_fd >= 0) {
             st->err = fdopen(report_fd, "w");
+            if (st->err != NULL && st->child)
+                setvbuf(st->err, NULL, _IOLBF, 0);
+        }
         return st->err != NULL ? st->err : stderr;
     }
-    if (expand_path(expanded, sizeof expanded, path)) {
+    if (expand_path(expanded, sizeof expanded, path, st->child)) {
         snprintf(msg, sizeof msg, "regionalloc: %s: path too long: %.400s",
                  var, path);
         ra__warn(msg);
@@ -693,10 +707,19 @@ static ra_prof_format_t prof_format_of(const char *path)
     return RA_PROF_TREE;
 }
 
-static void write_stats_at_exit(FILE *out, ra_format_t fmt, bool tagging)
+/* The prefix of out's lines: a watched child's pid on stderr. */
+static const char *line_prefix(const struct exit_streams *st, FILE *out)
+{
+    return st->child && (out == st->err || out == stderr) ? st->prefix
+                                                           : NULL;
+}
+
+static void write_stats_at_exit(const struct exit_streams *st, FILE *out,
+                                ra_format_t fmt, bool tagging)
 {
     struct ra__out o = RA__OUT_INIT(out, false);
 
+    o.prefix = line_prefix(st, out);
     if (!tagging)
         write_pass_through(&o, fmt, "per-tag statistics",
                            "regionalloc-report-1");
@@ -705,12 +728,14 @@ static void write_stats_at_exit(FILE *out, ra_format_t fmt, bool tagging)
     ra__out_finish(&o);
 }
 
-static void write_checkpoints_at_exit(FILE *out, ra_format_t fmt,
+static void write_checkpoints_at_exit(const struct exit_streams *st,
+                                      FILE *out, ra_format_t fmt,
                                       bool tagging)
 {
     struct ra__out o = RA__OUT_INIT(out, false);
     struct ra__checkpoint_set set;
 
+    o.prefix = line_prefix(st, out);
     if (!tagging) {
         write_pass_through(&o, fmt, "checkpoints",
                            "regionalloc-checkpoints-1");
@@ -723,18 +748,56 @@ static void write_checkpoints_at_exit(FILE *out, ra_format_t fmt,
     ra__out_finish(&o);
 }
 
+static void write_prof_at_exit(const struct exit_streams *st, FILE *out,
+                               const char *path)
+{
+    struct ra__out o = RA__OUT_INIT(out, false);
+
+    o.prefix = line_prefix(st, out);
+    ra__prof_dump_write(&o, prof_format_of(path), RA_TAG_ALL);
+}
+
+/* The reports, once their streams are open. */
+static void write_at_exit(struct exit_streams *st, bool stats,
+                          bool checkpoints, bool prof, bool tagging)
+{
+    const struct ra__config *config = ra__config();
+    FILE *out;
+
+    if (stats) {
+        out = exit_stream(st, "REGIONALLOC_STATS", config->stats_path);
+        if (out != NULL)
+            write_stats_at_exit(st, out, config->stats_format, tagging);
+    }
+    if (checkpoints) {
+        out = exit_stream(st, "REGIONALLOC_CHECKPOINTS",
+                          config->checkpoints_path);
+        if (out != NULL)
+            write_checkpoints_at_exit(st, out, config->stats_format,
+                                      tagging);
+    }
+    if (prof && tagging) {
+        out = exit_stream(st, "REGIONALLOC_PROF_DUMP",
+                          config->prof_dump_path);
+        if (out != NULL)
+            write_prof_at_exit(st, out, config->prof_dump_path);
+    }
+}
+
 /* The whole of it is the library's own work: its streams and their
- * buffers belong to no tag and are not reported to hooks. */
+ * buffers belong to no tag and are not reported to hooks. Its writes
+ * raise no SIGPIPE: a program whose stderr reader has gone exits as it
+ * would have without the library. */
 void ra__report_at_exit(void)
 {
     const struct ra__config *config = ra__config();
-    struct exit_streams st = {NULL, NULL, {0}};
-    ra_format_t fmt = config->stats_format;
-    bool stats = reports_here(config->stats_path);
-    bool checkpoints = reports_here(config->checkpoints_path);
-    bool prof = reports_here(config->prof_dump_path);
+    enum ra__watch watch = ra__config_watch();
+    struct exit_streams st = {NULL, NULL, watch == RA__WATCH_CHILD, "", ""};
+    struct ra__sigpipe_hold hold;
+    bool stats = reports_here(watch, config->stats_path);
+    bool checkpoints = reports_here(watch, config->checkpoints_path);
+    bool prof = reports_here(watch, config->prof_dump_path);
     bool tagging;
-    FILE *out;
 
     if (!stats && !checkpoints && !prof)
         return;
@@ -748,29 +811,13 @@ void ra__report_at_exit(void)
      * alone for the parent's wait4. */
     if (checkpoints && tagging)
         ra__checkpoint_take("exit", false);
-    if (stats) {
-        out = exit_stream(&st, "REGIONALLOC_STATS", config->stats_path);
-        if (out != NULL)
-            write_stats_at_exit(out, fmt, tagging);
-    }
-    if (checkpoints) {
-        out = exit_stream(&st, "REGIONALLOC_CHECKPOINTS",
-                          config->checkpoints_path);
-        if (out != NULL)
-            write_checkpoints_at_exit(out, fmt, tagging);
-    }
-    if (prof && tagging) {
-        out = exit_stream(&st, "REGIONALLOC_PROF_DUMP",
-                          config->prof_dump_path);
-        if (out != NULL) {
-            struct ra__out o = RA__OUT_INIT(out, false);
-            ra__prof_dump_write(&o, prof_format_of(config->prof_dump_path),
-                                RA_TAG_ALL);
-        }
-    }
+    snprintf(st.prefix, sizeof st.prefix, "[pid %ld] ", (long)getpid());
+    ra__sigpipe_hold(&hold);
+    write_at_exit(&st, stats, checkpoints, prof, tagging);
     if (st.err != NULL)
         fclose(st.err);
     if (st.file != NULL)
         fclose(st.file);
+    ra__sigpipe_release(&hold);
     ra__quiet_end();
 }

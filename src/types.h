@@ -5,6 +5,7 @@
 #define RA_TYPES_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -40,6 +41,14 @@
 #endif
 void ra__assert_fail(const char *cond, const char *file, int line)
     __attribute__((noreturn, cold));
+
+/* -- warn.c --------------------------------------------------------------- */
+/* A thread's SIGPIPE held around the library's own writes: its signal mask
+ * before (restored when restore), and whether a SIGPIPE was pending. */
+struct ra__sigpipe_hold {
+    sigset_t mask;
+    bool was_pending, restore;
+};
 
 /* -- config.c ------------------------------------------------------------- */
 #define RA__LIMITS_MAX 64 /* entries of REGIONALLOC_LIMITS */
@@ -84,6 +93,19 @@ struct ra__config {
         bool by_name;
     } thread_tags[RA__THREAD_TAGS_MAX];
     unsigned nthread_tags;
+    /* REGIONALLOC_PROGRAM_PID: the one process of a tree that regionalloc
+     * run watches (0: every process is watched, as without the tool);
+     * REGIONALLOC_CHILDREN=1: the others are watched too, as children. */
+    pid_t program_pid;
+    bool children;
+};
+
+/* What the environment's reports, server, segment and profiler are for in
+ * this process (ra__config_watch). */
+enum ra__watch {
+    RA__WATCH_PROGRAM, /* all of them, as asked */
+    RA__WATCH_CHILD,   /* all, the reports at FILE.PID or with the pid */
+    RA__WATCH_NONE     /* none: the allocator and its tags only */
 };
 
 /* -- region.c ------------------------------------------------------------- */

@@ -348,6 +348,14 @@ static const struct bad_value bad_values[] = {
      child_uses_default_region_size},
     {"REGIONALLOC_STATS_FORMAT=", "REGIONALLOC_STATS_FORMAT", "text",
      child_uses_default_region_size},
+    /* Which process is watched shows at exit and at load (test_run.sh,
+     * the unit suite); here the library must carry on. */
+    {"REGIONALLOC_PROGRAM_PID=me", "REGIONALLOC_PROGRAM_PID",
+     "(every process watched)", child_uses_default_region_size},
+    {"REGIONALLOC_PROGRAM_PID=0", "REGIONALLOC_PROGRAM_PID",
+     "(every process watched)", child_uses_default_region_size},
+    {"REGIONALLOC_CHILDREN=yes", "REGIONALLOC_CHILDREN", "0",
+     child_uses_default_region_size},
 };
 
 START_TEST(test_config_bad_value_warns_once_and_uses_default)

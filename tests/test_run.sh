@@ -11,6 +11,14 @@
 #     tag; `--format json` and `text` read it too;
 #   - --no-shm publishes no segment;
 #   - --memory-limit puts the limit in force (the JSON report's);
+#   - the program is watched, not its children (a report, a server, a
+#     segment: the program's alone), whichever exits last, unless
+#     --children: then each child's report is at FILE.PID, or on stderr
+#     with its pid before each line;
+#   - a report or a line on a stderr whose reader has gone raises no
+#     SIGPIPE: the program's exit status, and the tool's own, come through;
+#   - a library in a directory with a space or a colon is preloaded all
+#     the same, or run exits 127 saying so;
 #   - bad options and commands exit 2 with a usage line.
 # Exit status: 0 pass, 1 fail, 77 skip.
 set -u
@@ -171,6 +179,164 @@ fi
 "$ra" run -- /bin/sh -c 'sleep 1.5; test -e /dev/shm/regionalloc.$$' &&
     echo "ok: the segment published by default, not with --no-shm" ||
     fail "run: no segment published by default"
+
+# -- the program, not its children ------------------------------------------------------
+# The program is bash or python3 (they leave through exit(): dash's
+# _exit runs no destructor, so writes no report), its child python3 or
+# bash: each process's main thread is tagged by its name, which tells
+# whose report it is.
+"$ra" run --report --format json -- /bin/bash -c '/usr/bin/python3 -c "x = 1" & wait $!' 2>"$tmp/err"
+if [ "$(grep -c '"schema": "regionalloc-report-1"' "$tmp/err")" = 1 ] && grep -q '"name": "bash"' "$tmp/err"; then
+    echo "ok: a background child writes no report of its own"
+else
+    fail "run --report: want bash's report alone on stderr: $(head -c 600 "$tmp/err")"
+fi
+# The program forks and exits; its child waits for that (EOF on a pipe
+# the parent held), then runs bash, which exits last. The pipe to cat
+# ends when bash has (it holds stdout): nothing is left running.
+cat >"$tmp/orphan.py" <<'PY'
+import os
+r, w = os.pipe()
+if os.fork() == 0:
+    os.close(w)
+    os.read(r, 1)
+    os.execv("/bin/bash", ["bash", "-c", "x=$(echo 1); exit 0"])
+PY
+"$ra" run --report="$tmp/last.txt" -- /usr/bin/python3 "$tmp/orphan.py" | cat
+if grep -q '^python3 ' "$tmp/last.txt" && ! grep -q '^bash ' "$tmp/last.txt"; then
+    echo "ok: --report=FILE holds the program's report, though its child exited last"
+else
+    fail "--report=FILE: want python3's report: $(head -c 600 "$tmp/last.txt")"
+fi
+# A child forked without exec writes none either, %p or not.
+cat >"$tmp/fork.py" <<'PY'
+import os, sys
+pid = os.fork()
+if pid == 0:
+    x = [bytes(1000) for i in range(1000)]
+    sys.exit(0)
+os.waitpid(pid, 0)
+print(pid)
+PY
+forked=$("$ra" run --report="$tmp/forked.%p" -- /usr/bin/python3 "$tmp/fork.py")
+if [ -n "$forked" ] && [ ! -e "$tmp/forked.$forked" ] && [ "$(ls "$tmp" | grep -c '^forked\.')" = 1 ]; then
+    echo "ok: a forked child writes no report, even to a path with %p"
+else
+    fail "a forked child: $(ls "$tmp" | grep '^forked\.' | tr '\n' ' ') (child $forked)"
+fi
+got=$("$ra" run -- /bin/bash -c '/usr/bin/python3 -c "import os; print(os.path.exists(f\"/dev/shm/regionalloc.{os.getpid()}\"))" & wait $!')
+[ "$got" = False ] && echo "ok: a child publishes no segment" ||
+    fail "a child of the program published a segment ($got)"
+if [ "${RA_HTTP:-1}" = 1 ]; then
+    serving() { grep -c '^regionalloc: serving http://' "$1"; }
+    "$ra" run --http -- /bin/bash -c '/usr/bin/python3 -c pass & wait $!; echo $$ >"$0"' "$tmp/bash.pid" 2>"$tmp/err"
+    if [ "$(serving "$tmp/err")" = 1 ] && grep -q "(pid $(cat "$tmp/bash.pid"))" "$tmp/err"; then
+        echo "ok: --http: the program's server alone"
+    else
+        fail "--http: want bash's server alone: $(cat "$tmp/err")"
+    fi
+    echo 'int x;' >"$tmp/x.c"
+    "$ra" run --http -- ${CC:-cc} -c "$tmp/x.c" -o "$tmp/x.o" 2>"$tmp/err"
+    [ "$(serving "$tmp/err")" = 1 ] && echo "ok: --http -- cc: one server" ||
+        fail "--http -- cc: $(cat "$tmp/err")"
+    "$ra" run --http --children -- /bin/bash -c '/usr/bin/python3 -c pass & wait $!' 2>"$tmp/err"
+    [ "$(serving "$tmp/err")" = 2 ] && echo "ok: --http --children: a server each" ||
+        fail "--http --children: want two servers: $(cat "$tmp/err")"
+fi
+
+# -- --children: each child's report its own --------------------------------------------
+child=$("$ra" run --children --report="$tmp/tree.txt" -- /bin/bash -c '/usr/bin/python3 -c "import os; print(os.getpid())" & wait $!')
+if [ -n "$child" ] && grep -q '^bash ' "$tmp/tree.txt" && grep -q '^python3 ' "$tmp/tree.txt.$child" &&
+    [ "$(ls "$tmp" | grep -c '^tree\.txt')" = 2 ]; then
+    echo "ok: --children: the program's report at FILE, the child's at FILE.$child"
+else
+    fail "--children: $(ls "$tmp" | grep '^tree\.txt' | tr '\n' ' ') (child $child)"
+fi
+forked=$("$ra" run --children --report="$tmp/fork.txt" -- /usr/bin/python3 "$tmp/fork.py")
+if [ -n "$forked" ] && [ -s "$tmp/fork.txt" ] && grep -q '^python3 ' "$tmp/fork.txt.$forked"; then
+    echo "ok: --children: a forked child's report at FILE.PID"
+else
+    fail "--children: no report of the forked child $forked: $(ls "$tmp" | grep '^fork\.txt' | tr '\n' ' ')"
+fi
+child=$("$ra" run --children --report -- /bin/bash -c '/usr/bin/python3 -c "import os; print(os.getpid())" & wait $!' 2>"$tmp/err")
+if [ -n "$child" ] && grep -q "^\[pid $child\] python3 " "$tmp/err" && grep -q '^bash ' "$tmp/err" &&
+    ! grep -q '^python3 ' "$tmp/err" && ! grep -q "^\[pid $child\] bash " "$tmp/err"; then
+    echo "ok: --children --report: the child's lines on stderr start with [pid $child]"
+else
+    fail "--children on stderr: $(head -c 800 "$tmp/err")"
+fi
+
+# -- SIGPIPE: a reader that has gone -----------------------------------------------------
+# gone WHAT WANT ARGS...: runs ARGS with stderr on a pipe whose read end
+# is closed (`ARGS 2>&1 | grep -q x` once grep has exited), SIGPIPE at
+# its default action, and checks the exit status (-N: killed by signal N).
+cat >"$tmp/gone.py" <<'PY'
+import os, subprocess, sys
+r, w = os.pipe()
+os.close(r)
+print(subprocess.run(sys.argv[1:], stderr=w).returncode)
+PY
+gone() {
+    local what=$1 want=$2 got
+    shift 2
+    got=$(/usr/bin/python3 "$tmp/gone.py" "$@")
+    [ "$got" = "$want" ] && echo "ok: $what, its reader gone: exit $want" ||
+        fail "$what, its reader gone: exit $got, want $want"
+}
+lib=$builddir/.libs/libregionalloc.so
+gone "--report on stderr" 0 "$ra" run --report -- /bin/true
+gone "--report --format json" 0 "$ra" run --report --format json -- /bin/bash -c 'exit 0'
+gone "--checkpoints on stderr" 0 "$ra" run --checkpoints -- /bin/true
+gone "REGIONALLOC_STATS=stderr" 0 env LD_PRELOAD="$lib" REGIONALLOC_STATS=stderr /bin/true
+gone "the program's own status" 3 env LD_PRELOAD="$lib" REGIONALLOC_STATS=stderr \
+    REGIONALLOC_CHECKPOINTS=stderr /bin/bash -c 'exit 3'
+gone "a warning" 0 env LD_PRELOAD="$lib" REGIONALLOC_SHM_INTERVAL=often REGIONALLOC_SHM=1 /bin/true
+[ "${RA_HTTP:-1}" = 1 ] && gone "--http's line" 0 "$ra" run --http -- /bin/true
+gone "run's line on a missing program" 127 "$ra" run -- /nonexistent/program
+gone "run's usage" 2 "$ra" run --bogus -- /bin/true
+# run ignores SIGPIPE for its own lines: the program gets it back.
+"$ra" run -- /bin/bash -c 'kill -PIPE $$; exit 3'
+rc=$?
+[ $rc = 141 ] && echo "ok: the program's SIGPIPE at its default action (status 141)" ||
+    fail "the program's SIGPIPE: status $rc, want 141 (left ignored by run?)"
+
+# -- a library path with a space or a colon ---------------------------------------------
+# The tool and the library as installed under a prefix with a space (or
+# a colon); the links go to a TMPDIR of the test's. The program, grep,
+# finds the library in its own maps when it is preloaded.
+soname=$(ls "$builddir/.libs" | grep -E '^libregionalloc\.so\.[0-9]+$')
+mkdir -p "$tmp/a b/bin" "$tmp/a b/lib" "$tmp/c:d" "$tmp/links"
+cp "$ra" "$tmp/a b/bin/"
+cp -L "$builddir/.libs/$soname" "$tmp/a b/lib/"
+cp -L "$builddir/.libs/$soname" "$tmp/c:d/"
+watched() { # WHAT VAR=VALUE...: run, under env VAR=VALUE..., watches grep
+    local what=$1 rc
+    shift
+    env "$@" "$tmp/a b/bin/regionalloc" run -- /bin/grep -q libregionalloc /proc/self/maps 2>"$tmp/err"
+    rc=$?
+    [ $rc = 0 ] && echo "ok: $what: preloaded" ||
+        fail "$what: status $rc (1: not preloaded): $(cat "$tmp/err")"
+}
+watched "the install under 'a b/'" TMPDIR="$tmp/links"
+watched "REGIONALLOC_LIBRARY with a colon" TMPDIR="$tmp/links" REGIONALLOC_LIBRARY="$tmp/c:d/$soname"
+link=$(TMPDIR="$tmp/links" "$tmp/a b/bin/regionalloc" run -- /usr/bin/python3 -c 'import os; print(os.environ["LD_PRELOAD"])')
+if [ "$(readlink "$link")" = "$tmp/a b/lib/$soname" ] && [ "$(dirname "$link")" = "$tmp/links/regionalloc-$(id -u)" ]; then
+    echo "ok: LD_PRELOAD names a link in \$TMPDIR/regionalloc-UID: $(basename "$link")"
+else
+    fail "LD_PRELOAD: '$link' -> '$(readlink "$link")'"
+fi
+# Through a link of the user's own with no space: its real path will do.
+mkdir "$tmp/real" && cp -L "$builddir/.libs/$soname" "$tmp/real/" && ln -s "$tmp/real" "$tmp/re al"
+got=$(REGIONALLOC_LIBRARY="$tmp/re al/$soname" "$ra" run -- /usr/bin/python3 -c 'import os; print(os.environ["LD_PRELOAD"])')
+[ "$got" = "$(cd "$tmp/real" && pwd -P)/$soname" ] && echo "ok: a path with a space whose real path has none: that" ||
+    fail "REGIONALLOC_LIBRARY through a link: LD_PRELOAD '$got'"
+TMPDIR=/nonexistent/dir "$tmp/a b/bin/regionalloc" run -- /bin/true 2>"$tmp/err"
+rc=$?
+if [ $rc = 127 ] && grep -qF "cannot preload $tmp/a b/" "$tmp/err"; then
+    echo "ok: no link can be made: exit 127, naming the library"
+else
+    fail "no link: status $rc, stderr: $(cat "$tmp/err")"
+fi
 
 # -- bad usage ---------------------------------------------------------------------------
 bad() { # WHAT ARGS...: exits 2 with a usage line

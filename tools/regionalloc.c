@@ -6,23 +6,26 @@
  *
  * run sets the library's environment (doc/regionalloc.1) and executes the
  * program in its own place: the same process, so its exit status, its
- * signals and its pid are the program's. The library is found next to this
- * tool (the build tree's .libs, the install prefix's lib directories) or
- * at the libdir it was configured with. top and report hand over to
- * regionalloc-top, found the same way; report's Prometheus text is written
- * here from the live segment, with the names and labels of the process's
- * own /metrics. */
+ * signals and its pid are the program's, and that pid, passed on, tells
+ * the program from the children it starts. The library is found next to
+ * this tool (the build tree's .libs, the install prefix's lib directories)
+ * or at the libdir it was configured with, and named in LD_PRELOAD as
+ * tools/preload.c says. top and report hand over to regionalloc-top,
+ * found the same way; report's Prometheus text is written here from the
+ * live segment, with the names and labels of the process's own /metrics. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "preload.h"
 #include "segment.h"
 
 #define PROGRAM "regionalloc"
@@ -61,6 +64,9 @@ static void print_usage(FILE *out)
           "N% of its cgroup's\n"
           "                            limit (REGIONALLOC_MEMORY_LIMIT)\n"
           "      --no-shm              do not publish the live segment\n"
+          "      --children            watch the program's children too: "
+          "a report each\n"
+          "                            (FILE.PID), a server, a segment\n"
           "  -h, --help                print this help and exit\n",
           out);
 }
@@ -142,6 +148,26 @@ static int exec_top(char **args)
 
 /* -- run ------------------------------------------------------------------- */
 
+/* SIGPIPE as run found it. run's own lines on stderr (a bad option, a
+ * program or library not found) must not end it with SIGPIPE when stderr
+ * is a pipe that nobody reads: it exits 2, 126 or 127 as it says. SIGPIPE
+ * is ignored while run runs, and given back before the program is
+ * executed, which would inherit an ignored signal. */
+static struct sigaction sigpipe_found;
+
+static void ignore_sigpipe(void)
+{
+    struct sigaction ignore = {.sa_handler = SIG_IGN};
+
+    sigemptyset(&ignore.sa_mask);
+    (void)sigaction(SIGPIPE, &ignore, &sigpipe_found);
+}
+
+static void restore_sigpipe(void)
+{
+    (void)sigaction(SIGPIPE, &sigpipe_found, NULL);
+}
+
 static void set(const char *var, const char *value)
 {
     if (setenv(var, value, 1) != 0) {
@@ -192,12 +218,42 @@ static bool is_limit(const char *s)
     return is_size(s) && strtoull(s, NULL, 10) != 0;
 }
 
+/* Sets LD_PRELOAD to library, after an existing LD_PRELOAD (kept).
+ * Returns 0, or 127 after a line on stderr: a library LD_PRELOAD cannot
+ * name would leave the program unwatched without a word. */
+static int set_preload(const char *library)
+{
+    char name[PATH_MAX], why[PATH_MAX + 256], *preload;
+    const char *old = getenv("LD_PRELOAD");
+    size_t n;
+
+    if (preload_name(library, name, sizeof name, why, sizeof why)) {
+        fprintf(stderr, PROGRAM ": cannot preload %s: LD_PRELOAD splits "
+                "paths at spaces and colons, and %s\n", library, why);
+        return 127;
+    }
+    if (old == NULL || old[0] == '\0') {
+        set("LD_PRELOAD", name);
+        return 0;
+    }
+    n = strlen(old) + 1 + strlen(name) + 1;
+    preload = malloc(n);
+    if (preload == NULL) {
+        perror(PROGRAM);
+        return 127;
+    }
+    snprintf(preload, n, "%s:%s", old, name);
+    set("LD_PRELOAD", preload);
+    free(preload); /* setenv copied it */
+    return 0;
+}
+
 static int run(int argc, char **argv)
 {
     enum {
         OPT_THREAD_TAGS = 256, OPT_NO_THREAD_TAGS, OPT_HTTP, OPT_REPORT,
         OPT_FORMAT, OPT_CHECKPOINTS, OPT_PROF, OPT_LIMITS, OPT_MEMORY_LIMIT,
-        OPT_NO_SHM
+        OPT_NO_SHM, OPT_CHILDREN
     };
     static const struct option options[] = {
         {"thread-tags", optional_argument, NULL, OPT_THREAD_TAGS},
@@ -210,16 +266,16 @@ static int run(int argc, char **argv)
         {"limits", required_argument, NULL, OPT_LIMITS},
         {"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
         {"no-shm", no_argument, NULL, OPT_NO_SHM},
+        {"children", no_argument, NULL, OPT_CHILDREN},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *thread_tags = "*", *http = NULL, *report = NULL;
     const char *format = NULL, *checkpoints = NULL, *prof = NULL;
     const char *limits = NULL, *memory_limit = NULL;
-    bool shm = true;
-    char library[PATH_MAX], *preload;
-    const char *old;
-    int c;
+    bool shm = true, children = false;
+    char library[PATH_MAX], pid[32];
+    int c, rc;
 
     opterr = 0;
     /* '+': the options end at the program's name even without "--". */
@@ -266,6 +322,9 @@ static int run(int argc, char **argv)
         case OPT_NO_SHM:
             shm = false;
             break;
+        case OPT_CHILDREN:
+            children = true;
+            break;
         case 'h':
             print_usage(stdout);
             return 0;
@@ -285,22 +344,14 @@ static int run(int argc, char **argv)
                 RA_SONAME, RA_LIBDIR);
         return 127;
     }
-    /* An existing preload is kept, ours after it. */
-    old = getenv("LD_PRELOAD");
-    if (old != NULL && old[0] != '\0') {
-        size_t n = strlen(old) + 1 + strlen(library) + 1;
-        preload = malloc(n);
-        if (preload == NULL) {
-            perror(PROGRAM);
-            return 127;
-        }
-        snprintf(preload, n, "%s:%s", old, library);
-    } else {
-        preload = library;
-    }
-    set("LD_PRELOAD", preload);
-    if (preload != library)
-        free(preload); /* setenv copied it */
+    rc = set_preload(library);
+    if (rc != 0)
+        return rc;
+    /* This process becomes the program: its pid is the program's. */
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    set("REGIONALLOC_PROGRAM_PID", pid);
+    if (children)
+        set("REGIONALLOC_CHILDREN", "1");
     if (thread_tags != NULL)
         set("REGIONALLOC_THREAD_TAGS", thread_tags);
     if (http != NULL) {
@@ -321,9 +372,12 @@ static int run(int argc, char **argv)
         set("REGIONALLOC_MEMORY_LIMIT", memory_limit);
     if (shm)
         set("REGIONALLOC_SHM", "1");
+    restore_sigpipe();
     execvp(argv[optind], argv + optind);
-    fprintf(stderr, PROGRAM ": %s: %s\n", argv[optind], strerror(errno));
-    return errno == ENOENT ? 127 : 126;
+    rc = errno;
+    ignore_sigpipe();
+    fprintf(stderr, PROGRAM ": %s: %s\n", argv[optind], strerror(rc));
+    return rc == ENOENT ? 127 : 126;
 }
 
 /* -- report ---------------------------------------------------------------- */
@@ -530,8 +584,10 @@ int main(int argc, char **argv)
         print_usage(stdout);
         return 0;
     }
-    if (strcmp(argv[1], "run") == 0)
+    if (strcmp(argv[1], "run") == 0) {
+        ignore_sigpipe();
         return run(argc - 1, argv + 1);
+    }
     if (strcmp(argv[1], "report") == 0)
         return report(argc - 1, argv + 1);
     if (strcmp(argv[1], "top") == 0) {

@@ -1,6 +1,7 @@
 /* Suite "format (unit)": human units and the aligned text table. */
 #include <check.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "output.h"
@@ -100,6 +101,37 @@ START_TEST(test_format_unit_failed_write_is_eio)
 }
 END_TEST
 
+/* A watched child's report on the stderr its tree shares: every line
+ * starts with its pid, however the writes cut the lines, and a line cut
+ * at the end gets no second prefix when it goes on. */
+START_TEST(test_format_unit_prefix_starts_every_line)
+{
+    static const char head[] = "[pid 42] tag  allocated\n"
+                               "[pid 42] work 1.0 KiB\n"
+                               "[pid 42] \n"
+                               "[pid 42] last";
+    const size_t n = RA__OUT_BUF + 100;
+    struct unit_out u;
+    char *text, *tail = malloc(n);
+
+    ck_assert_ptr_nonnull(tail);
+    memset(tail, 'x', n);
+    uo_open(&u);
+    u.out.prefix = "[pid 42] ";
+    ra__out_str(&u.out, "tag  allocated\nwork ");
+    ra__out_str(&u.out, "1.0 KiB\n\nlast");
+    /* Past the buffer: written straight through, the line going on. */
+    ra__out_write(&u.out, tail, n);
+    ra__out_str(&u.out, "\nend\n");
+    text = uo_text(&u);
+    ck_assert_int_eq(strncmp(text, head, sizeof head - 1), 0);
+    ck_assert_int_eq(memcmp(text + sizeof head - 1, tail, n), 0);
+    ck_assert_str_eq(text + sizeof head - 1 + n, "\n[pid 42] end\n");
+    free(tail);
+    free(text);
+}
+END_TEST
+
 START_TEST(test_format_unit_round_count)
 {
     ck_assert_uint_eq(ra__round_count(-3.0), 0);
@@ -123,6 +155,7 @@ int main(void)
     tc = tcase_create("output");
     tcase_add_test(tc, test_format_unit_table_aligns_columns);
     tcase_add_test(tc, test_format_unit_failed_write_is_eio);
+    tcase_add_test(tc, test_format_unit_prefix_starts_every_line);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
