@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "regionalloc.h"
+#include "sizes.h"
 
 #define RA__LIKELY(x) __builtin_expect(!!(x), 1)
 #define RA__UNLIKELY(x) __builtin_expect(!!(x), 0)
