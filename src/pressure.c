@@ -61,8 +61,9 @@ static _Atomic uint64_t rises;
 
 /* -- the cgroup's limit ------------------------------------------------------- */
 
-/* The first line of path as a number of bytes; 0 when it is "max", absent
- * or unreadable. */
+/* The first line of path as a number of bytes; 0 when it is "max", absent,
+ * unreadable or not a size (sizes.c: no sign, nothing that wraps). A
+ * number at or above the address space is kept: none in effect. */
 static size_t read_limit_file(const char *dir, const char *file)
 {
     char path[512], buf[64];
@@ -75,11 +76,10 @@ static size_t read_limit_file(const char *dir, const char *file)
     f = fopen(path, "re");
     if (f == NULL)
         return 0;
-    if (fgets(buf, sizeof buf, f) != NULL && strncmp(buf, "max", 3) != 0) {
-        char *end;
-        unsigned long long v = strtoull(buf, &end, 10);
-        if (end != buf)
-            n = (size_t)v;
+    if (fgets(buf, sizeof buf, f) != NULL) {
+        buf[strcspn(buf, "\n")] = '\0';
+        if (ra__parse_size(buf, &n) != NULL)
+            n = 0;
     }
     fclose(f);
     return n;
@@ -278,7 +278,7 @@ void ra__pressure_start(void)
         return;
     /* The configuration is read at load only when the variable is set: a
      * program may set the others before its first call. */
-    if (ra__config_peek("REGIONALLOC_MEMORY_LIMIT") != NULL) {
+    if (ra__config_peek_set("REGIONALLOC_MEMORY_LIMIT")) {
         const struct ra__config *c = ra__config();
         from = RA__LIMIT_ENV;
         bytes = c->memory_limit;

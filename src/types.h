@@ -43,7 +43,6 @@ void ra__assert_fail(const char *cond, const char *file, int line)
     __attribute__((noreturn, cold));
 
 /* -- config.c ------------------------------------------------------------- */
-#define RA__LIMITS_MAX 64 /* entries of REGIONALLOC_LIMITS */
 #define RA__THREAD_TAGS_MAX 64 /* entries of REGIONALLOC_THREAD_TAGS */
 struct ra__config {
     bool enabled;        /* REGIONALLOC, default true */
