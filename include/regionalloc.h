@@ -316,11 +316,12 @@ typedef enum {
     RA_PRESSURE_HIGH,
     RA_PRESSURE_LIMIT
 } ra_pressure_t;
-/* Sets the limit in bytes (0: none, the watching stops): 0, or -1 with
- * errno EAGAIN (the library's thread could not be started; nothing
- * changed) or ENOTSUP (pass-through mode). */
+/* Sets the limit in bytes (0: none, the watching stops; at or above 2^56,
+ * the address space, kept as given but none in effect: nothing watched,
+ * nothing refused): 0, or -1 with errno EAGAIN (the library's thread could
+ * not be started; nothing changed) or ENOTSUP (pass-through mode). */
 RA_EXPORT int ra_memory_limit_set(size_t bytes);
-/* The limit in force, from wherever it came (0: none). */
+/* The limit as it was given, from wherever it came (0: none). */
 RA_EXPORT size_t ra_memory_limit(void);
 /* Lower gives way first; default 0; negative: refused at high. Kept until
  * the tag is destroyed. 0, or -1 with errno EINVAL (bad tag) or ENOTSUP. */

@@ -42,8 +42,9 @@ inline void stats_refresh()
 }
 
 /* The memory limit the process is held under (ra_memory_limit_set; 0:
- * none), and the limit in force from wherever it came. Throws
- * std::system_error (EAGAIN: the library's thread could not start). */
+ * none; 2^56 or more: none in effect), and the limit as given from
+ * wherever it came. Throws std::system_error (EAGAIN: the library's
+ * thread could not start). */
 inline void set_memory_limit(std::size_t bytes)
 {
     if (ra_memory_limit_set(bytes) != 0)

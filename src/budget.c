@@ -77,6 +77,14 @@ static _Atomic int pressure;
 static _Atomic uint64_t pressure_refusals;
 static RA__TLS bool tls_refused_by_pressure;
 
+/* The room and the high gap are signed (the room goes negative past the
+ * limit) and are set from unsigned sizes, the limit under the address
+ * space but the resident set whatever it is read as: a look sets them
+ * within +-ROOM_BOUND, so that what commits take and decommits give back
+ * between two looks (never more than the address space) cannot carry them
+ * past what an int64_t holds and change their sign. */
+#define ROOM_BOUND ((int64_t)1 << 62)
+
 /* The soft limits this thread's commits crossed, oldest first, with the
  * holder each was crossed for: delivered by ra__budget_fire_soft once the
  * allocation is back in the library's hands (and after the callback it
@@ -251,6 +259,9 @@ static bool refused_by_pressure(ra_tag_t tag, size_t bytes)
     if (RA__LIKELY(atomic_load_explicit(&limit_bytes,
                                         memory_order_relaxed) == 0))
         return false;
+    /* A commit is an extent of one region: as an int64_t, it keeps its
+     * sign. */
+    ra__assert(bytes < (size_t)ROOM_BOUND);
     left = atomic_fetch_sub_explicit(&room, (int64_t)bytes,
                                      memory_order_relaxed) -
            (int64_t)bytes;
@@ -451,7 +462,9 @@ bool ra__budget_allows_growth(ra_tag_t tag)
 {
     for (ra_tag_t at = tag; at != RA_TAG_NONE; at = parent_of(at)) {
         size_t hard = ra__budget_hard(at);
-        if (hard != 0 && ra__budget_tree(at) + GROW_HEADROOM > hard)
+        /* What is free under the limit, 0 past it: no sum to wrap. */
+        if (hard != 0 &&
+            ra__size_sub(hard, ra__budget_tree(at)) < GROW_HEADROOM)
             return false;
     }
     return true;
@@ -505,20 +518,25 @@ void ra__budget_count_failure(ra_tag_t tag)
     }
 }
 
-/* The room under limit when the resident set is resident: negative past
- * it. */
-static int64_t room_under(size_t limit, size_t resident)
+/* a - b as a room: negative when b is the larger, within +-ROOM_BOUND. */
+static int64_t room_between(size_t a, size_t b)
 {
-    return limit >= resident ? (int64_t)(limit - resident)
-                             : -(int64_t)(resident - limit);
+    size_t gap = a >= b ? a - b : b - a;
+    int64_t bounded = gap < (size_t)ROOM_BOUND ? (int64_t)gap : ROOM_BOUND;
+
+    return a >= b ? bounded : -bounded;
 }
 
 void ra__budget_set_pressure(ra_pressure_t level, size_t limit,
                              size_t high, size_t resident)
 {
-    atomic_store_explicit(&room, room_under(limit, resident),
+    /* A limit at or above the address space is none in effect (sizes.h):
+     * none here either, whoever passes it. */
+    if (!ra__limit_in_effect(limit))
+        limit = 0;
+    atomic_store_explicit(&room, room_between(limit, resident),
                           memory_order_relaxed);
-    atomic_store_explicit(&high_gap, (int64_t)(limit - high),
+    atomic_store_explicit(&high_gap, room_between(limit, high),
                           memory_order_relaxed);
     atomic_store_explicit(&pressure, (int)level, memory_order_relaxed);
     /* Last: a commit that sees the limit sees its room. */
@@ -535,20 +553,23 @@ void ra__budget_pressure_reset_room(size_t resident)
     size_t limit = atomic_load_explicit(&limit_bytes, memory_order_relaxed);
 
     if (limit != 0)
-        atomic_store_explicit(&room, room_under(limit, resident),
+        atomic_store_explicit(&room, room_between(limit, resident),
                               memory_order_relaxed);
 }
 
+/* The limit less the room, in size_t: a room past the limit (negative)
+ * adds to it, up to SIZE_MAX; a room above the limit leaves 0. */
 size_t ra__budget_pressure_estimate(void)
 {
     size_t limit = atomic_load_explicit(&limit_bytes, memory_order_relaxed);
-    int64_t used;
+    int64_t left;
 
     if (limit == 0)
         return 0;
-    used = (int64_t)limit -
-           atomic_load_explicit(&room, memory_order_relaxed);
-    return used > 0 ? (size_t)used : 0;
+    left = atomic_load_explicit(&room, memory_order_relaxed);
+    /* -left is safe: the room never goes below -2 * ROOM_BOUND. */
+    return left >= 0 ? ra__size_sub(limit, (size_t)left)
+                     : ra__size_add(limit, (size_t)-left);
 }
 
 bool ra__budget_refused_by_pressure(void)

@@ -59,9 +59,11 @@ void ra__budget_fire_soft(void) __attribute__((noinline, cold));
  * limit, commits take their bytes from the room left under it (the limit
  * less the resident set at the look) and decommits give them back; a
  * commit that finds no room is refused, in a tag of negative priority as
- * soon as the room is under the limit less high. limit 0: none, nothing
- * refused, one load a commit. Refused like a hard limit's (the tag's
- * limit_failures), and counted apart. Lock-free. */
+ * soon as the room is under the limit less high. limit 0, or at or above
+ * the address space (ra__limit_in_effect): none, nothing refused, one load
+ * a commit. The room saturates: no limit, resident set or commit makes it
+ * wrap. Refused like a hard limit's (the tag's limit_failures), and
+ * counted apart. Lock-free. */
 void ra__budget_set_pressure(ra_pressure_t level, size_t limit, size_t high,
                              size_t resident);
 ra_pressure_t ra__budget_pressure(void);

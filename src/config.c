@@ -1,7 +1,8 @@
 /* Floor: state. Environment parsing: REGIONALLOC, _MAX_TAGS, _REGION_SIZE,
  * _STATS, _STATS_FORMAT, _CHECKPOINTS, _PROF, _PROF_DUMP, _LIMITS, _SHM,
  * _SHM_INTERVAL, _HTTP, _HTTP_WRITE, _HTTP_ALLOW_REMOTE, _THREAD_TAGS,
- * _PROGRAM_PID, _CHILDREN. */
+ * _PROGRAM_PID, _CHILDREN, _MEMORY_LIMIT (the sizes' syntax is sizes.c's,
+ * shared with the tool). */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -26,39 +27,6 @@ static void warn_default(const char *var, const char *value,
              "regionalloc: %s=\"%.64s\" is invalid (%s); using the default %s",
              var, value, why, used);
     ra__warn(buf);
-}
-
-bool ra__parse_size(const char *s, size_t *out)
-{
-    const char *p = s;
-    size_t value = 0;
-    unsigned shift = 0;
-
-    if (*p < '0' || *p > '9')
-        return true;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        unsigned digit = (unsigned)(*p - '0');
-        if (value > (SIZE_MAX - digit) / 10)
-            return true;
-        value = value * 10 + digit;
-    }
-    switch (*p) {
-    case 'k': case 'K': shift = 10; p++; break;
-    case 'm': case 'M': shift = 20; p++; break;
-    case 'g': case 'G': shift = 30; p++; break;
-    case 't': case 'T': shift = 40; p++; break;
-    default: break;
-    }
-    if (shift != 0 && (*p == 'i' || *p == 'I'))
-        p++;
-    if (*p == 'b' || *p == 'B')
-        p++;
-    if (*p != '\0')
-        return true;
-    if (shift != 0 && value > (SIZE_MAX >> shift))
-        return true;
-    *out = value << shift;
-    return false;
 }
 
 /* Reads var as 0 or 1 into *flag; unset leaves dflt. */
@@ -86,7 +54,7 @@ static void read_count(const char *var, unsigned max, unsigned dflt,
     *out = dflt;
     if (v == NULL)
         return;
-    if (ra__parse_size(v, &n) || n < 1 || n > max) {
+    if (ra__parse_size(v, &n) != NULL || n < 1 || n > max) {
         char why[64], was[16];
         snprintf(why, sizeof why, "expected a number from 1 to %u", max);
         snprintf(was, sizeof was, "%u", dflt);
@@ -118,7 +86,7 @@ static void read_region_size(void)
     config.region_size = DEFAULT_REGION_SIZE;
     if (v == NULL)
         return;
-    if (ra__parse_size(v, &n) || n < RA__REGION_SIZE_MIN || (n & (n - 1)) != 0 ||
+    if (ra__parse_size(v, &n) != NULL || n < RA__REGION_SIZE_MIN || (n & (n - 1)) != 0 ||
         n > ((size_t)1 << 46)) {
         warn_default("REGIONALLOC_REGION_SIZE", v,
                      "expected a power of two from 4M to 64T, K/M/G/T "
@@ -184,7 +152,7 @@ static void read_prof(void)
     config.prof_interval = 0;
     if (v == NULL || v[0] == '\0')
         return;
-    if (ra__parse_size(v, &n) || n == 0) {
+    if (ra__parse_size(v, &n) != NULL || n == 0) {
         warn_default("REGIONALLOC_PROF", v,
                      "expected a mean sampling interval in bytes, K/M/G "
                      "suffixes accepted", "(no profiling)");
@@ -194,38 +162,20 @@ static void read_prof(void)
 }
 
 /* One entry of REGIONALLOC_LIMITS, "name=HARD[/SOFT]" (len bytes at e),
- * into *out. Returns NULL, or why it is malformed. */
-static const char *parse_limit(const char *e, size_t len,
-                               struct ra__limit_entry *out)
-{
-    char buf[256], *eq, *slash;
-
-    if (len >= sizeof buf)
-        return "too long";
-    memcpy(buf, e, len);
-    buf[len] = '\0';
-    eq = strchr(buf, '=');
-    if (eq == NULL)
-        return "expected name=HARD[/SOFT]";
-    *eq = '\0';
-    if (eq == buf || (size_t)(eq - buf) > RA_TAG_NAME_MAX)
-        return "the name must be 1 to 63 bytes";
-    slash = strchr(eq + 1, '/');
-    if (slash != NULL)
-        *slash = '\0';
-    out->soft = 0;
-    if (ra__parse_size(eq + 1, &out->hard) ||
-        (slash != NULL && ra__parse_size(slash + 1, &out->soft)))
-        return "a size is not a number with K/M/G/T";
-    if (out->hard != 0 && out->soft > out->hard)
-        return "the soft limit is above the hard one";
-    memcpy(out->name, buf, (size_t)(eq - buf) + 1);
-    return NULL;
-}
-
+ * into limit i. Returns NULL, or why it is malformed (sizes.c's, which
+ * regionalloc run --limits shares). */
 static const char *parse_limit_entry(const char *e, size_t len, unsigned i)
 {
-    return parse_limit(e, len, &config.limits[i]);
+    struct ra__limit_entry *out = &config.limits[i];
+    size_t name_len;
+    const char *why = ra__parse_budget(e, len, &name_len, &out->hard,
+                                       &out->soft);
+
+    if (why != NULL)
+        return why;
+    memcpy(out->name, e, name_len);
+    out->name[name_len] = '\0';
+    return NULL;
 }
 
 /* One entry of REGIONALLOC_THREAD_TAGS, "GLOB=TAG" or "GLOB" alone (the
@@ -308,36 +258,25 @@ static void read_shm_interval(void)
     config.shm_interval_ns = n * unit;
 }
 
-/* REGIONALLOC_MEMORY_LIMIT: "512M", or "80%" of the cgroup's limit. */
+/* REGIONALLOC_MEMORY_LIMIT: "512M", or "80%" of the cgroup's limit (the
+ * syntax sizes.c's, which regionalloc run --memory-limit shares). Empty is
+ * a bad value, not an unset one: a variable set from an empty shell
+ * variable would otherwise leave the process silently without the limit
+ * meant. */
 static void read_memory_limit(void)
 {
     const char *v = secure_getenv("REGIONALLOC_MEMORY_LIMIT");
-    size_t len, n;
+    const char *why;
 
     config.memory_limit = 0;
     config.memory_limit_percent = 0;
-    if (v == NULL || v[0] == '\0')
+    if (v == NULL)
         return;
-    len = strlen(v);
-    if (v[len - 1] == '%') {
-        char *end;
-        unsigned long pct = strtoul(v, &end, 10);
-        if (end == v || end != v + len - 1 || pct < 1 || pct > 100) {
-            warn_default("REGIONALLOC_MEMORY_LIMIT", v,
-                         "expected a size, or 1% to 100% of the cgroup's "
-                         "limit", "(the cgroup's limit, if any)");
-            return;
-        }
-        config.memory_limit_percent = (unsigned)pct;
-        return;
-    }
-    if (ra__parse_size(v, &n) || n == 0) {
-        warn_default("REGIONALLOC_MEMORY_LIMIT", v,
-                     "expected a size, or 1% to 100% of the cgroup's limit",
+    why = ra__parse_memory_limit(v, &config.memory_limit,
+                                 &config.memory_limit_percent);
+    if (why != NULL)
+        warn_default("REGIONALLOC_MEMORY_LIMIT", v, why,
                      "(the cgroup's limit, if any)");
-        return;
-    }
-    config.memory_limit = n;
 }
 
 /* REGIONALLOC_PROGRAM_PID: a process id, as regionalloc run writes it. */
@@ -398,6 +337,11 @@ const char *ra__config_peek(const char *var)
     const char *v = secure_getenv(var);
 
     return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+bool ra__config_peek_set(const char *var)
+{
+    return secure_getenv(var) != NULL;
 }
 
 bool ra__config_peek_is(const char *var, const char *value)

@@ -76,6 +76,8 @@ const struct ra__config *ra__config(void);
 /* The variable's value as the environment has it now (NULL: unset or
  * empty), for what is decided before the configuration is read. */
 const char *ra__config_peek(const char *var);
+/* Whether var is set, even empty. */
+bool ra__config_peek_set(const char *var);
 bool ra__config_peek_is(const char *var, const char *value);
 bool ra__config_asked_at_load(void);
 /* Whether this process (getpid() now: a forked child asks for itself) is
@@ -83,9 +85,6 @@ bool ra__config_asked_at_load(void);
  * it, or a child it does not watch (REGIONALLOC_PROGRAM_PID,
  * REGIONALLOC_CHILDREN). Reads the configuration. */
 enum ra__watch ra__config_watch(void);
-/* Parses "<digits>[K|M|G|T][i][B]" (suffix case-insensitive, binary
- * multiples) into *out. Returns true on failure (syntax or overflow). */
-bool ra__parse_size(const char *s, size_t *out);
 
 /* -- meta.c: the library's own memory --------------------------------------- */
 /* The one allocator of the library's own memory (thread state, tables,

@@ -257,8 +257,11 @@ int ra__page_write(struct ra__out *o)
     ra__out_str(o, " allocated.<span id=\"memory-limit\">");
     if (snap.pressure.limit != 0) {
         char limit[RA__HUMAN_MAX];
-        ra__out_fmt(o, " Memory limit %s.",
-                    ra__human_bytes(limit, sizeof limit, snap.pressure.limit));
+        ra__out_fmt(o, " Memory limit %s%s.",
+                    ra__human_bytes(limit, sizeof limit, snap.pressure.limit),
+                    ra__limit_in_effect(snap.pressure.limit)
+                        ? ""
+                        : ": none in effect");
     }
     ra__out_str(o, "</span> <span id=\"status\" class=\"muted\">"
                    "A static page: with JavaScript on, it updates itself."

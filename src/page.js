@@ -16,7 +16,7 @@
     sortKey: null,   // null: the tree's order
     sortDesc: false,
     selected: 0,     // tag id; 0: the whole process
-    limit: 0,        // the memory limit in bytes (0: none)
+    limit: 0,        // the memory limit in effect, in bytes (0: none)
     wantKey: null,   // from #tag=NAME (as queryValue), until the report has it
     samples: [],
     byTag: {},       // id -> its points (indexSamples)
@@ -247,13 +247,17 @@
   }
 
   // The memory limit (0: none), its source and level, as the report has
-  // them: a line on the process's chart, and words beside its figures.
+  // them: a line on the process's chart, and words beside its figures. A
+  // limit at or above the address space is none in effect: no line (it
+  // would flatten the chart), and words that say so.
   function showLimit(report) {
     var m = report.memory_limit || {limit: 0};
-    state.limit = m.limit;
-    $("memory-limit").textContent = m.limit
+    var inEffect = m.limit && m.in_effect !== false;
+    state.limit = inEffect ? m.limit : 0;
+    $("memory-limit").textContent = !m.limit ? ""
+      : inEffect
       ? " Memory limit " + human(m.limit) + " (" + m.source + "), pressure " + m.level + "."
-      : "";
+      : " Memory limit " + human(m.limit) + " (" + m.source + "): none in effect.";
   }
 
   function showTags(report) {

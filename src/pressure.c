@@ -4,7 +4,10 @@
  * percentage of the cgroup's limit), else the cgroup v2 limit the process
  * runs under (memory.high when set, else memory.max), else there is none,
  * and then nothing runs: no thread, and the commits' check is one load of
- * a limit that stays 0 (budget.c). With a limit, a thread of the library's
+ * a limit that stays 0 (budget.c). A limit at or above the address space
+ * (RA__ADDRESS_SPACE) is kept as given, for ra_memory_limit and the
+ * reports, and is none in effect: nothing runs for it either. With a
+ * limit in effect, a thread of the library's
  * reads the resident set (/proc/self/statm: one read, some microseconds)
  * every WATCH_NEAR_NS once it is past half the limit, every WATCH_FAR_NS
  * below; at high (90%) it gives back free pages, the tags of lowest
@@ -58,8 +61,9 @@ static _Atomic uint64_t rises;
 
 /* -- the cgroup's limit ------------------------------------------------------- */
 
-/* The first line of path as a number of bytes; 0 when it is "max", absent
- * or unreadable. */
+/* The first line of path as a number of bytes; 0 when it is "max", absent,
+ * unreadable or not a size (sizes.c: no sign, nothing that wraps). A
+ * number at or above the address space is kept: none in effect. */
 static size_t read_limit_file(const char *dir, const char *file)
 {
     char path[512], buf[64];
@@ -72,11 +76,10 @@ static size_t read_limit_file(const char *dir, const char *file)
     f = fopen(path, "re");
     if (f == NULL)
         return 0;
-    if (fgets(buf, sizeof buf, f) != NULL && strncmp(buf, "max", 3) != 0) {
-        char *end;
-        unsigned long long v = strtoull(buf, &end, 10);
-        if (end != buf)
-            n = (size_t)v;
+    if (fgets(buf, sizeof buf, f) != NULL) {
+        buf[strcspn(buf, "\n")] = '\0';
+        if (ra__parse_size(buf, &n) != NULL)
+            n = 0;
     }
     fclose(f);
     return n;
@@ -212,8 +215,9 @@ static void *watch(void *unused)
         size_t lim = atomic_load_explicit(&limit, memory_order_relaxed);
         struct timespec until;
         size_t rss;
-        if (lim == 0) {
-            /* No limit any more: nothing refused, nothing read. */
+        if (!ra__limit_in_effect(lim)) {
+            /* No limit in effect any more: nothing refused, nothing
+             * read. */
             shown = RA_PRESSURE_NONE;
             set_room(RA_PRESSURE_NONE, 0, 0);
             pthread_cond_wait(&wake, &pressure_lock);
@@ -232,13 +236,15 @@ static void *watch(void *unused)
     return NULL;
 }
 
-/* With pressure_lock held: the limit set, and the watcher started (once)
- * or woken. Returns true, nothing changed, when it cannot start. */
+/* With pressure_lock held: the limit set, and the watcher started (once,
+ * for the first limit in effect) or woken. Returns true, nothing changed,
+ * when it cannot start. */
 static bool set_limit(size_t bytes, enum ra__limit_source from)
 {
+    bool watched = ra__limit_in_effect(bytes);
     size_t rss;
 
-    if (bytes != 0 && !watcher_runs) {
+    if (watched && !watcher_runs) {
         pthread_t thread;
         pthread_condattr_t attr;
         pthread_condattr_init(&attr);
@@ -255,9 +261,10 @@ static bool set_limit(size_t bytes, enum ra__limit_source from)
     source = bytes != 0 ? from : RA__LIMIT_NONE;
     /* In force when the call returns: the commits' room from the resident
      * set now, not from the watcher's first look. The watcher gives back
-     * and calls back at that look. */
-    rss = bytes != 0 ? ra__proc_rss() : 0;
-    set_room(level_of(rss, bytes), bytes, rss);
+     * and calls back at that look. A limit not in effect leaves the
+     * commits none. */
+    rss = watched ? ra__proc_rss() : 0;
+    set_room(level_of(rss, watched ? bytes : 0), watched ? bytes : 0, rss);
     pthread_cond_signal(&wake);
     return false;
 }
@@ -271,16 +278,13 @@ void ra__pressure_start(void)
         return;
     /* The configuration is read at load only when the variable is set: a
      * program may set the others before its first call. */
-    if (ra__config_peek("REGIONALLOC_MEMORY_LIMIT") != NULL) {
+    if (ra__config_peek_set("REGIONALLOC_MEMORY_LIMIT")) {
         const struct ra__config *c = ra__config();
         from = RA__LIMIT_ENV;
         bytes = c->memory_limit;
         if (c->memory_limit_percent != 0)
-        {
-            size_t group = cgroup_limit();
-            bytes = group / 100 * c->memory_limit_percent +
-                    group % 100 * c->memory_limit_percent / 100;
-        }
+            bytes = ra__size_percent(cgroup_limit(),
+                                     c->memory_limit_percent);
         else if (bytes == 0)
             from = RA__LIMIT_CGROUP; /* a bad value: the default */
     }
@@ -302,7 +306,8 @@ void ra__pressure_read(struct ra__pressure_figures *out)
     ra__unlock(&pressure_lock);
     out->limit = atomic_load_explicit(&limit, memory_order_relaxed);
     out->resident = atomic_load_explicit(&resident, memory_order_relaxed);
-    out->level = out->limit != 0 ? ra__budget_pressure() : RA_PRESSURE_NONE;
+    out->level = ra__limit_in_effect(out->limit) ? ra__budget_pressure()
+                                                 : RA_PRESSURE_NONE;
     out->given_back = ra__given_back();
     out->refusals = ra__budget_pressure_refusals();
     out->rises = atomic_load_explicit(&rises, memory_order_relaxed);

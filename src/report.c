@@ -132,7 +132,8 @@ static void fill_text_row(void *ctx, size_t r, struct ra__table_row *row)
     }
 }
 
-/* Under the table, when there is a memory limit: one line. */
+/* Under the table, when there is a memory limit: one line, which says so
+ * when the limit is none in effect (at or above the address space). */
 static void write_text_pressure(struct ra__out *o,
                                 const struct ra__pressure_figures *p)
 {
@@ -140,6 +141,14 @@ static void write_text_pressure(struct ra__out *o,
 
     if (p->limit == 0)
         return;
+    if (!ra__limit_in_effect(p->limit)) {
+        ra__out_fmt(o,
+                    "memory limit %s (%s): none in effect (at or above "
+                    "the address space)\n",
+                    ra__human_bytes(limit, sizeof limit, p->limit),
+                    limit_sources[p->source]);
+        return;
+    }
     ra__out_fmt(o,
                 "memory limit %s (%s): resident %s, pressure %s; given back "
                 "%s, %" PRIu64 " allocations refused\n",
@@ -267,14 +276,15 @@ static void write_json_tree(struct ra__emitter *e,
     ra__json_object_end(e);
 }
 
-/* The memory limit (pressure.c): where it came from, the resident set at
- * the watcher's last look, the level, what the rises gave back and
- * refused. */
+/* The memory limit (pressure.c): as given, whether it is in effect, where
+ * it came from, the resident set at the watcher's last look, the level,
+ * what the rises gave back and refused. */
 static void write_json_pressure(struct ra__emitter *e,
                                 const struct ra__pressure_figures *p)
 {
     ra__json_object_begin(e, "memory_limit", true);
     ra__json_u64(e, "limit", p->limit);
+    ra__json_bool(e, "in_effect", ra__limit_in_effect(p->limit));
     ra__json_str(e, "source", limit_sources[p->source]);
     ra__json_u64(e, "resident", p->resident);
     ra__json_str(e, "level", pressure_levels[p->level]);
@@ -447,7 +457,8 @@ static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)
          "can be had until it is freed.",
          snap->regions_lost},
         {"regionalloc_memory_limit_bytes",
-         "The memory limit the process is held under (0: none).",
+         "The memory limit the process is held under (0: none; 2^56 "
+         "or more: none in effect).",
          snap->pressure.limit},
         {"regionalloc_memory_pressure_level",
          "0 below high, 1 at high (90% of the limit), 2 at the limit.",

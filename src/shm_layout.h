@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sizes.h" /* what a memory limit means: ra__limit_in_effect */
+
 #define RA_SHM_MAGIC "RAllocS\0"     /* 8 bytes, the NUL included */
 /* 2: records carry their tag's parent and depth (tag trees), the header
  * the HTTP server's address. A reader of another version refuses the
@@ -54,7 +56,9 @@ struct ra_shm_header {
      * the cgroup's), taken from what was the reserved tail: a segment of a
      * library that predates it reads 0 there, which means no limit. */
     struct ra_shm_pressure {
-        uint64_t limit;       /* 0: none */
+        uint64_t limit;       /* as given; 0: none; at or above
+                                 RA__ADDRESS_SPACE (2^56), none in
+                                 effect */
         uint64_t resident;    /* at the watcher's last look */
         uint64_t given_back;  /* bytes the give-backs took off the rss */
         uint64_t refusals;    /* allocations refused by the pressure */

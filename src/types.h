@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "regionalloc.h"
+#include "sizes.h"
 
 #define RA__LIKELY(x) __builtin_expect(!!(x), 1)
 #define RA__UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -51,7 +52,6 @@ struct ra__sigpipe_hold {
 };
 
 /* -- config.c ------------------------------------------------------------- */
-#define RA__LIMITS_MAX 64 /* entries of REGIONALLOC_LIMITS */
 #define RA__THREAD_TAGS_MAX 64 /* entries of REGIONALLOC_THREAD_TAGS */
 struct ra__config {
     bool enabled;        /* REGIONALLOC, default true */

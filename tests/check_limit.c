@@ -700,6 +700,110 @@ START_TEST(test_limit_from_environment)
 }
 END_TEST
 
+/* -- "edges" ---------------------------------------------------------------- */
+
+#define TOP ((size_t)1 << 63)
+
+static const size_t edges[] = {1, TOP - 1, TOP, SIZE_MAX};
+
+static unsigned edge_calls;
+
+static void count_edge_call(void *ctx, ra_tag_t tag, size_t mapped)
+{
+    (void)ctx; (void)tag; (void)mapped;
+    edge_calls++;
+}
+
+/* A hard limit of 1 refuses; any larger one up to 2^64 - 1 lets a tag
+ * allocate and its pool grow, with no sum that wraps; a soft limit as
+ * large is never reached; soft above hard is refused at every size. */
+START_TEST(test_limit_hard_and_soft_at_the_edges)
+{
+    size_t edge = edges[_i];
+    ra_tag_t tag = tu_tag_create("edge");
+    ra_tag_limit_t got;
+    void *p;
+
+    set_limit(tag, edge, 0, NULL, NULL);
+    p = ra_malloc_tag(tag, MIB);
+    if (edge == 1) {
+        ck_assert(p == NULL && errno == ENOMEM);
+    } else {
+        void *q = ra_malloc_tag(tag, 64 * MIB);
+        ck_assert(p != NULL && q != NULL);
+        ra_free(q);
+    }
+    ra_free(p);
+    /* Soft alone, and soft equal to hard. */
+    set_limit(tag, 0, edge, count_edge_call, NULL);
+    set_limit(tag, edge == 1 ? 0 : edge, edge, count_edge_call, NULL);
+    if (edge != 1) {
+        p = ra_malloc_tag(tag, 4 * MIB);
+        ck_assert_ptr_nonnull(p);
+        ra_free(p);
+        ck_assert_uint_eq(edge_calls, 0);
+    }
+    /* Soft above hard, by one. */
+    if (edge != SIZE_MAX) {
+        ra_tag_limit_t bad = {edge, edge + 1, NULL, NULL};
+        errno = 0;
+        ck_assert_int_eq(ra_tag_set_limit(tag, &bad), -1);
+        ck_assert_int_eq(errno, EINVAL);
+    }
+    ck_assert_int_eq(ra_tag_get_limit(tag, &got), 0);
+    ck_assert_uint_eq(got.soft, edge);
+}
+END_TEST
+
+static int child_limits_at_the_edges(void)
+{
+    static const struct {
+        const char *name;
+        size_t hard, soft;
+    } want[] = {
+        {"a", SIZE_MAX, TOP}, {"b", TOP - 1, 0}, {"c", 1, 0},
+        {"d", 0, 0},          {"e", 0, SIZE_MAX}, {"f", 0, 0},
+    };
+    ra_tag_t tags[6];
+    ra_tag_limit_t got;
+    void *p;
+
+    for (size_t i = 0; i < 6; i++) {
+        tags[i] = ra_tag_create(want[i].name);
+        TU_REQUIRE(tags[i] != RA_TAG_NONE);
+        TU_REQUIRE(ra_tag_get_limit(tags[i], &got) == 0);
+        TU_REQUIRE(got.hard == want[i].hard && got.soft == want[i].soft);
+    }
+    p = ra_malloc_tag(tags[0], 16 * MIB);
+    TU_REQUIRE(p != NULL);
+    ra_free(p);
+    errno = 0;
+    TU_REQUIRE(ra_malloc_tag(tags[2], MIB) == NULL && errno == ENOMEM);
+    return 0;
+}
+
+/* REGIONALLOC_LIMITS at the edges: sizes up to 2^64 - 1 taken, one
+ * above refused, soft above hard refused, with one line each. */
+START_TEST(test_limit_from_environment_at_the_edges)
+{
+    static const char *const env[] = {
+        "REGIONALLOC_LIMITS=a=18446744073709551615/9223372036854775808,"
+        "b=9223372036854775807,c=1,d=20000000T,e=0/18446744073709551615,"
+        "f=9223372036854775807/9223372036854775808",
+        NULL};
+    char err[4096];
+    int status = tu_run_with_env(env, child_limits_at_the_edges, err,
+                                 sizeof err);
+
+    ck_assert_msg(status == 0, "child exited with %d; stderr: %s", status,
+                  err);
+    ck_assert_msg(tu_count_lines(err) == 2 &&
+                      strstr(err, "\"d=20000000T\"") != NULL &&
+                      strstr(err, "\"f=9223372036854775807/") != NULL,
+                  "%s", err);
+}
+END_TEST
+
 /* -- "report" --------------------------------------------------------------- */
 
 START_TEST(test_limit_in_every_report_format)
@@ -801,6 +905,12 @@ static Suite *limit_suite(void)
 
     tc = tcase_create("environment");
     tcase_add_test(tc, test_limit_from_environment);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("edges");
+    tcase_add_loop_test(tc, test_limit_hard_and_soft_at_the_edges, 0,
+                        sizeof edges / sizeof edges[0]);
+    tcase_add_test(tc, test_limit_from_environment_at_the_edges);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("report");

@@ -505,6 +505,114 @@ START_TEST(test_pressure_fork_with_the_watcher)
 }
 END_TEST
 
+/* -- limits at the sizes' extremes ---------------------------------------------- */
+
+/* Whether the JSON report holds text (no Check assertion: this runs in a
+ * child). */
+static bool report_has(const char *text)
+{
+    char *doc = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&doc, &len);
+    bool has;
+
+    if (f == NULL)
+        return false;
+    has = ra_report(f, RA_FORMAT_JSON) == 0;
+    fclose(f);
+    has = has && strstr(doc, text) != NULL;
+    free(doc);
+    return has;
+}
+
+/* EDGE_LIMIT: a number of bytes, "below" (1 MiB under the resident set)
+ * or "above" (32 MiB over it), set by the call, or already by
+ * REGIONALLOC_MEMORY_LIMIT when EDGE_FROM_ENV is set. A limit under the
+ * address space (2^56) is in effect: a watcher runs, and a tag is made and
+ * allocates in it only with room; at or above, none is: no watcher,
+ * nothing refused, the limit kept as given and reported so. */
+static int child_edge(void)
+{
+    const char *v = getenv("EDGE_LIMIT");
+    bool from_env = getenv("EDGE_FROM_ENV") != NULL;
+    size_t rss = resident_now(), limit;
+    bool in_effect, room;
+    ra_tag_t before = from_env ? RA_TAG_NONE : ra_tag_create("before"), t;
+    void *p;
+
+    TU_REQUIRE(v != NULL && rss > 2 * MIB);
+    limit = strcmp(v, "below") == 0   ? rss - MIB
+            : strcmp(v, "above") == 0 ? rss + 32 * MIB
+                                      : (size_t)strtoull(v, NULL, 10);
+    in_effect = limit < ((size_t)1 << 56);
+    room = !in_effect || limit > rss + 16 * MIB;
+    if (!from_env)
+        TU_REQUIRE(before != RA_TAG_NONE && ra_memory_limit_set(limit) == 0);
+    TU_REQUIRE(ra_memory_limit() == limit);
+    t = ra_tag_create("after");
+    TU_REQUIRE(room ? t != RA_TAG_NONE : t == RA_TAG_NONE && errno == ENOMEM);
+    if (before != RA_TAG_NONE) {
+        p = big_in(before);
+        TU_REQUIRE(room ? p != NULL : p == NULL && errno == ENOMEM);
+        ra_free(p);
+    }
+    if (t != RA_TAG_NONE) {
+        p = big_in(t);
+        TU_REQUIRE(p != NULL);
+        ra_free(p);
+    }
+    /* Untagged, never refused. */
+    p = malloc(4 * MIB);
+    TU_REQUIRE(p != NULL);
+    free(p);
+    TU_REQUIRE(threads_now() == (in_effect ? 2u : 1u));
+    TU_REQUIRE(report_has(in_effect ? "\"in_effect\": true"
+                                    : "\"in_effect\": false"));
+    TU_REQUIRE(report_has(from_env ? "\"source\": \"environment\""
+                                   : "\"source\": \"call\""));
+    return 0;
+}
+
+static const char *const edges[] = {
+    "1",
+    "below",
+    "above",
+    "72057594037927935",    /* 2^56 - 1: the largest in effect */
+    "72057594037927936",    /* 2^56: the address space */
+    "9223372036854775807",  /* 2^63 - 1 */
+    "9223372036854775808",  /* 2^63 */
+    "18446744073709551615", /* 2^64 - 1 */
+};
+
+/* ra_memory_limit_set at the edges. Before, 2^63 and above made the
+ * room's int64_t negative and refused every tag and tagged allocation. */
+START_TEST(test_pressure_limit_set_at_the_edges)
+{
+    char var[64], err[4096];
+    const char *env[] = {var, NULL};
+
+    snprintf(var, sizeof var, "EDGE_LIMIT=%s", edges[_i]);
+    run(env, "edge", err, sizeof err);
+    ck_assert_msg(strcmp(err, "") == 0, "%s: %s", edges[_i], err);
+}
+END_TEST
+
+/* The same limits from REGIONALLOC_MEMORY_LIMIT (the numbers; the
+ * resident set is not known before the process runs). */
+START_TEST(test_pressure_variable_at_the_edges)
+{
+    char var[64], limit[64], err[4096];
+    const char *env[] = {var, limit, "EDGE_FROM_ENV=1", NULL};
+
+    if (edges[_i][0] < '0' || edges[_i][0] > '9')
+        return;
+    snprintf(var, sizeof var, "EDGE_LIMIT=%s", edges[_i]);
+    snprintf(limit, sizeof limit, "REGIONALLOC_MEMORY_LIMIT=%s", edges[_i]);
+    run(env, "edge", err, sizeof err);
+    ck_assert_msg(strcmp(err, "") == 0, "%s: %s", edges[_i], err);
+}
+END_TEST
+
 START_TEST(test_pressure_errors)
 {
     TU_FAILS_WITH(ra_pressure_callback(NULL, NULL), EINVAL);
@@ -518,6 +626,7 @@ static Suite *pressure_suite(void)
     Suite *s = suite_create("pressure");
     TCase *sources = tcase_create("sources");
     TCase *rises = tcase_create("rises");
+    TCase *tc;
 
     tcase_set_timeout(sources, 120);
     tcase_add_test(sources, test_pressure_no_limit_no_thread);
@@ -528,6 +637,13 @@ static Suite *pressure_suite(void)
     tcase_add_test(sources, test_pressure_bad_values_warn_once);
     tcase_add_test(sources, test_pressure_errors);
     suite_add_tcase(s, sources);
+    tc = tcase_create("edges");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_pressure_limit_set_at_the_edges, 0,
+                        sizeof edges / sizeof edges[0]);
+    tcase_add_loop_test(tc, test_pressure_variable_at_the_edges, 0,
+                        sizeof edges / sizeof edges[0]);
+    suite_add_tcase(s, tc);
     tcase_set_timeout(rises, 240);
     tcase_add_test(rises, test_pressure_rises_refuse_by_priority);
     tcase_add_test(rises, test_pressure_fork_with_the_watcher);
@@ -551,6 +667,7 @@ int main(int argc, char **argv)
         {"forks", child_forks},
         {"burst", child_burst},
         {"freed_serves", child_freed_serves},
+        {"edge", child_edge},
         {NULL, NULL},
     };
 

@@ -1,9 +1,9 @@
 /* A process with known figures for tests/test_top.sh to read through its
  * stats segment: run with REGIONALLOC_SHM=1, it holds blocks of exactly
  * known sizes under a few tags (with priorities, under a memory limit
- * far above them), prints "ready" once they are in place, and
- * exits normally (so the library removes the segment) after argv[1]
- * seconds (default 60) or on SIGTERM. */
+ * far above them: 64 GiB, or argv[2] bytes), prints "ready" once they are
+ * in place, and exits normally (so the library removes the segment) after
+ * argv[1] seconds (default 60) or on SIGTERM. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -100,7 +100,8 @@ int main(int argc, char **argv)
     if (ra_tag_set_priority(sessions, -1) != 0 ||
         ra_tag_set_priority(cache, 7) != 0)
         die("ra_tag_set_priority");
-    if (ra_memory_limit_set(MEMORY_LIMIT) != 0)
+    if (ra_memory_limit_set(argc > 2 ? (size_t)strtoull(argv[2], NULL, 10)
+                                     : MEMORY_LIMIT) != 0)
         die("ra_memory_limit_set");
     /* A destroyed tag below the highest id: its record stays, not live. */
     if (ra_malloc_tag(scratch, MIB) == NULL)

@@ -197,7 +197,8 @@ def check_report_json(path, tags):
                      "leftovers", "regions_lost", "process", "memory_limit"},
           path + ": top-level keys %s" % sorted(d))
     # No limit in make check (REGIONALLOC_CGROUP_FS points nowhere).
-    check(d["memory_limit"] == {"limit": 0, "source": "none", "resident": 0,
+    check(d["memory_limit"] == {"limit": 0, "in_effect": False,
+                                "source": "none", "resident": 0,
                                 "level": "none", "given_back": 0, "refusals": 0},
           path + ": memory_limit %r" % d["memory_limit"])
     check(len(d["tags"]) == len(tags), path + ": %d tags" % len(d["tags"]))

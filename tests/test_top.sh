@@ -56,14 +56,15 @@ publications() {
         sed -n 's/^pid [0-9]* (.*): \([0-9]*\) publications.*/\1/p'
 }
 
-# start_publisher NAME: starts tests/shm_publisher in the background as
+# start_publisher NAME [LIMIT]: starts tests/shm_publisher (under a memory
+# limit of LIMIT bytes, 64 GiB if not given) in the background as
 # $pid, and returns once its segment shows a publication made after its
 # tags were in place. base is read after "ready": publication base + 1 may
 # have begun before it, base + 2 begins after base + 1 is out. Up to a
 # minute: a loaded machine is slow, not broken.
 start_publisher() {
     local out=$tmp/$1.out base='' n i
-    REGIONALLOC_SHM=1 REGIONALLOC_SHM_INTERVAL=100ms "$publisher" 600 \
+    REGIONALLOC_SHM=1 REGIONALLOC_SHM_INTERVAL=100ms "$publisher" 600 ${2:+"$2"} \
         >"$out" 2>"$tmp/$1.err" &
     pid=$!
     publishers="$publishers $pid"
@@ -211,8 +212,10 @@ expect("sessions.priority", sessions.get("priority"), -1)
 expect("cache.priority", cache.get("priority"), 7)
 limit = doc["memory_limit"]
 expect("memory_limit members", sorted(limit),
-       sorted(["limit", "source", "resident", "level", "given_back", "refusals"]))
+       sorted(["limit", "in_effect", "source", "resident", "level",
+               "given_back", "refusals"]))
 expect("memory_limit.limit", limit.get("limit"), 64 << 30)
+expect("memory_limit.in_effect", limit.get("in_effect"), True)
 expect("memory_limit.source", limit.get("source"), "call")
 expect("memory_limit.level", limit.get("level"), "none")
 expect("memory_limit.refusals", limit.get("refusals"), 0)
@@ -224,6 +227,27 @@ for b in bad:
     print("FAIL: --json: " + b)
 sys.exit(1 if bad else 0)
 EOF
+fi
+
+# -- a memory limit at or above the address space --------------------------------
+# Kept as given (2^64 - 1 here), none in effect: the table says so, the
+# JSON document has in_effect false, Prometheus' gauge the number.
+if start_publisher unbounded 18446744073709551615; then
+    pid3=$pid
+    expect_status 0 "--once, unbounded" "$top" --once "$pid3"
+    grep -Eq '^memory limit [0-9.]+ [KMGTPE]?i?B \(call\): none in effect \(at or above the address space\)$' "$tmp/out" ||
+        fail "--once: no 'none in effect' line: $(grep -i limit "$tmp/out")"
+    expect_status 0 "--json, unbounded" "$top" --json "$pid3"
+    grep -q '"memory_limit": {"limit": 18446744073709551615, "in_effect": false, "source": "call", ' "$tmp/out" ||
+        fail "--json: the limit not as given and not in effect: $(grep memory_limit "$tmp/out")"
+    expect_status 0 "report --format prometheus, unbounded" \
+        "$builddir/tools/regionalloc" report "$pid3" --format prometheus
+    grep -qx 'regionalloc_memory_limit_bytes 18446744073709551615' "$tmp/out" &&
+        grep -qx 'regionalloc_memory_pressure_level 0' "$tmp/out" ||
+        fail "report --format prometheus: $(grep memory_ "$tmp/out")"
+    kill -TERM "$pid3"
+    waits_for "$pid3" >/dev/null
+    forget "$pid3"
 fi
 
 # -- the list of publishers, stale segments, --clean ------------------------------

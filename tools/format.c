@@ -207,10 +207,12 @@ void print_json(const struct segment_copy *c, bool stale)
         fputs("null", stdout);
     /* As the library's JSON report has it (doc/json.md). */
     printf(",\n \"memory_limit\": {\"limit\": %" PRIu64
-           ", \"source\": \"%s\", \"resident\": %" PRIu64
+           ", \"in_effect\": %s, \"source\": \"%s\", \"resident\": %" PRIu64
            ", \"level\": \"%s\", \"given_back\": %" PRIu64
            ", \"refusals\": %" PRIu64 "}",
-           h->pressure.limit, limit_source_name(h->pressure.source),
+           h->pressure.limit,
+           ra__limit_in_effect(h->pressure.limit) ? "true" : "false",
+           limit_source_name(h->pressure.source),
            h->pressure.resident, pressure_level_name(h->pressure.level),
            h->pressure.given_back, h->pressure.refusals);
     fputs(",\n \"tags\": [", stdout);

@@ -213,7 +213,14 @@ static void print_summary(const struct view *v)
         printf("left live by destroyed tags: %s (freed at their slots' next "
                "reset)\n",
                format_size(a, sizeof a, h->leftovers_allocated));
-    if (h->pressure.limit != 0)
+    /* As the library's text report has it: a limit at or above the
+     * address space is none in effect. */
+    if (h->pressure.limit != 0 && !ra__limit_in_effect(h->pressure.limit))
+        printf("memory limit %s (%s): none in effect (at or above the "
+               "address space)\n",
+               format_size(a, sizeof a, h->pressure.limit),
+               limit_source_name(h->pressure.source));
+    else if (h->pressure.limit != 0)
         printf("memory limit %s (%s): resident %s, pressure %s; given back "
                "%s, %" PRIu64 " allocations refused\n",
                format_size(a, sizeof a, h->pressure.limit),

@@ -27,6 +27,7 @@
 
 #include "preload.h"
 #include "segment.h"
+#include "sizes.h"
 
 #define PROGRAM "regionalloc"
 
@@ -185,37 +186,59 @@ static const char *check_format(const char *f)
     return f;
 }
 
-/* Whether s is a size as the library reads it: digits and an optional
- * K, M, G or T, then i and B. */
-static bool is_size(const char *s)
+/* What the library would refuse is refused here, by the library's own
+ * parser (src/sizes.c): exit 2 after the option, its value and the
+ * parser's reason. */
+static void check_size_option(const char *option, const char *why,
+                              const char *arg)
 {
-    const char *p = s;
-
-    while (*p >= '0' && *p <= '9')
-        p++;
-    if (p == s)
-        return false;
-    if (strchr("kKmMgGtT", *p) != NULL && *p != '\0')
-        p++;
-    if (*p == 'i')
-        p++;
-    if (*p == 'B' || *p == 'b')
-        p++;
-    return *p == '\0';
+    if (why == NULL)
+        return;
+    fprintf(stderr, PROGRAM ": %s '%s': %s\n", option, arg, why);
+    print_usage(stderr);
+    exit(2);
 }
 
-/* A memory limit as the library reads it: a size above 0, or 1% to
- * 100%. */
-static bool is_limit(const char *s)
+static void check_prof(const char *rate)
 {
-    size_t n = strlen(s);
+    size_t n = 0;
+    const char *why = ra__parse_size(rate, &n);
 
-    if (n > 1 && s[n - 1] == '%') {
-        char *end;
-        unsigned long pct = strtoul(s, &end, 10);
-        return end == s + n - 1 && pct >= 1 && pct <= 100;
+    check_size_option("--prof", why == NULL && n == 0
+                                    ? "expected a mean interval above 0"
+                                    : why,
+                      rate);
+}
+
+static void check_memory_limit(const char *limit)
+{
+    size_t bytes;
+    unsigned percent;
+
+    check_size_option("--memory-limit",
+                      ra__parse_memory_limit(limit, &bytes, &percent), limit);
+}
+
+/* Each non-empty entry of a REGIONALLOC_LIMITS list, at most
+ * RA__LIMITS_MAX of them: the library ignores the others, with a line. */
+static void check_limits(const char *spec)
+{
+    unsigned n = 0;
+
+    for (const char *e = spec; *e != '\0';) {
+        size_t len = strcspn(e, ","), name_len, hard, soft;
+        if (len > 0) {
+            char entry[512];
+            snprintf(entry, sizeof entry, "%.*s", (int)len, e);
+            if (++n > RA__LIMITS_MAX)
+                check_size_option("--limits", "more than 64 entries", spec);
+            check_size_option("--limits",
+                              ra__parse_budget(e, len, &name_len, &hard,
+                                               &soft),
+                              entry);
+        }
+        e += len + (e[len] == ',');
     }
-    return is_size(s) && strtoull(s, NULL, 10) != 0;
 }
 
 /* Sets LD_PRELOAD to library, after an existing LD_PRELOAD (kept).
@@ -305,19 +328,17 @@ static int run(int argc, char **argv)
             break;
         case OPT_PROF:
             prof = optarg != NULL ? optarg : "512K";
-            if (!is_size(prof) || strtoull(prof, NULL, 10) == 0)
-                usage_error("--prof: expected a mean interval in bytes "
-                            "(as 512K), not", prof);
+            check_prof(prof);
             break;
+        /* A required argument is never NULL; "" keeps the analyzers
+         * sure of it. */
         case OPT_LIMITS:
-            limits = optarg;
+            limits = optarg != NULL ? optarg : "";
+            check_limits(limits);
             break;
         case OPT_MEMORY_LIMIT:
-            memory_limit = optarg;
-            if (memory_limit == NULL || !is_limit(memory_limit))
-                usage_error("--memory-limit: expected a size (as 2G) or "
-                            "1% to 100%, not",
-                            memory_limit);
+            memory_limit = optarg != NULL ? optarg : "";
+            check_memory_limit(memory_limit);
             break;
         case OPT_NO_SHM:
             shm = false;

@@ -28,13 +28,14 @@ impl Pressure {
     }
 }
 
-/// Sets the memory limit in bytes (0: none, the watching stops).
+/// Sets the memory limit in bytes (0: none, the watching stops; 2^56 or
+/// more, the address space: kept as given, but none in effect).
 /// `EAGAIN` when the library's thread cannot be started (nothing changed).
 pub fn set_memory_limit(bytes: usize) -> io::Result<()> {
     ffi::check(unsafe { ffi::ra_memory_limit_set(bytes) })
 }
 
-/// The limit in force, from wherever it came (the call,
+/// The limit as given, from wherever it came (the call,
 /// `REGIONALLOC_MEMORY_LIMIT`, the cgroup); 0: none.
 pub fn memory_limit() -> usize {
     unsafe { ffi::ra_memory_limit() }
