@@ -29,13 +29,8 @@ killed=
 # killed, whatever happened.
 # shellcheck disable=SC2317  # run by the EXIT trap
 cleanup() {
-    local p
-    for p in $publishers; do
-        kill -TERM "$p" 2>/dev/null
-    done
-    for p in $publishers; do
-        wait "$p" 2>/dev/null
-    done
+    # shellcheck disable=SC2086 # a list of pids
+    end_processes $publishers
     [ -n "$killed" ] && rm -f "/dev/shm/regionalloc.$killed"
     rm -rf "$tmp"
 }
@@ -109,19 +104,6 @@ shows() {
         sleep 0.1
     done
     return 1
-}
-
-# expect_status WANT WHAT CMD...: runs CMD (stdout in $tmp/out, stderr in
-# $tmp/err) and fails unless it exits with WANT.
-expect_status() {
-    local want=$1 what=$2 rc
-    shift 2
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    [ "$rc" = "$want" ] || {
-        fail "$what: exit $rc, expected $want: $(head -3 "$tmp/err")"
-        return 1
-    }
 }
 
 start_publisher first || finish

@@ -41,12 +41,8 @@ planted=
 # shellcheck disable=SC2317  # run by the EXIT trap
 cleanup() {
     local p
-    for p in $started; do
-        kill -TERM "$p" 2>/dev/null
-    done
-    for p in $started; do
-        wait "$p" 2>/dev/null
-    done
+    # shellcheck disable=SC2086 # a list of pids
+    end_processes $started
     for p in $planted; do
         rm -f "/dev/shm/regionalloc.$p" "/dev/shm/regionalloc.$p".??????
     done
@@ -64,7 +60,7 @@ else
 fi
 cp "$top" "$tmp/bin/"
 chmod -R a+rX "$tmp/bin"
-as_nobody=(setpriv --reuid=$nobody --regid=$nobody --clear-groups
+as_nobody=(setpriv "--reuid=$nobody" "--regid=$nobody" --clear-groups
     env LD_LIBRARY_PATH="$tmp/bin")
 
 # plant FILE PID UID: a valid segment of pid PID in FILE, owned by UID, whose
@@ -82,17 +78,6 @@ with open(path, "wb") as f:
     f.write(header + record + bytes(3 * 256))
 os.chown(path, uid, uid)
 EOF
-}
-
-expect_status() {
-    local want=$1 what=$2 rc
-    shift 2
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    [ "$rc" = "$want" ] || {
-        fail "$what: exit $rc, expected $want: $(head -3 "$tmp/err")"
-        return 1
-    }
 }
 
 # start_held NAME CMD...: starts CMD in the background as $pid, held until
