@@ -246,11 +246,14 @@ wait "$dead"
 mkdir "$tmp/clean"
 cp "$snap" "$tmp/clean/regionalloc.$pid1"
 cp "/dev/shm/regionalloc.$pid2" "$tmp/clean/regionalloc.$pid2"
+# A fallback name (when another user's file holds the usual one).
+cp "/dev/shm/regionalloc.$pid2" "$tmp/clean/regionalloc.$pid2.Ab3xYz"
 cp "$snap" "$tmp/clean/regionalloc.$$"
 cp "$snap" "$tmp/target"
 ln -s "$tmp/target" "$tmp/clean/regionalloc.$dead"
 cp "$snap" "$tmp/clean/regionalloc.0$dead"
 cp "$snap" "$tmp/clean/other.$dead"
+cp "$snap" "$tmp/clean/regionalloc.$dead.new"
 rm -f "/dev/shm/regionalloc.$pid2"
 expect_status 0 "--clean" "$top" --clean --dir "$tmp/clean"
 cat "$tmp/out"
@@ -258,12 +261,15 @@ grep -q "^removed $tmp/clean/regionalloc.$pid2 (process $pid2 is gone)$" \
     "$tmp/out" || fail "--clean: did not say it removed $pid2's segment"
 grep -q "^removed $tmp/clean/regionalloc.$$ (it names pid $pid1)$" \
     "$tmp/out" || fail "--clean: did not remove the segment naming another pid"
+grep -q "^removed $tmp/clean/regionalloc.$pid2.Ab3xYz (process $pid2 is gone)$" \
+    "$tmp/out" || fail "--clean: did not say it removed $pid2's fallback"
 [ -e "$tmp/clean/regionalloc.$pid2" ] && fail "--clean: $pid2's segment left"
+[ -e "$tmp/clean/regionalloc.$pid2.Ab3xYz" ] && fail "--clean: $pid2's fallback left"
 [ -e "$tmp/clean/regionalloc.$$" ] && fail "--clean: mislabelled segment left"
 [ -f "$tmp/clean/regionalloc.$pid1" ] || fail "--clean: removed a live segment"
 [ -L "$tmp/clean/regionalloc.$dead" ] || fail "--clean: removed a link"
 [ -f "$tmp/target" ] || fail "--clean: removed a link's target"
-for f in "regionalloc.0$dead" "other.$dead"; do
+for f in "regionalloc.0$dead" "other.$dead" "regionalloc.$dead.new"; do
     [ -f "$tmp/clean/$f" ] || fail "--clean: removed $f, not a segment"
 done
 [ -f "$segment1" ] || fail "--clean --dir: touched /dev/shm"
