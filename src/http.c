@@ -604,13 +604,12 @@ static unsigned host_status(struct MHD_Connection *c, const char *version)
     return 0;
 }
 
-/* Answers at once, when the headers are in, a request whose body cannot
- * be delimited: libmicrohttpd takes a Transfer-Encoding other than chunked
- * for a body that ends with the connection, and of two Content-Lengths
- * reads the first, so the client would wait for an answer until the
- * connection's timeout. 501 (RFC 9112, 6.1) and 400 (6.3); an answer
- * queued now makes libmicrohttpd drop the body and close. */
-static enum MHD_Result first_look(struct MHD_Connection *c)
+/* Answers a request whose body could not be delimited, were it read: a
+ * Transfer-Encoding other than chunked is a body that ends with the
+ * connection, and of two Content-Lengths neither can be trusted. 501 (RFC
+ * 9112, 6.1) and 400 (6.3); and 400 for an argument with a NUL byte.
+ * Returns true if it answered (*answered: what answer returns). */
+static bool first_look(struct MHD_Connection *c, enum MHD_Result *answered)
 {
     const char *coding = MHD_lookup_connection_value(
         c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
@@ -618,43 +617,44 @@ static enum MHD_Result first_look(struct MHD_Connection *c)
     if (coding != NULL &&
         (strcasecmp(coding, "chunked") != 0 ||
          headers_named(c, MHD_HTTP_HEADER_TRANSFER_ENCODING) > 1))
-        return respond_text(c, MHD_HTTP_NOT_IMPLEMENTED, NULL,
-                            "Transfer-Encoding \"%s\" is not implemented: "
-                            "chunked alone is\n",
-                            coding);
-    if (headers_named(c, MHD_HTTP_HEADER_CONTENT_LENGTH) > 1)
-        return respond_text(c, MHD_HTTP_BAD_REQUEST, NULL,
-                            "a request has one Content-Length at most\n");
-    if (argument_holds_nul(c))
-        return respond_text(c, MHD_HTTP_BAD_REQUEST, NULL,
-                            "an argument holds a NUL byte (%%00)\n");
-    return MHD_YES;
+        *answered = respond_text(c, MHD_HTTP_NOT_IMPLEMENTED, NULL,
+                                 "Transfer-Encoding \"%s\" is not "
+                                 "implemented: chunked alone is\n",
+                                 coding);
+    else if (headers_named(c, MHD_HTTP_HEADER_CONTENT_LENGTH) > 1)
+        *answered = respond_text(c, MHD_HTTP_BAD_REQUEST, NULL,
+                                 "a request has one Content-Length at most\n");
+    else if (argument_holds_nul(c))
+        *answered = respond_text(c, MHD_HTTP_BAD_REQUEST, NULL,
+                                 "an argument holds a NUL byte (%%00)\n");
+    else
+        return false;
+    return true;
 }
 
-/* libmicrohttpd calls it once the headers are in (req_cls still NULL),
- * then for each piece of a body, then once more to answer. Bodies are
- * read and dropped: no endpoint takes one. */
+/* libmicrohttpd calls it once the headers are in, a body, if any, still
+ * to come, and every request is answered then: no endpoint takes a body,
+ * and an answer queued before it makes libmicrohttpd drop the body unread
+ * and close the connection once the answer is out. So a body sent slowly,
+ * or without end (a large Content-Length, chunks that never end), holds a
+ * place no longer than its answer does. */
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
                               const char *url, const char *method,
                               const char *version, const char *upload_data,
                               size_t *upload_data_size, void **req_cls)
 {
-    static int headers_seen;
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     bool purge = strcmp(url, "/debug/regionalloc/purge") == 0;
+    enum MHD_Result answered;
     unsigned refused;
 
     (void)cls;
     (void)upload_data;
+    (void)upload_data_size;
+    (void)req_cls;
     tls_answering = true;
-    if (*req_cls == NULL) {
-        *req_cls = &headers_seen;
-        return first_look(c);
-    }
-    if (*upload_data_size != 0) {
-        *upload_data_size = 0;
-        return MHD_YES;
-    }
+    if (first_look(c, &answered))
+        return answered;
     refused = host_status(c, version);
     if (refused == MHD_HTTP_BAD_REQUEST)
         return respond_text(c, refused, NULL,
@@ -689,16 +689,23 @@ static void log_nothing(void *cls, const char *fmt, va_list ap)
     (void)ap;
 }
 
-/* A connection closed: the door may hand the next request over. */
+/* A connection started: the door times it. A connection closed (told
+ * before libmicrohttpd closes its socket): the door may hand the next
+ * request over. */
 static void notify_connection(void *cls, struct MHD_Connection *c,
                               void **socket_context,
                               enum MHD_ConnectionNotificationCode code)
 {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    int fd = info != NULL ? info->connect_fd : -1;
+
     (void)cls;
-    (void)c;
     (void)socket_context;
-    if (code == MHD_CONNECTION_NOTIFY_CLOSED)
-        ra__http_door_left();
+    if (code == MHD_CONNECTION_NOTIFY_STARTED && fd >= 0)
+        ra__http_door_started(fd);
+    else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        ra__http_door_left(fd);
 }
 
 /* -- the address --------------------------------------------------------------- */

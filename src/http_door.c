@@ -3,9 +3,10 @@
  * headers) without taking it off the socket (MSG_PEEK), answers itself
  * what libmicrohttpd would drop with no answer at all, and hands each whole
  * request to libmicrohttpd, which reads it from the start, once one of its
- * places is free. No client holds the door for another: each connection is
- * looked at only when it has sent more, and every one has deadlines. It
- * allocates nothing: its connections sit in a fixed table. */
+ * places is free; and ends the connections libmicrohttpd holds past their
+ * deadline. No client holds the door, or a place, for another: each
+ * connection is looked at only when it has sent more, and every one has
+ * deadlines. It allocates nothing: its connections sit in fixed tables. */
 #include "output.h"
 
 #ifdef RA_HTTP
@@ -32,6 +33,16 @@
 /* The whole head must have come, and a place have freed for it, within
  * this long of the accept, however steadily the client sends. */
 #define HEAD_DEADLINE_NS (30 * NS_PER_S)
+/* A connection libmicrohttpd has started has this long to be answered and
+ * its answer read, after which the door shuts it down (libmicrohttpd then
+ * closes it). libmicrohttpd's own timeout is of silence, which a client
+ * that reads its answer a little at a time never lets come. Shorter than
+ * the head's: a request that waits for a place gets one before its own
+ * deadline, however the places were held. */
+#define ANSWER_DEADLINE_NS (20 * NS_PER_S)
+/* Connections of libmicrohttpd's the door times: more than it ever holds
+ * (its limit is twice the places). */
+#define STARTED_MAX 64
 /* After an answer of the door's, the client has this long, and this many
  * bytes of whatever it still sends, to read the answer and close. */
 #define LINGER_NS (2 * NS_PER_S)
@@ -53,6 +64,13 @@ struct waiting {
     socklen_t addrlen;
 };
 
+/* A connection of libmicrohttpd's, from the notice of its start to that
+ * of its close, and when it must be done by. */
+struct started {
+    int fd;
+    uint64_t deadline_ns; /* UINT64_MAX once shut down */
+};
+
 static struct door {
     struct MHD_Daemon *daemon;
     int listen_fd;
@@ -70,7 +88,16 @@ static struct door {
     unsigned n;
     struct waiting waiting[DOOR_MAX];
     char buf[HEAD_MAX]; /* the door thread's: a head peeked, bytes read off */
-} door = {.listen_fd = -1, .wake = {-1, -1}};
+    /* libmicrohttpd's connections, under started_lock, which the door
+     * holds while it shuts one down: libmicrohttpd tells of a close before
+     * it closes the socket, so an fd in the table is still its socket, not
+     * a number reused by whatever the process opened since. */
+    pthread_mutex_t started_lock;
+    unsigned nstarted;
+    struct started started[STARTED_MAX];
+} door = {.listen_fd = -1,
+          .wake = {-1, -1},
+          .started_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static uint64_t now_ns(void)
 {
@@ -294,12 +321,34 @@ static void accept_new(void)
     }
 }
 
+/* Shuts down the connections libmicrohttpd has held past their deadline:
+ * it sees their end at once and closes them. Returns the next deadline
+ * (UINT64_MAX: none). */
+static uint64_t cut_overdue(uint64_t now)
+{
+    uint64_t next = UINT64_MAX;
+
+    ra__lock(&door.started_lock);
+    for (unsigned i = 0; i < door.nstarted; i++) {
+        struct started *c = &door.started[i];
+        if (c->deadline_ns <= now) {
+            shutdown(c->fd, SHUT_RDWR);
+            c->deadline_ns = UINT64_MAX;
+        } else if (c->deadline_ns < next) {
+            next = c->deadline_ns;
+        }
+    }
+    ra__unlock(&door.started_lock);
+    return next;
+}
+
 /* Acts on the deadlines that have passed: a head too slow is answered 408,
- * a whole request that found no place 503, a lingering connection closed.
- * Returns poll's timeout until the next one (ms, -1: none). */
+ * a whole request that found no place 503, a lingering connection closed,
+ * one of libmicrohttpd's shut down. Returns poll's timeout until the next
+ * one (ms, -1: none). */
 static int expire(void)
 {
-    uint64_t now = now_ns(), next = UINT64_MAX;
+    uint64_t now = now_ns(), next = cut_overdue(now);
 
     for (unsigned i = door.n; i-- > 0;) {
         struct waiting *w = &door.waiting[i];
@@ -383,8 +432,25 @@ static void wake_door(void)
     (void)written; /* a full pipe wakes the thread as well */
 }
 
-void ra__http_door_left(void)
+void ra__http_door_started(int fd)
 {
+    ra__lock(&door.started_lock);
+    if (door.nstarted < STARTED_MAX)
+        door.started[door.nstarted++] =
+            (struct started){fd, now_ns() + ANSWER_DEADLINE_NS};
+    ra__unlock(&door.started_lock);
+    wake_door(); /* its poll's timeout may be longer, or none */
+}
+
+void ra__http_door_left(int fd)
+{
+    ra__lock(&door.started_lock);
+    for (unsigned i = 0; i < door.nstarted; i++)
+        if (door.started[i].fd == fd) {
+            door.started[i] = door.started[--door.nstarted];
+            break;
+        }
+    ra__unlock(&door.started_lock);
     atomic_fetch_add_explicit(&door.left, 1, memory_order_release);
     wake_door();
 }
@@ -399,6 +465,7 @@ bool ra__http_door_open(int listen_fd, struct MHD_Daemon *daemon,
     door.places = places;
     door.silence_ns = (uint64_t)silence_s * NS_PER_S;
     door.handed = 0;
+    door.nstarted = 0;
     atomic_store(&door.left, 0);
     atomic_store(&door.stopping, false);
     door.n = 0;
@@ -426,6 +493,9 @@ void ra__http_door_close(void)
 
 void ra__http_door_forget(void)
 {
+    /* The parent's threads may have held the lock at the fork. */
+    pthread_mutex_init(&door.started_lock, NULL);
+    door.nstarted = 0;
     if (door.daemon != NULL)
         close_connections();
     /* The pipe is shared with the parent's door: the child makes its own. */

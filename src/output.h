@@ -456,13 +456,19 @@ struct MHD_Daemon;
  * and hands each whole request to daemon while it holds fewer than places
  * connections; a head is answered 408 after silence_s seconds of silence
  * or 30 seconds in all, a request that finds no place in those 30 seconds
- * 503. Returns true on failure (errno set). One door at a time, under
+ * 503, and a connection daemon holds 20 seconds after it started is shut
+ * down. Returns true on failure (errno set). One door at a time, under
  * http.c's lock. */
 bool ra__http_door_open(int listen_fd, struct MHD_Daemon *daemon,
                         unsigned places, unsigned silence_s);
-/* daemon closed a connection (its notify callback, on its thread): a place
- * is free. Takes no lock, allocates nothing. */
-void ra__http_door_left(void);
+/* daemon started the connection of socket fd (its notify callback, on its
+ * thread): the door shuts it down if it is not done 20 seconds later. */
+void ra__http_door_started(int fd);
+/* daemon closed the connection of socket fd, or is about to (its notify
+ * callback, on its thread): a place is free. These two take the door's
+ * lock of its connections briefly (never held across anything but a
+ * shutdown(2)) and allocate nothing. */
+void ra__http_door_left(int fd);
 /* Stops the thread (joined) and closes the connections it held; the
  * listening socket is the caller's. */
 void ra__http_door_close(void);

@@ -1,26 +1,36 @@
 /* Floor: services. The live stats segment: with REGIONALLOC_SHM=1 a
  * background thread writes every tag's figures into
- * /dev/shm/regionalloc.<pid> every REGIONALLOC_SHM_INTERVAL, under a seqlock
- * (layout: shm_layout.h, doc/shm.md), for regionalloc-top and other readers
- * that must not attach to the process. The process that made the segment
+ * /dev/shm/regionalloc.<pid> (or a fallback name, when another user's file
+ * holds that one) every REGIONALLOC_SHM_INTERVAL, under a seqlock (layout:
+ * shm_layout.h, doc/shm.md), for regionalloc-top and other readers that
+ * must not attach to the process. The process that made the segment
  * removes it at exit. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "output.h"
 #include "shm_layout.h"
 
+#define SHM_DIR "/dev/shm"
+
 static struct ra_shm_header *segment; /* mapped, shared */
 static uint32_t capacity;
 static pid_t owner;                   /* the only process that unlinks it */
-static char path[64];
+static char path[64];                 /* the name it has */
 static atomic_bool stopping;
+
+/* What a reader takes is bounded by what a library writes. */
+_Static_assert(RA_SHM_CAPACITY_MAX == RA__MAX_TAGS_LIMIT,
+               "the segment's capacity at most");
 
 static uint64_t clock_of(clockid_t id)
 {
@@ -133,10 +143,90 @@ static void *publish_every_interval(void *arg)
     return NULL;
 }
 
+/* Removes the files of our user's that a dead process whose pid we now
+ * have may have left under a fallback or a temporary name (its usual name
+ * is replaced by the rename), so that readers find one segment of our
+ * user's for our pid. getdents64 into the stack: the library allocates
+ * its own memory through meta.c only. */
+static void remove_leftovers(void)
+{
+    char prefix[32];
+    _Alignas(struct dirent64) char buf[4096];
+    int dir = open(SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    size_t len = (size_t)snprintf(prefix, sizeof prefix, RA_SHM_PREFIX "%ld.",
+                                  (long)getpid());
+    ssize_t n;
+
+    if (dir < 0)
+        return;
+    while ((n = getdents64(dir, buf, sizeof buf)) > 0)
+        for (ssize_t at = 0; at < n;) {
+            const struct dirent64 *e = (const struct dirent64 *)&buf[at];
+            struct stat st;
+            at += e->d_reclen;
+            if (strncmp(e->d_name, prefix, len) == 0 &&
+                fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                S_ISREG(st.st_mode) && st.st_uid == geteuid())
+                unlinkat(dir, e->d_name, 0);
+        }
+    close(dir);
+}
+
+/* Makes the segment's file under a temporary name of its own,
+ * path.XXXXXX.new (at random, O_EXCL: no file planted in the shared
+ * directory can stand in for it), into tmp. Returns the descriptor, or -1
+ * (errno set). */
+static int make_temporary(char *tmp, size_t size)
+{
+    struct stat st;
+    int fd;
+
+    snprintf(tmp, size, "%s.XXXXXX.new", path);
+    fd = mkostemps(tmp, 4, O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != geteuid() || st.st_nlink != 1) {
+        close(fd);
+        unlink(tmp);
+        errno = EEXIST;
+        return -1;
+    }
+    return fd;
+}
+
+/* Gives the segment made under tmp its name: path, replacing a file a dead
+ * process of our user's left there; or, when another user's file holds it
+ * (which the sticky directory keeps us from replacing), path.XXXXXX, tmp
+ * without its ".new", which no other file can hold. Returns true on
+ * failure, errno set (path's). */
+static bool name_segment(const char *tmp)
+{
+    char fallback[sizeof path];
+    size_t len = strlen(tmp) - strlen(".new");
+    int err;
+
+    if (rename(tmp, path) == 0)
+        return false;
+    err = errno;
+    if (len >= sizeof fallback) {
+        errno = err;
+        return true;
+    }
+    memcpy(fallback, tmp, len);
+    fallback[len] = '\0';
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, fallback, RENAME_NOREPLACE) != 0) {
+        errno = err;
+        return true;
+    }
+    memcpy(path, fallback, len + 1);
+    return false;
+}
+
 /* Creates and maps the segment, its header written before it appears
  * under its name (made under a temporary one, then renamed), so that a
  * reader never finds it half made. Returns true on failure (a line said
- * why). A file of our pid can only be a dead process's: replaced. */
+ * why). */
 static bool create_segment(void)
 {
     char msg[160], tmp[80];
@@ -146,13 +236,10 @@ static bool create_segment(void)
 
     capacity = ra__config()->max_tags;
     size = ra_shm_size(capacity);
-    snprintf(path, sizeof path, "/dev/shm/" RA_SHM_PREFIX "%ld",
+    snprintf(path, sizeof path, SHM_DIR "/" RA_SHM_PREFIX "%ld",
              (long)getpid());
-    snprintf(tmp, sizeof tmp, "%s.new", path);
-    fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
-        fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-                  0600);
+    remove_leftovers();
+    fd = make_temporary(tmp, sizeof tmp);
     if (fd < 0)
         goto fail;
     if (ftruncate(fd, (off_t)size) != 0) {
@@ -174,7 +261,7 @@ static bool create_segment(void)
     segment->capacity = capacity;
     segment->pid = (int32_t)getpid();
     segment->interval_ns = ra__config()->shm_interval_ns;
-    if (rename(tmp, path) != 0) {
+    if (name_segment(tmp)) {
         munmap(map, size);
         segment = NULL;
         unlink(tmp);

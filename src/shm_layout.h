@@ -17,7 +17,16 @@
  * segment. */
 #define RA_SHM_VERSION 2u
 #define RA_SHM_PREFIX "regionalloc." /* then the pid, in /dev/shm */
+/* When a file of another user holds RA_SHM_PREFIX<pid> (which the sticky
+ * /dev/shm keeps the process from replacing), the segment is
+ * RA_SHM_PREFIX<pid>.<RA_SHM_FALLBACK_LEN letters or digits, at random>;
+ * a reader takes the name the process's user owns (doc/shm.md, "Names"). */
+#define RA_SHM_FALLBACK_LEN 6
 #define RA_SHM_NAME_MAX 64           /* a name's bytes, NUL included */
+/* The most records a library writes: the limit of REGIONALLOC_MAX_TAGS. A
+ * reader refuses a larger capacity, so that what it reads and allocates
+ * stays bounded whatever a file says. */
+#define RA_SHM_CAPACITY_MAX 4000u
 
 /* Figures of one tag, or of the untagged arenas, or of the process, as the
  * reports give them. Unused fields are 0. */

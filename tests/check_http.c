@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1144,6 +1145,176 @@ START_TEST(test_http_a_slow_head_is_timed_by_silence_then_bounded)
 }
 END_TEST
 
+/* More clients than the server's 16 places send a request's head and a
+ * body they never finish: a Content-Length far past what comes, chunks
+ * that never end, a body on a POST to the purge. No endpoint reads a body:
+ * each is answered at its head, while the client holds its connection
+ * open (before, each held a place until its body came, and the others got
+ * 503), and another client is answered 200 after them. The client waits
+ * up to 10 s for each answer: a cap, not a measure. */
+START_TEST(test_http_slow_bodies_hold_no_place)
+{
+    enum { SLOW = 20 };
+    static const char *const heads[] = {
+        "GET /metrics HTTP/1.1\r\nHost: localhost\r\n"
+        "Content-Length: 100000\r\n\r\nx",
+        "GET /metrics HTTP/1.1\r\nHost: localhost\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n100\r\nab",
+        "POST /debug/regionalloc/purge HTTP/1.1\r\nHost: localhost\r\n"
+        "X-Regionalloc-Write: 1\r\nContent-Length: 100000\r\n\r\nx",
+    };
+    static const int statuses[] = {200, 200, 405};
+    int port = start_loopback(), fds[SLOW];
+
+    for (int i = 0; i < SLOW; i++) {
+        const char *head = heads[i % 3];
+        fds[i] = connect_to(port);
+        ck_assert_int_ge(fds[i], 0);
+        ck_assert_int_eq(send(fds[i], head, strlen(head), MSG_NOSIGNAL),
+                         (ssize_t)strlen(head));
+    }
+    for (int i = 0; i < SLOW; i++) {
+        char buf[256] = "";
+        int status = 0;
+        if (recv(fds[i], buf, sizeof buf - 1, 0) <= 0 ||
+            sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+            status = 0;
+        ck_assert_msg(status == statuses[i % 3],
+                      "slow body %d: %d, not %d, in 10 s: %s", i, status,
+                      statuses[i % 3], buf);
+    }
+    ck_assert_int_eq(status_of(port, "GET", "/metrics"), 200);
+    for (int i = 0; i < SLOW; i++)
+        close(fds[i]);
+    ck_assert_int_eq(ra_http_stop(), 0);
+}
+END_TEST
+
+/* A client that reads its answer a little at a time: a window of a few
+ * KiB and segments of 536 bytes, which keep the server's send buffer as
+ * small (it is sized from them), 512 bytes read every 100 ms, enough for
+ * libmicrohttpd to send some every few seconds, never silent for its 10. */
+static int connect_slow_reader(int port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0), rcvbuf = 2048, mss = 536;
+    static const char req[] = "GET /metrics HTTP/1.1\r\nHost: localhost\r\n"
+                              "Connection: close\r\n\r\n";
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof mss);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        send(fd, req, sizeof req - 1, MSG_NOSIGNAL) != (ssize_t)sizeof req - 1) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+struct slow_readers {
+    int fds[20];
+    atomic_size_t got[20]; /* bytes read */
+    atomic_bool ended[20]; /* the server ended the connection */
+    atomic_bool stop;
+};
+
+/* Reads what is left of fd's answer at once, until the server's end (10 s
+ * at most): the bytes read in all, the slow reads' included. */
+static size_t drain(int fd, size_t got)
+{
+    struct timeval timeout = {10, 0};
+    char buf[65536];
+    ssize_t n;
+
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0)
+        got += (size_t)n;
+    return got;
+}
+
+/* Reads 512 bytes of each connection every 100 ms, until every one has
+ * ended, stop is set, or 60 s. */
+static void *read_slowly(void *arg)
+{
+    struct slow_readers *r = arg;
+    double start = seconds_now();
+    char buf[512];
+    bool live = true;
+
+    while (live && !atomic_load(&r->stop) && seconds_now() - start < 60) {
+        live = false;
+        for (int i = 0; i < 20; i++) {
+            ssize_t n;
+            if (atomic_load(&r->ended[i]))
+                continue;
+            n = recv(r->fds[i], buf, sizeof buf, MSG_DONTWAIT);
+            if (n > 0)
+                atomic_fetch_add(&r->got[i], (size_t)n);
+            else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                atomic_store(&r->ended[i], true);
+            live |= !atomic_load(&r->ended[i]);
+        }
+        usleep(100000);
+    }
+    return NULL;
+}
+
+/* The places are held by clients that read their answers slowly and
+ * steadily (libmicrohttpd's timeout, of silence, never comes): each is
+ * shut down 20 s after it started, before the 30 s a request waits for a
+ * place, so that another client is answered 200, not 503 (before, the
+ * slow readers held the places for the 40 s and more their answers took);
+ * read at once afterwards, their answers end short. 250 tags of long
+ * names make /metrics some 500 KiB, more than the kernel's send buffer
+ * takes off libmicrohttpd's hands (some 200 KiB, for such a window). */
+START_TEST(test_http_slow_readers_are_cut_at_the_answers_deadline)
+{
+    static struct slow_readers r;
+    char name[64], *whole;
+    size_t size, started = 0, cut = 0;
+    pthread_t t;
+    int port, status;
+
+    for (int i = 0; i < 250; i++) {
+        snprintf(name, sizeof name, "%03d-a-tag-name-as-long-as-a-name-may-"
+                 "be-sixty-three-bytes-xxxxx", i);
+        tu_tag_create(name);
+    }
+    port = start_loopback();
+    ck_assert_int_eq(request(port, "GET", "/metrics", &whole), 200);
+    size = strlen(whole);
+    free(whole);
+    ck_assert_msg(size > 400000, "/metrics is %zu bytes", size);
+    for (int i = 0; i < 20; i++)
+        ck_assert_int_ge(r.fds[i] = connect_slow_reader(port), 0);
+    ck_assert_int_eq(pthread_create(&t, NULL, read_slowly, &r), 0);
+    /* The 16 places taken (a cap of 10 s, not a measure). */
+    for (double start = seconds_now();
+         started < 16 && seconds_now() - start < 10; usleep(10000)) {
+        started = 0;
+        for (int i = 0; i < 20; i++)
+            started += atomic_load(&r.got[i]) > 0;
+    }
+    ck_assert_uint_ge(started, 16);
+    client_timeout_s = 40;
+    status = status_of(port, "GET", "/metrics");
+    client_timeout_s = 10;
+    atomic_store(&r.stop, true);
+    pthread_join(t, NULL);
+    for (int i = 0; i < 20; i++) {
+        cut += drain(r.fds[i], atomic_load(&r.got[i])) < size;
+        close(r.fds[i]);
+    }
+    ck_assert_msg(status == 200, "a client after 16 slow readers: %d", status);
+    ck_assert_msg(cut >= 16, "%zu slow readers cut short, not 16", cut);
+    ck_assert_int_eq(ra_http_stop(), 0);
+}
+END_TEST
+
 /* -- "memory" --------------------------------------------------------------------- */
 
 static _Atomic unsigned hook_events;
@@ -1501,6 +1672,8 @@ static TCase *hostile_clients_case(void)
     tcase_add_test(tc, test_http_a_flood_after_a_refused_line_stalls_no_one);
     tcase_add_test(tc, test_http_clients_stalled_in_their_headers_leave_room);
     tcase_add_test(tc, test_http_a_slow_head_is_timed_by_silence_then_bounded);
+    tcase_add_test(tc, test_http_slow_bodies_hold_no_place);
+    tcase_add_test(tc, test_http_slow_readers_are_cut_at_the_answers_deadline);
     tcase_set_timeout(tc, 60);
     return tc;
 }

@@ -4,7 +4,8 @@
 # (tests/pprof_decode.py) for its per-tag labels and ?tag=; the JSON
 # reports parsed; garbage and oversized requests from a raw socket while
 # the server keeps serving; requests libmicrohttpd would leave unanswered,
-# answered at once, and slow or flooding clients that hold up no other; an unmodified program (sleep) served under
+# answered at once, and slow or flooding clients (slow heads, bodies that
+# never end) that hold up no other; an unmodified program (sleep) served under
 # LD_PRELOAD with REGIONALLOC_HTTP; and a real Prometheus server that
 # scrapes examples/server and answers a PromQL query with the bytes the
 # program holds. Run by make check with abs_top_builddir set.
@@ -259,6 +260,47 @@ if curl -s -D - -o /dev/null -X OPTIONS \
     "$url/debug/regionalloc/purge?tag=sessions" | grep -qi '^access-control-allow'; then
     fail "a preflight was granted"
 fi
+# Bodies that never end, on more connections than the server's 16 places:
+# a Content-Length far past what comes, chunks that never end, a purge with
+# a body. No endpoint reads a body: each is answered at its head while its
+# client holds the connection open, and curl is answered 200 after them
+# (before, they held the places, and curl got 503 after 30 s). A wait of
+# 10 s for each answer is a cap, not a measure.
+python3 - "${url##*:}" "$url" <<'EOF' || fail "slow bodies: see above"
+import socket, subprocess, sys
+port, url = int(sys.argv[1]), sys.argv[2]
+kinds = [(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n"
+          b"Content-Length: 100000\r\n\r\nx", b"200"),
+         (b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n"
+          b"Transfer-Encoding: chunked\r\n\r\n100\r\nab", b"200"),
+         (b"POST /debug/regionalloc/purge?tag=sessions HTTP/1.1\r\n"
+          b"Host: localhost\r\nX-Regionalloc-Write: 1\r\n"
+          b"Content-Length: 100000\r\n\r\nx", b"200")]
+slow, problems = [], []
+for i in range(20):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(kinds[i % 3][0])
+    slow.append(s)
+for i, s in enumerate(slow):
+    try:
+        answer = s.recv(256)
+    except OSError as e:
+        answer = str(e).encode()
+    status = answer.split(b" ")[1] if answer.startswith(b"HTTP/1.") else b"none"
+    if status != kinds[i % 3][1]:
+        problems.append("slow body %d: %r" % (i, answer[:40]))
+got = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                      "--max-time", "10", url + "/metrics"],
+                     capture_output=True, text=True).stdout
+if got != "200":
+    problems.append("curl after 20 slow bodies: %s" % got)
+for s in slow:
+    s.close()
+for p in problems:
+    print("FAIL: " + p)
+print("slow bodies: 20 answered at their heads, then curl")
+sys.exit(1 if problems else 0)
+EOF
 # Tags by thread name stand in front of pthread_setname_np: override only.
 if [ "${RA_OVERRIDE:-1}" = 1 ]; then
     serves "$url/metrics" '^regionalloc_tag_allocated_bytes{tag="workers"} [1-9]' ||

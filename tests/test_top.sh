@@ -29,13 +29,8 @@ killed=
 # killed, whatever happened.
 # shellcheck disable=SC2317  # run by the EXIT trap
 cleanup() {
-    local p
-    for p in $publishers; do
-        kill -TERM "$p" 2>/dev/null
-    done
-    for p in $publishers; do
-        wait "$p" 2>/dev/null
-    done
+    # shellcheck disable=SC2086 # a list of pids
+    end_processes $publishers
     [ -n "$killed" ] && rm -f "/dev/shm/regionalloc.$killed"
     rm -rf "$tmp"
 }
@@ -110,19 +105,6 @@ shows() {
         sleep 0.1
     done
     return 1
-}
-
-# expect_status WANT WHAT CMD...: runs CMD (stdout in $tmp/out, stderr in
-# $tmp/err) and fails unless it exits with WANT.
-expect_status() {
-    local want=$1 what=$2 rc
-    shift 2
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    [ "$rc" = "$want" ] || {
-        fail "$what: exit $rc, expected $want: $(head -3 "$tmp/err")"
-        return 1
-    }
 }
 
 start_publisher first || finish
@@ -288,11 +270,14 @@ wait "$dead"
 mkdir "$tmp/clean"
 cp "$snap" "$tmp/clean/regionalloc.$pid1"
 cp "/dev/shm/regionalloc.$pid2" "$tmp/clean/regionalloc.$pid2"
+# A fallback name (when another user's file holds the usual one).
+cp "/dev/shm/regionalloc.$pid2" "$tmp/clean/regionalloc.$pid2.Ab3xYz"
 cp "$snap" "$tmp/clean/regionalloc.$$"
 cp "$snap" "$tmp/target"
 ln -s "$tmp/target" "$tmp/clean/regionalloc.$dead"
 cp "$snap" "$tmp/clean/regionalloc.0$dead"
 cp "$snap" "$tmp/clean/other.$dead"
+cp "$snap" "$tmp/clean/regionalloc.$dead.new"
 rm -f "/dev/shm/regionalloc.$pid2"
 expect_status 0 "--clean" "$top" --clean --dir "$tmp/clean"
 cat "$tmp/out"
@@ -300,12 +285,15 @@ grep -q "^removed $tmp/clean/regionalloc.$pid2 (process $pid2 is gone)$" \
     "$tmp/out" || fail "--clean: did not say it removed $pid2's segment"
 grep -q "^removed $tmp/clean/regionalloc.$$ (it names pid $pid1)$" \
     "$tmp/out" || fail "--clean: did not remove the segment naming another pid"
+grep -q "^removed $tmp/clean/regionalloc.$pid2.Ab3xYz (process $pid2 is gone)$" \
+    "$tmp/out" || fail "--clean: did not say it removed $pid2's fallback"
 [ -e "$tmp/clean/regionalloc.$pid2" ] && fail "--clean: $pid2's segment left"
+[ -e "$tmp/clean/regionalloc.$pid2.Ab3xYz" ] && fail "--clean: $pid2's fallback left"
 [ -e "$tmp/clean/regionalloc.$$" ] && fail "--clean: mislabelled segment left"
 [ -f "$tmp/clean/regionalloc.$pid1" ] || fail "--clean: removed a live segment"
 [ -L "$tmp/clean/regionalloc.$dead" ] || fail "--clean: removed a link"
 [ -f "$tmp/target" ] || fail "--clean: removed a link's target"
-for f in "regionalloc.0$dead" "other.$dead"; do
+for f in "regionalloc.0$dead" "other.$dead" "regionalloc.$dead.new"; do
     [ -f "$tmp/clean/$f" ] || fail "--clean: removed $f, not a segment"
 done
 [ -f "$segment1" ] || fail "--clean --dir: touched /dev/shm"

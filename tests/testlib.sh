@@ -2,7 +2,8 @@
 # tests/testlib.sh: what the shell tests share, sourced by each right after
 # `set -u`. Sets builddir (the build tree: make check passes
 # abs_top_builddir), failures and missing; defines fail, skip, lacking,
-# not_built, need, need_built, make_tmp, reset_env and finish. Not a test itself.
+# not_built, need, need_built, make_tmp, expect_status, end_processes,
+# reset_env and finish. Not a test itself.
 
 # shellcheck disable=SC2034  # read by the tests that source this
 builddir=${abs_top_builddir:-${top_builddir:-$(pwd)}}
@@ -63,6 +64,31 @@ need_built() {
 make_tmp() {
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || exit 1
     trap 'rm -rf "$tmp"' EXIT
+}
+
+# expect_status WANT WHAT CMD...: runs CMD, its output in $tmp/out and
+# $tmp/err; fails (saying WHAT) unless it exits with status WANT.
+expect_status() {
+    local want=$1 what=$2 rc
+    shift 2
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ "$rc" = "$want" ] || {
+        fail "$what: exit $rc, expected $want: $(head -3 "$tmp/err")"
+        return 1
+    }
+}
+
+# end_processes PID...: asks each of the test's background processes to
+# end (SIGTERM) and waits for them, whatever became of them.
+end_processes() {
+    local p
+    for p in "$@"; do
+        kill -TERM "$p" 2>/dev/null
+    done
+    for p in "$@"; do
+        wait "$p" 2>/dev/null
+    done
 }
 
 # reset_env: the library's own variables at their defaults, apart from what

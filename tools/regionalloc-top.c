@@ -363,38 +363,42 @@ static bool print_table(const struct view *v, enum sort_key key)
 
 /* -- one process --------------------------------------------------------- */
 
-static void report(const char *path, const char *why)
+/* Says what is wrong with the file name in o->dir. */
+static void report(const struct options *o, const char *name, const char *why)
 {
+    char path[PATH_MAX + SEGMENT_NAME_MAX];
+
+    segment_path(path, sizeof path, o->dir, name);
     fprintf(stderr, PROGRAM ": %s: %s\n", path, why);
 }
 
 /* The first read of a process's segment: 0, or 1 after saying what is
  * wrong. */
-static int read_first(int dirfd, long pid, const char *path,
+static int read_first(const struct options *o, int dirfd,
                       struct segment_copy *c)
 {
-    char why[WHY_MAX];
-    enum read_result r = read_pid_segment(dirfd, pid, c, why);
+    char name[SEGMENT_NAME_MAX], why[WHY_MAX];
+    enum read_result r = read_pid_segment(dirfd, o->pid, c, name, why);
 
     if (r == READ_GONE)
         snprintf(why, sizeof why, "no such segment: process %ld does not "
-                 "publish (REGIONALLOC_SHM=1 turns it on)", pid);
+                 "publish (REGIONALLOC_SHM=1 turns it on)", o->pid);
     if (r != READ_OK)
-        report(path, why);
+        report(o, name, why);
     return r != READ_OK;
 }
 
 /* --once and --json: one read, or two an interval apart for the rates. */
-static int show_once(const struct options *o, int dirfd, const char *path)
+static int show_once(const struct options *o, int dirfd)
 {
     struct segment_copy first = {0}, second = {0};
     struct view v = {.now = &first, .pid = o->pid, .tree = o->tree};
-    char why[WHY_MAX];
-    int status = read_first(dirfd, o->pid, path, &first);
+    char name[SEGMENT_NAME_MAX], why[WHY_MAX];
+    int status = read_first(o, dirfd, &first);
 
     if (status == 0 && !o->json && o->interval_given) {
         sleep_ns(o->interval_ns);
-        switch (read_pid_segment(dirfd, o->pid, &second, why)) {
+        switch (read_pid_segment(dirfd, o->pid, &second, name, why)) {
         case READ_OK:
             v.now = &second;
             v.before = &first;
@@ -402,7 +406,9 @@ static int show_once(const struct options *o, int dirfd, const char *path)
         case READ_GONE: /* it exited: the first read is all there is */
             break;
         case READ_FAILED:
-            report(path, why);
+        case READ_FOREIGN:
+        case READ_STALE:
+            report(o, name, why);
             status = 1;
         }
     }
@@ -523,32 +529,34 @@ static bool draw_frame(const struct options *o, const struct segment_copy *now,
  * publication as the newest replaces it without moving the base, so that
  * the rates survive a reader faster than the publisher. Returns the exit
  * status. */
-static int watch(const struct options *o, int dirfd, const char *path,
+static int watch(const struct options *o, int dirfd,
                  struct segment_copy copies[3])
 {
     struct segment_copy *now = &copies[0], *before = NULL,
                         *next = &copies[1], *spare = &copies[2];
     sigset_t wait_mask;
-    char why[WHY_MAX];
+    char name[SEGMENT_NAME_MAX], why[WHY_MAX];
     int status = 0;
 
     catch_quit_signals(&wait_mask);
     enter_raw_mode();
-    if (read_first(dirfd, o->pid, path, now))
+    if (read_first(o, dirfd, now))
         return 1;
     for (;;) {
         struct segment_copy *old = now;
         if (draw_frame(o, now, before, &status) ||
             wait_or_quit(o->interval_ns, &wait_mask))
             return status;
-        switch (read_pid_segment(dirfd, o->pid, next, why)) {
+        switch (read_pid_segment(dirfd, o->pid, next, name, why)) {
         case READ_OK:
             break;
         case READ_GONE:
             printf("process %ld has exited: its segment is gone\n", o->pid);
             return 0;
         case READ_FAILED:
-            report(path, why);
+        case READ_FOREIGN:
+        case READ_STALE:
+            report(o, name, why);
             return 1;
         }
         now = next;
@@ -561,10 +569,10 @@ static int watch(const struct options *o, int dirfd, const char *path,
     }
 }
 
-static int show_live(const struct options *o, int dirfd, const char *path)
+static int show_live(const struct options *o, int dirfd)
 {
     struct segment_copy copies[3] = {0};
-    int status = watch(o, dirfd, path, copies);
+    int status = watch(o, dirfd, copies);
 
     leave_raw_mode();
     fflush(stdout);
@@ -610,28 +618,31 @@ static void print_unread_row(long pid, bool stale, const char *note)
 }
 
 /* Lists the segment of pid. Returns true if it could not be read although
- * its process runs and the file is readable. */
+ * its process runs and the file is its user's and readable. */
 static bool list_one(const struct options *o, int dirfd, long pid,
                      struct segment_copy *c)
 {
-    char name[40], path[PATH_MAX + 40], why[WHY_MAX];
+    char name[SEGMENT_NAME_MAX], why[WHY_MAX];
     bool gone = process_gone(pid);
+    enum read_result r = read_pid_segment(dirfd, pid, c, name, why);
 
-    snprintf(name, sizeof name, RA_SHM_PREFIX "%ld", pid);
-    segment_path(path, sizeof path, o->dir, pid);
+    switch (r) {
+    case READ_OK:
+    case READ_STALE:
+        print_list_row(pid, c, gone || r == READ_STALE);
+        return false;
+    case READ_GONE: /* exited since the directory was read */
+        return false;
+    case READ_FOREIGN: /* planted, or left by a process of another user */
+        print_unread_row(pid, gone, why);
+        return false;
+    case READ_FAILED:
+        break;
+    }
     /* Another user's segment is theirs to read (mode 0600). */
     if (faccessat(dirfd, name, R_OK, AT_EACCESS) != 0 && errno == EACCES) {
         print_unread_row(pid, gone, "not readable by you");
         return false;
-    }
-    switch (read_segment(dirfd, name, c, why)) {
-    case READ_OK:
-        print_list_row(pid, c, gone || c->header.pid != pid);
-        return false;
-    case READ_GONE: /* exited since the directory was read */
-        return false;
-    case READ_FAILED:
-        break;
     }
     /* A process killed while it wrote may leave seq odd forever: its
      * segment is stale, not an error of the one listed. */
@@ -639,7 +650,7 @@ static bool list_one(const struct options *o, int dirfd, long pid,
         print_unread_row(pid, true, why);
         return false;
     }
-    report(path, why);
+    report(o, name, why);
     return true;
 }
 
@@ -648,10 +659,10 @@ static int list_publishers(const struct options *o, int dirfd)
 {
     struct segment_copy c = {0};
     size_t n;
-    long *pids = list_segments(dirfd, &n);
+    struct segment_entry *files = list_segments(dirfd, &n);
     int status = 0;
 
-    if (pids == NULL) {
+    if (files == NULL) {
         fprintf(stderr, PROGRAM ": %s: %s\n", o->dir, strerror(errno));
         return 1;
     }
@@ -661,30 +672,32 @@ static int list_publishers(const struct options *o, int dirfd)
     else
         printf("%8s  %-16s %5s %11s %9s  %s\n", "PID", "COMMAND", "TAGS",
                "ALLOCATED", "AGE", "HTTP");
+    /* A row per process, however many files are named after it. */
     for (size_t i = 0; i < n; i++)
-        if (list_one(o, dirfd, pids[i], &c))
+        if ((i == 0 || files[i].pid != files[i - 1].pid) &&
+            list_one(o, dirfd, files[i].pid, &c))
             status = 1;
     free(c.records);
-    free(pids);
+    free(files);
     return status;
 }
 
-/* Removes the segment of pid if it is stale, a regular file and ours;
+/* Removes the file e if it is stale, a regular file and ours;
  * *removed counts the removals. The file must be the same before and
  * after the check: a new process given the dead one's pid replaces it.
  * In the sticky /dev/shm, no one else can swap our file before the
  * unlink. Returns true if an unlink failed. */
-static bool clean_one(const struct options *o, int dirfd, long pid,
-                      unsigned *removed)
+static bool clean_one(const struct options *o, int dirfd,
+                      const struct segment_entry *e, unsigned *removed)
 {
-    char name[40], path[PATH_MAX + 40], reason[80];
+    const char *name = e->name;
+    char path[PATH_MAX + SEGMENT_NAME_MAX], reason[80];
     struct stat st, again;
     int err;
 
-    snprintf(name, sizeof name, RA_SHM_PREFIX "%ld", pid);
-    segment_path(path, sizeof path, o->dir, pid);
+    segment_path(path, sizeof path, o->dir, name);
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-        stale_reason(dirfd, pid, reason, sizeof reason) == NULL)
+        stale_reason(dirfd, e, reason, sizeof reason) == NULL)
         return false;
     if (!S_ISREG(st.st_mode) || st.st_uid != getuid()) {
         printf("kept %s: stale, but %s\n", path,
@@ -697,7 +710,7 @@ static bool clean_one(const struct options *o, int dirfd, long pid,
     if (unlinkat(dirfd, name, 0) != 0) {
         err = errno;
         if (err != ENOENT)
-            report(path, strerror(err));
+            report(o, name, strerror(err));
         return err != ENOENT;
     }
     printf("removed %s (%s)\n", path, reason);
@@ -708,20 +721,20 @@ static bool clean_one(const struct options *o, int dirfd, long pid,
 static int clean_stale(const struct options *o, int dirfd)
 {
     size_t n;
-    long *pids = list_segments(dirfd, &n);
+    struct segment_entry *files = list_segments(dirfd, &n);
     unsigned removed = 0;
     int status = 0;
 
-    if (pids == NULL) {
+    if (files == NULL) {
         fprintf(stderr, PROGRAM ": %s: %s\n", o->dir, strerror(errno));
         return 1;
     }
     for (size_t i = 0; i < n; i++)
-        if (clean_one(o, dirfd, pids[i], &removed))
+        if (clean_one(o, dirfd, &files[i], &removed))
             status = 1;
     if (removed == 0)
         printf("no stale segment of yours in %s\n", o->dir);
-    free(pids);
+    free(files);
     return status;
 }
 
@@ -863,7 +876,6 @@ static struct options parse_options(int argc, char **argv)
 int main(int argc, char **argv)
 {
     struct options o = parse_options(argc, argv);
-    char path[PATH_MAX + 40];
     int dirfd, status;
 
     catch_bus_errors();
@@ -872,15 +884,14 @@ int main(int argc, char **argv)
         fprintf(stderr, PROGRAM ": %s: %s\n", o.dir, strerror(errno));
         return 1;
     }
-    segment_path(path, sizeof path, o.dir, o.pid);
     if (o.clean)
         status = clean_stale(&o, dirfd);
     else if (o.pid == 0)
         status = list_publishers(&o, dirfd);
     else if (o.once || o.json)
-        status = show_once(&o, dirfd, path);
+        status = show_once(&o, dirfd);
     else
-        status = show_live(&o, dirfd, path);
+        status = show_live(&o, dirfd);
     close(dirfd);
     return status;
 }

@@ -540,7 +540,7 @@ static int report(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *format = "text", *dir = "/dev/shm";
-    char path[PATH_MAX], why[WHY_MAX], pid_arg[32];
+    char path[PATH_MAX], name[SEGMENT_NAME_MAX], why[WHY_MAX], pid_arg[32];
     struct segment_copy copy = {0};
     enum read_result r;
     long pid;
@@ -576,14 +576,14 @@ static int report(int argc, char **argv)
         return exec_top(args);
     }
     catch_bus_errors();
-    segment_path(path, sizeof path, dir, pid);
     dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0) {
         fprintf(stderr, PROGRAM ": %s: %s\n", dir, strerror(errno));
         return 1;
     }
-    r = read_pid_segment(dirfd, pid, &copy, why);
+    r = read_pid_segment(dirfd, pid, &copy, name, why);
     close(dirfd);
+    segment_path(path, sizeof path, dir, name);
     if (r == READ_GONE)
         snprintf(why, sizeof why, "no such segment: process %ld does not "
                  "publish (REGIONALLOC_SHM=1 turns it on)", pid);

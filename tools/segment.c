@@ -1,6 +1,8 @@
-/* Reading a live stats segment safely: opening it without following links,
- * mapping it, surviving its shrinking (SIGBUS), the seqlock copy with its
- * checks and retries, staleness, and the list of segments in a directory. */
+/* Reading a live stats segment safely: finding the file the process's user
+ * owns, opening it without following links, mapping no more than a
+ * library writes, refusing holes, surviving its shrinking (SIGBUS), the
+ * seqlock copy with its checks and retries, staleness, and the list of
+ * segments in a directory. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,10 +24,21 @@
  * 100 attempts 1 ms apart only fail against a stuck or hostile writer. */
 #define READ_ATTEMPTS 100
 
-/* A segment mapped read-only, for the time of one copy. */
+/* A segment mapped read-only, for the time of one copy: no more of it
+ * than the largest segment a library writes, however large the file. */
 struct mapping {
     const unsigned char *base;
-    size_t size;
+    size_t size;      /* mapped */
+    size_t file_size; /* the file's, which the header is checked against */
+    int fd;           /* open while mapped, to look for holes */
+};
+
+/* Whose a segment must be: the process's (effective) user; anyone's once
+ * the process is gone, when the segment is stale whoever made it. */
+struct owner {
+    long pid;
+    bool anyone;
+    uid_t uid;
 };
 
 enum attempt { ATTEMPT_OK, ATTEMPT_TORN, ATTEMPT_BAD, ATTEMPT_SHRUNK };
@@ -128,6 +141,11 @@ static bool check_header(const struct ra_shm_header *h, size_t file_size,
                          "capacity %" PRIu32 " needs %" PRIu64
                          " bytes, the file has %zu",
                          h->capacity, needed, file_size);
+    if (h->capacity > RA_SHM_CAPACITY_MAX)
+        return fail_with(why,
+                         "capacity %" PRIu32 " exceeds %u, the most records "
+                         "a library writes",
+                         h->capacity, RA_SHM_CAPACITY_MAX);
     if (h->nrecords > h->capacity)
         return fail_with(why, "nrecords %" PRIu32 " exceeds capacity %" PRIu32,
                          h->nrecords, h->capacity);
@@ -173,6 +191,29 @@ static bool check_records(const struct segment_copy *c, char *why)
     return false;
 }
 
+/* Whether the file's first len bytes hold a hole: bytes never written. A
+ * publisher writes its header before the file has its name, and every
+ * record in use at each publication, so a hole there is a sparse file made
+ * to look full, whose reading would fill memory (and tmpfs, which gives a
+ * read hole a page of its own) with zeros. */
+static bool holds_hole(int fd, uint64_t len)
+{
+    off_t hole = lseek(fd, 0, SEEK_HOLE);
+
+    return hole >= 0 && (uint64_t)hole < len;
+}
+
+/* Returns true (why set) if the records in use of a checked header are
+ * not all written. */
+static bool check_written(const struct mapping *m, const struct ra_shm_header *h,
+                          char *why)
+{
+    if (!holds_hole(m->fd, ra_shm_size(h->nrecords)))
+        return false;
+    return fail_with(why, "a hole where its %" PRIu32 " records in use "
+                     "should be: never written", h->nrecords);
+}
+
 /* Makes room for n records. Returns true (why set) when out of memory. */
 static bool reserve_records(struct segment_copy *c, uint32_t n, char *why)
 {
@@ -200,7 +241,8 @@ static enum attempt try_copy(const struct mapping *m, struct segment_copy *c,
         return ATTEMPT_SHRUNK;
     if (first & 1)
         return ATTEMPT_TORN;
-    bad = check_header(&c->header, m->size, why) ||
+    bad = check_header(&c->header, m->file_size, why) ||
+          check_written(m, &c->header, why) ||
           reserve_records(c, c->header.nrecords, why);
     if (!bad && copy_bytes(c->records, m, sizeof c->header,
                            (size_t)c->header.nrecords * sizeof *c->records))
@@ -254,63 +296,126 @@ static bool check_file(const struct stat *st, char *why)
     return false;
 }
 
+/* Returns true (why set) unless want may own a file of owner's. */
+static bool foreign(const struct owner *want, uid_t owner, char *why)
+{
+    if (want->anyone || owner == want->uid)
+        return false;
+    return fail_with(why, "owned by uid %ju, not by the user of process %ld "
+                     "(uid %ju): not its segment",
+                     (uintmax_t)owner, want->pid, (uintmax_t)want->uid);
+}
+
+/* Why name could not be opened (errno): READ_GONE if it is not there,
+ * READ_FOREIGN if it is another user's than want says (the mode 0600 of
+ * theirs keeps it closed), else READ_FAILED. */
+static enum read_result open_failure(int dirfd, const char *name,
+                                     const struct owner *want, char *why)
+{
+    int err = errno;
+    struct stat st;
+
+    if (err == ENOENT)
+        return READ_GONE;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        foreign(want, st.st_uid, why))
+        return READ_FOREIGN;
+    fail_with(why, "%s", err == ELOOP ? "a symbolic link, not followed"
+                                      : strerror(err));
+    return READ_FAILED;
+}
+
 /* Opens name in dirfd without following a link or blocking on a FIFO, and
- * maps it read-only if check_file accepts it. */
+ * maps it read-only if it is want's and check_file accepts it. */
 static enum read_result map_segment(int dirfd, const char *name,
+                                    const struct owner *want,
                                     struct mapping *m, char *why)
 {
     struct stat st;
     void *base = MAP_FAILED;
+    size_t len = 0;
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
-    if (fd < 0 && errno == ENOENT)
-        return READ_GONE;
-    if (fd < 0) {
-        fail_with(why, "%s", errno == ELOOP ? "a symbolic link, not followed"
-                                            : strerror(errno));
-        return READ_FAILED;
-    }
-    if (fstat(fd, &st) != 0)
+    if (fd < 0)
+        return open_failure(dirfd, name, want, why);
+    if (fstat(fd, &st) != 0) {
         fail_with(why, "cannot stat it: %s", strerror(errno));
-    else if (!check_file(&st, why)) {
-        base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-        if (base == MAP_FAILED)
+    } else if (foreign(want, st.st_uid, why)) {
+        close(fd);
+        return READ_FOREIGN;
+    } else if (!check_file(&st, why)) {
+        len = ra_shm_size(RA_SHM_CAPACITY_MAX);
+        if ((uintmax_t)st.st_size < len)
+            len = (size_t)st.st_size;
+        if (holds_hole(fd, sizeof(struct ra_shm_header)))
+            fail_with(why, "a hole where its header should be: never written");
+        else if ((base = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0)) ==
+                 MAP_FAILED)
             fail_with(why, "cannot map it: %s", strerror(errno));
     }
-    close(fd);
-    if (base == MAP_FAILED)
+    if (base == MAP_FAILED) {
+        close(fd);
         return READ_FAILED;
-    *m = (struct mapping){base, (size_t)st.st_size};
+    }
+    *m = (struct mapping){base, len, (size_t)st.st_size, fd};
     return READ_OK;
 }
 
-enum read_result read_segment(int dirfd, const char *name,
-                              struct segment_copy *c, char *why)
+/* Reads the file name in dirfd, which want must own, into *c. */
+static enum read_result read_named(int dirfd, const char *name,
+                                   const struct owner *want,
+                                   struct segment_copy *c, char *why)
 {
     struct mapping m;
-    enum read_result r = map_segment(dirfd, name, &m, why);
+    enum read_result r = map_segment(dirfd, name, want, &m, why);
 
     if (r != READ_OK)
         return r;
     r = copy_consistent(&m, c, why) ? READ_FAILED : READ_OK;
     munmap((void *)m.base, m.size);
+    close(m.fd);
     return r;
 }
 
-enum read_result read_pid_segment(int dirfd, long pid, struct segment_copy *c,
-                                  char *why)
+/* The effective uid of process pid, from its status in /proc (its
+ * directory there is root's when the process is not dumpable): 0, or an
+ * errno. */
+static int process_uid(long pid, uid_t *uid)
 {
-    char name[40];
-    enum read_result r;
+    char path[40], line[256];
+    unsigned long real, effective;
+    FILE *f;
 
-    snprintf(name, sizeof name, RA_SHM_PREFIX "%ld", pid);
-    r = read_segment(dirfd, name, c, why);
-    if (r == READ_OK && c->header.pid != pid) {
-        fail_with(why, "names pid %" PRId32 ", not %ld: stale", c->header.pid,
-                  pid);
-        return READ_FAILED;
+    snprintf(path, sizeof path, "/proc/%ld/status", pid);
+    f = fopen(path, "re");
+    if (f == NULL)
+        return errno;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "Uid: %lu %lu", &real, &effective) == 2) {
+            fclose(f);
+            *uid = (uid_t)effective;
+            return 0;
+        }
+    fclose(f);
+    return EIO;
+}
+
+/* Whose the segment of pid must be. Returns true (why set) if the process
+ * runs but its user cannot be told. */
+static bool owner_of(long pid, struct owner *want, char *why)
+{
+    int err;
+
+    *want = (struct owner){.pid = pid};
+    err = process_uid(pid, &want->uid);
+    if (err == 0)
+        return false;
+    if (process_gone(pid)) {
+        want->anyone = true;
+        return false;
     }
-    return r;
+    return fail_with(why, "cannot tell the user of process %ld: %s", pid,
+                     strerror(err));
 }
 
 bool segment_age(const struct segment_copy *c, uint64_t *age)
@@ -325,10 +430,15 @@ bool segment_age(const struct segment_copy *c, uint64_t *age)
 
 /* -- names, staleness and the list --------------------------------------- */
 
-void segment_path(char *buf, size_t size, const char *dir, long pid)
+void segment_path(char *buf, size_t size, const char *dir, const char *name)
 {
-    snprintf(buf, size, "%s%s" RA_SHM_PREFIX "%ld", dir,
-             dir[0] != '\0' && dir[strlen(dir) - 1] == '/' ? "" : "/", pid);
+    snprintf(buf, size, "%s%s%s", dir,
+             dir[0] != '\0' && dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+}
+
+void segment_name(char *name, long pid)
+{
+    snprintf(name, SEGMENT_NAME_MAX, RA_SHM_PREFIX "%ld", pid);
 }
 
 bool process_gone(long pid)
@@ -338,19 +448,29 @@ bool process_gone(long pid)
 
 /* A segment unreadable but named after a dead process is stale: its
  * process may have died creating it. */
-const char *stale_reason(int dirfd, long pid, char *buf, size_t size)
+const char *stale_reason(int dirfd, const struct segment_entry *e, char *buf,
+                         size_t size)
 {
-    char name[40], why[WHY_MAX];
+    const struct owner anyone = {.pid = e->pid, .anyone = true};
+    char why[WHY_MAX];
     struct segment_copy c = {0};
+    struct stat st;
+    uid_t uid;
     bool named_other;
 
-    if (process_gone(pid)) {
-        snprintf(buf, size, "process %ld is gone", pid);
+    if (process_gone(e->pid)) {
+        snprintf(buf, size, "process %ld is gone", e->pid);
         return buf;
     }
-    snprintf(name, sizeof name, RA_SHM_PREFIX "%ld", pid);
-    named_other = read_segment(dirfd, name, &c, why) == READ_OK &&
-                  c.header.pid != pid;
+    /* A pid reused by another user's process. */
+    if (fstatat(dirfd, e->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        process_uid(e->pid, &uid) == 0 && uid != st.st_uid) {
+        snprintf(buf, size, "process %ld is uid %ju's", e->pid,
+                 (uintmax_t)uid);
+        return buf;
+    }
+    named_other = read_named(dirfd, e->name, &anyone, &c, why) == READ_OK &&
+                  c.header.pid != e->pid;
     if (named_other)
         snprintf(buf, size, "it names pid %" PRId32, c.header.pid);
     free(c.records);
@@ -358,12 +478,15 @@ const char *stale_reason(int dirfd, long pid, char *buf, size_t size)
 }
 
 /* The pid in a segment's name: "regionalloc." then a decimal without a
- * leading zero. 0 for any other name. */
-static long pid_of_name(const char *name)
+ * leading zero, then nothing or a fallback's suffix, '.' and
+ * RA_SHM_FALLBACK_LEN letters or digits (*fallback says which). 0 for any
+ * other name. */
+static long pid_of_name(const char *name, bool *fallback)
 {
     const char *d = name + strlen(RA_SHM_PREFIX);
     long pid = 0;
 
+    *fallback = false;
     if (strncmp(name, RA_SHM_PREFIX, strlen(RA_SHM_PREFIX)) != 0 ||
         *d < '1' || *d > '9')
         return 0;
@@ -372,45 +495,132 @@ static long pid_of_name(const char *name)
         if (pid > INT32_MAX)
             return 0;
     }
+    *fallback = *d == '.';
+    if (*fallback) {
+        for (int i = 1; i <= RA_SHM_FALLBACK_LEN; i++)
+            if (!((d[i] >= 'a' && d[i] <= 'z') || (d[i] >= 'A' && d[i] <= 'Z') ||
+                  (d[i] >= '0' && d[i] <= '9')))
+                return 0;
+        d += 1 + RA_SHM_FALLBACK_LEN;
+    }
     return *d == '\0' ? pid : 0;
 }
 
-static int compare_pids(const void *a, const void *b)
+/* Copies a name pid_of_name accepted (a pid of 10 digits at most, a
+ * suffix of RA_SHM_FALLBACK_LEN + 1 bytes) into SEGMENT_NAME_MAX bytes. */
+static void copy_name(char *dst, const char *name)
 {
-    long x = *(const long *)a, y = *(const long *)b;
+    size_t len = strnlen(name, SEGMENT_NAME_MAX - 1);
 
-    return x < y ? -1 : x > y;
+    memcpy(dst, name, len);
+    dst[len] = '\0';
 }
 
-long *list_segments(int dirfd, size_t *n)
+/* A listing of dirfd from its start, whatever dirfd's own offset. NULL
+ * (errno set) on failure. */
+static DIR *open_listing(int dirfd)
 {
-    DIR *dir = fdopendir(dup(dirfd));
-    long *pids = NULL;
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+
+    if (dir == NULL && fd >= 0)
+        close(fd);
+    return dir;
+}
+
+/* Finds a fallback name of pid's in dirfd, a regular file want owns, into
+ * name (SEGMENT_NAME_MAX bytes). The publisher removes its user's older
+ * ones before it makes one, so there is one at most; other users' are
+ * passed over, however many. Returns false if there is none. */
+static bool find_fallback(int dirfd, long pid, const struct owner *want,
+                          char *name)
+{
+    DIR *dir = open_listing(dirfd);
+    struct dirent *e;
+    bool found = false, fallback;
+    struct stat st;
+
+    if (dir == NULL)
+        return false;
+    while (!found && (e = readdir(dir)) != NULL) {
+        if (pid_of_name(e->d_name, &fallback) != pid || !fallback ||
+            fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode) || (!want->anyone && st.st_uid != want->uid))
+            continue;
+        copy_name(name, e->d_name);
+        found = true;
+    }
+    closedir(dir);
+    return found;
+}
+
+static int compare_entries(const void *a, const void *b)
+{
+    const struct segment_entry *x = a, *y = b;
+
+    return x->pid != y->pid ? (x->pid < y->pid ? -1 : 1)
+                            : strcmp(x->name, y->name);
+}
+
+struct segment_entry *list_segments(int dirfd, size_t *n)
+{
+    DIR *dir = open_listing(dirfd);
+    struct segment_entry *entries = NULL;
     size_t room = 0;
     struct dirent *e;
+    bool fallback;
 
     *n = 0;
     if (dir == NULL)
         return NULL;
     while ((e = readdir(dir)) != NULL) {
-        long pid = pid_of_name(e->d_name);
+        long pid = pid_of_name(e->d_name, &fallback);
         if (pid == 0)
             continue;
         if (*n == room) {
-            long *more = realloc(pids, (room = room * 2 + 16) * sizeof *pids);
+            struct segment_entry *more =
+                realloc(entries, (room = room * 2 + 16) * sizeof *entries);
             if (more == NULL) {
-                free(pids);
+                free(entries);
                 closedir(dir);
                 return NULL;
             }
-            pids = more;
+            entries = more;
         }
-        pids[(*n)++] = pid;
+        entries[*n].pid = pid;
+        copy_name(entries[*n].name, e->d_name);
+        ++*n;
     }
     closedir(dir);
     /* qsort's base must not be NULL, even for no element. */
-    if (pids == NULL)
-        return malloc(sizeof *pids);
-    qsort(pids, *n, sizeof *pids, compare_pids);
-    return pids;
+    if (entries == NULL)
+        return malloc(sizeof *entries);
+    qsort(entries, *n, sizeof *entries, compare_entries);
+    return entries;
+}
+
+enum read_result read_pid_segment(int dirfd, long pid, struct segment_copy *c,
+                                  char *name, char *why)
+{
+    struct owner want;
+    char fallback[SEGMENT_NAME_MAX];
+    enum read_result r;
+
+    segment_name(name, pid);
+    if (owner_of(pid, &want, why))
+        return READ_FAILED;
+    r = read_named(dirfd, name, &want, c, why);
+    /* Another user's file may hold the name: the process then publishes
+     * under a fallback name of its user's. */
+    if ((r == READ_GONE || r == READ_FOREIGN) &&
+        find_fallback(dirfd, pid, &want, fallback)) {
+        memcpy(name, fallback, SEGMENT_NAME_MAX);
+        r = read_named(dirfd, name, &want, c, why);
+    }
+    if (r == READ_OK && c->header.pid != pid) {
+        fail_with(why, "names pid %" PRId32 ", not %ld: stale", c->header.pid,
+                  pid);
+        return READ_STALE;
+    }
+    return r;
 }

@@ -22,25 +22,40 @@ struct segment_copy {
     uint64_t taken_ns;             /* CLOCK_MONOTONIC when copied */
 };
 
-enum read_result { READ_OK, READ_GONE, READ_FAILED };
+/* READ_FOREIGN: the files named after the process belong to another user
+ * than the process's: none is its segment. READ_STALE: the copy is good,
+ * but names another pid than its file. */
+enum read_result { READ_OK, READ_GONE, READ_FAILED, READ_FOREIGN, READ_STALE };
+
+/* The bytes of a segment's name, NUL included: "regionalloc.", a pid, and
+ * perhaps a fallback's suffix. */
+#define SEGMENT_NAME_MAX 48
+
+/* A file whose name is a segment's, and the pid in the name. */
+struct segment_entry {
+    long pid;
+    char name[SEGMENT_NAME_MAX];
+};
 
 /* Turns a SIGBUS from a segment that shrinks under a read into a failed
  * read instead of death. Call it once, before the first read. */
 void catch_bus_errors(void);
 
-/* Writes dir's path to the segment of pid into buf, cut to size. */
-void segment_path(char *buf, size_t size, const char *dir, long pid);
+/* Writes the path of the file name in dir into buf, cut to size. */
+void segment_path(char *buf, size_t size, const char *dir, const char *name);
 
-/* Reads the segment called name in dirfd into *c, neither following a link
- * nor blocking on a FIFO. READ_GONE: there is no such file; READ_FAILED:
- * why (WHY_MAX bytes) says what is wrong. */
-enum read_result read_segment(int dirfd, const char *name,
-                              struct segment_copy *c, char *why);
+/* The name regionalloc.<pid>, into name (SEGMENT_NAME_MAX bytes). */
+void segment_name(char *name, long pid);
 
-/* read_segment of pid's segment, which must also name pid in its header:
- * another pid there makes it READ_FAILED, stale. */
+/* Reads the segment of pid in dirfd into *c, neither following a link nor
+ * blocking on a FIFO: regionalloc.<pid> if the process's user owns it,
+ * else a fallback name that user owns (any owner will do once the process
+ * is gone: the segment is stale then). name (SEGMENT_NAME_MAX bytes)
+ * gets the name of the file read or refused. READ_GONE: there is no such
+ * file; otherwise why (WHY_MAX bytes) says what is wrong if it is not
+ * READ_OK. */
 enum read_result read_pid_segment(int dirfd, long pid, struct segment_copy *c,
-                                  char *why);
+                                  char *name, char *why);
 
 /* Nanoseconds from the last publication to the copy into *age; false, and
  * *age untouched, if there was none. */
@@ -50,12 +65,14 @@ bool segment_age(const struct segment_copy *c, uint64_t *age);
  * alive: EPERM). */
 bool process_gone(long pid);
 
-/* Why the segment of pid is stale, written into buf, or NULL if it is not
- * (or cannot be told). */
-const char *stale_reason(int dirfd, long pid, char *buf, size_t size);
+/* Why the file e is stale, written into buf, or NULL if it is not (or
+ * cannot be told): its process is gone, is another user's than the file,
+ * or is not the one the file names. */
+const char *stale_reason(int dirfd, const struct segment_entry *e, char *buf,
+                         size_t size);
 
-/* The pids of the segments in dirfd, sorted; *n of them, to free. NULL
- * (errno set) on failure. */
-long *list_segments(int dirfd, size_t *n);
+/* The files of dirfd named as segments, sorted by pid, then name; *n of
+ * them, to free. NULL (errno set) on failure. */
+struct segment_entry *list_segments(int dirfd, size_t *n);
 
 #endif
