@@ -347,6 +347,12 @@ bool ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
 /* Counts an allocation (alloc) or a free of tag made without a slot, of
  * a block of size usable bytes. */
 void ra__count_orphan(ra_tag_t tag, bool alloc, size_t size);
+/* Around an allocation, reallocation or free of tag on a thread without a
+ * slot, from before the block is made or freed to after it is counted:
+ * waits while the tag is held (ra__thread_hold_unused), and keeps it from
+ * being held meanwhile. */
+void ra__thread_orphan_begin(ra_tag_t tag);
+void ra__thread_orphan_end(ra_tag_t tag);
 /* Empties the calling thread's caches of tag, if it has any. */
 void ra__thread_flush_tag(ra_tag_t tag);
 /* Before the tag's arena is reset: the tag's sends are fenced
@@ -354,6 +360,15 @@ void ra__thread_flush_tag(ra_tag_t tag);
  * and its tcache flushed (jemalloc requires it), live or blocked threads
  * alike, and the counts say every block was freed (nmalloc == ndalloc). */
 void ra__thread_wipe_tag(ra_tag_t tag);
+/* A live tag that nothing of is live and that no running thread but the
+ * caller has used since its last destroy (every other pair of it parked)
+ * is held still: no thread can allocate under it or free into it, and its
+ * caches are wiped as ra__thread_wipe_tag does, so that its arenas may be
+ * reset.
+ * True: held, with the threads' lock kept until ra__thread_release_held.
+ * False, with nothing done, otherwise. */
+bool ra__thread_hold_unused(ra_tag_t tag);
+void ra__thread_release_held(ra_tag_t tag);
 /* At the tag's destroy: its counts start again from 0, and *left is set to
  * the bytes of its blocks still live. Returns true when they are more than
  * leave: the tag's sends were then fenced (ra__returns_fence), the
