@@ -491,7 +491,7 @@ uint64_t ra__stats_purges(ra_tag_t tag);
 void ra__stats_forget(ra_tag_t tag);
 
 
-/* -- leftovers.c: blocks a destroy left live in the slot -------------------- */
+/* -- leftovers.c: blocks a destroy left live in the slot, and its resets ---- */
 /* The bytes a destroy of tag may leave live in its slot rather than reset
  * its arenas: 0 in a tag tree, or while any hard limit exists. */
 size_t ra__leftovers_room(ra_tag_t tag);
@@ -503,8 +503,21 @@ void ra__leftovers_forget(ra_tag_t tag);
  * decay, or its leftovers, idle for a second, are freed and its pages
  * given back. */
 void ra__leftovers_decay_one(void);
-/* ra_purge_all: every idle slot's leftovers freed, its pages given back. */
+/* The leftovers in tag's slot freed, and its pages given back, when nobody
+ * can be using the slot: an idle one (its id taken out of the registry's
+ * queue meanwhile), or a live holder that ra__thread_hold_unused holds.
+ * True when they were; false when there were none, or the holder has
+ * something live or another thread used it. Takes the threads' lock. */
+bool ra__leftovers_reclaim(ra_tag_t tag);
+/* The same for every tag of root's subtree. */
+void ra__leftovers_reclaim_subtree(ra_tag_t root);
+/* ra_purge_all: every slot's leftovers that ra__leftovers_reclaim can
+ * free, its pages given back. */
 void ra__leftovers_reclaim_all(void);
+/* ra_tag_reset's reset of tag (its caller promised that nobody uses it),
+ * one at a time with the reclaims: the caches wiped, the arenas reset,
+ * the pages given back. */
+void ra__leftovers_reset(ra_tag_t tag);
 /* Bytes left live over all slots. */
 size_t ra__leftovers_total(void);
 /* Fork handlers: the reclaim's lock (after lifetime.c's), the figures' (a
