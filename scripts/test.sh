@@ -79,7 +79,8 @@ mkdir -p build-tsan
 tsan_runs=(check_threads check_hooks check_lifetime:threads check_limit:hard
     check_limit:soft check_http check_pool check_tree:race unit/check_returns
     unit/check_returns_stacks unit/check_outbox unit/check_pool:threads
-    "check_lifetime:kept pages" "check_lifetime:own ids" check_stats:live
+    "check_lifetime:kept pages" "check_lifetime:own ids"
+    check_lifetime:leftovers unit/check_leftovers check_stats:live
     "check_stats:live pool")
 # shellcheck disable=SC2046  # one target a word
 make -C build-tsan -j"$jobs" $(printf 'tests/%s\n' "${tsan_runs[@]%%:*}" | sort -u)

@@ -34,18 +34,13 @@ void *ra__fail_tagged(void)
     return ra__fail_enomem();
 }
 
-RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
+/* An allocation through slot s, or without one (s NULL). */
+static void *alloc_by(struct ra__tag_slot *s, ra_tag_t tag, size_t size,
+                      int flags)
 {
-    struct ra__tag_slot *s;
-    int tag_flags;
+    int tag_flags = ra__slot_alloc_flags(s, tag);
     void *p;
 
-    if (!atomic_load_explicit(&ra__tagging, memory_order_relaxed))
-        return ra__alloc_untagged(size, flags);
-    if (ra__region_cannot_hold(size))
-        return ra__fail_enomem();
-    s = ra__thread_slot(tag);
-    tag_flags = ra__slot_alloc_flags(s, tag);
     ra__budget_refused = RA_TAG_NONE;
     p = ra__je_mallocx(ra__at_least_one(size), tag_flags | flags);
     if (p == NULL) {
@@ -56,6 +51,26 @@ RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
             return ra__fail_tagged();
     }
     ra__count_alloc(s, tag, p, ra__made_size(p, size, flags));
+    return p;
+}
+
+RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
+{
+    struct ra__tag_slot *s;
+    void *p;
+
+    if (!atomic_load_explicit(&ra__tagging, memory_order_relaxed))
+        return ra__alloc_untagged(size, flags);
+    if (ra__region_cannot_hold(size))
+        return ra__fail_enomem();
+    s = ra__thread_slot(tag);
+    if (RA__LIKELY(s != NULL))
+        return alloc_by(s, tag, size, flags);
+    /* No slot (the thread exits): no reset of an unused tag meets the
+     * block between its making and its count (thread.c). */
+    ra__thread_orphan_begin(tag);
+    p = alloc_by(NULL, tag, size, flags);
+    ra__thread_orphan_end(tag);
     return p;
 }
 
@@ -152,8 +167,10 @@ RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag,
         return;
     }
     size = ra__block_size_at(ptr, entry);
+    ra__thread_orphan_begin(tag);
     ra__count_orphan(tag, false, size);
     dalloc_tagged(ptr, MALLOCX_TCACHE_NONE, entry, size);
+    ra__thread_orphan_end(tag);
 }
 
 /* A tagged free: into the thread's front cache when the block's class is

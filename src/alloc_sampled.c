@@ -16,7 +16,10 @@ static void *alloc_sampled(ra_tag_t tag, size_t size, int flags)
     if (ra__page_bin == NULL || size > PTRDIFF_MAX ||
         !atomic_load_explicit(&ra__tagging, memory_order_relaxed))
         return NULL;
-    s = ra__thread_slot(tag);
+    /* A thread without a slot (exiting) is not sampled: its allocation
+     * takes the plain path, which keeps it apart from a reset (thread.c). */
+    if ((s = ra__thread_slot(tag)) == NULL)
+        return NULL;
     tag_flags = ra__slot_alloc_flags(s, tag);
     p = ra__je_mallocx(size < page ? page : size, tag_flags | flags);
     if (p == NULL || ra__tag_of_addr(p) != tag) {

@@ -367,6 +367,12 @@ bool ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
 /* Counts an allocation (alloc) or a free of tag made without a slot, of
  * a block of size usable bytes. */
 void ra__count_orphan(ra_tag_t tag, bool alloc, size_t size);
+/* Around an allocation, reallocation or free of tag on a thread without a
+ * slot, from before the block is made or freed to after it is counted:
+ * waits while the tag is held (ra__thread_hold_unused), and keeps it from
+ * being held meanwhile. */
+void ra__thread_orphan_begin(ra_tag_t tag);
+void ra__thread_orphan_end(ra_tag_t tag);
 /* Empties the calling thread's caches of tag, if it has any. */
 void ra__thread_flush_tag(ra_tag_t tag);
 /* Before the tag's arena is reset: the tag's sends are fenced
@@ -374,6 +380,15 @@ void ra__thread_flush_tag(ra_tag_t tag);
  * and its tcache flushed (jemalloc requires it), live or blocked threads
  * alike, and the counts say every block was freed (nmalloc == ndalloc). */
 void ra__thread_wipe_tag(ra_tag_t tag);
+/* A live tag that nothing of is live and that no running thread but the
+ * caller has used since its last destroy (every other pair of it parked)
+ * is held still: no thread can allocate under it or free into it, and its
+ * caches are wiped as ra__thread_wipe_tag does, so that its arenas may be
+ * reset.
+ * True: held, with the threads' lock kept until ra__thread_release_held.
+ * False, with nothing done, otherwise. */
+bool ra__thread_hold_unused(ra_tag_t tag);
+void ra__thread_release_held(ra_tag_t tag);
 /* At the tag's destroy: its counts start again from 0, and *left is set to
  * the bytes of its blocks still live. Returns true when they are more than
  * leave: the tag's sends were then fenced (ra__returns_fence), the
@@ -496,7 +511,7 @@ uint64_t ra__stats_purges(ra_tag_t tag);
 void ra__stats_forget(ra_tag_t tag);
 
 
-/* -- leftovers.c: blocks a destroy left live in the slot -------------------- */
+/* -- leftovers.c: blocks a destroy left live in the slot, and its resets ---- */
 /* The bytes a destroy of tag may leave live in its slot rather than reset
  * its arenas: 0 in a tag tree, or while any hard limit exists. */
 size_t ra__leftovers_room(ra_tag_t tag);
@@ -508,8 +523,21 @@ void ra__leftovers_forget(ra_tag_t tag);
  * decay, or its leftovers, idle for a second, are freed and its pages
  * given back. */
 void ra__leftovers_decay_one(void);
-/* ra_purge_all: every idle slot's leftovers freed, its pages given back. */
+/* The leftovers in tag's slot freed, and its pages given back, when nobody
+ * can be using the slot: an idle one (its id taken out of the registry's
+ * queue meanwhile), or a live holder that ra__thread_hold_unused holds.
+ * True when they were; false when there were none, or the holder has
+ * something live or another thread used it. Takes the threads' lock. */
+bool ra__leftovers_reclaim(ra_tag_t tag);
+/* The same for every tag of root's subtree. */
+void ra__leftovers_reclaim_subtree(ra_tag_t root);
+/* ra_purge_all: every slot's leftovers that ra__leftovers_reclaim can
+ * free, its pages given back. */
 void ra__leftovers_reclaim_all(void);
+/* ra_tag_reset's reset of tag (its caller promised that nobody uses it),
+ * one at a time with the reclaims: the caches wiped, the arenas reset,
+ * the pages given back. */
+void ra__leftovers_reset(ra_tag_t tag);
 /* Bytes left live over all slots. */
 size_t ra__leftovers_total(void);
 /* Fork handlers: the reclaim's lock (after lifetime.c's), the figures' (a

@@ -86,6 +86,24 @@ static void leaf_end(void)
 
 /* -- creation ------------------------------------------------------------ */
 
+/* A tag tree's budgets count its tags' commits (tag: what the creation
+ * under parent gave, or RA_TAG_NONE): a recycled slot's leftovers
+ * (leftovers.c) would charge every ancestor for blocks nobody can free.
+ * They are freed as the child starts, before anybody used it; when they
+ * did not fit an ancestor's hard limit (ENOMEM), every idle slot's are,
+ * and the creation tries once more. */
+static ra_tag_t into_tree(ra_tag_t tag, ra_tag_t parent, const char *name)
+{
+    if (tag != RA_TAG_NONE) {
+        ra__leftovers_reclaim(tag);
+        return tag;
+    }
+    if (errno != ENOMEM || ra__leftovers_total() == 0)
+        return RA_TAG_NONE;
+    ra__leftovers_reclaim_all();
+    return ra__tag_create(parent, name, false, NULL);
+}
+
 /* A tag's creation takes an id of the calling thread's own first (one its
  * last destroys ended alone: its caches warm, no lock of all threads on
  * either end), and when no id is left anywhere, takes one away from the
@@ -107,6 +125,8 @@ static ra_tag_t create(ra_tag_t parent, const char *name, bool anywhere)
         ra__make_room(RA_TAG_NONE);
         tag = ra__tag_create(parent, name, anywhere, NULL);
     }
+    if (parent != RA_TAG_NONE)
+        tag = into_tree(tag, parent, name);
     if (own != RA_TAG_NONE)
         ra__thread_keep_own(own);
     return tag;
@@ -131,13 +151,8 @@ ra_tag_t ra_tag_create_in(ra_tag_t parent, const char *name)
  * that no block comes back twice. A reset gives the pages back. */
 static void reset_tag(ra_tag_t tag)
 {
-    ra__thread_wipe_tag(tag);
     ra__prof_forget(tag, false);
-    ra__returns_close(tag);
-    ra__pool_reset(tag);
-    ra__returns_open(tag);
-    ra__pool_purge(tag);
-    ra__leftovers_forget(tag); /* earlier holders' too */
+    ra__leftovers_reset(tag); /* earlier holders' leftovers too */
 }
 
 /* What a destroy forgets of a tag, whatever its slot keeps: its purges,

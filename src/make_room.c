@@ -66,8 +66,12 @@ size_t ra__give_back_by_priority(size_t below, bool every)
      * nobody holds it (a purge of an id being handed out again meanwhile
      * costs its next holder a fault or two, as ra_purge_all's does). */
     for (ra_tag_t t = 1; t <= count && now >= below; t++) {
-        if (ra__tag_valid(t) || ra__pool_count(t) == 0 ||
-            (!every && free_pages(t) < WORTH_A_PURGE))
+        if (ra__tag_valid(t) || ra__pool_count(t) == 0)
+            continue;
+        /* The blocks destroys left live there too (leftovers.c): their
+         * slabs are nobody's, and no purge reaches them. */
+        if (!ra__leftovers_reclaim(t) &&
+            !every && free_pages(t) < WORTH_A_PURGE)
             continue;
         ra__thread_release_kept(t);
         ra__pool_purge(t);
@@ -78,7 +82,8 @@ size_t ra__give_back_by_priority(size_t below, bool every)
             order[n++] = t;
     qsort(order, n, sizeof *order, by_priority);
     for (unsigned i = 0; i < n && now >= below; i++) {
-        if (!every && free_pages(order[i]) < WORTH_A_PURGE)
+        if (!ra__leftovers_reclaim(order[i]) && !every &&
+            free_pages(order[i]) < WORTH_A_PURGE)
             continue;
         ra__purge_kept(order[i]);
         now = ra__proc_rss();
@@ -118,11 +123,16 @@ void ra__make_room(ra_tag_t tag)
         make_room_under_limit();
         return;
     }
+    /* A slot's leftovers first (leftovers.c): freed only when nothing of
+     * the tag is live, this allocation aside, and nobody else uses it. */
+    ra__leftovers_reclaim(tag);
     ra__purge_kept(tag);
     /* An ancestor's hard limit refused (tag trees): dirty pages anywhere
      * in its subtree count against it. */
-    if (refused != RA_TAG_NONE && refused != tag)
+    if (refused != RA_TAG_NONE && refused != tag) {
+        ra__leftovers_reclaim_subtree(refused);
         ra__purge_subtree(refused);
+    }
 }
 
 void ra__make_room_postfork_child(void)

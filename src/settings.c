@@ -15,6 +15,17 @@ int ra_tag_set_limit(ra_tag_t tag, const ra_tag_limit_t *limit)
 
     if (ra__check_call(soft_fits && ra__tag_valid(tag)) != 0)
         return -1;
+    /* A budget counts the tag's commits: blocks an earlier holder of the
+     * slot left live (leftovers.c) would be charged to a holder that
+     * cannot free them. Freed first, when nobody uses the tag yet, for a
+     * hard limit (once: destroys leave none beside one), and for a soft
+     * limit that what the subtree holds has reached, as its kept pages
+     * are purged (budget.c): a soft limit above it would pay a reset at
+     * every request that sets one. */
+    if (limit != NULL &&
+        (limit->hard != 0 ||
+         (limit->soft != 0 && ra__budget_tree(tag) >= limit->soft)))
+        ra__leftovers_reclaim_subtree(tag);
     ra__budget_set(tag, limit);
     return 0;
 }

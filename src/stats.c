@@ -247,6 +247,9 @@ int ra_tag_purge(ra_tag_t tag)
         return -1;
     count_purge(tag);
     if (tag != RA_TAG_NONE) {
+        /* What earlier holders of the slots left live, when nobody uses
+         * the tag (leftovers.c), then what the caches keep. */
+        ra__leftovers_reclaim_subtree(tag);
         ra__purge_subtree(tag);
         return 0;
     }

@@ -37,6 +37,9 @@ static struct orphans {
     alignas(64) _Atomic uint64_t nmalloc;
     _Atomic uint64_t ndalloc;
     _Atomic uint64_t bytes;
+    /* Allocations, reallocations and frees of the tag on threads without
+     * a slot, in flight (ra__thread_orphan_begin). */
+    _Atomic unsigned busy;
 } orphans[RA__MAX_TAGS_LIMIT + 1];
 /* Each tag's slots, over the threads that have one (under threads_lock):
  * a reset or destroy visits the threads that used the tag, not every
@@ -1044,14 +1047,13 @@ bool ra__thread_end_tag(ra_tag_t tag, size_t leave, size_t *left)
     return true;
 }
 
-void ra__thread_wipe_tag(ra_tag_t tag)
+/* With threads_lock held, the tag's sends fenced: every cache of the tag
+ * emptied before its arenas are reset, and its counts say every block was
+ * freed. */
+static void wipe_locked(ra_tag_t tag)
 {
     struct ra__counts c;
 
-    /* Before any tcache of the tag goes: a consumer's send in flight may
-     * be freeing through its pair's. */
-    ra__returns_fence(tag);
-    ra__lock(&threads_lock);
     counts_of(users[tag], false, tag, &c);
     ra__assert(c.nmalloc >= c.ndalloc);
     for (struct ra__tag_slot *s = users[tag]; s != NULL; s = s->users_next) {
@@ -1063,7 +1065,121 @@ void ra__thread_wipe_tag(ra_tag_t tag)
                               memory_order_relaxed);
     atomic_fetch_sub_explicit(&orphans[tag].bytes, c.allocated,
                               memory_order_relaxed);
+}
+
+void ra__thread_wipe_tag(ra_tag_t tag)
+{
+    /* Before any tcache of the tag goes: a consumer's send in flight may
+     * be freeing through its pair's. */
+    ra__returns_fence(tag);
+    ra__lock(&threads_lock);
+    wipe_locked(tag);
     ra__unlock(&threads_lock);
+}
+
+/* -- an unused holder, held still ------------------------------------------
+ * A live tag's slot may hold blocks nobody owns (leftovers.c), which only a
+ * reset of its arenas frees, and a reset is safe only while no block of
+ * the tag is live and no thread allocates under it or frees into it:
+ * ra_tag_reset's caller promises that, a budget's or a purge's does not.
+ * So the library holds the tag still itself, and only when it can: every
+ * pair of the tag but the caller's is parked (the holder's last destroy
+ * parked it and nobody used it since), and each is turned to
+ * RA__PAIR_FLUSHING, which its owner's unpark() waits out; a thread
+ * without a pair must take threads_lock to make one (add_user) or to
+ * start allocating in one (start_allocating), which the hold keeps; and a
+ * thread without a slot (exiting) is inside no allocation or free of the
+ * tag: it counts itself in orphans[].busy first, and waits while the tag
+ * is held (holding), each side writing before it reads the other's word.
+ * The caller's own pair is its own business: it is not allocating. */
+static _Atomic ra_tag_t holding;
+
+void ra__thread_orphan_begin(ra_tag_t tag)
+{
+    _Atomic unsigned *busy = &orphans[tag].busy;
+
+    atomic_fetch_add(busy, 1);
+    while (atomic_load(&holding) == tag) {
+        atomic_fetch_sub(busy, 1);
+        /* A reset of the arenas: microseconds to a few milliseconds. */
+        while (atomic_load_explicit(&holding, memory_order_relaxed) == tag)
+            sched_yield();
+        atomic_fetch_add(busy, 1);
+    }
+}
+
+void ra__thread_orphan_end(ra_tag_t tag)
+{
+    atomic_fetch_sub_explicit(&orphans[tag].busy, 1, memory_order_release);
+}
+
+/* With threads_lock held, where nobody else flushes a parked pair: the
+ * pairs a hold turned to flushing are parked again. */
+static void unhold_pairs(ra_tag_t tag)
+{
+    for (struct ra__tag_slot *s = users[tag]; s != NULL; s = s->users_next)
+        if (atomic_load_explicit(&s->parked, memory_order_relaxed) ==
+            RA__PAIR_FLUSHING)
+            atomic_store_explicit(&s->parked, RA__PAIR_PARKED,
+                                  memory_order_release);
+}
+
+/* With threads_lock held: the tag's pairs other than the caller's (mine)
+ * held if they are all parked; false, with none held, else. */
+static bool hold_pairs(ra_tag_t tag, const struct ra__tag_slot *mine)
+{
+    for (struct ra__tag_slot *s = users[tag]; s != NULL; s = s->users_next) {
+        uint8_t want = RA__PAIR_PARKED;
+        if (s != mine && !atomic_compare_exchange_strong_explicit(
+                             &s->parked, &want, RA__PAIR_FLUSHING,
+                             memory_order_acquire, memory_order_relaxed)) {
+            unhold_pairs(tag);
+            return false;
+        }
+    }
+    return true;
+}
+
+void ra__thread_release_held(ra_tag_t tag)
+{
+    /* Invariant 13: the reset was made under this hold. */
+    ra__assert(atomic_load_explicit(&holding, memory_order_relaxed) == tag);
+    unhold_pairs(tag);
+    atomic_store(&holding, RA_TAG_NONE);
+    ra__unlock(&threads_lock);
+}
+
+bool ra__thread_hold_unused(ra_tag_t tag)
+{
+    struct ra__thread_state *ts = ra__thread;
+    const struct ra__tag_slot *mine =
+        ts != NULL && tag < ts->nslots ? &ts->slots[tag] : NULL;
+    struct ra__counts c;
+
+    ra__lock(&threads_lock);
+    atomic_store(&holding, tag);
+    /* Live when the lock was taken: a destroy that kills it from here on
+     * ends it only after this hold (its end takes the lock, or finds the
+     * destroying thread's pair active, which this hold refuses), and a
+     * dead tag's slot is the registry's (leftovers.c resets an idle one
+     * out of its queue). */
+    if (!ra__tag_valid(tag) || atomic_load(&orphans[tag].busy) != 0 ||
+        !hold_pairs(tag, mine)) {
+        atomic_store(&holding, RA_TAG_NONE);
+        ra__unlock(&threads_lock);
+        return false;
+    }
+    counts_of(users[tag], false, tag, &c);
+    if (c.nmalloc != c.ndalloc) {
+        ra__thread_release_held(tag);
+        return false;
+    }
+    /* Sends of the tag come only from pairs that free without allocating,
+     * all held or the caller's: none is in flight, and a batch an outbox
+     * kept is stale after this fence. */
+    ra__returns_fence(tag);
+    wipe_locked(tag);
+    return true;
 }
 
 void ra__thread_counts(ra_tag_t tag, struct ra__counts *out)

@@ -1325,6 +1325,211 @@ START_TEST(test_lifetime_fork_with_leftovers)
 }
 END_TEST
 
+/* The issue's figures: a request tag makes 16,000 blocks of 256 B, frees
+ * all but 1 in 64 (64,000 B live: leftovers) and is destroyed while no hard
+ * limit exists anywhere; the next tag takes the id, holds nothing, and
+ * gets a hard limit of a fresh tag's mapped + 512 KiB. The leftovers pin a
+ * slab each (3.1 MB mapped) that no purge could give back, and the holder,
+ * which could not free them, could not allocate 64 KiB. */
+#define LO_ISSUE_BLOCKS 16000
+#define LO_ISSUE_SIZE 256
+#define LO_ISSUE_KEEP 64
+
+static void *lo_issue[LO_ISSUE_BLOCKS];
+
+/* The tag that leaves 1 in LO_ISSUE_KEEP of its blocks live, destroyed. */
+static ra_tag_t leave_one_in_64(void)
+{
+    ra_tag_t tag = tu_tag_create("request");
+    ra_tag_stats_t st;
+
+    for (unsigned i = 0; i < LO_ISSUE_BLOCKS; i++) {
+        lo_issue[i] = ra_malloc_tag(tag, LO_ISSUE_SIZE);
+        ck_assert_ptr_nonnull(lo_issue[i]);
+        memset(lo_issue[i], 0x5a, LO_ISSUE_SIZE);
+    }
+    for (unsigned i = 0; i < LO_ISSUE_BLOCKS; i++)
+        if (i % LO_ISSUE_KEEP != 0)
+            ra_free(lo_issue[i]);
+    st = tu_tag_stats(tag);
+    ck_assert_uint_eq(st.allocated, 64000);
+    ck_assert_int_eq(ra_tag_destroy(tag), 0);
+    return tag;
+}
+
+START_TEST(test_lifetime_hard_limit_reclaims_leftovers)
+{
+    size_t floor = empty_tag_mapped();
+    ra_tag_t id = leave_one_in_64(), next;
+    ra_tag_limit_t limit = {floor + 512 * 1024, 0, NULL, NULL};
+    void *p;
+
+    next = tu_tag_create("frugal");
+    ck_assert_uint_eq(next, id);
+    ck_assert_uint_eq(tu_tag_stats(next).allocated, 0);
+    ck_assert_uint_gt(usage_of(next).mapped, limit.hard);
+    ck_assert_int_eq(ra_tag_set_limit(next, &limit), 0);
+    ck_assert_uint_le(usage_of(next).mapped, limit.hard);
+    p = ra_malloc_tag(next, 64 << 10);
+    ck_assert_msg(p != NULL, "malloc(64 KiB) under a %zu B limit: %s",
+                  limit.hard, strerror(errno));
+    ra_free(p);
+    ck_assert_int_eq(ra_tag_purge(next), 0);
+    ck_assert_uint_le(usage_of(next).mapped, limit.hard);
+    ck_assert_int_eq(ra_tag_destroy(next), 0);
+}
+END_TEST
+
+/* The same leftovers go at a purge of the holder, which holds nothing:
+ * nobody else used it, so the slot is reset under it. */
+START_TEST(test_lifetime_purge_reclaims_leftovers)
+{
+    size_t floor = empty_tag_mapped();
+    ra_tag_t id = leave_one_in_64(), next;
+
+    next = tu_tag_create("idle holder");
+    ck_assert_uint_eq(next, id);
+    ck_assert_uint_ge(tu_tag_stats(next).active, 64000);
+    ck_assert_int_eq(ra_tag_purge(next), 0);
+    ck_assert_uint_eq(tu_tag_stats(next).active, 0);
+    ck_assert_uint_le(usage_of(next).mapped, floor + 64 * 1024);
+    /* And the slot serves its holder as a fresh one would. */
+    ck_assert_ptr_nonnull(ra_malloc_tag(next, 64 << 10));
+    ck_assert_int_eq(ra_tag_destroy(next), 0);
+}
+END_TEST
+
+static void count_crossing(void *ctx, ra_tag_t tag, size_t mapped)
+{
+    (void)tag;
+    (void)mapped;
+    (*(unsigned *)ctx)++;
+}
+
+/* A soft limit too: with the leftovers charged, the holder's mapped sat
+ * past it from the start, so the limit was never armed and its crossing
+ * never reported. */
+START_TEST(test_lifetime_soft_limit_reclaims_leftovers)
+{
+    size_t floor = empty_tag_mapped();
+    ra_tag_t id = leave_one_in_64(), next;
+    unsigned crossings = 0;
+    ra_tag_limit_t limit = {0, floor + 512 * 1024, count_crossing,
+                            &crossings};
+    void *p;
+
+    next = tu_tag_create("watched");
+    ck_assert_uint_eq(next, id);
+    ck_assert_int_eq(ra_tag_set_limit(next, &limit), 0);
+    ck_assert_uint_lt(usage_of(next).mapped, limit.soft);
+    p = ra_malloc_tag(next, 1 << 20);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(crossings, 1);
+    ra_free(p);
+    ck_assert_int_eq(ra_tag_destroy(next), 0);
+}
+END_TEST
+
+/* A live block of the holder's own: the slot is not reset under it, the
+ * leftovers stay, and the block stays the holder's; once it is freed, a
+ * purge frees them. */
+START_TEST(test_lifetime_live_block_keeps_leftovers)
+{
+    ra_tag_t id = leave_one_in_64(), next;
+    char *mine;
+
+    next = tu_tag_create("holds one");
+    ck_assert_uint_eq(next, id);
+    mine = ra_malloc_tag(next, 100);
+    ck_assert_ptr_nonnull(mine);
+    tu_fill_pattern(mine, 100, 42);
+    ck_assert_int_eq(ra_tag_purge(next), 0);
+    ck_assert_uint_ge(tu_tag_stats(next).active, 64000);
+    ck_assert_uint_eq(tu_check_pattern(mine, 100, 42), 100);
+    ck_assert_uint_eq(tu_tag_stats(next).allocated,
+                      ra_malloc_usable_size(mine));
+    ra_free(mine);
+    ck_assert_int_eq(ra_tag_purge(next), 0);
+    ck_assert_uint_eq(tu_tag_stats(next).active, 0);
+    ck_assert_int_eq(ra_tag_destroy(next), 0);
+}
+END_TEST
+
+/* While another thread has used the holder, the library cannot know that
+ * it does not allocate under it at this very moment: the slot is not
+ * reset, and the leftovers stay charged (the man page says so), even to a
+ * refused allocation. Once that thread is gone, the refused allocation's
+ * retry frees them, and the allocation succeeds. */
+START_TEST(test_lifetime_refused_allocation_reclaims_leftovers)
+{
+    size_t floor = empty_tag_mapped();
+    ra_tag_t id = leave_one_in_64(), next;
+    ra_tag_limit_t limit = {floor + 512 * 1024, 0, NULL, NULL};
+    struct consumer c;
+    void *p;
+
+    next = tu_tag_create("shared");
+    ck_assert_uint_eq(next, id);
+    /* Another thread frees a few of its blocks, and lives on. */
+    freed_elsewhere(&c, next, 100, 64);
+    ck_assert_uint_eq(tu_tag_stats(next).allocated, 0);
+    ck_assert_int_eq(ra_tag_set_limit(next, &limit), 0);
+    ck_assert_uint_ge(tu_tag_stats(next).active, 64000);
+    ck_assert_uint_gt(usage_of(next).mapped, limit.hard);
+    errno = 0;
+    ck_assert_ptr_null(ra_malloc_tag(next, 64 << 10));
+    ck_assert_int_eq(errno, ENOMEM);
+
+    consumer_exits(&c);
+    p = ra_malloc_tag(next, 64 << 10);
+    ck_assert_msg(p != NULL, "malloc(64 KiB) once alone: %s",
+                  strerror(errno));
+    ck_assert_uint_le(usage_of(next).mapped, limit.hard);
+    ra_free(p);
+    ck_assert_int_eq(ra_tag_destroy(next), 0);
+}
+END_TEST
+
+/* A tag tree's budgets count its tags' commits: a child that takes a slot
+ * with leftovers charges its ancestors nothing for them. What the slot
+ * keeps is free pages, which a purge gives back. */
+START_TEST(test_lifetime_tree_is_not_charged_for_leftovers)
+{
+    size_t floor = empty_tag_mapped();
+    ra_tag_t parent = tu_tag_create("tenant"), id, child;
+
+    id = leave_one_in_64();
+    child = ra_tag_create_in(parent, "query");
+    ck_assert_uint_eq(child, id);
+    ck_assert_uint_eq(tu_tag_stats(child).active, 0);
+    ck_assert_int_eq(ra_tag_purge(parent), 0);
+    ck_assert_uint_le(usage_of(child).mapped, floor + 64 * 1024);
+    ck_assert_int_eq(ra_tag_destroy(parent), 0);
+}
+END_TEST
+
+/* Nor does an ancestor's hard limit, set after the leftovers were made
+ * (a hard limit stops destroys leaving them), refuse the child for them:
+ * the limit leaves room for the parent's own, a fresh child's, and 512
+ * KiB. */
+START_TEST(test_lifetime_child_is_not_refused_for_leftovers)
+{
+    size_t floor = empty_tag_mapped();
+    ra_tag_t parent = tu_tag_create("tenant"), id, child;
+    ra_tag_limit_t limit = {0, 0, NULL, NULL};
+
+    id = leave_one_in_64();
+    limit.hard = usage_of(parent).mapped + floor + 512 * 1024;
+    ck_assert_int_eq(ra_tag_set_limit(parent, &limit), 0);
+    child = ra_tag_create_in(parent, "query");
+    ck_assert_msg(child != RA_TAG_NONE, "a child under %zu B: %s",
+                  limit.hard, strerror(errno));
+    ck_assert_uint_eq(child, id);
+    ck_assert_ptr_nonnull(ra_malloc_tag(child, 64 << 10));
+    ck_assert_int_eq(ra_tag_destroy(parent), 0);
+}
+END_TEST
+
 /* -- "own ids" ------------------------------------------------------------- */
 
 /* A tag per request on one thread: a tag whose only user is the destroying
@@ -1666,6 +1871,13 @@ static Suite *lifetime_suite(void)
     tcase_add_test(tc, test_lifetime_tree_leaves_no_leftovers);
     tcase_add_test(tc, test_lifetime_hard_limits_leave_no_leftovers);
     tcase_add_test(tc, test_lifetime_fork_with_leftovers);
+    tcase_add_test(tc, test_lifetime_hard_limit_reclaims_leftovers);
+    tcase_add_test(tc, test_lifetime_purge_reclaims_leftovers);
+    tcase_add_test(tc, test_lifetime_soft_limit_reclaims_leftovers);
+    tcase_add_test(tc, test_lifetime_live_block_keeps_leftovers);
+    tcase_add_test(tc, test_lifetime_refused_allocation_reclaims_leftovers);
+    tcase_add_test(tc, test_lifetime_tree_is_not_charged_for_leftovers);
+    tcase_add_test(tc, test_lifetime_child_is_not_refused_for_leftovers);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -380,6 +380,39 @@ START_TEST(test_report_shows_what_destroys_left_live)
 }
 END_TEST
 
+/* The slot's next holder, which nobody used yet, frees them at its purge:
+ * every format stops showing them. */
+START_TEST(test_report_leftovers_go_with_a_purge_of_the_holder)
+{
+    ra_tag_t tag = tu_tag_create("leaves"), next;
+    void *a;
+    size_t left = alloc_under(tag, 100, &a);
+    char *json, *text;
+    uint64_t before;
+
+    json = report(RA_FORMAT_JSON);
+    before = number_after(json, "\"leftovers\": {\"allocated\": ");
+    free(json);
+    ck_assert_int_eq(ra_tag_destroy(tag), 0);
+    next = tu_tag_create("next");
+    ck_assert_uint_eq(next, tag);
+    json = report(RA_FORMAT_JSON);
+    ck_assert_uint_eq(number_after(json, "\"leftovers\": {\"allocated\": "),
+                      before + left);
+    free(json);
+    ck_assert_int_eq(ra_tag_purge(next), 0);
+    json = report(RA_FORMAT_JSON);
+    text = report(RA_FORMAT_TEXT);
+    ck_assert_uint_eq(number_after(json, "\"leftovers\": {\"allocated\": "),
+                      before);
+    if (before == 0)
+        ck_assert_ptr_null(strstr(text, "left live by destroyed tags"));
+    free(json);
+    free(text);
+    ck_assert_int_eq(ra_tag_destroy(next), 0);
+}
+END_TEST
+
 START_TEST(test_report_own_memory_is_untagged)
 {
     ra_tag_t t = tu_tag_create("pushed");
@@ -1034,6 +1067,7 @@ static Suite *report_suite(void)
     tcase_add_test(tc, test_report_own_memory_is_untagged);
     tcase_add_test(tc, test_report_library_memory_follows_thread_state);
     tcase_add_test(tc, test_report_shows_what_destroys_left_live);
+    tcase_add_test(tc, test_report_leftovers_go_with_a_purge_of_the_holder);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("escaping");
