@@ -1,8 +1,9 @@
 /* Floor: state. Environment parsing: REGIONALLOC, _MAX_TAGS, _REGION_SIZE,
  * _STATS, _STATS_FORMAT, _CHECKPOINTS, _PROF, _PROF_DUMP, _LIMITS, _SHM,
  * _SHM_INTERVAL, _HTTP, _HTTP_WRITE, _HTTP_ALLOW_REMOTE, _THREAD_TAGS,
- * _PROGRAM_PID, _CHILDREN, _MEMORY_LIMIT (the sizes' syntax is sizes.c's,
- * shared with the tool). */
+ * _PROGRAM_PID, _CHILDREN, _MEMORY_LIMIT. The syntax of the values that
+ * regionalloc run sets is sizes.c's, values.c's and http_address.c's, which
+ * the tool compiles too: it refuses what this would refuse or ignore. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -11,12 +12,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "http_address.h"
 #include "internal.h"
 
 #define DEFAULT_MAX_TAGS 256u
 #define DEFAULT_REGION_SIZE ((size_t)64 << 30)
 
 static struct ra__config config;
+
+_Static_assert(sizeof config.http_addr > RA__HTTP_ADDR_LEN,
+               "REGIONALLOC_HTTP fits whole");
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
 static void warn_default(const char *var, const char *value,
@@ -96,69 +101,48 @@ static void read_region_size(void)
     config.region_size = n;
 }
 
-/* Reads var into out (size bytes); "" when unset, empty or too long (then
- * said, with what the variable is and what follows). */
-static void read_string(const char *var, char *out, size_t size,
-                        const char *what, const char *instead)
+/* Reads var, "stderr" or a report's file path, into out (size bytes): ""
+ * when unset or empty (no report), or too long (then said). */
+static void read_output(const char *var, char *out, size_t size)
 {
     const char *v = secure_getenv(var);
-    size_t len;
+    const char *why;
 
     out[0] = '\0';
     if (v == NULL || v[0] == '\0')
         return;
-    len = strlen(v);
-    if (len >= size) {
-        warn_default(var, v, what, instead);
+    why = ra__parse_output(v);
+    if (why != NULL) {
+        warn_default(var, v, why, "(no report)");
         return;
     }
-    memcpy(out, v, len + 1);
+    snprintf(out, size, "%s", v);
 }
-
-/* "stderr" or a file path. */
-#define read_output(var, path)                                              \
-    read_string(var, path, sizeof(path), "path too long", "(no report)")
 
 static void read_stats_format(void)
 {
-    static const struct {
-        const char *name;
-        ra_format_t format;
-    } formats[] = {
-        {"text", RA_FORMAT_TEXT},
-        {"json", RA_FORMAT_JSON},
-        {"prometheus", RA_FORMAT_PROMETHEUS},
-    };
     const char *v = secure_getenv("REGIONALLOC_STATS_FORMAT");
+    const char *why;
 
     config.stats_format = RA_FORMAT_TEXT;
     if (v == NULL)
         return;
-    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
-        if (strcmp(v, formats[i].name) == 0) {
-            config.stats_format = formats[i].format;
-            return;
-        }
-    }
-    warn_default("REGIONALLOC_STATS_FORMAT", v,
-                 "expected text, json or prometheus", "text");
+    why = ra__parse_format(v, &config.stats_format);
+    if (why != NULL)
+        warn_default("REGIONALLOC_STATS_FORMAT", v, why, "text");
 }
 
 static void read_prof(void)
 {
     const char *v = secure_getenv("REGIONALLOC_PROF");
-    size_t n;
+    const char *why;
 
     config.prof_interval = 0;
     if (v == NULL || v[0] == '\0')
         return;
-    if (ra__parse_size(v, &n) != NULL || n == 0) {
-        warn_default("REGIONALLOC_PROF", v,
-                     "expected a mean sampling interval in bytes, K/M/G "
-                     "suffixes accepted", "(no profiling)");
-        return;
-    }
-    config.prof_interval = n;
+    why = ra__parse_prof_interval(v, &config.prof_interval);
+    if (why != NULL)
+        warn_default("REGIONALLOC_PROF", v, why, "(no profiling)");
 }
 
 /* One entry of REGIONALLOC_LIMITS, "name=HARD[/SOFT]" (len bytes at e),
@@ -184,52 +168,46 @@ static const char *parse_limit_entry(const char *e, size_t len, unsigned i)
 static const char *parse_thread_tag(const char *e, size_t len, unsigned i)
 {
     struct ra__thread_tag_rule *r = &config.thread_tags[i];
-    const char *eq = memchr(e, '=', len);
-    size_t glob_len = eq != NULL ? (size_t)(eq - e) : len;
-    size_t tag_len = eq != NULL ? len - glob_len - 1 : 0;
+    size_t glob_len;
+    const char *why = ra__parse_thread_tag(e, len, &glob_len);
 
-    if (glob_len == 0 || glob_len >= sizeof r->glob)
-        return "the pattern must be 1 to 63 bytes";
-    if (eq != NULL && (tag_len == 0 || tag_len > RA_TAG_NAME_MAX))
-        return "the tag name must be 1 to 63 bytes";
+    if (why != NULL)
+        return why;
     memcpy(r->glob, e, glob_len);
     r->glob[glob_len] = '\0';
-    r->by_name = eq == NULL;
-    if (eq != NULL)
-        memcpy(r->tag, eq + 1, tag_len);
-    r->tag[tag_len] = '\0';
+    r->by_name = glob_len == len;
+    r->tag[0] = '\0';
+    if (!r->by_name) {
+        memcpy(r->tag, e + glob_len + 1, len - glob_len - 1);
+        r->tag[len - glob_len - 1] = '\0';
+    }
     return NULL;
 }
 
 /* Reads var, a comma-separated list, handing each non-empty entry to parse
  * with its index among the accepted ones; returns how many parse accepted.
- * A rejected entry, or one past max, is one line on stderr. */
-static unsigned read_list(const char *var, unsigned max,
+ * A rejected entry, or one past RA__LIST_MAX, is one line on stderr. */
+static unsigned read_list(const char *var,
                           const char *(*parse)(const char *e, size_t len,
                                                unsigned i))
 {
-    const char *v = secure_getenv(var);
+    const char *v = secure_getenv(var), *e, *why;
     unsigned n = 0;
+    size_t len = 0;
     char msg[512];
 
     if (v == NULL)
         return 0;
-    while (*v != '\0') {
-        size_t len = strcspn(v, ",");
-        const char *why = NULL;
-        if (len > 0) {
-            why = n == max ? "too many entries" : parse(v, len, n);
-            if (why == NULL) {
-                n++;
-            } else {
-                snprintf(msg, sizeof msg,
-                         "regionalloc: %s: entry \"%.*s\" is invalid (%s); "
-                         "ignored",
-                         var, (int)(len < 100 ? len : 100), v, why);
-                ra__warn(msg);
-            }
+    while ((e = ra__list_next(&v, &len)) != NULL) {
+        why = n == RA__LIST_MAX ? ra__list_too_long : parse(e, len, n);
+        if (why == NULL) {
+            n++;
+            continue;
         }
-        v += len + (v[len] == ',');
+        snprintf(msg, sizeof msg,
+                 "regionalloc: %s: entry \"%.*s\" is invalid (%s); ignored",
+                 var, (int)(len < 100 ? len : 100), e, why);
+        ra__warn(msg);
     }
     return n;
 }
@@ -279,6 +257,26 @@ static void read_memory_limit(void)
                      "(the cgroup's limit, if any)");
 }
 
+/* REGIONALLOC_HTTP: HOST:PORT, its syntax checked here; whether it
+ * resolves, is a loopback address and can be bound is the server's start's
+ * to say (http.c). Unset or empty: no server. */
+static void read_http(void)
+{
+    const char *v = secure_getenv("REGIONALLOC_HTTP");
+    char host[RA__HTTP_ADDR_LEN + 1];
+    const char *port, *why;
+
+    config.http_addr[0] = '\0';
+    if (v == NULL || v[0] == '\0')
+        return;
+    why = ra__http_split(v, host, &port);
+    if (why != NULL) {
+        warn_default("REGIONALLOC_HTTP", v, why, "(no server)");
+        return;
+    }
+    snprintf(config.http_addr, sizeof config.http_addr, "%s", v);
+}
+
 /* REGIONALLOC_PROGRAM_PID: a process id, as regionalloc run writes it. */
 static void read_program_pid(void)
 {
@@ -310,24 +308,25 @@ static void read_config(void)
     read_count("REGIONALLOC_TAG_ARENAS", RA__POOL_MAX, usable_cpus(),
                &config.tag_arenas);
     read_region_size();
-    read_output("REGIONALLOC_STATS", config.stats_path);
+    read_output("REGIONALLOC_STATS", config.stats_path,
+                sizeof config.stats_path);
     read_stats_format();
-    read_output("REGIONALLOC_CHECKPOINTS", config.checkpoints_path);
+    read_output("REGIONALLOC_CHECKPOINTS", config.checkpoints_path,
+                sizeof config.checkpoints_path);
     read_prof();
-    read_output("REGIONALLOC_PROF_DUMP", config.prof_dump_path);
-    config.nlimits = read_list("REGIONALLOC_LIMITS", RA__LIMITS_MAX,
-                               parse_limit_entry);
+    read_output("REGIONALLOC_PROF_DUMP", config.prof_dump_path,
+                sizeof config.prof_dump_path);
+    config.nlimits = read_list("REGIONALLOC_LIMITS", parse_limit_entry);
     read_flag("REGIONALLOC_SHM", false, &config.shm);
     read_shm_interval();
-    read_string("REGIONALLOC_HTTP", config.http_addr, sizeof config.http_addr,
-                "too long", "(no server)");
+    read_http();
     read_flag("REGIONALLOC_HTTP_WRITE", false, &config.http_write);
     read_flag("REGIONALLOC_HTTP_ANNOUNCE", false, &config.http_announce);
     read_memory_limit();
     read_flag("REGIONALLOC_HTTP_ALLOW_REMOTE", false,
               &config.http_allow_remote);
-    config.nthread_tags = read_list("REGIONALLOC_THREAD_TAGS",
-                                    RA__THREAD_TAGS_MAX, parse_thread_tag);
+    config.nthread_tags =
+        read_list("REGIONALLOC_THREAD_TAGS", parse_thread_tag);
     read_program_pid();
     read_flag("REGIONALLOC_CHILDREN", false, &config.children);
 }

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http_address.h"
 #include "output.h"
 
 #ifndef RA_HTTP
@@ -41,9 +42,13 @@ int ra_http_stop(void)
 
 void ra__http_start_configured(void)
 {
-    ra__warn("regionalloc: REGIONALLOC_HTTP: this build has no HTTP "
-             "endpoints (configured --without-http, or libmicrohttpd was "
-             "missing); no server");
+    char msg[400];
+
+    snprintf(msg, sizeof msg,
+             "regionalloc: REGIONALLOC_HTTP=\"%.64s\": " RA__HTTP_NONE
+             "; no server",
+             ra__config()->http_addr);
+    ra__warn(msg);
 }
 
 void ra__http_at_exit(void)
@@ -492,14 +497,6 @@ static bool is_read_path(const char *url)
            strcmp(url, "/debug/regionalloc") == 0;
 }
 
-/* "PORT" after a host: 1 to 5 digits, at most 65535. */
-static bool is_port(const char *p)
-{
-    size_t n = strspn(p, "0123456789");
-
-    return n >= 1 && n <= 5 && p[n] == '\0' && atoi(p) <= 65535;
-}
-
 /* A Host header that names this machine's loopback: localhost (any case),
  * an address of 127.0.0.0/8 or [::1], each with an optional port. A name
  * that an attacker's DNS points to 127.0.0.1 (rebinding) is not one. */
@@ -518,14 +515,15 @@ static bool is_loopback_host(const char *host)
         memcpy(name, host + 1, n);
         name[n] = '\0';
         port = close + 1;
-        return (port[0] == '\0' || (port[0] == ':' && is_port(port + 1))) &&
+        return (port[0] == '\0' ||
+                (port[0] == ':' && ra__http_is_port(port + 1))) &&
                inet_pton(AF_INET6, name, &v6) == 1 &&
                (IN6_IS_ADDR_LOOPBACK(&v6) ||
                 (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127));
     }
     port = strchr(host, ':');
     n = port != NULL ? (size_t)(port - host) : strlen(host);
-    if (n >= sizeof name || (port != NULL && !is_port(port + 1)))
+    if (n >= sizeof name || (port != NULL && !ra__http_is_port(port + 1)))
         return false;
     memcpy(name, host, n);
     name[n] = '\0';
@@ -710,51 +708,6 @@ static void notify_connection(void *cls, struct MHD_Connection *c,
 
 /* -- the address --------------------------------------------------------------- */
 
-static bool is_loopback(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
-    }
-    if (sa->sa_family == AF_INET6) {
-        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-        return IN6_IS_ADDR_LOOPBACK(a) ||
-               (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
-    }
-    return false;
-}
-
-/* Splits "HOST:PORT" or "[V6]:PORT" (an empty host: 127.0.0.1) into host
- * and port. False if malformed. */
-static bool split_address(const char *addr, char *host, size_t hostlen,
-                          const char **port)
-{
-    const char *colon = strrchr(addr, ':');
-    const char *h = addr;
-    size_t n;
-
-    if (colon == NULL || colon[1] == '\0')
-        return false;
-    n = (size_t)(colon - addr);
-    if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']') {
-        h++;
-        n -= 2;
-    } else if (memchr(addr, ':', n) != NULL) {
-        return false; /* a bare IPv6 address needs brackets */
-    }
-    if (n == 0) {
-        h = "127.0.0.1";
-        n = strlen(h);
-    }
-    if (n >= hostlen)
-        return false;
-    memcpy(host, h, n);
-    host[n] = '\0';
-    *port = colon + 1;
-    return strspn(*port, "0123456789") == strlen(*port) &&
-           strlen(*port) <= 5 && atoi(*port) <= 65535;
-}
-
 /* With http_lock held: served becomes the bound address, as a client
  * writes it (brackets around an IPv6 host). */
 static void name_bound(const struct sockaddr_storage *bound, int port)
@@ -770,44 +723,22 @@ static void name_bound(const struct sockaddr_storage *bound, int port)
     snprintf(served, sizeof served, v6 ? "[%s]:%d" : "%s:%d", host, port);
 }
 
-/* A listening socket for addr; its port in *port. -1 with errno EINVAL
- * (malformed, or a host that does not resolve), EPERM (not a loopback
- * address without REGIONALLOC_HTTP_ALLOW_REMOTE=1), or what socket, bind
- * or listen said. */
-static int open_listener(const char *addr, int *port)
+/* A listening socket for addr, REGIONALLOC_HTTP_ALLOW_REMOTE's rule
+ * applied (http_address.c, which regionalloc run --http shares); its port
+ * in *port. -1 with why not in *why and errno (ra__http_listen's). */
+static int open_listener(const char *addr, int *port, const char **why)
 {
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV};
-    struct addrinfo *ai = NULL;
     struct sockaddr_storage bound;
-    socklen_t boundlen = sizeof bound;
-    const char *service;
-    char host[256];
-    int fd, one = 1, e;
+    int fd;
 
-    if (addr == NULL || !split_address(addr, host, sizeof host, &service) ||
-        getaddrinfo(host, service, &hints, &ai) != 0 || ai == NULL) {
+    if (addr == NULL) {
+        *why = "no address";
         errno = EINVAL;
         return -1;
     }
-    if (!is_loopback(ai->ai_addr) && !ra__config()->http_allow_remote) {
-        freeaddrinfo(ai);
-        errno = EPERM;
+    fd = ra__http_listen(addr, ra__config()->http_allow_remote, &bound, why);
+    if (fd < 0)
         return -1;
-    }
-    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 64) != 0 ||
-        getsockname(fd, (struct sockaddr *)&bound, &boundlen) != 0) {
-        e = errno;
-        if (fd >= 0)
-            close(fd);
-        freeaddrinfo(ai);
-        errno = e;
-        return -1;
-    }
-    freeaddrinfo(ai);
     *port = ntohs(bound.ss_family == AF_INET6
                       ? ((struct sockaddr_in6 *)&bound)->sin6_port
                       : ((struct sockaddr_in *)&bound)->sin_port);
@@ -824,7 +755,9 @@ void ra__http_served(char out[RA__HTTP_ADDR_MAX])
     ra__unlock(&http_lock);
 }
 
-static int start_locked(const char *addr)
+/* ra_http_start's work, with http_lock held; on failure, why not in
+ * *why when the address is at fault. */
+static int start_locked(const char *addr, const char **why)
 {
     struct MHD_Daemon *d;
     sigset_t old;
@@ -834,7 +767,7 @@ static int start_locked(const char *addr)
         errno = EBUSY;
         return -1;
     }
-    fd = open_listener(addr, &port);
+    fd = open_listener(addr, &port, why);
     if (fd < 0)
         return -1;
     /* libmicrohttpd gets its connections from the front door
@@ -880,18 +813,27 @@ fail:
     return -1;
 }
 
-int ra_http_start(const char *addr)
+/* ra_http_start, with why it failed in *why (NULL: errno says). */
+static int start(const char *addr, const char **why)
 {
     int port;
 
+    *why = NULL;
     if (ra__check_call(true) != 0)
         return -1;
     ra__quiet_begin();
     ra__lock(&http_lock);
-    port = start_locked(addr);
+    port = start_locked(addr, why);
     ra__unlock(&http_lock);
     ra__quiet_end();
     return port;
+}
+
+int ra_http_start(const char *addr)
+{
+    const char *why;
+
+    return start(addr, &why);
 }
 
 int ra_http_stop(void)
@@ -922,10 +864,10 @@ int ra_http_stop(void)
 
 void ra__http_start_configured(void)
 {
-    const char *addr = ra__config()->http_addr;
+    const char *addr = ra__config()->http_addr, *why;
     char msg[400];
 
-    if (ra_http_start(addr) >= 0) {
+    if (start(addr, &why) >= 0) {
         /* served: written before the start returned, by this thread. */
         if (ra__config()->http_announce) {
             snprintf(msg, sizeof msg,
@@ -936,12 +878,8 @@ void ra__http_start_configured(void)
         }
         return;
     }
-    snprintf(msg, sizeof msg,
-             "regionalloc: REGIONALLOC_HTTP=\"%.64s\": %s; no server", addr,
-             errno == EPERM ? "not a loopback address (set "
-                              "REGIONALLOC_HTTP_ALLOW_REMOTE=1 to allow it)"
-             : errno == EINVAL ? "expected HOST:PORT"
-                               : strerror(errno));
+    snprintf(msg, sizeof msg, "regionalloc: REGIONALLOC_HTTP=\"%.64s\": %s; "
+             "no server", addr, why != NULL ? why : strerror(errno));
     ra__warn(msg);
 }
 

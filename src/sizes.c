@@ -1,7 +1,8 @@
 /* Floor: OS (calls nothing, so that tools/regionalloc compiles it too).
  * The syntax of the sizes users give: REGIONALLOC_MEMORY_LIMIT,
- * REGIONALLOC_LIMITS and the other sizes of the environment, and
- * regionalloc run's --memory-limit, --limits and --prof, which must refuse
+ * REGIONALLOC_LIMITS, REGIONALLOC_PROF and the other sizes of the
+ * environment, and regionalloc run's --memory-limit, --limits and --prof,
+ * which must refuse
  * what the library would (a value the tool let through and the library
  * refused ran the program with no limit at all). One parser for both, so
  * that they cannot disagree. */
@@ -101,6 +102,18 @@ const char *ra__parse_memory_limit(const char *s, size_t *bytes,
     *bytes = n;
     *percent = pct;
     return NULL;
+}
+
+const char *ra__parse_prof_interval(const char *s, size_t *out)
+{
+    size_t n = 0;
+    const char *why = ra__parse_size(s, &n);
+
+    if (why == NULL && n == 0)
+        return "a mean interval is 1 byte or more";
+    if (why == NULL)
+        *out = n;
+    return why;
 }
 
 const char *ra__parse_budget(const char *e, size_t len, size_t *name_len,

@@ -11,9 +11,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Entries of REGIONALLOC_LIMITS (and of regionalloc run --limits), at most. */
-#define RA__LIMITS_MAX 64
-
 /* More than a 64-bit Linux process can map, so more than its resident set
  * can ever be (x86-64's five-level page tables give a process 2^56 bytes,
  * arm64 and ppc64 2^52): a memory limit at or above is no limit in effect.
@@ -36,6 +33,9 @@ const char *ra__parse_size(const char *s, size_t *out);
  * or above RA__ADDRESS_SPACE is valid: no limit in effect. */
 const char *ra__parse_memory_limit(const char *s, size_t *bytes,
                                    unsigned *percent);
+/* REGIONALLOC_PROF's mean sampling interval (regionalloc run --prof's):
+ * a size above 0. */
+const char *ra__parse_prof_interval(const char *s, size_t *out);
 /* One entry of REGIONALLOC_LIMITS, "name=HARD[/SOFT]" (len bytes at e, no
  * NUL needed): the name is e's first *name_len bytes (1 to
  * RA_TAG_NAME_MAX), the sizes 0 for none, the soft limit not above a hard

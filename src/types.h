@@ -16,6 +16,7 @@
 
 #include "regionalloc.h"
 #include "sizes.h"
+#include "values.h"
 
 #define RA__LIKELY(x) __builtin_expect(!!(x), 1)
 #define RA__UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -52,7 +53,6 @@ struct ra__sigpipe_hold {
 };
 
 /* -- config.c ------------------------------------------------------------- */
-#define RA__THREAD_TAGS_MAX 64 /* entries of REGIONALLOC_THREAD_TAGS */
 struct ra__config {
     bool enabled;        /* REGIONALLOC, default true */
     unsigned max_tags;   /* REGIONALLOC_MAX_TAGS, default 256 */
@@ -61,18 +61,21 @@ struct ra__config {
      * a tag's pool grows, and how far (pool.c). */
     unsigned threads_per_arena, tag_arenas;
     size_t region_size;  /* REGIONALLOC_REGION_SIZE, default 64 GiB */
-    char stats_path[4096]; /* REGIONALLOC_STATS: "" (off), "stderr", a path */
+    /* REGIONALLOC_STATS: "" (off), "stderr", a path */
+    char stats_path[RA__PATH_LEN + 1];
     ra_format_t stats_format; /* REGIONALLOC_STATS_FORMAT, default text; also
                                  the format of the checkpoint report */
-    char checkpoints_path[4096]; /* REGIONALLOC_CHECKPOINTS: as stats_path */
+    char checkpoints_path[RA__PATH_LEN + 1]; /* REGIONALLOC_CHECKPOINTS: as
+                                                stats_path */
     size_t prof_interval; /* REGIONALLOC_PROF: 0 (off) or the mean interval */
-    char prof_dump_path[4096]; /* REGIONALLOC_PROF_DUMP: "" or a path */
+    char prof_dump_path[RA__PATH_LEN + 1]; /* REGIONALLOC_PROF_DUMP: "" or a
+                                              path */
     /* REGIONALLOC_LIMITS: budgets to set on the tags of these names when
      * they are created (well-formed entries only). */
     struct ra__limit_entry {
         char name[RA_TAG_NAME_MAX + 1];
         size_t hard, soft;
-    } limits[RA__LIMITS_MAX];
+    } limits[RA__LIST_MAX];
     unsigned nlimits;
     bool shm;                  /* REGIONALLOC_SHM=1 */
     uint64_t shm_interval_ns;  /* REGIONALLOC_SHM_INTERVAL, default 1 s */
@@ -88,10 +91,10 @@ struct ra__config {
     /* REGIONALLOC_THREAD_TAGS: a thread whose name matches glob gets the
      * tag of that name, or (by_name) the tag named after the thread. */
     struct ra__thread_tag_rule {
-        char glob[64];
+        char glob[RA__GLOB_LEN + 1];
         char tag[RA_TAG_NAME_MAX + 1];
         bool by_name;
-    } thread_tags[RA__THREAD_TAGS_MAX];
+    } thread_tags[RA__LIST_MAX];
     unsigned nthread_tags;
     /* REGIONALLOC_PROGRAM_PID: the one process of a tree that regionalloc
      * run watches (0: every process is watched, as without the tool);

@@ -1,7 +1,7 @@
 #!/bin/bash
-# The memory limit's values, and the other sizes `regionalloc run` takes,
-# as the library and the tool read them: one parser (src/sizes.c) in both,
-# held to one table of cases (tests/memory_limits.table).
+# The memory limit's values, as the library and the tool read them: one
+# parser (src/sizes.c) in both, held to one table of cases
+# (tests/memory_limits.table).
 #   - each value of the table, as REGIONALLOC_MEMORY_LIMIT of a program the
 #     library is preloaded into: a good one is the limit the JSON report
 #     shows, in effect or not as the table says, with nothing on stderr; a
@@ -12,9 +12,8 @@
 #     parser's reason and the usage, the program never run;
 #   - a limit at or above the address space (16000000T) is none in effect:
 #     sort and python3, whose main threads are tagged by name, run as
-#     without it, and the text report says so;
-#   - --limits and --prof: what the library would warn about and ignore,
-#     the tool refuses (exit 2); what it takes, the tool passes on.
+#     without it, and the text report says so.
+# (--limits, --prof and the other options: tests/test_options.sh.)
 # Exit status: 0 pass, 1 fail, 77 skip.
 set -u
 
@@ -133,49 +132,4 @@ if [ $rc = 0 ] && [ ! -s "$tmp/err" ] &&
 else
     fail "python3 under 2^64 - 1: status $rc, stderr: $(head -n 3 "$tmp/err"), report: $(grep 'memory limit' "$tmp/report.txt")"
 fi
-
-# -- --limits and --prof: the tool refuses what the library would ignore ------------
-# bad_option OPTION VARIABLE VALUE: the library warns about VALUE in
-# VARIABLE; the tool exits 2 on OPTION VALUE with the usage.
-bad_option() {
-    local option=$1 var=$2 value=$3 rc
-    env LD_PRELOAD="$lib" "$var=$value" /bin/true 2>"$tmp/lib.err"
-    "$ra" run --no-shm --no-thread-tags "$option=$value" -- /bin/true >/dev/null 2>"$tmp/tool.err"
-    rc=$?
-    if ! grep -q "^regionalloc: $var" "$tmp/lib.err"; then
-        fail "$var='$value': the library did not warn: $(cat "$tmp/lib.err")"
-    elif [ $rc = 2 ] && grep -qF "regionalloc: $option '" "$tmp/tool.err" &&
-        grep -q '^usage: regionalloc' "$tmp/tool.err"; then
-        echo "ok: $option '$value' refused: $(head -n 1 "$tmp/tool.err")"
-    else
-        fail "$option '$value': status $rc, stderr: $(head -n 2 "$tmp/tool.err")"
-    fi
-}
-# good_option OPTION VARIABLE VALUE: neither says a word; the program runs.
-good_option() {
-    local option=$1 var=$2 value=$3 rc
-    env LD_PRELOAD="$lib" "$var=$value" /bin/true 2>"$tmp/lib.err"
-    "$ra" run --no-shm --no-thread-tags "$option=$value" -- /bin/true 2>"$tmp/tool.err"
-    rc=$?
-    if [ ! -s "$tmp/lib.err" ] && [ $rc = 0 ] && [ ! -s "$tmp/tool.err" ]; then
-        echo "ok: $option '$value' taken"
-    else
-        fail "$option '$value': status $rc, stderr: $(cat "$tmp/lib.err" "$tmp/tool.err")"
-    fi
-}
-many=$(for i in $(seq 65); do printf 't%d=1M,' "$i"; done)
-for spec in 'cache=5iB' 'cache=20000000T' 'cache=1G/2G' '=5M' 'broken' 'a=1G,b=2X' \
-    'cache= 1G' "$many"; do
-    bad_option --limits REGIONALLOC_LIMITS "$spec"
-done
-for spec in 'cache=18446744073709551615/9223372036854775808' 'a=1,,b=0/1G' \
-    'c=16000000T'; do
-    good_option --limits REGIONALLOC_LIMITS "$spec"
-done
-for rate in 5iB 0 20000000T ' 512K' 512KK; do
-    bad_option --prof REGIONALLOC_PROF "$rate"
-done
-for rate in 512K 18446744073709551615; do
-    good_option --prof REGIONALLOC_PROF "$rate"
-done
 finish

@@ -377,6 +377,17 @@ char *tu_read_file(const char *path)
     return buf;
 }
 
+FILE *tu_open_source(const char *path)
+{
+    const char *top = getenv("abs_top_srcdir");
+    char full[4096];
+
+    if (top == NULL)
+        top = getenv("top_srcdir");
+    snprintf(full, sizeof full, "%s/%s", top != NULL ? top : ".", path);
+    return fopen(full, "re");
+}
+
 void tu_sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

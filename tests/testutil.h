@@ -191,6 +191,10 @@ size_t tu_data_vm_bytes(void);
 /* The whole file at path (it must open), NUL-terminated; "" if empty.
  * free() it. */
 char *tu_read_file(const char *path);
+/* The source tree's file at path (as "tests/x.table"), opened for reading:
+ * under abs_top_srcdir or top_srcdir (make check gives them), else the
+ * current directory. NULL if it cannot be. */
+FILE *tu_open_source(const char *path);
 /* Sleeps ms milliseconds, whatever signals come. */
 void tu_sleep_ms(long ms);
 

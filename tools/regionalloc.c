@@ -4,15 +4,18 @@
  *   regionalloc top [regionalloc-top's OPTIONS] [PID]
  *   regionalloc report PID [--format text|json|prometheus] [--dir DIR]
  *
- * run sets the library's environment (doc/regionalloc.1) and executes the
- * program in its own place: the same process, so its exit status, its
- * signals and its pid are the program's, and that pid, passed on, tells
- * the program from the children it starts. The library is found next to
- * this tool (the build tree's .libs, the install prefix's lib directories)
- * or at the libdir it was configured with, and named in LD_PRELOAD as
- * tools/preload.c says. top and report hand over to regionalloc-top,
- * found the same way; report's Prometheus text is written here from the
- * live segment, with the names and labels of the process's own /metrics. */
+ * run sets the library's environment (doc/regionalloc.1), each value
+ * checked first by the library's own syntax (src/sizes.c, values.c and
+ * http_address.c, compiled in: what the library would refuse or ignore is
+ * refused here, exit 2), and executes the program in its own place: the
+ * same process, so its exit status, its signals and its pid are the
+ * program's, and that pid, passed on, tells the program from the children
+ * it starts. The library is found next to this tool (the build tree's
+ * .libs, the install prefix's lib directories) or at the libdir it was
+ * configured with, and named in LD_PRELOAD as tools/preload.c says. top
+ * and report hand over to regionalloc-top, found the same way; report's
+ * Prometheus text is written here from the live segment, with the names
+ * and labels of the process's own /metrics. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -25,9 +28,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "http_address.h"
 #include "preload.h"
 #include "segment.h"
 #include "sizes.h"
+#include "values.h"
 
 #define PROGRAM "regionalloc"
 
@@ -177,68 +182,136 @@ static void set(const char *var, const char *value)
     }
 }
 
-static const char *check_format(const char *f)
-{
-    if (f == NULL ||
-        (strcmp(f, "text") != 0 && strcmp(f, "json") != 0 &&
-         strcmp(f, "prometheus") != 0))
-        usage_error("--format: expected text, json or prometheus, not", f);
-    return f;
-}
-
-/* What the library would refuse is refused here, by the library's own
- * parser (src/sizes.c): exit 2 after the option, its value and the
- * parser's reason. */
-static void check_size_option(const char *option, const char *why,
-                              const char *arg)
+/* Exits 2 when why is not NULL: what the library would refuse or ignore is
+ * refused here, by the library's own syntax (src/sizes.c, values.c,
+ * http_address.c), after the option, the part of its value at fault (len
+ * bytes at at) and why, and the usage. */
+static void refuse(const char *option, const char *at, size_t len,
+                   const char *why)
 {
     if (why == NULL)
         return;
-    fprintf(stderr, PROGRAM ": %s '%s': %s\n", option, arg, why);
+    fprintf(stderr, PROGRAM ": %s '%.*s': %s\n", option,
+            len > INT_MAX ? INT_MAX : (int)len, at, why);
     print_usage(stderr);
     exit(2);
 }
 
-static void check_prof(const char *rate)
+/* The checks of run's options that set the library's variables, by the
+ * library's own syntax: NULL when the library takes the value, else why
+ * not. */
+static const char *check_format(const char *value)
 {
-    size_t n = 0;
-    const char *why = ra__parse_size(rate, &n);
+    ra_format_t format;
 
-    check_size_option("--prof", why == NULL && n == 0
-                                    ? "expected a mean interval above 0"
-                                    : why,
-                      rate);
+    return ra__parse_format(value, &format);
 }
 
-static void check_memory_limit(const char *limit)
+static const char *check_prof(const char *value)
+{
+    size_t interval;
+
+    return ra__parse_prof_interval(value, &interval);
+}
+
+static const char *check_memory_limit(const char *value)
 {
     size_t bytes;
     unsigned percent;
 
-    check_size_option("--memory-limit",
-                      ra__parse_memory_limit(limit, &bytes, &percent), limit);
+    return ra__parse_memory_limit(value, &bytes, &percent);
 }
 
-/* Each non-empty entry of a REGIONALLOC_LIMITS list, at most
- * RA__LIMITS_MAX of them: the library ignores the others, with a line. */
-static void check_limits(const char *spec)
+/* The library's rule (REGIONALLOC_HTTP_ALLOW_REMOTE=1 allows a remote
+ * address) and its socket, opened and closed again: a port taken or an
+ * address this machine does not have is refused here too. */
+static const char *check_http(const char *value)
 {
-    unsigned n = 0;
+    const char *allow = getenv("REGIONALLOC_HTTP_ALLOW_REMOTE");
 
-    for (const char *e = spec; *e != '\0';) {
-        size_t len = strcspn(e, ","), name_len, hard, soft;
-        if (len > 0) {
-            char entry[512];
-            snprintf(entry, sizeof entry, "%.*s", (int)len, e);
-            if (++n > RA__LIMITS_MAX)
-                check_size_option("--limits", "more than 64 entries", spec);
-            check_size_option("--limits",
-                              ra__parse_budget(e, len, &name_len, &hard,
-                                               &soft),
-                              entry);
-        }
-        e += len + (e[len] == ',');
-    }
+    return ra__http_check(value, allow != NULL && strcmp(allow, "1") == 0);
+}
+
+/* run's options that set a variable of the library's, by index. */
+enum run_value {
+    V_THREAD_TAGS, V_HTTP, V_REPORT, V_FORMAT, V_CHECKPOINTS, V_PROF,
+    V_LIMITS, V_MEMORY_LIMIT, V_COUNT
+};
+
+static const struct run_option {
+    const char *name; /* without the "--" */
+    int has_arg;
+    const char *given; /* the value of the option given without one */
+    const char *var;
+    /* The value's check; a list's names the entry at fault. */
+    const char *(*check)(const char *value);
+    const char *(*check_list)(const char *spec, const char **at,
+                              size_t *len);
+} run_options[V_COUNT] = {
+    [V_THREAD_TAGS] = {"thread-tags", optional_argument, "*",
+                       "REGIONALLOC_THREAD_TAGS", NULL,
+                       ra__check_thread_tags},
+    [V_HTTP] = {"http", optional_argument, "127.0.0.1:0", "REGIONALLOC_HTTP",
+                check_http, NULL},
+    [V_REPORT] = {"report", optional_argument, "stderr", "REGIONALLOC_STATS",
+                  ra__parse_output, NULL},
+    [V_FORMAT] = {"format", required_argument, NULL,
+                  "REGIONALLOC_STATS_FORMAT", check_format, NULL},
+    [V_CHECKPOINTS] = {"checkpoints", optional_argument, "stderr",
+                       "REGIONALLOC_CHECKPOINTS", ra__parse_output, NULL},
+    [V_PROF] = {"prof", optional_argument, "512K", "REGIONALLOC_PROF",
+                check_prof, NULL},
+    [V_LIMITS] = {"limits", required_argument, NULL, "REGIONALLOC_LIMITS",
+                  NULL, ra__check_limits},
+    [V_MEMORY_LIMIT] = {"memory-limit", required_argument, NULL,
+                        "REGIONALLOC_MEMORY_LIMIT", check_memory_limit, NULL},
+};
+
+/* getopt_long's values: run_options[i] is OPT_VALUE + i. */
+enum {
+    OPT_VALUE = 256,
+    OPT_NO_THREAD_TAGS = OPT_VALUE + V_COUNT,
+    OPT_NO_SHM,
+    OPT_CHILDREN
+};
+#define RUN_GETOPT_OPTIONS (V_COUNT + 5)
+
+static void run_getopt_options(struct option out[RUN_GETOPT_OPTIONS])
+{
+    static const struct option flags[] = {
+        {"no-thread-tags", no_argument, NULL, OPT_NO_THREAD_TAGS},
+        {"no-shm", no_argument, NULL, OPT_NO_SHM},
+        {"children", no_argument, NULL, OPT_CHILDREN},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    _Static_assert(V_COUNT + sizeof flags / sizeof flags[0] ==
+                       RUN_GETOPT_OPTIONS,
+                   "room for every option");
+
+    for (unsigned i = 0; i < V_COUNT; i++)
+        out[i] = (struct option){run_options[i].name, run_options[i].has_arg,
+                                 NULL, OPT_VALUE + (int)i};
+    memcpy(out + V_COUNT, flags, sizeof flags);
+}
+
+/* values[i] becomes option i's value (its default when given none), or
+ * the process exits 2 (refuse). */
+static void take_value(const char **values, unsigned i, const char *arg)
+{
+    const struct run_option *o = &run_options[i];
+    /* A required argument is never NULL; "" keeps the analyzers sure. */
+    const char *value = arg != NULL ? arg : o->given != NULL ? o->given : "";
+    const char *at = value, *why;
+    size_t len = strlen(value);
+    char option[32];
+
+    /* Checked first: a list's check moves at and len to the entry. */
+    why = o->check_list != NULL ? o->check_list(value, &at, &len)
+                                : o->check(value);
+    snprintf(option, sizeof option, "--%s", o->name);
+    refuse(option, at, len, why);
+    values[i] = value;
 }
 
 /* Sets LD_PRELOAD to library, after an existing LD_PRELOAD (kept).
@@ -271,74 +344,45 @@ static int set_preload(const char *library)
     return 0;
 }
 
+/* The library's environment for the program (doc/regionalloc.1). */
+static void set_environment(const char *const *values, bool shm,
+                            bool children)
+{
+    char pid[32];
+
+    /* This process becomes the program: its pid is the program's. */
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    set("REGIONALLOC_PROGRAM_PID", pid);
+    if (children)
+        set("REGIONALLOC_CHILDREN", "1");
+    for (unsigned i = 0; i < V_COUNT; i++)
+        if (values[i] != NULL)
+            set(run_options[i].var, values[i]);
+    if (values[V_HTTP] != NULL)
+        set("REGIONALLOC_HTTP_ANNOUNCE", "1");
+    if (shm)
+        set("REGIONALLOC_SHM", "1");
+}
+
 static int run(int argc, char **argv)
 {
-    enum {
-        OPT_THREAD_TAGS = 256, OPT_NO_THREAD_TAGS, OPT_HTTP, OPT_REPORT,
-        OPT_FORMAT, OPT_CHECKPOINTS, OPT_PROF, OPT_LIMITS, OPT_MEMORY_LIMIT,
-        OPT_NO_SHM, OPT_CHILDREN
-    };
-    static const struct option options[] = {
-        {"thread-tags", optional_argument, NULL, OPT_THREAD_TAGS},
-        {"no-thread-tags", no_argument, NULL, OPT_NO_THREAD_TAGS},
-        {"http", optional_argument, NULL, OPT_HTTP},
-        {"report", optional_argument, NULL, OPT_REPORT},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"checkpoints", optional_argument, NULL, OPT_CHECKPOINTS},
-        {"prof", optional_argument, NULL, OPT_PROF},
-        {"limits", required_argument, NULL, OPT_LIMITS},
-        {"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
-        {"no-shm", no_argument, NULL, OPT_NO_SHM},
-        {"children", no_argument, NULL, OPT_CHILDREN},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *thread_tags = "*", *http = NULL, *report = NULL;
-    const char *format = NULL, *checkpoints = NULL, *prof = NULL;
-    const char *limits = NULL, *memory_limit = NULL;
+    struct option options[RUN_GETOPT_OPTIONS];
+    const char *values[V_COUNT] = {[V_THREAD_TAGS] = "*"};
     bool shm = true, children = false;
-    char library[PATH_MAX], pid[32];
+    char library[PATH_MAX];
     int c, rc;
 
+    run_getopt_options(options);
     opterr = 0;
     /* '+': the options end at the program's name even without "--". */
     while ((c = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
+        if (c >= OPT_VALUE && c < OPT_VALUE + V_COUNT) {
+            take_value(values, (unsigned)(c - OPT_VALUE), optarg);
+            continue;
+        }
         switch (c) {
-        case OPT_THREAD_TAGS:
-            thread_tags = optarg != NULL ? optarg : "*";
-            if (thread_tags[0] == '\0')
-                usage_error("--thread-tags: empty SPEC", NULL);
-            break;
         case OPT_NO_THREAD_TAGS:
-            thread_tags = NULL;
-            break;
-        case OPT_HTTP:
-            http = optarg != NULL ? optarg : "127.0.0.1:0";
-            if (strchr(http, ':') == NULL)
-                usage_error("--http: expected HOST:PORT, not", http);
-            break;
-        case OPT_REPORT:
-            report = optarg != NULL ? optarg : "stderr";
-            break;
-        case OPT_FORMAT:
-            format = check_format(optarg);
-            break;
-        case OPT_CHECKPOINTS:
-            checkpoints = optarg != NULL ? optarg : "stderr";
-            break;
-        case OPT_PROF:
-            prof = optarg != NULL ? optarg : "512K";
-            check_prof(prof);
-            break;
-        /* A required argument is never NULL; "" keeps the analyzers
-         * sure of it. */
-        case OPT_LIMITS:
-            limits = optarg != NULL ? optarg : "";
-            check_limits(limits);
-            break;
-        case OPT_MEMORY_LIMIT:
-            memory_limit = optarg != NULL ? optarg : "";
-            check_memory_limit(memory_limit);
+            values[V_THREAD_TAGS] = NULL;
             break;
         case OPT_NO_SHM:
             shm = false;
@@ -357,8 +401,8 @@ static int run(int argc, char **argv)
     }
     if (optind >= argc)
         usage_error("run: no program given", NULL);
-    if (format != NULL && report == NULL)
-        report = "stderr";
+    if (values[V_FORMAT] != NULL && values[V_REPORT] == NULL)
+        values[V_REPORT] = "stderr";
     if (!find_library(library, sizeof library)) {
         fprintf(stderr, PROGRAM ": cannot find %s (looked next to this "
                 "program and in %s; set REGIONALLOC_LIBRARY to its path)\n",
@@ -368,31 +412,7 @@ static int run(int argc, char **argv)
     rc = set_preload(library);
     if (rc != 0)
         return rc;
-    /* This process becomes the program: its pid is the program's. */
-    snprintf(pid, sizeof pid, "%ld", (long)getpid());
-    set("REGIONALLOC_PROGRAM_PID", pid);
-    if (children)
-        set("REGIONALLOC_CHILDREN", "1");
-    if (thread_tags != NULL)
-        set("REGIONALLOC_THREAD_TAGS", thread_tags);
-    if (http != NULL) {
-        set("REGIONALLOC_HTTP", http);
-        set("REGIONALLOC_HTTP_ANNOUNCE", "1");
-    }
-    if (report != NULL)
-        set("REGIONALLOC_STATS", report);
-    if (format != NULL)
-        set("REGIONALLOC_STATS_FORMAT", format);
-    if (checkpoints != NULL)
-        set("REGIONALLOC_CHECKPOINTS", checkpoints);
-    if (prof != NULL)
-        set("REGIONALLOC_PROF", prof);
-    if (limits != NULL)
-        set("REGIONALLOC_LIMITS", limits);
-    if (memory_limit != NULL)
-        set("REGIONALLOC_MEMORY_LIMIT", memory_limit);
-    if (shm)
-        set("REGIONALLOC_SHM", "1");
+    set_environment(values, shm, children);
     restore_sigpipe();
     execvp(argv[optind], argv + optind);
     rc = errno;
@@ -531,6 +551,17 @@ static long parse_pid(const char *s)
     return pid;
 }
 
+/* report's --format f, or exit 2 (refuse). */
+static const char *format_option(const char *f)
+{
+    /* A required argument is never NULL; "" keeps the analyzers sure. */
+    const char *value = f != NULL ? f : "";
+
+    refuse("--format", value, strlen(value),
+           check_format(value));
+    return value;
+}
+
 static int report(int argc, char **argv)
 {
     static const struct option options[] = {
@@ -550,7 +581,7 @@ static int report(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":f:d:h", options, NULL)) != -1) {
         switch (c) {
         case 'f':
-            format = check_format(optarg);
+            format = format_option(optarg);
             break;
         case 'd':
             dir = optarg;

@@ -87,23 +87,9 @@ END_TEST
 
 /* -- the memory limit, over the shared table ----------------------------------- */
 
-/* The table's path: the source tree's (make check gives it), else the
- * current directory's tests/. */
-static FILE *open_table(void)
-{
-    const char *top = getenv("abs_top_srcdir");
-    char path[4096];
-
-    if (top == NULL)
-        top = getenv("top_srcdir");
-    snprintf(path, sizeof path, "%s/tests/memory_limits.table",
-             top != NULL ? top : ".");
-    return fopen(path, "re");
-}
-
 START_TEST(test_sizes_unit_memory_limits_as_the_table_says)
 {
-    FILE *f = open_table();
+    FILE *f = tu_open_source("tests/memory_limits.table");
     char line[256];
     unsigned cases = 0;
 
