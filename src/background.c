@@ -52,18 +52,30 @@ int ra__thread_create(pthread_t *thread, const pthread_attr_t *attr,
     return rc;
 }
 
+/* On the starting thread's stack, which it leaves only once the new
+ * thread has taken fn and arg: no memory of the library's is in flight
+ * when a start returns (a report then counts the library's memory
+ * whole). */
 struct start {
     void *(*fn)(void *);
     void *arg;
+    pthread_mutex_t lock;
+    pthread_cond_t taken_cond;
+    bool taken;
 };
 
 static void *run(void *p)
 {
-    struct start s = *(struct start *)p;
+    struct start *s = p;
+    void *(*fn)(void *) = s->fn;
+    void *arg = s->arg;
 
-    ra__meta_free(p);
     ra__become_library_thread();
-    return s.fn(s.arg);
+    ra__lock(&s->lock);
+    s->taken = true;
+    pthread_cond_signal(&s->taken_cond);
+    ra__unlock(&s->lock);
+    return fn(arg);
 }
 
 void ra__spawn_begin(sigset_t *old)
@@ -83,25 +95,26 @@ void ra__spawn_end(const sigset_t *old)
 
 bool ra__background_start(void *(*fn)(void *), void *arg, pthread_t *thread)
 {
-    struct start *s = ra__meta_alloc(sizeof *s);
+    struct start s = {fn, arg, PTHREAD_MUTEX_INITIALIZER,
+                      PTHREAD_COND_INITIALIZER, false};
     sigset_t old;
     int rc;
 
-    if (s == NULL) {
-        errno = ENOMEM;
-        return true;
-    }
-    *s = (struct start){fn, arg};
     /* Past the library's own pthread_create (ra__thread_create): run()
      * makes the thread the library's before anything else, so no rule
      * gives it a tag. */
     ra__spawn_begin(&old);
-    rc = ra__thread_create(thread, NULL, run, s);
+    rc = ra__thread_create(thread, NULL, run, &s);
     ra__spawn_end(&old);
     if (rc != 0) {
-        ra__meta_free(s);
         errno = rc;
         return true;
     }
+    ra__lock(&s.lock);
+    while (!s.taken)
+        pthread_cond_wait(&s.taken_cond, &s.lock);
+    ra__unlock(&s.lock);
+    pthread_cond_destroy(&s.taken_cond);
+    pthread_mutex_destroy(&s.lock);
     return false;
 }

@@ -7,6 +7,7 @@
 
 #include "budget.h"
 #include "instruments.h"
+#include "measure.h"
 #include "output.h"
 #include "thread_tags.h"
 
@@ -45,12 +46,14 @@ static void prefork(void)
     ra__history_prefork(); /* a leaf */
     ra__pressure_prefork(); /* a leaf */
     ra__leftovers_prefork_leaf();
+    ra__measure_prefork(); /* a leaf */
 }
 
 static void postfork_parent(void)
 {
     if (--fork_depth != 0)
         return;
+    ra__measure_postfork_parent();
     ra__pressure_postfork_parent();
     ra__history_postfork_parent();
     ra__pool_postfork();
@@ -71,6 +74,7 @@ static void postfork_child(void)
 {
     if (--fork_depth != 0)
         return;
+    ra__measure_postfork_child();
     ra__pressure_postfork_child();
     ra__make_room_postfork_child();
     ra__history_postfork_child();

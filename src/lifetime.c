@@ -13,6 +13,7 @@
 #include "budget.h"
 #include "instruments.h"
 #include "internal.h"
+#include "measure.h"
 #include "thread_tags.h"
 
 /* Two kinds of end. A destroy of a tag without children (every request's
@@ -254,6 +255,9 @@ int ra_tag_reset(ra_tag_t tag)
     }
     for (unsigned i = 0; i < n; i++)
         reset_tag(subtree[i]);
+    /* The pages the reset gave back show at once (measure.c). */
+    for (unsigned i = 0; i < n; i++)
+        (void)ra__measure_tag(subtree[i], NULL);
     exclusive_end();
     return 0;
 }

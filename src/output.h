@@ -371,6 +371,10 @@ struct ra__usage {
     char name[RA_TAG_NAME_MAX + 1];
     uint64_t allocated, active, resident, rss, mapped, peak_mapped, dirty,
         muzzy, retained, reserved, nmalloc, ndalloc, purges;
+    /* The kernel's count of the region (measure.c): rss is all of it,
+     * metadata its arenas' bookkeeping; rss_at_ns when it was taken (0:
+     * not yet, or untagged). */
+    uint64_t metadata, rss_at_ns;
     uint64_t limit, soft_limit, limit_failures;
     uint64_t arenas; /* in the tag's pool (0 untagged) */
     int priority;    /* ra_tag_set_priority's (0 untagged) */
@@ -402,6 +406,9 @@ struct ra__snapshot {
      * many fewer tags than REGIONALLOC_MAX_TAGS can be had until it goes
      * (tag.c). */
     uint64_t regions_lost;
+    /* The kernel's counts of the regions (measure.c): how old the oldest
+     * is, and how many live tags have none yet. */
+    uint64_t rss_oldest_age_ns, rss_unmeasured;
     struct ra__pressure_figures pressure; /* the memory limit (pressure.c) */
 };
 /* Takes a snapshot (tagging on); detail: one refresh, and jemalloc's own

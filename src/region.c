@@ -261,8 +261,10 @@ static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
     }
     *zero = true;
     /* Base blocks are kept for the arena's life: never uncounted. */
-    if (looks_like_metadata(new_addr, size, alignment, *commit))
+    if (looks_like_metadata(new_addr, size, alignment, *commit)) {
         atomic_fetch_add_explicit(&r->metadata, size, memory_order_relaxed);
+        ra__metadata_block_add(tag_of_region(r), addr, size);
+    }
     return (void *)addr;
 }
 

@@ -53,6 +53,17 @@ void ra__region_refusal_clear(void);
 int ra__region_refusal(void);
 /* Tag's region's carved part: [*start, *end), what its arenas were given. */
 void ra__region_carved(ra_tag_t tag, uintptr_t *start, uintptr_t *end);
+/* -- metadata_blocks.c: where the arenas' metadata lies in each region --- */
+/* A base block of an arena of tag's region, [start, start + size): noted
+ * by the extent hook (no allocation). */
+void ra__metadata_block_add(ra_tag_t tag, uintptr_t start, size_t size);
+/* The base blocks of tag's region (its arenas', over the slot's life)
+ * into out, up to max; returns how many. */
+unsigned ra__metadata_blocks(ra_tag_t tag, struct ra__range *out,
+                             unsigned max);
+/* Base blocks noted past the table's room: their pages show as the tags'
+ * own. */
+unsigned ra__metadata_blocks_lost(void);
 /* The bytes of tag's region that its arenas' metadata holds (jemalloc's
  * base blocks, committed for the arenas' life; with MALLOC_CONF
  * retain:false, also blocks asked at a 2 MiB alignment or more). */

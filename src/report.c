@@ -27,14 +27,15 @@ static const char *const text_headers[] = {
 #define TEXT_COLS (sizeof text_headers / sizeof text_headers[0])
 
 /* Columns 1..: u's figures; only tagged rows have a kernel RSS, a peak and
- * budgets ("-" otherwise). */
+ * budgets ("-" otherwise), and a kernel RSS only once the kernel counted
+ * the tag's region. */
 static void fill_usage(struct ra__table_row *row, const struct ra__usage *u,
                        bool tagged)
 {
     ra__cell_bytes(row->cell[1], u->allocated);
     ra__cell_bytes(row->cell[2], u->active);
     ra__cell_bytes(row->cell[3], u->resident);
-    if (tagged)
+    if (tagged && u->rss_at_ns != 0)
         ra__cell_bytes(row->cell[4], u->rss);
     else
         ra__cell_text(row->cell[4], "-");
@@ -172,6 +173,26 @@ static void write_text_leftovers(struct ra__out *o, uint64_t bytes)
                     ra__human_bytes(left, sizeof left, bytes));
 }
 
+/* Under the table, when the kernel's counts of the regions (kernel_rss)
+ * are not all fresh: tags the library's thread has not counted yet, or
+ * counts more than two of its rounds old. */
+#define FRESH_NS 2000000000u
+
+static void write_text_measured(struct ra__out *o,
+                                const struct ra__snapshot *snap)
+{
+    char oldest[RA__HUMAN_MAX];
+
+    if (snap->rss_unmeasured == 0 && snap->rss_oldest_age_ns <= FRESH_NS)
+        return;
+    ra__human_ns(oldest, sizeof oldest, snap->rss_oldest_age_ns);
+    ra__out_fmt(o, "kernel_rss: counted by the kernel up to %s ago", oldest);
+    if (snap->rss_unmeasured != 0)
+        ra__out_fmt(o, "; not yet for %" PRIu64 " (-)",
+                    snap->rss_unmeasured);
+    ra__out_fmt(o, "\n");
+}
+
 /* Under the table, while other mappings hold regions' space. */
 static void write_text_regions_lost(struct ra__out *o, uint64_t lost)
 {
@@ -193,6 +214,7 @@ static void write_text(struct ra__out *o, struct ra__snapshot *snap)
     };
 
     ra__table_write(o, &table);
+    write_text_measured(o, snap);
     write_text_leftovers(o, snap->leftovers);
     write_text_regions_lost(o, snap->regions_lost);
     write_text_pressure(o, &snap->pressure);
@@ -219,6 +241,8 @@ static const struct {
     {"active", USAGE_FIELD(active), true},
     {"resident", USAGE_FIELD(resident), true},
     {"rss", USAGE_FIELD(rss), false},
+    {"metadata", USAGE_FIELD(metadata), false},
+    {"rss_at_ns", USAGE_FIELD(rss_at_ns), false},
     {"mapped", USAGE_FIELD(mapped), true},
     {"peak_mapped", USAGE_FIELD(peak_mapped), false},
     {"dirty", USAGE_FIELD(dirty), true},
@@ -342,11 +366,17 @@ static const struct {
     {"regionalloc_tag_active_bytes", "regionalloc_untagged_active_bytes",
      "gauge", "Bytes in pages holding live blocks.", USAGE_FIELD(active)},
     {"regionalloc_tag_resident_bytes", "regionalloc_untagged_resident_bytes",
-     "gauge", "jemalloc's resident estimate (an upper bound).",
+     "gauge",
+     "Resident bytes: a tag's as the kernel last counted its region, "
+     "followed since by its commits; untagged, jemalloc's estimate.",
      USAGE_FIELD(resident)},
     {"regionalloc_tag_rss_bytes", NULL, "gauge",
-     "Resident bytes of the tag's region as the kernel sees them (mincore).",
+     "Resident bytes of the tag's region as the kernel last counted them "
+     "(pagemap; the zero page not counted).",
      USAGE_FIELD(rss)},
+    {"regionalloc_tag_metadata_bytes", NULL, "gauge",
+     "Of the region's resident bytes, those of its arenas' bookkeeping.",
+     USAGE_FIELD(metadata)},
     {"regionalloc_tag_mapped_bytes", "regionalloc_untagged_mapped_bytes",
      "gauge", "Bytes mapped (committed).", USAGE_FIELD(mapped)},
     {"regionalloc_tag_peak_mapped_bytes", NULL, "gauge",
@@ -452,6 +482,9 @@ static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)
          "Bytes of blocks destroyed tags left live, nobody's until their "
          "slot's next reset frees them; in no tag's or untagged figures.",
          snap->leftovers},
+        {"regionalloc_tag_rss_unmeasured",
+         "Live tags whose regions the kernel has not counted yet.",
+         snap->rss_unmeasured},
         {"regionalloc_regions_lost",
          "Regions another mapping holds the space of: that many fewer tags "
          "can be had until it is freed.",
@@ -507,6 +540,11 @@ static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)
         ra__prom_family(e, process[p].name, "gauge", process[p].help);
         ra__prom_sample(e, process[p].name, NULL, 0, process[p].value);
     }
+    ra__prom_family(e, "regionalloc_tag_rss_oldest_age_seconds", "gauge",
+                    "How long ago the kernel last counted the region of the "
+                    "tag counted longest ago (0: none counted).");
+    ra__prom_sample_seconds(e, "regionalloc_tag_rss_oldest_age_seconds", NULL,
+                            0, snap->rss_oldest_age_ns);
     for (size_t p = 0; p < sizeof pressure_counters / sizeof pressure_counters[0];
          p++) {
         ra__prom_family(e, pressure_counters[p].name, "counter",

@@ -4,25 +4,37 @@
 #include <string.h>
 
 #include "budget.h"
+#include "measure.h"
 #include "output.h"
 
-static void read_usage(ra_tag_t tag, struct ra__usage *u, bool detail)
+/* Of a snapshot's time, what it may spend having the kernel count the
+ * regions of tags never counted yet (new since the library's thread last
+ * looked): a one-off report then shows every tag of a small process, and
+ * no report waits longer than this for them. */
+#define FIRST_COUNTS_NS 1000000u
+
+static void read_usage(ra_tag_t tag, struct ra__usage *u, bool detail,
+                       uint64_t counts_until)
 {
     ra_tag_stats_t s;
-    size_t rss = 0, hard = 0, soft = 0;
+    struct ra__measure m = {0, 0, 0, 0};
+    size_t hard = 0, soft = 0;
     uint64_t failures = 0;
 
     ra__stats_read(tag, &s, detail);
-    /* mincore reads the kernel's page tables, not jemalloc's statistics:
-     * no refresh involved. 0 if it fails. */
-    if (tag != RA_TAG_NONE && ra_tag_rss(tag, &rss) != 0)
-        rss = 0;
-    if (tag != RA_TAG_NONE)
+    /* The kernel's count as the library's thread last took it: no report
+     * reads the page tables of every region (measure.c). */
+    if (tag != RA_TAG_NONE) {
+        if (!ra__measure_read(tag, &m) && ra__clock_ns() < counts_until &&
+            !ra__measure_tag(tag, &m))
+            ra__stats_read(tag, &s, detail); /* resident: the count */
         ra__budget_read(tag, &hard, &soft, &failures);
+    }
     *u = (struct ra__usage){
         .id = tag,
         .allocated = s.allocated, .active = s.active,
-        .resident = s.resident, .rss = rss, .mapped = s.mapped,
+        .resident = s.resident, .rss = m.resident, .mapped = s.mapped,
+        .metadata = m.metadata, .rss_at_ns = m.at_ns,
         .peak_mapped = s.peak_mapped, .dirty = s.dirty, .muzzy = s.muzzy,
         .retained = s.retained, .reserved = s.reserved,
         .nmalloc = s.nmalloc, .ndalloc = s.ndalloc,
@@ -119,6 +131,7 @@ static void read_rows(struct ra__snapshot *snap,
                       const struct ra__tag_holder *view, unsigned nids,
                       struct ra__tag_holder *after, bool detail)
 {
+    uint64_t counts_until = ra__clock_ns() + FIRST_COUNTS_NS;
     unsigned kept = 0;
 
     snap->ntags = 0;
@@ -126,7 +139,7 @@ static void read_rows(struct ra__snapshot *snap,
         struct ra__usage *u = &snap->rows[snap->ntags + 1];
         if (!view[t].live)
             continue;
-        read_usage(t, u, detail);
+        read_usage(t, u, detail, counts_until);
         u->born = view[t].born;
         memcpy(u->name, view[t].name, sizeof u->name);
         snap->ntags++;
@@ -140,10 +153,23 @@ static void read_rows(struct ra__snapshot *snap,
     snap->ntags = kept;
 }
 
-/* The process's figures: its rows'. */
+/* The process's figures: its rows'; and how old their kernel counts are. */
 static void add_up(struct ra__snapshot *snap)
 {
+    uint64_t oldest = UINT64_MAX;
+
     snap->global = (struct ra__global_stats){0};
+    snap->rss_unmeasured = 0;
+    for (unsigned r = 1; r <= snap->ntags; r++) {
+        uint64_t at = snap->rows[r].rss_at_ns;
+        if (at == 0)
+            snap->rss_unmeasured++;
+        else if (at < oldest)
+            oldest = at;
+    }
+    snap->rss_oldest_age_ns = oldest != UINT64_MAX && snap->time_ns > oldest
+                                  ? snap->time_ns - oldest
+                                  : 0;
     for (unsigned r = 0; r <= snap->ntags; r++) {
         const struct ra__usage *u = &snap->rows[r];
         snap->global.allocated += u->allocated;
@@ -173,10 +199,11 @@ bool ra__snapshot_take(struct ra__snapshot *snap, bool detail)
         return true;
     }
     nids = ra__tag_holders(view, published);
+    ra__measure_start();
     snap->time_ns = ra__clock_ns();
     if (detail)
         ra__stats_refresh();
-    read_usage(RA_TAG_NONE, &snap->rows[0], detail);
+    read_usage(RA_TAG_NONE, &snap->rows[0], detail, 0);
     read_rows(snap, view, nids, view + published + 1, detail);
     add_up(snap);
     snap->process_rss = ra__proc_rss();

@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "budget.h"
 #include "internal.h"
+#include "measure.h"
 #include "region.h"
 
 /* Purges asked through the public calls, per tag; [0] is the untagged
@@ -73,11 +74,13 @@ static int check_tag(ra_tag_t tag)
 void ra__stats_refresh(void)
 {
     ra__be_refresh();
+    ra__measure_all();
 }
 
 /* What jemalloc's refreshed statistics say of the tag's arenas, in place
- * of the estimates: pages and metadata as jemalloc counts them. */
-static void read_refreshed(ra_tag_t tag, ra_tag_stats_t *out)
+ * of the estimates: pages and metadata as jemalloc counts them; resident
+ * too when the kernel has not counted the region (measured: false). */
+static void read_refreshed(ra_tag_t tag, ra_tag_stats_t *out, bool measured)
 {
     ra_tag_stats_t arenas = {0};
 
@@ -87,11 +90,29 @@ static void read_refreshed(ra_tag_t tag, ra_tag_stats_t *out)
             ADD_SIZES(&arenas, &one);
     }
     out->active = arenas.active;
-    out->resident = arenas.resident;
+    /* jemalloc's resident is an upper bound of the pages it gave out (it
+     * counts pages never touched) and misses metadata touched since its
+     * count: the kernel's stands where there is one. */
+    if (!measured)
+        out->resident = arenas.resident < arenas.mapped ? arenas.resident
+                                                        : arenas.mapped;
     out->mapped = arenas.mapped;
     out->dirty = arenas.dirty;
     out->muzzy = arenas.muzzy;
     out->retained = arenas.retained;
+}
+
+/* The kernel's count of a region at its last measure, followed since by
+ * what the region committed (mapped now against then): pages committed
+ * since count until the next measure says whether they were touched, and
+ * what was given back lowers it only as far as mapped now (a purge on the
+ * caller's thread measures again: ra_tag_purge, ra_tag_reset). */
+static uint64_t followed(const struct ra__measure *m, uint64_t mapped)
+{
+    uint64_t now = m->resident +
+                   (mapped > m->mapped ? mapped - m->mapped : 0);
+
+    return now < mapped ? now : mapped;
 }
 
 /* The figures of tag from what the library and jemalloc keep live: the
@@ -99,12 +120,15 @@ static void read_refreshed(ra_tag_t tag, ra_tag_stats_t *out)
  * (mapped, exact) and its carving; the rest follows, with the bounds the
  * man page states: a committed page is active, metadata or dirty (the
  * region purges only by force: nothing is muzzy), the carved rest is
- * retained, and a page is resident as jemalloc counts it when it is
- * active, dirty or metadata jemalloc had touched at the arena's last
- * refresh read (metadata touched since is missing). */
-static void read_live(ra_tag_t tag, ra_tag_stats_t *out)
+ * retained. resident is the kernel's count of the region's pages at its
+ * last measure (measure.c), followed since; before the first, an
+ * estimate: a page is resident as jemalloc counts it when it is active,
+ * dirty or metadata jemalloc had touched at the arena's last refresh
+ * read. */
+static bool read_live(ra_tag_t tag, ra_tag_stats_t *out)
 {
     struct ra__counts c;
+    struct ra__measure m;
     uintptr_t start, end;
     size_t metadata = ra__region_metadata(tag), metadata_resident = 0;
 
@@ -126,20 +150,25 @@ static void read_live(ra_tag_t tag, ra_tag_stats_t *out)
                                                   : metadata);
     if (out->resident > out->mapped)
         out->resident = out->mapped;
+    if (ra__measure_read(tag, &m))
+        out->resident = followed(&m, out->mapped);
     ra__region_carved(tag, &start, &end);
     out->retained = end - start > out->mapped ? end - start - out->mapped : 0;
+    return m.at_ns != 0;
 }
 
 void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out, bool refreshed)
 {
+    bool measured;
+
     memset(out, 0, sizeof *out);
     if (tag == RA_TAG_NONE) {
         add_untagged(out);
         return;
     }
-    read_live(tag, out);
+    measured = read_live(tag, out);
     if (refreshed)
-        read_refreshed(tag, out);
+        read_refreshed(tag, out, measured);
     out->reserved = (size_t)1 << ra__layout.shift;
     out->peak_mapped = ra__budget_peak(tag);
 }
@@ -182,6 +211,8 @@ int ra_tag_stats(ra_tag_t tag, ra_tag_stats_t *out)
     }
     if (check_tag(tag) != 0)
         return -1;
+    if (tag != RA_TAG_NONE)
+        ra__measure_start();
     ra__stats_read(tag, out, false);
     return 0;
 }
@@ -203,6 +234,7 @@ int ra_tag_stats_tree(ra_tag_t tag, ra_tag_stats_t *out)
     }
     if (ra__check_call(ra__tag_valid(tag)) != 0)
         return -1;
+    ra__measure_start();
     memset(out, 0, sizeof *out);
     count = ra__tag_published();
     for (ra_tag_t t = 1; t <= count; t++) {
@@ -239,6 +271,17 @@ int ra_tag_usage(ra_tag_t tag, ra_tag_usage_t *out)
     return 0;
 }
 
+/* What a purge gave back shows at once: the kernel's count of each tag
+ * of root's subtree, taken again on the caller's time. */
+static void measure_subtree(ra_tag_t root)
+{
+    unsigned count = ra__tag_published();
+
+    for (ra_tag_t t = 1; t <= count; t++)
+        if (ra__tag_in_subtree(t, root))
+            (void)ra__measure_tag(t, NULL);
+}
+
 int ra_tag_purge(ra_tag_t tag)
 {
     unsigned n;
@@ -251,6 +294,7 @@ int ra_tag_purge(ra_tag_t tag)
          * the tag (leftovers.c), then what the caches keep. */
         ra__leftovers_reclaim_subtree(tag);
         ra__purge_subtree(tag);
+        measure_subtree(tag);
         return 0;
     }
     ra__be_flush_thread_cache();
@@ -282,17 +326,13 @@ int ra_purge_all(void)
     for (ra_tag_t t = 1; t <= count; t++)
         ra__thread_release_kept(t);
     ra__be_arena_purge(RA__BE_ALL_ARENAS);
+    ra__measure_all();
     return 0;
 }
 
 int ra_tag_rss(ra_tag_t tag, size_t *bytes)
 {
-    /* One byte per page from mincore, in chunks: no allocation, bounded
-     * stack, whatever the region's size. */
-    unsigned char vec[4096];
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t addr, end;
-    size_t resident = 0;
+    struct ra__measure m;
 
     if (tag == RA_TAG_NONE || !ra__tag_valid(tag) || bytes == NULL) {
         errno = EINVAL;
@@ -302,18 +342,10 @@ int ra_tag_rss(ra_tag_t tag, size_t *bytes)
         errno = ENOTSUP;
         return -1;
     }
-    ra__region_carved(tag, &addr, &end);
-    while (addr < end) {
-        size_t pages = (end - addr + page - 1) / page;
-        if (pages > sizeof vec)
-            pages = sizeof vec;
-        if (mincore((void *)addr, pages * page, vec) != 0)
-            return -1;
-        for (size_t i = 0; i < pages; i++)
-            resident += vec[i] & 1;
-        addr += pages * page;
-    }
-    *bytes = resident * page;
+    /* On the caller's time, and kept for the reports. */
+    if (ra__measure_tag(tag, &m))
+        return -1;
+    *bytes = m.resident;
     return 0;
 }
 

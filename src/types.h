@@ -309,6 +309,11 @@ struct ra__tag_thread;
 
 /* Who holds a tag id, as one moment's view of the registry shows it
  * (ra__tag_holders): every parent named is live in the same view. */
+/* A range of addresses, [start, end). */
+struct ra__range {
+    uintptr_t start, end;
+};
+
 struct ra__tag_holder {
     bool live;
     ra_tag_t parent; /* tag trees: RA_TAG_NONE at the top level */

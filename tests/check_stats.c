@@ -618,6 +618,85 @@ START_TEST(test_stats_tag_rss_matches_resident_estimate)
 }
 END_TEST
 
+/* A block only read maps the kernel's zero page: no page of the
+ * process's, not in its RssAnon, and not in the tag's figures; written,
+ * every page is. ra_tag_rss and the tag's resident (once the kernel was
+ * asked) agree with the process's RssAnon. */
+START_TEST(test_stats_pages_only_read_are_no_ones)
+{
+    enum { SIZE = 64 * MIB };
+    volatile char *p = ra_malloc_tag(tag_a, SIZE);
+    size_t before, read, written, anon0, anon1, anon2;
+    char sink = 0;
+
+    ck_assert_ptr_nonnull((void *)p);
+    ck_assert_int_eq(ra_tag_rss(tag_a, &before), 0);
+    anon0 = tu_rss_anon_bytes();
+    for (size_t i = 0; i < SIZE; i += 4096)
+        sink ^= p[i];
+    (void)sink;
+    ck_assert_int_eq(ra_tag_rss(tag_a, &read), 0);
+    anon1 = tu_rss_anon_bytes();
+    for (size_t i = 0; i < SIZE; i += 4096)
+        p[i] = 1;
+    ck_assert_int_eq(ra_tag_rss(tag_a, &written), 0);
+    anon2 = tu_rss_anon_bytes();
+    fprintf(stderr, "64 MiB read: tag rss %.1f -> %.1f MiB (RssAnon +%.1f), "
+                    "written: %.1f MiB (RssAnon +%.1f)\n",
+            in_mib(before), in_mib(read), in_mib(anon1 - anon0),
+            in_mib(written), in_mib(anon2 - anon1));
+    ck_assert_uint_lt(read, before + MIB);
+    ck_assert_uint_lt(anon1, anon0 + MIB);
+    ck_assert_uint_ge(written, before + SIZE);
+    ck_assert_uint_ge(anon2 - anon1, SIZE - MIB);
+    ck_assert_uint_eq(tu_tag_stats(tag_a).resident, written);
+    ra_free((void *)p);
+}
+END_TEST
+
+/* A tag grown large and reset keeps what its arena's bookkeeping grew to
+ * (jemalloc gives an arena's metadata back only when the arena goes): the
+ * tag's resident shows what the kernel counts in its region, and the
+ * metadata figure of the reports says how much of it that is. */
+START_TEST(test_stats_resident_never_hides_what_the_kernel_counts)
+{
+    enum { N = 200000 };
+    static void *blocks[N];
+    ra_tag_t big = tu_tag_create("grown");
+    size_t kernel;
+    ra_tag_stats_t s;
+    char *json, *at;
+    unsigned long long metadata;
+
+    for (unsigned i = 0; i < N; i++) {
+        blocks[i] = ra_malloc_tag(big, 16 + i % 2000);
+        ck_assert_ptr_nonnull(blocks[i]);
+        memset(blocks[i], 1, 16);
+    }
+    ck_assert_int_eq(ra_tag_reset(big), 0);
+    ck_assert_int_eq(ra_tag_purge(big), 0);
+    s = tu_tag_stats(big);
+    ck_assert_int_eq(ra_tag_rss(big, &kernel), 0);
+    ck_assert_uint_eq(s.allocated, 0);
+    ck_assert_uint_ge(s.resident, kernel);
+    json = tu_report_string(ra_report, RA_FORMAT_JSON);
+    at = strstr(json, "\"name\": \"grown\"");
+    ck_assert_ptr_nonnull(at);
+    at = strstr(at, "\"metadata\": ");
+    ck_assert_ptr_nonnull(at);
+    metadata = strtoull(at + strlen("\"metadata\": "), NULL, 10);
+    fprintf(stderr, "reset and purged: resident %.1f MiB, kernel %.1f MiB, "
+                    "of it metadata %.1f MiB\n",
+            in_mib(s.resident), in_mib(kernel), in_mib(metadata));
+    ck_assert_uint_gt(metadata, 0);
+    ck_assert_uint_le(metadata, kernel);
+    /* What the kernel still counts there is the bookkeeping, but for a
+     * few pages of slabs the reset's purge left. */
+    ck_assert_uint_le(kernel - metadata, MIB);
+    free(json);
+}
+END_TEST
+
 /* peak_mapped keeps the high-water mark of committed bytes after the tag
  * shrinks, and is not below what mapped ever showed. */
 START_TEST(test_stats_peak_mapped_keeps_high_water_mark)
@@ -922,13 +1001,15 @@ static void *pool_worker(void *arg)
 
 /* At rest, every thread gone (their caches with them), the live figures of
  * a pool of several arenas are jemalloc's refreshed ones: active to the
- * page, allocated to the byte, mapped, dirty, muzzy and retained equal, and
- * resident within the stated bound (at most the metadata above). */
+ * page, allocated to the byte, mapped, dirty, muzzy and retained equal;
+ * and resident, the kernel's count once the refresh has taken it, is no
+ * more than jemalloc's upper bound but for the metadata pages touched
+ * since jemalloc counted them. */
 START_TEST(test_stats_live_figures_are_jemallocs_at_rest)
 {
     unsigned arenas[8];
     int n;
-    size_t page = 4096, metadata;
+    size_t page = 4096, metadata, rss;
     ra_tag_stats_t s;
     struct {
         size_t allocated, active, mapped, dirty, muzzy, retained, resident;
@@ -961,11 +1042,11 @@ START_TEST(test_stats_live_figures_are_jemallocs_at_rest)
     ck_assert_uint_eq(s.dirty, je.dirty);
     ck_assert_uint_eq(s.muzzy, je.muzzy);
     ck_assert_uint_eq(s.retained, je.retained);
-    /* jemalloc's metadata pages touched since the arenas' last refresh
-     * read are missing from resident: at most the metadata. */
     metadata = s.mapped - s.active - s.dirty;
-    ck_assert_uint_le(s.resident, je.resident);
-    ck_assert_uint_le(je.resident - s.resident, metadata);
+    ck_assert_int_eq(ra_tag_rss(live_tag, &rss), 0);
+    ck_assert_uint_eq(tu_tag_stats(live_tag).resident, rss);
+    ck_assert_uint_le(rss, s.mapped);
+    ck_assert_uint_le(rss, je.resident + metadata);
     for (unsigned i = 0; i < LIVE_THREADS; i++)
         for (unsigned j = 0; j < LIVE_BLOCKS; j++)
             ra_free(live_blocks[i][j]);
@@ -1027,6 +1108,8 @@ static Suite *stats_suite(void)
     tcase_add_test(tc, test_stats_tag_rss_errors);
     tcase_add_test(tc, test_stats_tag_rss_follows_touched_pages);
     tcase_add_test(tc, test_stats_tag_rss_matches_resident_estimate);
+    tcase_add_test(tc, test_stats_pages_only_read_are_no_ones);
+    tcase_add_test(tc, test_stats_resident_never_hides_what_the_kernel_counts);
     tcase_add_test(tc, test_stats_peak_mapped_keeps_high_water_mark);
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);

@@ -177,11 +177,13 @@ def load_json(path):
 
 
 # name_hex besides, where the name is not UTF-8.
-TAG_KEYS = {"id", "born", "name", "allocated", "active", "resident", "rss", "mapped",
+TAG_KEYS = {"id", "born", "name", "allocated", "active", "resident", "rss",
+            "metadata", "rss_at_ns", "mapped",
             "peak_mapped", "dirty", "muzzy", "retained", "reserved", "nmalloc",
             "ndalloc", "purges", "limit", "soft_limit", "limit_failures",
             "arenas", "priority", "parent", "parent_id", "tree"}
-UNTAGGED_KEYS = TAG_KEYS - {"id", "born", "name", "rss", "peak_mapped", "reserved", "limit",
+UNTAGGED_KEYS = TAG_KEYS - {"id", "born", "name", "rss", "metadata", "rss_at_ns",
+                            "peak_mapped", "reserved", "limit",
                             "soft_limit", "limit_failures", "arenas", "priority",
                             "parent", "parent_id", "tree"}
 CP_TAG_KEYS = {"id", "born", "name", "parent", "parent_id"}

@@ -126,6 +126,21 @@ size_t tu_rss_bytes(void)
     return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+size_t tu_rss_anon_bytes(void)
+{
+    char line[256];
+    unsigned long kib = 0;
+    bool found = false;
+    FILE *f = fopen("/proc/self/status", "re");
+
+    ck_assert_ptr_nonnull(f);
+    while (!found && fgets(line, sizeof line, f) != NULL)
+        found = sscanf(line, "RssAnon: %lu kB", &kib) == 1;
+    fclose(f);
+    ck_assert_msg(found, "no RssAnon in /proc/self/status");
+    return (size_t)kib * 1024;
+}
+
 /* Forks a child with the variables of env set and its stderr on a pipe. The
  * child runs fn() when name is NULL, else execs this program as the child
  * called name. Captures the child's stderr as tu_run_with_env() describes.

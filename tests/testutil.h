@@ -81,6 +81,8 @@ void tu_tag_pop(ra_tag_t tag);
 
 /* The process's resident bytes from /proc/self/statm (the kernel's view). */
 size_t tu_rss_bytes(void);
+/* The process's resident anonymous bytes (RssAnon, /proc/self/status). */
+size_t tu_rss_anon_bytes(void);
 
 /* Runs fn in a forked child with the environment variables of env (a NULL-
  * terminated list of "NAME=value" strings) set first, so the library, which
