@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "backend.h"
 #include "budget.h"
 #include "instruments.h"
 #include "measure.h"
@@ -47,12 +48,14 @@ static void prefork(void)
     ra__pressure_prefork(); /* a leaf */
     ra__leftovers_prefork_leaf();
     ra__measure_prefork(); /* a leaf */
+    ra__mappings_prefork(); /* a leaf, taken inside jemalloc's locks */
 }
 
 static void postfork_parent(void)
 {
     if (--fork_depth != 0)
         return;
+    ra__mappings_postfork();
     ra__measure_postfork_parent();
     ra__pressure_postfork_parent();
     ra__history_postfork_parent();
@@ -74,6 +77,7 @@ static void postfork_child(void)
 {
     if (--fork_depth != 0)
         return;
+    ra__mappings_postfork();
     ra__measure_postfork_child();
     ra__pressure_postfork_child();
     ra__make_room_postfork_child();
@@ -106,6 +110,21 @@ static void thread_end(void *armed)
     ra__thread_exit();
     ra__returns_thread_exit();
     ra__hooks_thread_exit();
+}
+
+/* jemalloc's mappings outside the regions (mappings.c) told apart from
+ * the start: its code located, the main thread's arena and the oversize
+ * one given the hooks that mark their extents. Not in pass-through mode,
+ * nor where the library does not stand in front of mmap. */
+static void start_untagged_measure(void)
+{
+#ifdef RA_OVERRIDE
+    if (ra__config_peek_is("REGIONALLOC", "0"))
+        return;
+    ra__mappings_start();
+    ra__untagged_hook_thread_arena();
+    ra__untagged_hook_oversize_arena();
+#endif
 }
 
 /* The background services, asked for by the environment, start at load:
@@ -146,6 +165,7 @@ __attribute__((constructor)) void ra__process_start(void)
     if (pthread_atfork(prefork, postfork_parent, postfork_child) != 0)
         abort();
     ra__override_check();
+    start_untagged_measure();
     start_services();
     ra__pressure_start();
 }

@@ -41,6 +41,26 @@ bool ra__proc_reset_peak_rss(void);
  * Returns true when the file cannot be read. Never allocates (no stdio). */
 bool ra__proc_maps(bool (*line)(char *text, size_t len, void *ctx),
                    void *ctx);
+/* The process's resident memory as /proc/self/status splits it, and its
+ * page tables (VmPTE), in bytes. Returns true when unreadable. Never
+ * allocates. */
+struct ra__proc_status {
+    uint64_t rss_anon, rss_file, rss_shmem, page_tables;
+};
+bool ra__proc_status(struct ra__proc_status *out);
+/* What the cgroup v2 directory dir says of its memory: memory.current,
+ * memory.stat's anon and file, and the limit (memory.high when set, else
+ * memory.max; 0 for none). Returns true when dir has no memory.current.
+ * Never allocates. */
+struct ra__proc_cgroup {
+    uint64_t current, anon, file, limit;
+};
+bool ra__proc_cgroup(const char *dir, struct ra__proc_cgroup *out);
+/* The process's cgroup v2 directory into dir (len bytes): its "0::PATH"
+ * line of /proc/self/cgroup under the v2 mount (given, when not NULL,
+ * else /sys/fs/cgroup, else /sys/fs/cgroup/unified on a hybrid system).
+ * Returns true when there is none. Never allocates. */
+bool ra__proc_cgroup_dir(const char *given, char *dir, size_t len);
 
 /* -- warn.c: the library's own writes --------------------------------------- */
 /* Writes msg and a newline to stderr without allocating, under

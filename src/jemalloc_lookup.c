@@ -229,3 +229,38 @@ bool ra__jemalloc_owns(const void *addr)
            dladdr((void *)RA__JE(mallocx), &je) != 0 &&
            in.dli_fbase == je.dli_fbase;
 }
+
+/* The code of the object find_jemalloc_object stops at: its executable
+ * segment (ctx's range, written when found). */
+struct code_range {
+    struct ra__dynsym d;
+    uintptr_t start, end;
+};
+
+static int find_jemalloc_code(struct dl_phdr_info *info, size_t size,
+                              void *ctx)
+{
+    struct code_range *c = ctx;
+
+    if (!find_jemalloc_object(info, size, &c->d))
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            c->start = info->dlpi_addr + ph->p_vaddr;
+            c->end = c->start + ph->p_memsz;
+        }
+    }
+    return 1;
+}
+
+bool ra__jemalloc_code(uintptr_t *start, uintptr_t *end)
+{
+    struct code_range c = {.start = 0, .end = 0};
+
+    if (dl_iterate_phdr(find_jemalloc_code, &c) == 0 || c.start == 0)
+        return true;
+    *start = c.start;
+    *end = c.end;
+    return false;
+}

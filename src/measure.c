@@ -1,8 +1,9 @@
 /* Floor: state. The tags' regions as the kernel counts them, measured off
- * the callers' paths: a thread of the library's measures every live tag's
- * region in turn (resident.c: the pages it owns, its arenas' metadata
- * apart), on a budget of CPU time each round, the tags whose pages changed
- * first and every other one once MAX_AGE_NS has passed; the reports and
+ * the callers' paths: a thread of the library's measures every region
+ * handed out in turn (resident.c: the pages it owns, its arenas' metadata
+ * apart), on a budget of CPU time each round, the regions whose pages
+ * changed first and every other one once MAX_AGE_NS has passed, then the
+ * process's parts (parts.c) with what is left; the reports and
  * ra_tag_stats read the last measure and its age, and never wait for one.
  * ra_tag_rss, ra_stats_refresh and the report at exit measure on the
  * caller's time. */
@@ -101,13 +102,48 @@ bool ra__measure_tag(ra_tag_t tag, struct ra__measure *out)
     return failed;
 }
 
+static bool never_spent(void)
+{
+    return false;
+}
+
+/* A whole pass over the process's parts, on the caller's time. */
+static void measure_parts_now(void)
+{
+    ra__lock(&measure_lock);
+    if (pagemap >= 0 || (pagemap = ra__resident_open()) >= 0)
+        while (!ra__parts_measure(pagemap, never_spent))
+            ;
+    ra__unlock(&measure_lock);
+}
+
 void ra__measure_all(void)
 {
     unsigned count = ra__tag_published();
 
     for (ra_tag_t t = 1; t <= count; t++)
-        if (ra__tag_valid(t))
-            (void)ra__measure_tag(t, NULL);
+        (void)ra__measure_tag(t, NULL);
+    measure_parts_now();
+}
+
+void ra__measure_parts_once(void)
+{
+    struct ra__parts p;
+
+    ra__parts_read(&p);
+    if (p.at_ns == 0)
+        measure_parts_now();
+}
+
+uint64_t ra__measure_regions(void)
+{
+    unsigned count = ra__tag_published();
+    uint64_t total = 0;
+
+    for (ra_tag_t t = 1; t <= count; t++)
+        total += atomic_load_explicit(&measured[t].resident,
+                                      memory_order_relaxed);
+    return total;
 }
 
 /* -- the sweeper ------------------------------------------------------------- */
@@ -139,22 +175,35 @@ static bool due(ra_tag_t tag, uint64_t now)
     return true;
 }
 
-/* One round: from where the last left off, the live tags that are due,
- * until the budget is spent or every tag was looked at. */
+/* The sweeper's round: its CPU time at the start. */
+static uint64_t round_from;
+
+static bool round_spent(void)
+{
+    return cpu_ns() - round_from >= ROUND_BUDGET_NS;
+}
+
+/* One round: from where the last left off, the regions that are due (a
+ * destroyed tag's slot keeps its pages: its region is counted too), until
+ * the budget is spent or every region was looked at; then on through the
+ * process's parts (parts.c) with what is left. */
 static void round_of_measures(void)
 {
-    uint64_t spent_from = cpu_ns(), now = ra__clock_ns();
+    uint64_t now = ra__clock_ns();
     unsigned count = ra__tag_published();
 
-    for (unsigned seen = 0; seen < count; seen++) {
+    round_from = cpu_ns();
+    for (unsigned seen = 0; seen < count && !round_spent(); seen++) {
         cursor = cursor % count + 1;
-        if (!ra__tag_valid(cursor) || !due(cursor, now))
-            continue;
-        if (ra__measure_tag(cursor, NULL))
-            return;
-        if (cpu_ns() - spent_from >= ROUND_BUDGET_NS)
+        if (due(cursor, now) && ra__measure_tag(cursor, NULL))
             return;
     }
+    ra__lock(&measure_lock);
+    if (pagemap < 0)
+        pagemap = ra__resident_open();
+    if (pagemap >= 0 && !round_spent())
+        (void)ra__parts_measure(pagemap, round_spent);
+    ra__unlock(&measure_lock);
 }
 
 static void *sweep(void *unused)
@@ -223,6 +272,7 @@ void ra__measure_postfork_child(void)
     if (pagemap >= 0)
         close(pagemap);
     pagemap = -1;
+    ra__parts_postfork_child();
     atomic_store(&sweeping, false);
     ra__unlock(&measure_lock);
 }

@@ -41,9 +41,40 @@ bool ra__measure_tag(ra_tag_t tag, struct ra__measure *out);
 /* Measures every live tag's region now (ra_stats_refresh, the detail
  * reports, the report at exit). */
 void ra__measure_all(void);
+/* The process's parts counted on the caller's time if they never were
+ * (the first report of the process waits for them once). */
+void ra__measure_parts_once(void);
+/* The kernel's last counts of every region handed out, live or kept by a
+ * destroyed tag's slot, summed: the tags' part of the process. */
+uint64_t ra__measure_regions(void);
 void ra__measure_prefork(void);
 void ra__measure_postfork_parent(void);
 /* The child has no measuring thread, and its own pagemap. */
 void ra__measure_postfork_child(void);
+
+/* -- parts.c: the process's memory and the parts named in it ---------------
+ * As the last whole pass counted them (all bytes, the kernel's counts):
+ * the process's RssAnon, RssFile, RssShmem and page tables
+ * (/proc/self/status); what is resident of the untagged arenas' extents
+ * and of jemalloc's metadata outside the regions (mappings_known: 0 where
+ * the library does not see jemalloc's mappings, a build without the
+ * override); the library's page table; the cgroup's memory (in_cgroup 0:
+ * none found); when the pass ended (0: none yet). Every field is a
+ * uint64_t (RA__PARTS_FIGURES of them). */
+struct ra__parts {
+    uint64_t rss_anon, rss_file, rss_shmem, page_tables;
+    uint64_t extents, metadata, page_table, mappings_known;
+    uint64_t in_cgroup, cgroup_current, cgroup_anon, cgroup_file,
+        cgroup_limit;
+    uint64_t at_ns;
+};
+#define RA__PARTS_FIGURES (sizeof(struct ra__parts) / sizeof(uint64_t))
+void ra__parts_read(struct ra__parts *out);
+/* Measures on through jemalloc's mappings with pagemap's descriptor, until
+ * spent() says the caller's budget is spent (false: not done, the next
+ * call goes on) or the pass is done and published (true). Called with
+ * measure.c's lock held. */
+bool ra__parts_measure(int pagemap, bool (*spent)(void));
+void ra__parts_postfork_child(void);
 
 #endif /* RA_MEASURE_H */

@@ -409,6 +409,19 @@ struct ra__snapshot {
     /* The kernel's counts of the regions (measure.c): how old the oldest
      * is, and how many live tags have none yet. */
     uint64_t rss_oldest_age_ns, rss_unmeasured;
+    /* The process's memory as the kernel counts it and the parts that make
+     * its RssAnon (parts.c, measured; ra__snapshot_parts). */
+    struct ra__process_parts {
+        uint64_t rss_anon, rss_file, page_tables;
+        /* tags + untagged + metadata + library + other == rss_anon, but
+         * where the named parts exceed it: then other is 0 and over says
+         * by how much. */
+        uint64_t tags, untagged, metadata, library, other, over;
+        uint64_t at_ns;            /* when measured; 0: not yet */
+        bool jemalloc_measured;    /* untagged and metadata are counts */
+        bool in_cgroup;
+        uint64_t cgroup_current, cgroup_anon, cgroup_file, cgroup_limit;
+    } parts;
     struct ra__pressure_figures pressure; /* the memory limit (pressure.c) */
 };
 /* Takes a snapshot (tagging on); detail: one refresh, and jemalloc's own

@@ -1,6 +1,7 @@
 /* Floor: API. The thread functions the library stands in front of:
  * pthread_create, so that a new thread can take its base tag from its name
- * (REGIONALLOC_THREAD_TAGS), so that threads a library starts for us
+ * (REGIONALLOC_THREAD_TAGS), so that its untagged arena gets the hooks
+ * that measure it, so that threads a library starts for us
  * (libmicrohttpd's) are the library's own, and so that a stack that an
  * address-space limit refuses gets a second chance; pthread_setname_np and
  * prctl(PR_SET_NAME), so that naming a thread can tag it. Each does what the
@@ -30,6 +31,10 @@ static void *start_thread(void *p)
 {
     struct start s = *(struct start *)p;
 
+    /* The thread's untagged arena, chosen now, before the thread
+     * allocates, gets the hooks that tell its extents from jemalloc's
+     * metadata (untagged_hooks.c). */
+    ra__untagged_hook_thread_arena();
     ra__meta_free(p);
     if (s.library)
         ra__become_library_thread();
@@ -44,8 +49,8 @@ RA_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     struct start *s;
     int rc;
 
-    /* Most programs: straight through. */
-    if (!ra__library_spawning && !ra__thread_tags_on())
+    /* Pass-through mode: straight through. */
+    if (!ra__library_spawning && !ra__config()->enabled)
         return ra__thread_create(thread, attr, fn, arg);
     s = ra__meta_alloc(sizeof *s);
     if (s == NULL)

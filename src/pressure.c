@@ -85,45 +85,18 @@ static size_t read_limit_file(const char *dir, const char *file)
     return n;
 }
 
-/* The cgroup v2 limit of the process: its "0::PATH" line of
- * /proc/self/cgroup, under the v2 mount (REGIONALLOC_CGROUP_FS, else
- * /sys/fs/cgroup, else /sys/fs/cgroup/unified on a hybrid system). */
+/* The cgroup v2 limit of the process (its directory: ra__proc_cgroup_dir,
+ * under REGIONALLOC_CGROUP_FS when set): memory.high, else memory.max. */
 static size_t cgroup_limit(void)
 {
-    const char *given = ra__config_peek("REGIONALLOC_CGROUP_FS");
-    const char *roots[] = {given != NULL ? given : "", "/sys/fs/cgroup",
-                           "/sys/fs/cgroup/unified"};
-    char line[512], dir[1024], *path = NULL;
-    FILE *f = fopen("/proc/self/cgroup", "re");
-    size_t n = 0;
+    char dir[1024];
+    size_t n;
 
-    if (f == NULL)
+    if (ra__proc_cgroup_dir(ra__config_peek("REGIONALLOC_CGROUP_FS"), dir,
+                            sizeof dir))
         return 0;
-    while (fgets(line, sizeof line, f) != NULL)
-        if (strncmp(line, "0::", 3) == 0) {
-            path = line + 3;
-            path[strcspn(path, "\n")] = '\0';
-            break;
-        }
-    fclose(f);
-    if (path == NULL)
-        return 0;
-    /* The mount given is the only one looked at. */
-    for (unsigned i = given != NULL ? 0 : 1; i < (given != NULL ? 1u : 3u) &&
-                                              n == 0;
-         i++) {
-        if ((size_t)snprintf(dir, sizeof dir, "%s/cgroup.controllers",
-                             roots[i]) >= sizeof dir ||
-            access(dir, R_OK) != 0)
-            continue;
-        if ((size_t)snprintf(dir, sizeof dir, "%s%s", roots[i], path) >=
-            sizeof dir)
-            continue;
-        n = read_limit_file(dir, "memory.high");
-        if (n == 0)
-            n = read_limit_file(dir, "memory.max");
-    }
-    return n;
+    n = read_limit_file(dir, "memory.high");
+    return n != 0 ? n : read_limit_file(dir, "memory.max");
 }
 
 /* -- giving back ---------------------------------------------------------------- */

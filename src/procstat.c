@@ -4,6 +4,7 @@
  * under the tag the caller has pushed, and these run in the middle of one. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -178,5 +179,124 @@ bool ra__proc_maps(bool (*line)(char *text, size_t len, void *ctx),
         buf[have] = '\0';
         line(buf, have, ctx);
     }
+    return false;
+}
+
+/* The number of kB after "\nName:" in a /proc status text, in bytes; 0
+ * when absent. */
+static uint64_t status_kib(const char *text, const char *name)
+{
+    char key[32];
+    const char *p;
+
+    snprintf(key, sizeof key, "\n%s:", name);
+    p = strstr(text, key);
+    return p == NULL ? 0
+                     : (uint64_t)strtoull(p + strlen(key), NULL, 10) * 1024;
+}
+
+bool ra__proc_status(struct ra__proc_status *out)
+{
+    /* /proc/self/status is about 1.5 KiB. */
+    char buf[4096];
+
+    if (read_small_file("/proc/self/status", buf, sizeof buf) ||
+        strstr(buf, "\nRssAnon:") == NULL)
+        return true;
+    *out = (struct ra__proc_status){
+        .rss_anon = status_kib(buf, "RssAnon"),
+        .rss_file = status_kib(buf, "RssFile"),
+        .rss_shmem = status_kib(buf, "RssShmem"),
+        .page_tables = status_kib(buf, "VmPTE"),
+    };
+    return false;
+}
+
+/* The first line of dir/file as a number; false when absent, unreadable
+ * or "max" (*n is then 0). */
+static bool read_number(const char *dir, const char *file, uint64_t *n)
+{
+    char path[1100], buf[64];
+
+    *n = 0;
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >=
+            sizeof path ||
+        read_small_file(path, buf, sizeof buf) || buf[0] < '0' ||
+        buf[0] > '9')
+        return false;
+    *n = (uint64_t)strtoull(buf, NULL, 10);
+    return true;
+}
+
+/* The bytes after "\nname " in memory.stat's text; 0 when absent. */
+static uint64_t stat_bytes(const char *text, const char *name)
+{
+    char key[32];
+    const char *p;
+
+    snprintf(key, sizeof key, "\n%s ", name);
+    p = strstr(text, key);
+    return p == NULL ? 0 : (uint64_t)strtoull(p + strlen(key), NULL, 10);
+}
+
+bool ra__proc_cgroup_dir(const char *given, char *dir, size_t len)
+{
+    const char *roots[] = {given != NULL ? given : "", "/sys/fs/cgroup",
+                           "/sys/fs/cgroup/unified"};
+    char line[512], probe[1100], *path = NULL;
+    int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+
+    if (fd < 0)
+        return true;
+    n = read(fd, line, sizeof line - 1);
+    close(fd);
+    if (n <= 0)
+        return true;
+    line[n] = '\0';
+    /* The v2 hierarchy's line, "0::PATH". */
+    for (char *l = line; l != NULL && path == NULL; l = strchr(l, '\n')) {
+        if (*l == '\n')
+            l++;
+        if (strncmp(l, "0::", 3) == 0)
+            path = l + 3;
+    }
+    if (path == NULL)
+        return true;
+    path[strcspn(path, "\n")] = '\0';
+    /* The mount given is the only one looked at. */
+    for (unsigned i = given != NULL ? 0 : 1; i < (given != NULL ? 1u : 3u);
+         i++) {
+        if ((size_t)snprintf(probe, sizeof probe, "%s/cgroup.controllers",
+                             roots[i]) >= sizeof probe ||
+            access(probe, R_OK) != 0)
+            continue;
+        if ((size_t)snprintf(dir, len, "%s%s", roots[i], path) >= len)
+            return true;
+        return false;
+    }
+    return true;
+}
+
+bool ra__proc_cgroup(const char *dir, struct ra__proc_cgroup *out)
+{
+    /* memory.stat is some 40 lines; anon and file are among the first. */
+    char path[1100], buf[4096];
+    uint64_t high;
+
+    memset(out, 0, sizeof *out);
+    if (!read_number(dir, "memory.current", &out->current))
+        return true;
+    if ((size_t)snprintf(path, sizeof path, "%s/memory.stat", dir) <
+            sizeof path &&
+        !read_small_file(path, buf + 1, sizeof buf - 1)) {
+        buf[0] = '\n';
+        out->anon = stat_bytes(buf, "anon");
+        out->file = stat_bytes(buf, "file");
+    }
+    if (read_number(dir, "memory.high", &high))
+        out->limit = high;
+    else
+        (void)read_number(dir, "memory.max", &out->limit);
     return false;
 }

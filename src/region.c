@@ -15,6 +15,19 @@
 #include "internal.h"
 #include "region.h"
 
+/* The system calls themselves: where the library stands in front of mmap
+ * and munmap (override_mmap.c, a floor above), the reservation's mappings
+ * need no note: they are not jemalloc's. */
+static void *sys_mmap(void *addr, size_t len, int prot, int flags)
+{
+    return (void *)syscall(SYS_mmap, addr, len, prot, flags, -1, (off_t)0);
+}
+
+static int sys_munmap(void *addr, size_t len)
+{
+    return (int)syscall(SYS_munmap, addr, len);
+}
+
 /* Linux 5.17 names anonymous mappings; older headers lack the constants. */
 #ifndef PR_SET_VMA
 #define PR_SET_VMA 0x53564d41
@@ -115,15 +128,14 @@ static RA__TLS int tls_space_refusal;
  * then), or ENOMEM when the kernel refuses (the address-space limit). */
 static int map_anew(uintptr_t addr, size_t len)
 {
-    void *p = mmap((void *)addr, len, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
-                       MAP_FIXED_NOREPLACE,
-                   -1, 0);
+    void *p = sys_mmap((void *)addr, len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+                           MAP_FIXED_NOREPLACE);
 
     if (p == MAP_FAILED)
         return errno == EEXIST ? EEXIST : ENOMEM;
     if (p != (void *)addr) {
-        munmap(p, len);
+        sys_munmap(p, len);
         return EEXIST;
     }
     return 0;
@@ -182,7 +194,7 @@ size_t ra__carving_give_back(struct ra__carving *c)
     keep = (atomic_load_explicit(&c->writable_end, memory_order_relaxed) +
             page - 1) & ~(page - 1);
     reserved = atomic_load_explicit(&c->reserved_end, memory_order_relaxed);
-    if (keep < reserved && munmap((void *)keep, reserved - keep) == 0) {
+    if (keep < reserved && sys_munmap((void *)keep, reserved - keep) == 0) {
         atomic_store_explicit(&c->reserved_end, keep, memory_order_relaxed);
         given = reserved - keep;
     }
@@ -360,16 +372,16 @@ static void *reserve_aligned(size_t size, size_t align, size_t below)
     if (size > SIZE_MAX - align || below > SIZE_MAX - align - size)
         return NULL;
     span = below + size + align;
-    raw = mmap(NULL, span, PROT_NONE,
-               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    raw = sys_mmap(NULL, span, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
     if (raw == MAP_FAILED)
         return NULL;
     aligned = (char *)(((uintptr_t)raw + below + align - 1) &
                        ~(uintptr_t)(align - 1));
     if (aligned - below != raw)
-        munmap(raw, (size_t)(aligned - below - raw));
+        sys_munmap(raw, (size_t)(aligned - below - raw));
     if (aligned + size != raw + span)
-        munmap(aligned + size, (size_t)(raw + span - (aligned + size)));
+        sys_munmap(aligned + size, (size_t)(raw + span - (aligned + size)));
     return aligned;
 }
 
@@ -390,7 +402,7 @@ static size_t table_mapped, table_size;
 static void map_page_table(char *at, size_t bytes)
 {
     if (mprotect(at, bytes, PROT_READ | PROT_WRITE) != 0) {
-        munmap(at, bytes);
+        sys_munmap(at, bytes);
         return;
     }
     /* Entries are 0 (RA__PAGE_NONE) until written. */
@@ -434,7 +446,7 @@ bool ra__region_give_back(void)
         given += ra__carving_give_back(&regions[i].carving);
     keep = page_round_up(table_part(used));
     if (keep < table_mapped &&
-        munmap(ra__page_bin + keep, table_mapped - keep) == 0) {
+        sys_munmap(ra__page_bin + keep, table_mapped - keep) == 0) {
         given += table_mapped - keep;
         table_mapped = keep;
     }
@@ -642,6 +654,14 @@ void ra__region_carved(ra_tag_t tag, uintptr_t *start, uintptr_t *end)
 
     *start = c->start;
     *end = atomic_load_explicit(&c->next, memory_order_relaxed);
+}
+
+void ra__region_page_table(uintptr_t *start, uintptr_t *end)
+{
+    /* The whole table's range: a part a give-back unmapped reads as not
+     * resident. */
+    *start = (uintptr_t)ra__page_bin;
+    *end = *start + (ra__page_bin != NULL ? table_size : 0);
 }
 
 size_t ra__region_metadata(ra_tag_t tag)

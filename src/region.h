@@ -53,6 +53,8 @@ void ra__region_refusal_clear(void);
 int ra__region_refusal(void);
 /* Tag's region's carved part: [*start, *end), what its arenas were given. */
 void ra__region_carved(ra_tag_t tag, uintptr_t *start, uintptr_t *end);
+/* The page table's range (empty without one): the library's own memory. */
+void ra__region_page_table(uintptr_t *start, uintptr_t *end);
 /* -- metadata_blocks.c: where the arenas' metadata lies in each region --- */
 /* A base block of an arena of tag's region, [start, start + size): noted
  * by the extent hook (no allocation). */

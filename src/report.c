@@ -193,6 +193,39 @@ static void write_text_measured(struct ra__out *o,
     ra__out_fmt(o, "\n");
 }
 
+/* Under the table: the parts of the process's RssAnon, which add up to
+ * it, and the kernel's other figures of the process. */
+static void write_text_parts(struct ra__out *o,
+                             const struct ra__process_parts *p)
+{
+    char h[8][RA__HUMAN_MAX];
+
+    ra__out_fmt(o,
+                "process: rss_anon %s = tags %s + untagged %s + metadata %s "
+                "+ library %s + other %s",
+                ra__human_bytes(h[0], sizeof h[0], p->rss_anon),
+                ra__human_bytes(h[1], sizeof h[1], p->tags),
+                ra__human_bytes(h[2], sizeof h[2], p->untagged),
+                ra__human_bytes(h[3], sizeof h[3], p->metadata),
+                ra__human_bytes(h[4], sizeof h[4], p->library),
+                ra__human_bytes(h[5], sizeof h[5], p->other));
+    if (p->over != 0)
+        ra__out_fmt(o, " (the named parts exceed it by %s)",
+                    ra__human_bytes(h[6], sizeof h[6], p->over));
+    ra__out_fmt(o, "\n         rss_file %s, page tables %s",
+                ra__human_bytes(h[0], sizeof h[0], p->rss_file),
+                ra__human_bytes(h[1], sizeof h[1], p->page_tables));
+    if (p->in_cgroup)
+        ra__out_fmt(o, ", cgroup %s (anon %s, file %s) of %s",
+                    ra__human_bytes(h[2], sizeof h[2], p->cgroup_current),
+                    ra__human_bytes(h[3], sizeof h[3], p->cgroup_anon),
+                    ra__human_bytes(h[4], sizeof h[4], p->cgroup_file),
+                    p->cgroup_limit != 0
+                        ? ra__human_bytes(h[5], sizeof h[5], p->cgroup_limit)
+                        : "no limit");
+    ra__out_fmt(o, "\n");
+}
+
 /* Under the table, while other mappings hold regions' space. */
 static void write_text_regions_lost(struct ra__out *o, uint64_t lost)
 {
@@ -214,6 +247,7 @@ static void write_text(struct ra__out *o, struct ra__snapshot *snap)
     };
 
     ra__table_write(o, &table);
+    write_text_parts(o, &snap->parts);
     write_text_measured(o, snap);
     write_text_leftovers(o, snap->leftovers);
     write_text_regions_lost(o, snap->regions_lost);
@@ -317,6 +351,35 @@ static void write_json_pressure(struct ra__emitter *e,
     ra__json_object_end(e);
 }
 
+/* The process as the kernel counts it, and the parts of its RssAnon. */
+static void write_json_parts(struct ra__emitter *e,
+                             const struct ra__process_parts *p)
+{
+    ra__json_u64(e, "rss_anon", p->rss_anon);
+    ra__json_u64(e, "rss_file", p->rss_file);
+    ra__json_u64(e, "page_tables", p->page_tables);
+    ra__json_object_begin(e, "parts", true);
+    ra__json_u64(e, "tags", p->tags);
+    ra__json_u64(e, "untagged", p->untagged);
+    ra__json_u64(e, "metadata", p->metadata);
+    ra__json_u64(e, "library", p->library);
+    ra__json_u64(e, "other", p->other);
+    ra__json_object_end(e);
+    ra__json_u64(e, "parts_over", p->over);
+    ra__json_u64(e, "parts_at_ns", p->at_ns);
+    ra__json_bool(e, "jemalloc_measured", p->jemalloc_measured);
+    if (!p->in_cgroup) {
+        ra__json_null(e, "cgroup");
+        return;
+    }
+    ra__json_object_begin(e, "cgroup", true);
+    ra__json_u64(e, "current", p->cgroup_current);
+    ra__json_u64(e, "anon", p->cgroup_anon);
+    ra__json_u64(e, "file", p->cgroup_file);
+    ra__json_u64(e, "limit", p->cgroup_limit);
+    ra__json_object_end(e);
+}
+
 static void write_json(struct ra__emitter *e, struct ra__snapshot *snap)
 {
     ra__json_object_begin(e, NULL, false);
@@ -350,6 +413,7 @@ static void write_json(struct ra__emitter *e, struct ra__snapshot *snap)
     ra__json_u64(e, "resident", snap->global.resident);
     ra__json_u64(e, "mapped", snap->global.mapped);
     ra__json_u64(e, "rss", snap->process_rss);
+    write_json_parts(e, &snap->parts);
     ra__json_object_end(e);
     write_json_pressure(e, &snap->pressure);
     ra__json_object_end(e);
@@ -447,6 +511,63 @@ static void write_prometheus_tree(struct ra__emitter *e,
                    sizeof v);
             ra__prom_sample(e, tree[f].name, &tag, 1, v);
         }
+    }
+}
+
+/* The process's parts, one series a part of one family (they sum to the
+ * process's RssAnon), the kernel's figures beside them, and the cgroup's
+ * when there is one. */
+static void write_prometheus_parts(struct ra__emitter *e,
+                                   const struct ra__process_parts *p)
+{
+    const struct {
+        const char *part;
+        uint64_t bytes;
+    } parts[] = {{"tags", p->tags},         {"untagged", p->untagged},
+                 {"metadata", p->metadata}, {"library", p->library},
+                 {"other", p->other}};
+    const struct {
+        const char *name, *help;
+        uint64_t value;
+    } kernel[] = {
+        {"regionalloc_process_rss_anon_bytes",
+         "The process's resident anonymous memory (RssAnon).", p->rss_anon},
+        {"regionalloc_process_rss_file_bytes",
+         "The process's resident file pages (RssFile).", p->rss_file},
+        {"regionalloc_process_page_tables_bytes",
+         "The kernel's page tables for the process (VmPTE).",
+         p->page_tables},
+        {"regionalloc_process_parts_over_bytes",
+         "How far the named parts exceed RssAnon (0: they do not).",
+         p->over},
+    };
+    const struct {
+        const char *name;
+        uint64_t value;
+    } cgroup[] = {{"regionalloc_cgroup_current_bytes", p->cgroup_current},
+                  {"regionalloc_cgroup_anon_bytes", p->cgroup_anon},
+                  {"regionalloc_cgroup_file_bytes", p->cgroup_file},
+                  {"regionalloc_cgroup_limit_bytes", p->cgroup_limit}};
+
+    ra__prom_family(e, "regionalloc_process_resident_bytes", "gauge",
+                    "The parts of the process's RssAnon, each counted by "
+                    "the kernel (other: what no part names).");
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        struct ra__prom_label part = {"part", parts[i].part};
+        ra__prom_sample(e, "regionalloc_process_resident_bytes", &part, 1,
+                        parts[i].bytes);
+    }
+    for (size_t i = 0; i < sizeof kernel / sizeof kernel[0]; i++) {
+        ra__prom_family(e, kernel[i].name, "gauge", kernel[i].help);
+        ra__prom_sample(e, kernel[i].name, NULL, 0, kernel[i].value);
+    }
+    for (size_t i = 0; p->in_cgroup && i < sizeof cgroup / sizeof cgroup[0];
+         i++) {
+        ra__prom_family(e, cgroup[i].name, "gauge",
+                        "The process's cgroup v2: memory.current, "
+                        "memory.stat's anon and file, the limit "
+                        "(memory.high, else memory.max; 0: none).");
+        ra__prom_sample(e, cgroup[i].name, NULL, 0, cgroup[i].value);
     }
 }
 
@@ -552,6 +673,7 @@ static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)
         ra__prom_sample(e, pressure_counters[p].name, NULL, 0,
                         pressure_counters[p].value);
     }
+    write_prometheus_parts(e, &snap->parts);
     write_prometheus_tree(e, snap);
 }
 

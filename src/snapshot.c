@@ -179,6 +179,40 @@ static void add_up(struct ra__snapshot *snap)
     }
 }
 
+/* The parts of the process's RssAnon, from the kernel's counts (parts.c,
+ * measure.c): the tags' regions (a destroyed tag's slot keeps its pages in
+ * its region too); the untagged arenas' extents, less the library's own
+ * blocks in them; jemalloc's metadata outside the regions; the library's
+ * blocks and its page table; and what no part names. Where jemalloc's
+ * mappings are not seen (a build without the override), untagged is the
+ * untagged row's resident, jemalloc's estimate, and metadata 0. */
+static void name_parts(struct ra__snapshot *snap)
+{
+    struct ra__process_parts *o = &snap->parts;
+    struct ra__parts p;
+    uint64_t blocks, named;
+
+    ra__measure_parts_once();
+    ra__parts_read(&p);
+    *o = (struct ra__process_parts){
+        .rss_anon = p.rss_anon, .rss_file = p.rss_file,
+        .page_tables = p.page_tables, .tags = ra__measure_regions(),
+        .metadata = p.metadata, .at_ns = p.at_ns,
+        .jemalloc_measured = p.mappings_known != 0,
+        .in_cgroup = p.in_cgroup != 0,
+        .cgroup_current = p.cgroup_current, .cgroup_anon = p.cgroup_anon,
+        .cgroup_file = p.cgroup_file, .cgroup_limit = p.cgroup_limit,
+    };
+    if (!o->jemalloc_measured)
+        p.extents = snap->rows[0].resident;
+    blocks = snap->library < p.extents ? snap->library : p.extents;
+    o->untagged = p.extents - blocks;
+    o->library = blocks + p.page_table;
+    named = o->tags + o->untagged + o->metadata + o->library;
+    o->other = o->rss_anon > named ? o->rss_anon - named : 0;
+    o->over = named > o->rss_anon ? named - o->rss_anon : 0;
+}
+
 bool ra__snapshot_take(struct ra__snapshot *snap, bool detail)
 {
     unsigned published = ra__tag_published(), nids;
@@ -209,6 +243,7 @@ bool ra__snapshot_take(struct ra__snapshot *snap, bool detail)
     snap->process_rss = ra__proc_rss();
     snap->library = ra__meta_held();
     snap->leftovers = ra__leftovers_total();
+    name_parts(snap);
     snap->regions_lost = ra__tag_passed_over();
     ra__pressure_read(&snap->pressure);
     failed = link_rows(snap, view, nids);

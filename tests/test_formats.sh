@@ -255,7 +255,10 @@ def check_report_json(path, tags):
     check(set(d["leftovers"]) == {"allocated"} and
           isinstance(d["leftovers"]["allocated"], int) and d["leftovers"]["allocated"] >= 0,
           path + ": leftovers %r" % d["leftovers"])
-    check(set(d["process"]) == {"allocated", "active", "resident", "mapped", "rss"},
+    check(set(d["process"]) == {"allocated", "active", "resident", "mapped", "rss",
+                                "rss_anon", "rss_file", "page_tables", "parts",
+                                "parts_over", "parts_at_ns", "jemalloc_measured",
+                                "cgroup"},
           path + ": process keys")
     check(d["process"]["allocated"] >= sum(a for _, a in tags.values()),
           path + ": process allocated below the tags' sum")
@@ -351,7 +354,9 @@ for run in ("plain", "json", "prom"):
     check_report_prom(d + "report.prom", tags)
     check_checkpoints_prom(d + "checkpoints.prom", tags, cps)
     # header, tags, rule, untagged, library, total
-    check_text(d + "report.txt", len(tags) + 5)
+    # The table (a header, the tags, a rule, untagged, library, total)
+    # and the process's two lines under it.
+    check_text(d + "report.txt", len(tags) + 7)
     check_text(d + "checkpoints.txt", len(cps) + 1)
     empty = load_json(d + "checkpoints-empty.json")
     check(empty["recorded"] == 0 and empty["checkpoints"] == [] and empty["tags"] == [],

@@ -31,10 +31,11 @@ malloc_family="malloc calloc realloc free aligned_alloc posix_memalign
 memalign valloc pvalloc malloc_usable_size reallocarray free_sized
 free_aligned_sized mallocx rallocx xallocx sallocx dallocx sdallocx nallocx"
 
-# The thread functions stood in front of for tags by thread name, and the
-# limit functions, before which the library gives back address space.
+# The thread functions stood in front of for tags by thread name, the
+# limit functions, before which the library gives back address space, and
+# mmap and munmap, through which it knows where jemalloc's memory lies.
 thread_family="pthread_create pthread_setname_np prctl setrlimit setrlimit64
-prlimit prlimit64"
+prlimit prlimit64 mmap munmap"
 
 # Every operator new/delete of C++17 (LP64 manglings: size_t is m).
 cxx_operators="_Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t

@@ -1,0 +1,264 @@
+/* Suite "parts": the process's RssAnon and the parts the reports name in
+ * it (tags, untagged, metadata, library, other), each held against what
+ * the kernel counts at rest, once ra_stats_refresh() has had every part
+ * counted: they add up to RssAnon, what no part names stays small in a
+ * program that allocates through malloc only, and each part moves by what
+ * the program touched in it, not by what it only allocated or read. Where
+ * the library does not see jemalloc's mappings (built without the
+ * override), the untagged part is jemalloc's estimate: the program exits
+ * 77 before the suite, a skip. */
+#include <check.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "regionalloc.h"
+#include "testutil.h"
+
+#define MIB ((size_t)1 << 20)
+
+struct parts {
+    uint64_t rss_anon, tags, untagged, metadata, library, other, over;
+};
+
+/* The number after "key": in the JSON report's text, or UINT64_MAX. */
+static uint64_t number_after(const char *json, const char *key)
+{
+    char k[64];
+    const char *at;
+
+    snprintf(k, sizeof k, "\"%s\": ", key);
+    at = strstr(json, k);
+    return at == NULL ? UINT64_MAX : strtoull(at + strlen(k), NULL, 10);
+}
+
+/* The parts add up to RssAnon, the kernel's figure of the same moment
+ * within the little the report itself touched, and other is within
+ * 4 MiB + 2% plus the threads' stacks (this program's: the main one and
+ * the library's, 8 MiB of address space each, a few pages touched). */
+static void adds_up(const struct parts *p)
+{
+    uint64_t named = p->tags + p->untagged + p->metadata + p->library;
+    uint64_t kernel = tu_rss_anon_bytes();
+
+    ck_assert_uint_eq(p->over, 0);
+    ck_assert_uint_eq(named + p->other, p->rss_anon);
+    ck_assert_uint_le(p->rss_anon, kernel + MIB);
+    ck_assert_uint_ge(p->rss_anon + MIB, kernel);
+    ck_assert_uint_le(p->other, 4 * MIB + p->rss_anon / 50 + MIB);
+}
+
+/* The parts at rest: every region and mapping counted now; they add up
+ * (adds_up). */
+static struct parts parts_now(void)
+{
+    struct parts p;
+    char *json, *process;
+
+    ck_assert_int_eq(ra_stats_refresh(), 0);
+    json = tu_report_string(ra_report, RA_FORMAT_JSON);
+    process = strstr(json, "\"process\": ");
+    ck_assert_ptr_nonnull(process);
+    p = (struct parts){
+        number_after(process, "rss_anon"), number_after(process, "tags"),
+        number_after(process, "untagged"), number_after(process, "metadata"),
+        number_after(process, "library"), number_after(process, "other"),
+        number_after(process, "parts_over")};
+    free(json);
+    ck_assert_uint_ne(p.rss_anon, UINT64_MAX);
+    ck_assert_uint_ne(p.other, UINT64_MAX);
+    adds_up(&p);
+    return p;
+}
+
+static double mib(uint64_t b)
+{
+    return (double)b / (double)MIB;
+}
+
+static void show(const char *when, const struct parts *p)
+{
+    fprintf(stderr,
+            "%s: rss_anon %.1f = tags %.1f + untagged %.1f + metadata %.1f "
+            "+ library %.1f + other %.1f (over %.1f) MiB; RssAnon now %.1f\n",
+            when, mib(p->rss_anon), mib(p->tags), mib(p->untagged),
+            mib(p->metadata), mib(p->library), mib(p->other), mib(p->over),
+            mib(tu_rss_anon_bytes()));
+}
+
+START_TEST(test_parts_add_up_at_rest)
+{
+    struct parts p = parts_now();
+
+    show("at rest", &p);
+    ck_assert_uint_gt(p.metadata, 0);
+    ck_assert_uint_gt(p.library, 0);
+}
+END_TEST
+
+/* Untagged blocks from 16 B to 256 MiB: written, the untagged part grows
+ * by what was written; only allocated, or only read (the zero page), it
+ * does not; freed, it falls back. */
+START_TEST(test_parts_untagged_counts_what_is_touched)
+{
+    static const size_t sizes[] = {16, 4096, MIB, 4 * MIB, 64 * MIB,
+                                   256 * MIB};
+    size_t total = 0;
+    char *blocks[sizeof sizes / sizeof sizes[0]];
+    volatile char sink = 0;
+    struct parts before = parts_now(), untouched, read, written, freed;
+
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        blocks[i] = malloc(sizes[i]);
+        ck_assert_ptr_nonnull(blocks[i]);
+        total += sizes[i];
+    }
+    untouched = parts_now();
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (size_t j = 0; j < sizes[i]; j += 4096)
+            sink += ((volatile char *)blocks[i])[j];
+    (void)sink;
+    read = parts_now();
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        memset(blocks[i], 1, sizes[i]);
+    written = parts_now();
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        free(blocks[i]);
+    ck_assert_int_eq(ra_purge_all(), 0);
+    freed = parts_now();
+    show("before", &before);
+    show("allocated", &untouched);
+    show("read", &read);
+    show("written", &written);
+    show("freed", &freed);
+    ck_assert_uint_lt(untouched.untagged, before.untagged + 2 * MIB);
+    ck_assert_uint_lt(read.untagged, before.untagged + 2 * MIB);
+    ck_assert_uint_ge(written.untagged, before.untagged + total - MIB);
+    ck_assert_uint_le(written.untagged, before.untagged + total + 4 * MIB);
+    ck_assert_uint_lt(freed.untagged, before.untagged + 2 * MIB);
+}
+END_TEST
+
+#define THREADS 16
+
+static void *touch_8_mib(void *arg)
+{
+    char *p = malloc(8 * MIB);
+
+    (void)arg;
+    if (p != NULL)
+        memset(p, 2, 8 * MIB);
+    return p;
+}
+
+/* Threads allocate from arenas of their own (jemalloc gives each thread
+ * one of its automatic arenas): every one's memory is untagged, not other. */
+START_TEST(test_parts_threads_arenas_are_untagged)
+{
+    pthread_t threads[THREADS];
+    void *blocks[THREADS];
+    struct parts before = parts_now(), during;
+
+    for (unsigned i = 0; i < THREADS; i++)
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, touch_8_mib, NULL),
+                         0);
+    for (unsigned i = 0; i < THREADS; i++) {
+        ck_assert_int_eq(pthread_join(threads[i], &blocks[i]), 0);
+        ck_assert_ptr_nonnull(blocks[i]);
+    }
+    during = parts_now();
+    show("16 threads, 8 MiB each", &during);
+    ck_assert_uint_ge(during.untagged, before.untagged + THREADS * 8 * MIB);
+    for (unsigned i = 0; i < THREADS; i++)
+        free(blocks[i]);
+}
+END_TEST
+
+/* A tag's pages are the tags' part; a destroyed tag's slot keeps them
+ * (the tags' regions hold them) until a purge gives them back. */
+START_TEST(test_parts_tags_count_their_regions)
+{
+    ra_tag_t tag = tu_tag_create("parts");
+    struct parts before = parts_now(), full, destroyed, purged;
+    char *p = ra_malloc_tag(tag, 128 * MIB);
+
+    ck_assert_ptr_nonnull(p);
+    memset(p, 3, 128 * MIB);
+    full = parts_now();
+    ra_free(p);
+    ck_assert_int_eq(ra_tag_destroy(tag), 0);
+    destroyed = parts_now();
+    ck_assert_int_eq(ra_purge_all(), 0);
+    purged = parts_now();
+    show("a tag of 128 MiB", &full);
+    show("destroyed", &destroyed);
+    show("purged", &purged);
+    ck_assert_uint_ge(full.tags, before.tags + 128 * MIB);
+    ck_assert_uint_lt(full.untagged, before.untagged + 2 * MIB);
+    ck_assert_uint_lt(purged.tags, before.tags + 4 * MIB);
+}
+END_TEST
+
+/* Many tags: their arenas' metadata is in the tags' part, the radix tree's
+ * leaves jemalloc takes for their regions in metadata, as the kernel
+ * counts them (mostly untouched): other stays small. */
+START_TEST(test_parts_many_tags_add_up)
+{
+    enum { N = 200 };
+    void *blocks[N];
+    struct parts p;
+
+    for (unsigned i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "many-%u", i);
+        blocks[i] = ra_malloc_tag(tu_tag_create(name), 1000);
+        ck_assert_ptr_nonnull(blocks[i]);
+    }
+    p = parts_now();
+    show("200 tags", &p);
+    for (unsigned i = 0; i < N; i++)
+        ra_free(blocks[i]);
+}
+END_TEST
+
+static Suite *parts_suite(void)
+{
+    Suite *s = suite_create("parts");
+    TCase *tc = tcase_create("at rest");
+
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_parts_add_up_at_rest);
+    tcase_add_test(tc, test_parts_untagged_counts_what_is_touched);
+    tcase_add_test(tc, test_parts_threads_arenas_are_untagged);
+    tcase_add_test(tc, test_parts_tags_count_their_regions);
+    tcase_add_test(tc, test_parts_many_tags_add_up);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    char *json = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&json, &len);
+    int rc = f != NULL ? ra_report(f, RA_FORMAT_JSON) : -1;
+    bool measured;
+
+    if (f != NULL)
+        fclose(f);
+    measured = rc == 0 && json != NULL &&
+               strstr(json, "\"jemalloc_measured\": true") != NULL;
+    if (rc != 0)
+        fprintf(stderr, "ra_report: %s\n", strerror(errno));
+    free(json);
+    if (!measured) {
+        printf("SKIP: the library does not see jemalloc's mappings in this "
+               "build (--disable-override): untagged is an estimate\n");
+        return 77;
+    }
+    return tu_run_suite(parts_suite());
+}
