@@ -4,6 +4,7 @@
 #include <check.h>
 #include <jemalloc/jemalloc.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -394,4 +395,46 @@ void tu_sleep_ms(long ms)
 
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
+}
+
+bool tu_object_mapped(const char *stem)
+{
+    char *line = NULL;
+    size_t cap = 0, n = strlen(stem);
+    bool found = false;
+    FILE *f = fopen("/proc/self/maps", "re");
+
+    if (f == NULL) { /* no ck_assert: children call it too */
+        perror("/proc/self/maps");
+        abort();
+    }
+    while (!found && getline(&line, &cap, f) > 0) {
+        const char *base = strrchr(line, '/');
+        found = base != NULL && strncmp(base + 1, stem, n) == 0 &&
+                (base[1 + n] == '.' || base[1 + n] == '-');
+    }
+    free(line);
+    fclose(f);
+    return found;
+}
+
+void tu_broken_library_make(struct tu_broken_library *b, const char *soname)
+{
+    const char *path = getenv("LD_LIBRARY_PATH");
+    int fd;
+
+    snprintf(b->dir, sizeof b->dir, "/tmp/tu-broken.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(b->dir));
+    snprintf(b->file, sizeof b->file, "%s/%s", b->dir, soname);
+    fd = open(b->file, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(b->env, sizeof b->env, "LD_LIBRARY_PATH=%s%s%s", b->dir,
+             path != NULL ? ":" : "", path != NULL ? path : "");
+}
+
+void tu_broken_library_remove(struct tu_broken_library *b)
+{
+    unlink(b->file);
+    rmdir(b->dir);
 }
