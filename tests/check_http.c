@@ -1719,15 +1719,12 @@ END_TEST
  * follow: the loader's, naming the library. */
 START_TEST(test_http_a_library_that_cannot_load_is_one_line)
 {
-    struct tu_broken_library b;
-    const char *env[] = {b.env, "REGIONALLOC_HTTP=127.0.0.1:0", NULL};
+    static const char *const env[] = {"REGIONALLOC_HTTP=127.0.0.1:0", NULL};
     char err[2048];
-    int rc;
 
-    tu_broken_library_make(&b, RA_MHD_SONAME);
-    rc = tu_exec_self(env, "cannot-load", err, sizeof err);
-    tu_broken_library_remove(&b);
-    ck_assert_msg(rc == 0, "%s", err);
+    ck_assert_msg(tu_exec_self_with_broken(RA_MHD_SONAME, env, "cannot-load",
+                                           err, sizeof err) == 0,
+                  "%s", err);
     ck_assert_msg(tu_count_lines(err) == 1 &&
                       strstr(err, "regionalloc: cannot load " RA_MHD_SONAME
                                   ", which the HTTP endpoints need: ") !=

@@ -503,15 +503,11 @@ static int child_dumps_without_libdw(void)
 
 START_TEST(test_prof_dump_names_frames_by_dladdr_when_libdw_cannot_load)
 {
-    struct tu_broken_library b;
-    const char *env[] = {b.env, NULL};
     char err[2048];
-    int rc;
 
-    tu_broken_library_make(&b, LIBDW_SONAME);
-    rc = tu_exec_self(env, "without-libdw", err, sizeof err);
-    tu_broken_library_remove(&b);
-    ck_assert_msg(rc == 0, "%s", err);
+    ck_assert_msg(tu_exec_self_with_broken(LIBDW_SONAME, NULL, "without-libdw",
+                                           err, sizeof err) == 0,
+                  "%s", err);
 #ifdef RA_LIBDW
     ck_assert_msg(tu_count_lines(err) == 1 &&
                       strstr(err, "regionalloc: cannot load " RA_DW_SONAME) !=

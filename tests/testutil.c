@@ -418,23 +418,27 @@ bool tu_object_mapped(const char *stem)
     return found;
 }
 
-void tu_broken_library_make(struct tu_broken_library *b, const char *soname)
+int tu_exec_self_with_broken(const char *soname, const char *const env[],
+                             const char *name, char *err, size_t errlen)
 {
-    const char *path = getenv("LD_LIBRARY_PATH");
-    int fd;
+    const char *path = getenv("LD_LIBRARY_PATH"), *all[16];
+    char dir[] = "/tmp/tu-broken.XXXXXX", file[256], var[4352];
+    size_t n = 0;
+    int fd, rc;
 
-    snprintf(b->dir, sizeof b->dir, "/tmp/tu-broken.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(b->dir));
-    snprintf(b->file, sizeof b->file, "%s/%s", b->dir, soname);
-    fd = open(b->file, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(file, sizeof file, "%s/%s", dir, soname);
+    fd = open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
     ck_assert_int_ge(fd, 0);
     close(fd);
-    snprintf(b->env, sizeof b->env, "LD_LIBRARY_PATH=%s%s%s", b->dir,
+    snprintf(var, sizeof var, "LD_LIBRARY_PATH=%s%s%s", dir,
              path != NULL ? ":" : "", path != NULL ? path : "");
-}
-
-void tu_broken_library_remove(struct tu_broken_library *b)
-{
-    unlink(b->file);
-    rmdir(b->dir);
+    all[n++] = var;
+    for (; env != NULL && *env != NULL && n < 15; env++)
+        all[n++] = *env;
+    all[n] = NULL;
+    rc = tu_exec_self(all, name, err, errlen);
+    unlink(file);
+    rmdir(dir);
+    return rc;
 }

@@ -202,18 +202,12 @@ void tu_sleep_ms(long ms);
  * or '-' ("libdw": libdw.so.1, libdw-0.188.so). Allocates; calls no Check
  * assertion (for tu_exec_self's children too). */
 bool tu_object_mapped(const char *stem);
-/* A directory holding an empty file named soname, and env, the
- * LD_LIBRARY_PATH that puts it first: a process started with env (by
- * tu_exec_self) finds the file before the real library and fails to load
- * it ("file too short"), as after a broken install. */
-struct tu_broken_library {
-    char dir[64];
-    char file[192];
-    char env[4352];
-};
-void tu_broken_library_make(struct tu_broken_library *b, const char *soname);
-/* Removes the file and the directory. */
-void tu_broken_library_remove(struct tu_broken_library *b);
+/* tu_exec_self(env, name, err, errlen) with an empty file named soname
+ * first in the child's LD_LIBRARY_PATH: the child finds it before the real
+ * library and fails to load it ("file too short"), as after a broken
+ * install. env may be NULL. */
+int tu_exec_self_with_broken(const char *soname, const char *const env[],
+                             const char *name, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }
