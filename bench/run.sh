@@ -276,6 +276,25 @@ else
     note "examples/requests: not built"
 fi
 
+# -- start-up, whole process: the library preloaded, against the jemalloc it
+# links preloaded alone and against nothing (bench/startup.c), the three in
+# turn; python3's runs are longer, a quarter as many.
+ra_so=$bindir/../.libs/libregionalloc.so
+je_so=$(ldd "$ra_so" 2>/dev/null | awk '$1 ~ /^libjemalloc/ { print $3; exit }')
+if [ -x "$bindir/startup" ] && [ -f "$ra_so" ] && [ -n "$je_so" ]; then
+    for ((p = 1; p <= procs; p++)); do
+        echo "bench: startup (process $p of $procs)" >&2
+        run_one startup /bin/true "$ra_so" "$je_so" /bin/true
+        if [ -x /usr/bin/python3 ]; then
+            BENCH_SCALE=$(awk -v s="${BENCH_SCALE:-1}" 'BEGIN { print s / 4 }') \
+                run_one startup "python3 -c pass" "$ra_so" "$je_so" \
+                /usr/bin/python3 -c pass
+        fi
+    done
+else
+    note "start-up: bench/startup, the shared library or the jemalloc it links not found"
+fi
+
 elapsed=$(( $(date +%s) - start_s ))
 
 # -- machine ----------------------------------------------------------------------
@@ -546,6 +565,15 @@ END {
         ns_target(sprintf("hot tag, %d pairs, one arena: <= 12.7 bin-lock ops per 1,000 blocks", t / 2),
                   HW ": bin-lock operations per 1,000 blocks, warm threads", H1, 12.7)
     }
+
+    SU = "start-up, /bin/true, whole process"
+    SP = "start-up, python3 -c pass: peak RSS over jemalloc\047s"
+    PRE = "libregionalloc, LD_PRELOAD"
+    print ""
+    print "targets (start-up, the library preloaded), judged from the medians above:"
+    pair_target("/bin/true preloaded <= 1.2x jemalloc preloaded alone", SU, PRE,
+                "jemalloc, LD_PRELOAD (baseline)", 1.2)
+    ns_target("python3 -c pass: peak RSS <= 1 MB (1,000 KiB) over jemalloc\047s", SP, PRE, 1000)
 
     print ""
     print "other findings:"

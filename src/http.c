@@ -1,17 +1,18 @@
 /* Floor: services. The HTTP endpoints (ra_http_start, REGIONALLOC_HTTP):
  * /metrics for Prometheus, /debug/pprof/heap for continuous profilers, the
- * reports, and an opt-in purge, served by libmicrohttpd from a thread of
- * its own behind the front door (http_door.c, a thread of the library's
- * that accepts the connections and waits for each request's head), both
- * with every signal blocked, as is the page's sampler (history.c). Its
- * thread is started through the library's pthread_create as one of the
- * library's threads, and ra_http_start and ra_http_stop are quiet: the
- * server's memory is the library's own (untagged, never hooked or
- * sampled). poll(2), level-triggered: a client that sends half a request
- * and hangs up is noticed at once. One request a connection: every
- * answer closes its connection, so that each request passes the door's
- * deadlines and a connection holds one of the 16 places only while its
- * request is answered. */
+ * reports, and an opt-in purge, served by libmicrohttpd (loaded at the
+ * first start: load_http.c) from a thread of its own behind the front door
+ * (http_door.c, a thread of the library's that accepts the connections and
+ * waits for each request's head), both with every signal blocked, as is
+ * the page's sampler (history.c). Its thread is started through the
+ * library's pthread_create as one of the library's threads, and
+ * ra_http_start and ra_http_stop are quiet: the server's memory is the
+ * library's own (untagged, never hooked or sampled). poll(2),
+ * level-triggered: a client that sends half a request and hangs up is
+ * noticed at once. One request a connection: every answer closes its
+ * connection, so that each request passes the door's deadlines and a
+ * connection holds one of the 16 places only while its request is
+ * answered. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -75,7 +76,7 @@ void ra__http_postfork_child(void)
 #else
 
 #include <arpa/inet.h>
-#include <microhttpd.h>
+#include "load.h"
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -103,19 +104,20 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
                                const char *allow)
 {
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+        RA__MHD(create_response_from_buffer)(len, body,
+                                             MHD_RESPMEM_MUST_FREE);
     enum MHD_Result ok;
 
     if (r == NULL) {
         free(body);
         return MHD_NO;
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    RA__MHD(add_response_header)(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    RA__MHD(add_response_header)(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (allow != NULL)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-    ok = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
+        RA__MHD(add_response_header)(r, MHD_HTTP_HEADER_ALLOW, allow);
+    ok = RA__MHD(queue_response)(c, status, r);
+    RA__MHD(destroy_response)(r);
     return ok;
 }
 
@@ -123,15 +125,16 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
 static enum MHD_Result redirect(struct MHD_Connection *c, const char *location)
 {
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        RA__MHD(create_response_from_buffer)(0, NULL,
+                                             MHD_RESPMEM_PERSISTENT);
     enum MHD_Result ok;
 
     if (r == NULL)
         return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    ok = MHD_queue_response(c, MHD_HTTP_MOVED_PERMANENTLY, r);
-    MHD_destroy_response(r);
+    RA__MHD(add_response_header)(r, MHD_HTTP_HEADER_LOCATION, location);
+    RA__MHD(add_response_header)(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    ok = RA__MHD(queue_response)(c, MHD_HTTP_MOVED_PERMANENTLY, r);
+    RA__MHD(destroy_response)(r);
     return ok;
 }
 
@@ -270,8 +273,9 @@ static enum given argument(struct MHD_Connection *c, const char *key,
     size_t len = 0;
 
     *value = NULL;
-    if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, key,
-                                      strlen(key), value, &len) != MHD_YES)
+    if (RA__MHD(lookup_connection_value_n)(c, MHD_GET_ARGUMENT_KIND, key,
+                                           strlen(key), value,
+                                           &len) != MHD_YES)
         return ABSENT;
     return *value == NULL || len == 0 ? NO_VALUE : VALUE;
 }
@@ -467,8 +471,8 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *url)
  * server never grants: the header is what a purge needs. */
 static enum MHD_Result serve_purge(struct MHD_Connection *c)
 {
-    const char *write = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                    "X-Regionalloc-Write");
+    const char *write = RA__MHD(lookup_connection_value)(
+        c, MHD_HEADER_KIND, "X-Regionalloc-Write");
     enum MHD_Result answered;
     ra_tag_t tag;
 
@@ -554,7 +558,7 @@ static unsigned headers_named(struct MHD_Connection *c, const char *name)
 {
     struct header_count count = {name, 0};
 
-    MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &count);
+    RA__MHD(get_connection_values)(c, MHD_HEADER_KIND, count_header, &count);
     return count.n;
 }
 
@@ -577,7 +581,8 @@ static bool argument_holds_nul(struct MHD_Connection *c)
 {
     bool found = false;
 
-    MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, find_nul, &found);
+    RA__MHD(get_connection_values_n)(c, MHD_GET_ARGUMENT_KIND, find_nul,
+                                     &found);
     return found;
 }
 
@@ -587,8 +592,8 @@ static bool argument_holds_nul(struct MHD_Connection *c)
  * allowed). */
 static unsigned host_status(struct MHD_Connection *c, const char *version)
 {
-    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                   MHD_HTTP_HEADER_HOST);
+    const char *host = RA__MHD(lookup_connection_value)(
+        c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
 
     if (headers_named(c, MHD_HTTP_HEADER_HOST) > 1 ||
         (host != NULL && host[0] == '\0'))
@@ -609,7 +614,7 @@ static unsigned host_status(struct MHD_Connection *c, const char *version)
  * Returns true if it answered (*answered: what answer returns). */
 static bool first_look(struct MHD_Connection *c, enum MHD_Result *answered)
 {
-    const char *coding = MHD_lookup_connection_value(
+    const char *coding = RA__MHD(lookup_connection_value)(
         c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
 
     if (coding != NULL &&
@@ -695,7 +700,7 @@ static void notify_connection(void *cls, struct MHD_Connection *c,
                               enum MHD_ConnectionNotificationCode code)
 {
     const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        RA__MHD(get_connection_info)(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     int fd = info != NULL ? info->connect_fd : -1;
 
     (void)cls;
@@ -777,7 +782,7 @@ static int start_locked(const char *addr, const char **why)
      * closed a connection counts it a moment after telling, and would
      * reset a connection handed over in that moment. */
     ra__spawn_begin(&old);
-    d = MHD_start_daemon(
+    d = RA__MHD(start_daemon)(
         MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_NO_LISTEN_SOCKET |
             MHD_USE_ITC,
         0, NULL, NULL, answer, NULL, MHD_OPTION_CONNECTION_LIMIT,
@@ -805,7 +810,7 @@ static int start_locked(const char *addr, const char **why)
     listen_fd = fd;
     return port;
 fail_daemon:
-    MHD_stop_daemon(d);
+    RA__MHD(stop_daemon)(d);
 fail:
     close(fd);
     served[0] = '\0';
@@ -813,7 +818,11 @@ fail:
     return -1;
 }
 
-/* ra_http_start, with why it failed in *why (NULL: errno says). */
+/* ra_http_start, with why it failed in *why (NULL: errno says; "": a line
+ * on stderr has said it). libmicrohttpd is loaded at the first start,
+ * before the lock (no lock of ours is held while a library loads); when it
+ * cannot be, the loader's line says why and the start fails as in a build
+ * without the server. */
 static int start(const char *addr, const char **why)
 {
     int port;
@@ -821,6 +830,11 @@ static int start(const char *addr, const char **why)
     *why = NULL;
     if (ra__check_call(true) != 0)
         return -1;
+    if (ra__mhd() == NULL) {
+        *why = "";
+        errno = ENOTSUP;
+        return -1;
+    }
     ra__quiet_begin();
     ra__lock(&http_lock);
     port = start_locked(addr, why);
@@ -850,7 +864,7 @@ int ra_http_stop(void)
         rc = -1;
     } else {
         ra__http_door_close(); /* no new connection reaches the daemon */
-        MHD_stop_daemon(daemon_); /* joins its thread */
+        RA__MHD(stop_daemon)(daemon_); /* joins its thread */
         ra__history_stop();
         close(listen_fd);
         daemon_ = NULL;
@@ -878,6 +892,8 @@ void ra__http_start_configured(void)
         }
         return;
     }
+    if (why != NULL && why[0] == '\0')
+        return;
     snprintf(msg, sizeof msg, "regionalloc: REGIONALLOC_HTTP=\"%.64s\": %s; "
              "no server", addr, why != NULL ? why : strerror(errno));
     ra__warn(msg);

@@ -13,7 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <microhttpd.h>
+#include "load.h"
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -183,8 +183,9 @@ static void hand_over(unsigned i)
     struct waiting *w = &door.waiting[i];
 
     set_lowat(w->fd, 1);
-    if (MHD_add_connection(door.daemon, w->fd, (struct sockaddr *)&w->addr,
-                           w->addrlen) == MHD_YES)
+    if (RA__MHD(add_connection)(door.daemon, w->fd,
+                                (struct sockaddr *)&w->addr,
+                                w->addrlen) == MHD_YES)
         door.handed++;
     drop(i);
 }

@@ -172,6 +172,7 @@ __attribute__((constructor)) void ra__process_start(void)
 
 __attribute__((destructor)) static void process_end(void)
 {
+    ra__load_stop(); /* the exit's dump names frames with what is loaded */
     ra__report_at_exit();
     ra__http_at_exit();
     ra__shm_at_exit();

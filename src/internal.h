@@ -121,6 +121,12 @@ void ra__meta_free(void *ptr);
  * allocated with malloc on its behalf and still holds: delta is what the
  * calling thread's jemalloc counters moved by around the call. */
 void ra__meta_count_foreign(int64_t delta);
+/* What the calling thread has allocated less what it freed, as jemalloc's
+ * counters of the thread say (0 where they are not there): taken before
+ * and after a call of another library's, the difference is what to count
+ * with ra__meta_count_foreign. Allocates nothing after the first call on
+ * the thread. */
+int64_t ra__meta_thread_net(void);
 /* Bytes in the library's live blocks of its own (usable sizes), and what
  * others keep for it: what the reports show as "library", part of the
  * untagged figures. */
@@ -505,6 +511,17 @@ bool ra__background_start(void *(*fn)(void *), void *arg, pthread_t *thread);
  * threads start with. */
 int ra__thread_create(pthread_t *thread, const pthread_attr_t *attr,
                       void *(*fn)(void *), void *arg);
+
+/* -- load.c: the libraries loaded when first needed (load.h) -------------- */
+/* The process ends (init.c's destructor): no library is loaded from now
+ * on. */
+void ra__load_stop(void);
+/* -- load_dw.c: libdw -------------------------------------------------------- */
+/* Loads libdw, which names the profile's frames, if it is not loaded yet
+ * (load.h's rules): what a profile dumped at exit does when the profiler
+ * starts. Returns true when it is not there (a build without it, a failed
+ * load, the process ending). */
+bool ra__load_symbolizer(void);
 
 /* -- stats.c: per-tag usage and purge ------------------------------------- */
 /* Refreshes jemalloc's statistics (the "epoch"): it merges every arena

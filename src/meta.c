@@ -95,6 +95,23 @@ void ra__meta_count_foreign(int64_t delta)
     atomic_fetch_add_explicit(&foreign, delta, memory_order_relaxed);
 }
 
+/* The calling thread's jemalloc counters (thread.allocatedp,
+ * thread.deallocatedp: they live as long as the thread), read once. */
+static RA__TLS const uint64_t *tls_allocated, *tls_deallocated;
+static RA__TLS bool tls_counters_read;
+
+int64_t ra__meta_thread_net(void)
+{
+    if (!tls_counters_read) {
+        if (ra__be_thread_counters(&tls_allocated, &tls_deallocated))
+            tls_allocated = tls_deallocated = NULL;
+        tls_counters_read = true;
+    }
+    if (tls_allocated == NULL)
+        return 0;
+    return (int64_t)(*tls_allocated - *tls_deallocated);
+}
+
 size_t ra__meta_held(void)
 {
     int64_t more = atomic_load_explicit(&foreign, memory_order_relaxed);

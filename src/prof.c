@@ -429,6 +429,11 @@ void ra__prof_begin(size_t mean_interval_bytes)
     backtrace(warm, 4);
     ra__quiet_end();
     tls_in_prof = false;
+    /* A profile dumped at exit names its frames with libdw, which is
+     * never loaded at exit: it is loaded now, with no lock of ours held. */
+    if (ra__config()->prof_dump_path[0] != '\0' &&
+        ra__config_watch() != RA__WATCH_NONE)
+        (void)ra__load_symbolizer();
     ra__lock(&prof_lock);
     atomic_store(&mean_interval, mean_interval_bytes);
     if (!atomic_exchange(&ra__prof_sampling, true))

@@ -7,15 +7,16 @@
  * packages install it, never over the network (debuginfod: a dump must not
  * wait on a server). Only dumps call it, in the dumping thread: names are
  * cached per address under a lock of this file's, which no allocation
- * takes. libdw allocates with malloc, inside the dump's quiet section: what
- * it keeps is counted as the library's own memory. Built without libdw
- * (--without-libdw), it knows nothing, and dumps name frames with dladdr's
+ * takes. libdw is loaded at the first dump (load_dw.c), or when the
+ * profiler starts in a process that dumps at exit; it allocates with
+ * malloc, inside the dump's quiet section: what it keeps is counted as the
+ * library's own memory. Built without libdw (--without-libdw), or where it
+ * cannot be loaded, it knows nothing, and dumps name frames with dladdr's
  * dynamic symbols alone. */
 #include "output.h"
 
 #ifdef RA_LIBDW
 #include <dwarf.h>
-#include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
@@ -24,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "load.h"
 
 /* Past this many cached addresses the cache starts over: a program has far
  * fewer call sites, so only code loaded and unloaded over and over gets
@@ -55,21 +56,11 @@ static pthread_mutex_t symbols_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool locked_for_fork;
 
 /* What follows is under symbols_lock. */
+static const struct ra__dw *dw; /* libdw's functions, once loaded */
 static Dwfl *dwfl;
 static struct generation seen;
 static struct entry *cache;
 static size_t cache_cap, cache_count;
-/* The calling thread's jemalloc counters (thread.allocatedp,
- * thread.deallocatedp), read around every call into libdw; NULL where
- * jemalloc does not serve malloc (a build without the override). */
-static const uint64_t *thread_allocated, *thread_deallocated;
-
-static int64_t thread_net(void)
-{
-    if (thread_allocated == NULL)
-        return 0;
-    return (int64_t)(*thread_allocated - *thread_deallocated);
-}
 
 /* -- libdw's callbacks ---------------------------------------------------- */
 
@@ -88,8 +79,8 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name,
             close(fd);
         }
     }
-    return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name,
-                                    elfp);
+    return dw->dwfl_linux_proc_find_elf(mod, userdata, name, base,
+                                        file_name, elfp);
 }
 
 /* A separate debug file by build ID only: the path libdw searches by name
@@ -99,9 +90,9 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata,
                           const char *file_name, const char *debuglink,
                           GElf_Word crc, char **debuginfo_file_name)
 {
-    int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base,
-                                          file_name, debuglink, crc,
-                                          debuginfo_file_name);
+    int fd = dw->dwfl_build_id_find_debuginfo(mod, userdata, modname, base,
+                                              file_name, debuglink, crc,
+                                              debuginfo_file_name);
     if (fd >= 0)
         (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
     return fd;
@@ -136,14 +127,14 @@ static void forget_names(void)
 /* A Dwfl of the objects mapped now, or NULL (nothing will be named). */
 static Dwfl *report_objects(void)
 {
-    Dwfl *d = dwfl_begin(&callbacks);
+    Dwfl *d = dw->dwfl_begin(&callbacks);
 
     if (d == NULL)
         return NULL;
-    dwfl_report_begin(d);
-    if (dwfl_linux_proc_report(d, getpid()) != 0 ||
-        dwfl_report_end(d, NULL, NULL) != 0) {
-        dwfl_end(d);
+    dw->dwfl_report_begin(d);
+    if (dw->dwfl_linux_proc_report(d, getpid()) != 0 ||
+        dw->dwfl_report_end(d, NULL, NULL) != 0) {
+        dw->dwfl_end(d);
         return NULL;
     }
     return d;
@@ -160,11 +151,11 @@ static void follow_objects(void)
     if (dwfl != NULL && now.adds == seen.adds && now.subs == seen.subs)
         return;
     forget_names();
-    mark = thread_net();
+    mark = ra__meta_thread_net();
     if (dwfl != NULL)
-        dwfl_end(dwfl);
+        dw->dwfl_end(dwfl);
     dwfl = report_objects();
-    ra__meta_count_foreign(thread_net() - mark);
+    ra__meta_count_foreign(ra__meta_thread_net() - mark);
     seen = now;
 }
 
@@ -185,14 +176,15 @@ struct draft {
 static const char *die_name(Dwarf_Die *die)
 {
     Dwarf_Attribute a;
-    const char *name =
-        dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+    const char *name = dw->dwarf_formstring(
+        dw->dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
 
     if (name == NULL)
-        name = dwarf_formstring(
-            dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+        name = dw->dwarf_formstring(
+            dw->dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
     if (name == NULL)
-        name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+        name = dw->dwarf_formstring(
+            dw->dwarf_attr_integrate(die, DW_AT_name, &a));
     return name;
 }
 
@@ -208,12 +200,13 @@ static void call_site(Dwarf_Die *cu, Dwarf_Die *inlined, const char **file,
 
     *file = NULL;
     *line = 0;
-    if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &a), &n) == 0)
+    if (dw->dwarf_formudata(dw->dwarf_attr(inlined, DW_AT_call_line, &a),
+                            &n) == 0)
         *line = n > UINT32_MAX ? 0 : (unsigned)n;
-    if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &a), &index) ==
-            0 &&
-        dwarf_getsrcfiles(cu, &files, &nfiles) == 0 && index < nfiles)
-        *file = dwarf_filesrc(files, index, NULL, NULL);
+    if (dw->dwarf_formudata(dw->dwarf_attr(inlined, DW_AT_call_file, &a),
+                            &index) == 0 &&
+        dw->dwarf_getsrcfiles(cu, &files, &nfiles) == 0 && index < nfiles)
+        *file = dw->dwarf_filesrc(files, index, NULL, NULL);
 }
 
 static void add_line(struct draft *d, const char *function, const char *file,
@@ -234,16 +227,16 @@ static void name_scopes(struct draft *d, Dwarf_Die *cu, Dwarf_Addr pc,
                         const char *symbol, const char *file, unsigned line)
 {
     Dwarf_Die *scopes = NULL, innermost;
-    int n = dwarf_getscopes(cu, pc, &scopes);
+    int n = dw->dwarf_getscopes(cu, pc, &scopes);
 
     if (n > 0) {
         innermost = scopes[0];
         free(scopes);
         scopes = NULL;
-        n = dwarf_getscopes_die(&innermost, &scopes);
+        n = dw->dwarf_getscopes_die(&innermost, &scopes);
     }
     for (int i = 0; i < n; i++) {
-        int tag = dwarf_tag(&scopes[i]);
+        int tag = dw->dwarf_tag(&scopes[i]);
         if (tag == DW_TAG_subprogram) {
             add_line(d, symbol != NULL ? symbol : die_name(&scopes[i]), file,
                      line);
@@ -268,7 +261,7 @@ static void name_scopes(struct draft *d, Dwarf_Die *cu, Dwarf_Addr pc,
 static void draft_names(struct draft *d, uintptr_t addr, uintptr_t *offset)
 {
     Dwarf_Addr pc = addr - 1, bias = 0;
-    Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
+    Dwfl_Module *mod = dw->dwfl_addrmodule(dwfl, pc);
     GElf_Off symbol_offset;
     GElf_Sym sym;
     const char *symbol, *file = NULL;
@@ -280,21 +273,22 @@ static void draft_names(struct draft *d, uintptr_t addr, uintptr_t *offset)
     d->comp_dir = NULL;
     if (mod == NULL)
         return;
-    symbol = dwfl_module_addrinfo(mod, pc, &symbol_offset, &sym, NULL, NULL,
-                                  NULL);
+    symbol = dw->dwfl_module_addrinfo(mod, pc, &symbol_offset, &sym, NULL,
+                                      NULL, NULL);
     if (symbol != NULL && symbol[0] == '\0')
         symbol = NULL;
     if (symbol != NULL)
         *offset = (uintptr_t)symbol_offset + 1;
-    src = dwfl_module_getsrc(mod, pc);
+    src = dw->dwfl_module_getsrc(mod, pc);
     if (src != NULL)
-        file = dwfl_lineinfo(src, NULL, &line, NULL, NULL, NULL);
+        file = dw->dwfl_lineinfo(src, NULL, &line, NULL, NULL, NULL);
     if (file == NULL || line < 0)
         line = 0;
-    cu = dwfl_module_addrdie(mod, pc, &bias);
+    cu = dw->dwfl_module_addrdie(mod, pc, &bias);
     if (cu != NULL) {
         Dwarf_Attribute a;
-        d->comp_dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a));
+        d->comp_dir =
+            dw->dwarf_formstring(dw->dwarf_attr(cu, DW_AT_comp_dir, &a));
         name_scopes(d, cu, pc - bias, symbol, file, (unsigned)line);
     }
     else if (symbol != NULL)
@@ -403,10 +397,14 @@ static bool make_room(void)
 
 void ra__symbols_begin(void)
 {
+    /* Loaded before the lock is taken: no lock of ours is held while a
+     * library loads (load.h). */
+    const struct ra__dw *loaded = ra__dw();
+
     ra__lock(&symbols_lock);
-    if (ra__be_thread_counters(&thread_allocated, &thread_deallocated))
-        thread_allocated = thread_deallocated = NULL;
-    follow_objects();
+    dw = loaded;
+    if (dw != NULL)
+        follow_objects();
 }
 
 unsigned ra__symbols_lookup(uintptr_t addr,
@@ -426,9 +424,9 @@ unsigned ra__symbols_lookup(uintptr_t addr,
         struct record *r;
         if (make_room())
             return 0;
-        mark = thread_net();
+        mark = ra__meta_thread_net();
         draft_names(&d, addr, &symbol_offset);
-        ra__meta_count_foreign(thread_net() - mark);
+        ra__meta_count_foreign(ra__meta_thread_net() - mark);
         r = keep(&d, symbol_offset);
         if (r == NULL)
             return 0;

@@ -1374,6 +1374,38 @@ START_TEST(test_http_memory_is_the_librarys_own)
 }
 END_TEST
 
+/* libmicrohttpd, and gnutls with it, are not in a process that has not
+ * served: they load at the first start, as the library's own work, which
+ * hooks do not see and the tag the caller pushed does not gain. */
+START_TEST(test_http_libmicrohttpd_loads_at_the_first_start_quietly)
+{
+    ra_tag_t tag = tu_tag_create("pushed");
+    ra_hooks_t hooks = {count_event, count_event, NULL};
+    ra_tag_stats_t before, after;
+    int port, id;
+
+    ck_assert_msg(!tu_object_mapped("libmicrohttpd") &&
+                      !tu_object_mapped("libgnutls"),
+                  "libmicrohttpd or gnutls mapped before any start");
+    before = tu_tag_stats(tag);
+    /* No assertion until the hook is removed: a passing one allocates. */
+    id = ra_hooks_install(&hooks);
+    tu_tag_push(tag);
+    port = ra_http_start("127.0.0.1:0");
+    tu_tag_pop(tag);
+    ra_hooks_remove(id);
+    ck_assert_int_ge(id, 0);
+    ck_assert_int_gt(port, 0);
+    ck_assert_uint_eq(hook_events, 0);
+    after = tu_tag_stats(tag);
+    ck_assert_uint_eq(after.nmalloc, before.nmalloc);
+    ck_assert(tu_object_mapped("libmicrohttpd"));
+    ck_assert(tu_object_mapped("libgnutls"));
+    ck_assert_int_eq(status_of(port, "GET", "/metrics"), 200);
+    ck_assert_int_eq(ra_http_stop(), 0);
+}
+END_TEST
+
 /* -- "fork" ----------------------------------------------------------------------- */
 
 static _Atomic int hammer_port;
@@ -1628,9 +1660,32 @@ static int child_not_loopback(void)
     return 0;
 }
 
+/* libmicrohttpd cannot be loaded: REGIONALLOC_HTTP's start at load failed,
+ * and every start fails as in a build without the server; the rest of the
+ * library works. */
+static int child_cannot_load(void)
+{
+    ra_tag_t tag = ra_tag_create("after");
+    void *p;
+
+    for (int i = 0; i < 2; i++) {
+        errno = 0;
+        TU_REQUIRE(ra_http_start("127.0.0.1:0") == -1 && errno == ENOTSUP);
+    }
+    errno = 0;
+    TU_REQUIRE(ra_http_stop() == -1 && errno == EINVAL);
+    TU_REQUIRE(!tu_object_mapped("libmicrohttpd"));
+    TU_REQUIRE(tag != RA_TAG_NONE);
+    p = ra_malloc_tag(tag, 100);
+    TU_REQUIRE(p != NULL && ra_tag_of(p) == tag);
+    ra_free(p);
+    return 0;
+}
+
 static const struct tu_child children[] = {
     {"served", child_served_from_the_environment},
     {"not-loopback", child_not_loopback},
+    {"cannot-load", child_cannot_load},
     {NULL, NULL},
 };
 
@@ -1656,6 +1711,24 @@ START_TEST(test_http_environment_refuses_remote_with_one_line)
     ck_assert_int_eq(tu_exec_self(env, "not-loopback", err, sizeof err), 0);
     ck_assert_msg(tu_count_lines(err) == 1 &&
                       strstr(err, "REGIONALLOC_HTTP_ALLOW_REMOTE") != NULL,
+                  "stderr: %s", err);
+}
+END_TEST
+
+/* One line on stderr, for REGIONALLOC_HTTP's start and the three that
+ * follow: the loader's, naming the library. */
+START_TEST(test_http_a_library_that_cannot_load_is_one_line)
+{
+    static const char *const env[] = {"REGIONALLOC_HTTP=127.0.0.1:0", NULL};
+    char err[2048];
+
+    ck_assert_msg(tu_exec_self_with_broken(RA_MHD_SONAME, env, "cannot-load",
+                                           err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_msg(tu_count_lines(err) == 1 &&
+                      strstr(err, "regionalloc: cannot load " RA_MHD_SONAME
+                                  ", which the HTTP endpoints need: ") !=
+                          NULL,
                   "stderr: %s", err);
 }
 END_TEST
@@ -1714,6 +1787,7 @@ static Suite *http_suite(void)
 
     tc = tcase_create("memory");
     tcase_add_test(tc, test_http_memory_is_the_librarys_own);
+    tcase_add_test(tc, test_http_libmicrohttpd_loads_at_the_first_start_quietly);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("fork");
@@ -1733,6 +1807,7 @@ static Suite *http_suite(void)
     tc = tcase_create("environment");
     tcase_add_test(tc, test_http_started_by_the_environment);
     tcase_add_test(tc, test_http_environment_refuses_remote_with_one_line);
+    tcase_add_test(tc, test_http_a_library_that_cannot_load_is_one_line);
     /* Exact about stderr, which a sanitizer's address space changes (the
      * reservation is made smaller, and says so). */
     tcase_set_tags(tc, "exact-stderr");

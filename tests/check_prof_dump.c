@@ -416,6 +416,115 @@ START_TEST(test_prof_dump_pprof_is_gzip_with_types_tags_and_sites)
 }
 END_TEST
 
+/* -- loading libdw ------------------------------------------------------------------ */
+
+#ifdef RA_LIBDW
+#define LIBDW_SONAME RA_DW_SONAME
+#else
+#define LIBDW_SONAME "libdw.so.1"
+#endif
+
+/* Whether libdw and libelf are both mapped (false: neither is). */
+static bool libdw_mapped(void)
+{
+    bool dw = tu_object_mapped("libdw"), elf = tu_object_mapped("libelf");
+
+    ck_assert_int_eq(dw, elf);
+    return dw;
+}
+
+/* A process that profiles but names no frame maps neither libdw nor
+ * libelf; the first dump loads them (built with libdw). */
+START_TEST(test_prof_dump_loads_libdw_at_the_first_dump)
+{
+    char *doc;
+
+    profile_three_sites();
+    ck_assert_msg(!libdw_mapped(), "libdw is mapped before any dump");
+    doc = tu_prof_dump_string(RA_PROF_FOLDED, RA_TAG_ALL, NULL);
+#ifdef RA_LIBDW
+    ck_assert_msg(libdw_mapped(), "a dump did not load libdw");
+    ck_assert_ptr_nonnull(strstr(doc, "prof_site_alpha ("));
+#else
+    ck_assert(!libdw_mapped());
+#endif
+    free(doc);
+}
+END_TEST
+
+/* REGIONALLOC_PROF_DUMP: the dump at exit loads nothing, so the profiler's
+ * start does. */
+static int child_profiler_of_a_dump_at_exit(void)
+{
+    TU_REQUIRE(!tu_object_mapped("libdw"));
+    TU_REQUIRE(ra_prof_start(1) == 0);
+#ifdef RA_LIBDW
+    TU_REQUIRE(tu_object_mapped("libdw") && tu_object_mapped("libelf"));
+#else
+    TU_REQUIRE(!tu_object_mapped("libdw"));
+#endif
+    return 0;
+}
+
+START_TEST(test_prof_dump_at_exit_loads_libdw_when_the_profiler_starts)
+{
+    static const char *const env[] = {"REGIONALLOC_PROF_DUMP=/dev/null",
+                                      NULL};
+    char err[2048];
+
+    ck_assert_msg(tu_exec_self(env, "dump-at-exit", err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_msg(err[0] == '\0', "stderr: %s", err);
+}
+END_TEST
+
+/* libdw cannot be loaded: every dump works, its frames named by dladdr
+ * (exported functions and offsets, no file or line). */
+static int child_dumps_without_libdw(void)
+{
+    ra_tag_t tag = ra_tag_create("a");
+    char *doc = NULL;
+    size_t len = 0;
+
+    TU_REQUIRE(tag != RA_TAG_NONE && ra_prof_start(1) == 0);
+    prof_site_alpha(tag, 10, 1000);
+    for (int i = 0; i < 2; i++) {
+        FILE *f = open_memstream(&doc, &len);
+        TU_REQUIRE(f != NULL);
+        TU_REQUIRE(ra_prof_dump(f, RA_PROF_FOLDED, RA_TAG_ALL) == 0);
+        TU_REQUIRE(fclose(f) == 0);
+        TU_REQUIRE(strstr(doc, ";prof_site_alpha+0x") != NULL &&
+                   strstr(doc, " 10000\n") != NULL);
+        free(doc);
+    }
+    TU_REQUIRE(!tu_object_mapped("libdw"));
+    return 0;
+}
+
+START_TEST(test_prof_dump_names_frames_by_dladdr_when_libdw_cannot_load)
+{
+    char err[2048];
+
+    ck_assert_msg(tu_exec_self_with_broken(LIBDW_SONAME, NULL, "without-libdw",
+                                           err, sizeof err) == 0,
+                  "%s", err);
+#ifdef RA_LIBDW
+    ck_assert_msg(tu_count_lines(err) == 1 &&
+                      strstr(err, "regionalloc: cannot load " RA_DW_SONAME) !=
+                          NULL,
+                  "stderr: %s", err);
+#else
+    ck_assert_msg(err[0] == '\0', "stderr: %s", err);
+#endif
+}
+END_TEST
+
+static const struct tu_child children[] = {
+    {"dump-at-exit", child_profiler_of_a_dump_at_exit},
+    {"without-libdw", child_dumps_without_libdw},
+    {NULL, NULL},
+};
+
 static Suite *prof_dump_suite(void)
 {
     Suite *s = suite_create("prof_dump");
@@ -448,10 +557,24 @@ static Suite *prof_dump_suite(void)
     tc = tcase_create("pprof");
     tcase_add_test(tc, test_prof_dump_pprof_is_gzip_with_types_tags_and_sites);
     suite_add_tcase(s, tc);
+
+    tc = tcase_create("loading libdw");
+    tcase_add_test(tc, test_prof_dump_loads_libdw_at_the_first_dump);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("loading libdw, in a new process");
+    tcase_add_test(tc,
+                   test_prof_dump_at_exit_loads_libdw_when_the_profiler_starts);
+    tcase_add_test(tc,
+                   test_prof_dump_names_frames_by_dladdr_when_libdw_cannot_load);
+    /* Exact about stderr, which a sanitizer's address space changes. */
+    tcase_set_tags(tc, "exact-stderr");
+    suite_add_tcase(s, tc);
     return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    tu_child_main(argc, argv, children);
     return tu_run_suite(prof_dump_suite());
 }

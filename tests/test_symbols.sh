@@ -3,7 +3,9 @@
 # API (ra_*), the two helpers RA_TAG_SCOPE expands to, and, unless built with
 # --disable-override (RA_OVERRIDE=0), the malloc family and C++ operator
 # new/delete; nothing else. Every function of include/regionalloc.h must be
-# there. Run by make check with abs_top_builddir (and RA_OVERRIDE) set.
+# there. It neither links nor names a symbol of what it loads only when
+# asked (libmicrohttpd, libdw and theirs). Run by make check with
+# abs_top_builddir (and RA_OVERRIDE) set.
 set -u
 
 # shellcheck source=tests/testlib.sh
@@ -118,6 +120,29 @@ if [ "$override" != 1 ]; then
         echo "FAIL: built without the override but exports:$leaked"
         failed=1
     fi
+fi
+
+# What the library loads only when asked (src/load.c) it neither links nor
+# calls by name: a program that never serves HTTP or names a frame meets
+# none of their symbols.
+needed=$(${OBJDUMP:-objdump} -p "$lib" 2>/dev/null | awk '$1 == "NEEDED" { print $2 }')
+if [ -z "$needed" ]; then
+    echo "FAIL: objdump -p $lib lists no NEEDED entry (objdump missing?)"
+    failed=1
+fi
+for dep in $needed; do
+    case $dep in
+    libmicrohttpd.* | libgnutls.* | libdw.* | libelf.*)
+        echo "FAIL: $lib links $dep, which it loads when first needed"
+        failed=1
+        ;;
+    esac
+done
+undefined=$(nm -D --undefined-only "$lib" | awk '{ sub(/@.*/, "", $2); print $2 }' |
+    grep -E '^(MHD_|dwfl_|dwarf_|elf_|gnutls_)')
+if [ -n "$undefined" ]; then
+    echo "FAIL: $lib calls by name what it loads when first needed:" $undefined
+    failed=1
 fi
 
 count=$(printf '%s\n' "$exported" | grep -c .)

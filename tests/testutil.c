@@ -4,6 +4,7 @@
 #include <check.h>
 #include <jemalloc/jemalloc.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -409,4 +410,50 @@ void tu_sleep_ms(long ms)
 
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
+}
+
+bool tu_object_mapped(const char *stem)
+{
+    char *line = NULL;
+    size_t cap = 0, n = strlen(stem);
+    bool found = false;
+    FILE *f = fopen("/proc/self/maps", "re");
+
+    if (f == NULL) { /* no ck_assert: children call it too */
+        perror("/proc/self/maps");
+        abort();
+    }
+    while (!found && getline(&line, &cap, f) > 0) {
+        const char *base = strrchr(line, '/');
+        found = base != NULL && strncmp(base + 1, stem, n) == 0 &&
+                (base[1 + n] == '.' || base[1 + n] == '-');
+    }
+    free(line);
+    fclose(f);
+    return found;
+}
+
+int tu_exec_self_with_broken(const char *soname, const char *const env[],
+                             const char *name, char *err, size_t errlen)
+{
+    const char *path = getenv("LD_LIBRARY_PATH"), *all[16];
+    char dir[] = "/tmp/tu-broken.XXXXXX", file[256], var[4352];
+    size_t n = 0;
+    int fd, rc;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(file, sizeof file, "%s/%s", dir, soname);
+    fd = open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(var, sizeof var, "LD_LIBRARY_PATH=%s%s%s", dir,
+             path != NULL ? ":" : "", path != NULL ? path : "");
+    all[n++] = var;
+    for (; env != NULL && *env != NULL && n < 15; env++)
+        all[n++] = *env;
+    all[n] = NULL;
+    rc = tu_exec_self(all, name, err, errlen);
+    unlink(file);
+    rmdir(dir);
+    return rc;
 }

@@ -200,6 +200,17 @@ FILE *tu_open_source(const char *path);
 /* Sleeps ms milliseconds, whatever signals come. */
 void tu_sleep_ms(long ms);
 
+/* Whether /proc/self/maps names a file whose name is stem followed by '.'
+ * or '-' ("libdw": libdw.so.1, libdw-0.188.so). Allocates; calls no Check
+ * assertion (for tu_exec_self's children too). */
+bool tu_object_mapped(const char *stem);
+/* tu_exec_self(env, name, err, errlen) with an empty file named soname
+ * first in the child's LD_LIBRARY_PATH: the child finds it before the real
+ * library and fails to load it ("file too short"), as after a broken
+ * install. env may be NULL. */
+int tu_exec_self_with_broken(const char *soname, const char *const env[],
+                             const char *name, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif
