@@ -2,7 +2,8 @@
 # The page of GET /debug/regionalloc/ in a real browser: Debian's headless
 # Chromium, driven over the DevTools protocol by tests/page_check.py (with
 # the system's /usr/bin/python3), loads the page from examples/server and
-# checks what it shows with JavaScript off and live (see page_check.py).
+# checks what it shows with JavaScript off and live (see page_check.py);
+# then again with 300 tags more (--many), of which it lists 50.
 # The screenshots are kept when PAGE_SHOTS names a directory. Run by make
 # check with abs_top_builddir set.
 # Exit status: 0 pass, 1 fail, 77 skip (a tool missing outside CI).
@@ -50,4 +51,20 @@ shots=${PAGE_SHOTS:-$tmp}
 mkdir -p "$shots"
 /usr/bin/python3 "$checks" "$url" "$shots" || fail "the page in Chromium: see above"
 kill -0 "$pid" 2>/dev/null || fail "the server died: $(cat "$tmp/server.err")"
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+
+# Hundreds of tags: the page lists the 50 largest and rolls the others up.
+REGIONALLOC_MAX_TAGS=400 "$server" --listen 127.0.0.1:0 --many 300 \
+    >"$tmp/many.out" 2>"$tmp/many.err" &
+pid=$!
+url=
+for ((i = 0; i < 200; i++)); do
+    url=$(sed -n '1s|^serving \(http://[^/]*\)/metrics$|\1|p' "$tmp/many.out")
+    [ -n "$url" ] && break
+    sleep 0.1
+done
+[ -n "$url" ] || { fail "the server with --many did not say where it serves: $(cat "$tmp/many.err")"; finish; }
+/usr/bin/python3 "$checks" "$url" "$shots" --many || fail "the page of 300 tags in Chromium: see above"
+kill -0 "$pid" 2>/dev/null || fail "the server with --many died: $(cat "$tmp/many.err")"
 finish
