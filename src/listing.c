@@ -95,7 +95,13 @@ static void add_figures(struct ra__usage *sum, const struct ra__usage *u)
     sum->purges += u->purges;
     sum->limit_failures += u->limit_failures;
     sum->arenas += u->arenas;
-    /* A roll-up holds whole subtrees: its tree is its own figures. */
+}
+
+/* A roll-up holds whole subtrees: its tree is its own figures. */
+static void close_rollup(struct ra__rollup *ru)
+{
+    struct ra__usage *sum = &ru->sum;
+
     sum->tree.allocated = sum->allocated;
     sum->tree.active = sum->active;
     sum->tree.resident = sum->resident;
@@ -131,9 +137,13 @@ static void roll_up(struct ra__listing *l, const struct ra__snapshot *snap,
         ru = &l->rollups[rollup_of[g] - 1];
         ru->tags++;
         add_figures(&ru->sum, &snap->rows[r]);
-        l->rest.tags++;
-        add_figures(&l->rest.sum, &snap->rows[r]);
     }
+    for (unsigned i = 0; i < l->nrollups; i++) {
+        close_rollup(&l->rollups[i]);
+        l->rest.tags += l->rollups[i].tags;
+        add_figures(&l->rest.sum, &l->rollups[i].sum);
+    }
+    close_rollup(&l->rest);
 }
 
 static void add_rollup_line(struct ra__listing *l, const unsigned *rollup_of,
