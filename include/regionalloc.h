@@ -400,7 +400,7 @@ RA_EXPORT int ra_prof_dump(FILE *out, ra_prof_format_t fmt, ra_tag_t tag);
 
 /* -- HTTP endpoints ------------------------------------------------------------
  * A background thread serves, on addr ("HOST:PORT", "[V6]:PORT"; port 0:
- * any free port): GET /metrics (ra_report, Prometheus), GET
+ * any free port): GET /metrics[?top=N] (ra_report_top, Prometheus), GET
  * /debug/pprof/heap[?tag=NAME|?tree=NAME] (ra_prof_dump, pprof; also at
  * /debug/pprof/allocs, as Go's net/http/pprof), GET
  * /debug/regionalloc/report and /checkpoints [?format=text|json|prometheus],
