@@ -30,6 +30,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cdp  # noqa: E402
+from listing_rule import listing  # noqa: E402
 
 base, out_dir = sys.argv[1], sys.argv[2]
 many = sys.argv[3:] == ["--many"]
@@ -186,31 +187,6 @@ ALL_ROWS = """Array.from(document.querySelectorAll('#tags tbody tr')).map(functi
           mapped: Number(c[3].dataset.bytes), tree: Number(c[4].dataset.bytes),
           bar: bar ? bar.style.width : null, indent: c[0].style.paddingLeft};
 })"""
-
-
-def listing(full, top):
-    """What a report of top tags lists, by the rule of regionalloc(3), from
-    a report of every tag: the ids listed, and the tags rolled up under each
-    listed tag's id (0: the top level)."""
-    every = full["tags"]
-    by = {t["id"]: t for t in every}
-    pos = {t["id"]: i for i, t in enumerate(every)}
-    barred = set()
-    for t in every:  # parents first
-        if t["name"] == "(rest)" or t["parent_id"] in barred:
-            barred.add(t["id"])
-    ranked = sorted((t for t in every if t["id"] not in barred),
-                    key=lambda t: (-t["tree"]["resident"], pos[t["id"]]))
-    want = {t["id"] for t in ranked[:top]}
-    groups = {}
-    for t in every:
-        if t["id"] in want:
-            continue
-        p = t["parent_id"]
-        while p is not None and p not in want:
-            p = by[p]["parent_id"]
-        groups.setdefault(p or 0, []).append(t)
-    return want, groups, by
 
 
 def under(by, tag_id, parent):

@@ -13,6 +13,7 @@ set -u
 # shellcheck source=tests/testlib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
 dump=$builddir/tests/report_dump
+tests_dir=${abs_top_srcdir:-$(dirname "${BASH_SOURCE[0]}")/..}/tests
 
 need python3 python3 || exit 77
 have_promtool=0
@@ -58,8 +59,9 @@ if [ $have_promtool = 1 ]; then
 fi
 
 # -- Python: documents parsed for real, figures compared --------------------------
-if ! python3 - "$tmp" <<'EOF'; then
+if ! PYTHONPATH=$tests_dir python3 - "$tmp" <<'EOF'; then
 import codecs, json, re, sys
+from listing_rule import listing
 
 top = sys.argv[1]
 problems = []
@@ -423,47 +425,29 @@ SUMMED_FAMILIES = {"regionalloc_tag_" + f for f in (
 d = top + "/plain/"
 full = load_json(d + "top-all.json")
 every = full["tags"]
-by = {t["id"]: t for t in every}
-pos = {t["id"]: i for i, t in enumerate(every)}
 check(full["top"] is None and full["rest"] == [] and
       any(t["name"] == "(rest)" for t in every), "top-all.json: top %r, rest %r" % (full["top"], full["rest"]))
-barred = set()
-for t in every:  # parents first
-    if t["name"] == "(rest)" or t["parent_id"] in barred:
-        barred.add(t["id"])
-ranked = sorted((t for t in every if t["id"] not in barred),
-                key=lambda t: (-t["tree"]["resident"], pos[t["id"]]))
 all_prom = parse_exposition(d + "top-all.prom")
 for n in ("3", "0"):
     cut = load_json(d + "top-%s.json" % n)
     where = "top-%s.json" % n
-    want = {t["id"] for t in ranked[:int(n)]}
+    want, groups, by = listing(full, int(n))
     got = [t["id"] for t in cut["tags"]]
     check(set(got) == want and cut["top"] == int(n),
           "%s: listed %s, want %s (top %r)" % (where, got, sorted(want), cut["top"]))
     check(got == [t["id"] for t in every if t["id"] in want], where + ": not in the tree's order")
     check(all(t == by[t["id"]] for t in cut["tags"]),
           where + ": a listed tag's figures differ from top-all.json's")
-
-    def home(t):
-        p = t["parent_id"]
-        while p is not None and p not in want:
-            p = by[p]["parent_id"]
-        return p
-    groups = {}
-    for t in every:
-        if t["id"] not in want:
-            groups.setdefault(home(t), []).append(t)
-    check(sorted((r["parent_id"] or 0) for r in cut["rest"]) == sorted((p or 0) for p in groups),
+    check(sorted((r["parent_id"] or 0) for r in cut["rest"]) == sorted(groups),
           where + ": roll-ups under %s, want %s" % ([r["parent_id"] for r in cut["rest"]], list(groups)))
     for r in cut["rest"]:
-        g = groups.get(r["parent_id"], [])
+        g = groups.get(r["parent_id"] or 0, [])
         check(set(r) == {"parent", "parent_id", "tags"} | set(ROLLED), where + ": roll-up keys %s" % sorted(r))
         check(r["tags"] == len(g) and all(r[k] == sum(t[k] for t in g) for k in ROLLED),
               where + ": the roll-up under %r: %r, want the sums of %s" % (r["parent"], r, [t["name"] for t in g]))
         check(r["parent"] == (by[r["parent_id"]]["name"] if r["parent_id"] else None),
               where + ": a roll-up's parent %r" % r["parent"])
-    if None in groups:
+    if 0 in groups:
         check(cut["rest"][-1]["parent_id"] is None, where + ": the top level's roll-up is not last")
     prom = parse_exposition(d + "top-%s.prom" % n)
     for f in sorted({k[0] for k in all_prom if k[0].startswith("regionalloc_tag_")}):
