@@ -179,22 +179,24 @@ START_TEST(test_report_text_lists_the_50_largest_and_one_line_for_the_rest)
     char *text = report(RA_FORMAT_TEXT), want[64];
 
     /* The header, 50 tags, the rest, the rule, untagged, library, total. */
-    ck_assert_msg(tu_count_lines(text) == 1 + 50 + 1 + 4, "%s", text);
+    ck_assert_msg(tu_count_lines(text) == 1 + 50 + 1 + 4,
+                  "%u lines, want 56:\n%.3000s", tu_count_lines(text), text);
     for (unsigned i = 0; i < MANY; i++) {
         snprintf(want, sizeof want, "\nmany-%02u ", i);
         ck_assert_msg((strstr(text, want) != NULL) == (i >= 10),
-                      "many-%02u listed: %d\n%s", i, i >= 10, text);
+                      "many-%02u: listed %d, want %d", i, i < 10, i >= 10);
     }
     /* The size classes of 16 KiB .. 160 KiB, 160 KiB twice. */
     ck_assert_uint_eq(rest, 896 * KIB);
     ck_assert_msg(strstr(text, "\n(10 more tags)  896.0 KiB ") != NULL,
-                  "no \"(10 more tags)  896.0 KiB\" in\n%s", text);
+                  "no \"(10 more tags)  896.0 KiB\" in\n%.3000s", text);
     ck_assert_msg(strstr(text, "\n(10 more tags) ") <
                       strstr(text, "\n-----"),
-                  "the rest after the rule:\n%s", text);
+                  "the rest after the rule:\n%.3000s", text);
     free(text);
     text = report_top(RA_FORMAT_TEXT, RA_REPORT_ALL_TAGS);
-    ck_assert_msg(tu_count_lines(text) == 1 + MANY + 4, "%s", text);
+    ck_assert_msg(tu_count_lines(text) == 1 + MANY + 4,
+                  "%u lines, want 65:\n%.3000s", tu_count_lines(text), text);
     ck_assert_ptr_null(strstr(text, "more tag"));
     free(text);
 }
@@ -949,9 +951,11 @@ START_TEST(test_report_at_exit_lists_as_ra_report_does)
     static const char *const json[] = {"REGIONALLOC_STATS_FORMAT=json", NULL};
     char *out = exit_report_of("exit_with_many_tags", text);
 
-    ck_assert_msg(tu_count_of(out, "\nmany-") == 50, "%s", out);
-    ck_assert_msg(strstr(out, "\nmany-09 ") == NULL, "%s", out);
-    ck_assert_msg(strstr(out, "\n(10 more tags) ") != NULL, "%s", out);
+    ck_assert_msg(tu_count_of(out, "\nmany-") == 50, "%u tags listed, want 50",
+                  tu_count_of(out, "\nmany-"));
+    ck_assert_msg(strstr(out, "\nmany-09 ") == NULL, "many-09 listed");
+    ck_assert_msg(strstr(out, "\n(10 more tags) ") != NULL,
+                  "no line \"(10 more tags)\" in\n%.3000s", out);
     free(out);
     out = exit_report_of("exit_with_many_tags", json);
     ck_assert_uint_eq(tu_count_of(out, "\"name\": \"many-"), MANY);

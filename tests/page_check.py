@@ -243,7 +243,8 @@ def check_listing(rows, full, top, where):
         if i + 1 < len(rows):
             nxt = rows[i + 1]
             check(r["parent"] and not under(by, nxt["id"] or nxt["parent"], r["parent"]),
-                  "%s: %s is followed by %s, under its tag" % (where, name, nxt["name"]))
+                  "%s: %s is followed by %s (%s)" % (where, name, nxt["name"], "under its tag"
+                                                     if r["parent"] else "the top level's is last"))
     widest = max([r["mapped"] for r in listed] or [0])
     bars = [(r["name"], r["bar"], "%d%%" % (r["mapped"] * 100 // widest)) for r in listed]
     check(all(got == want for _, got, want in bars),
