@@ -1,6 +1,7 @@
 /* What reading the figures costs as tags grow: N tags with one live block
  * each, then the median of one ra_tag_stats, of a Prometheus report, of a
- * checkpoint (`reads N`); or the CPU an idle process of N tags burns with
+ * text report, of each with every tag or the 50 largest listed
+ * (ra_report_top), of a checkpoint (`reads N`); or the CPU an idle process of N tags burns with
  * the live stats segment published (`reads --idle N`, REGIONALLOC_SHM=1 at
  * its default interval). The process re-executes itself once with room for
  * the tags (REGIONALLOC_MAX_TAGS, smaller regions), which the library reads
@@ -68,11 +69,19 @@ static double time_stats(ra_tag_t tag)
     return (bench_now_ns() - t0) / 1e3 / STATS_BATCH;
 }
 
-static double time_report(FILE *sink)
+/* ra_report(fmt), or with top not 0 ra_report_top(fmt, top). */
+static double time_report(FILE *sink, ra_format_t fmt, size_t top)
 {
     double t0 = bench_now_ns();
+    int rc;
 
-    if (ra_report(sink, RA_FORMAT_PROMETHEUS) != 0)
+#ifdef RA_REPORT_ALL_TAGS
+    rc = top != 0 ? ra_report_top(sink, fmt, top) : ra_report(sink, fmt);
+#else
+    (void)top;
+    rc = ra_report(sink, fmt);
+#endif
+    if (rc != 0)
         bench_die("ra_report");
     return (bench_now_ns() - t0) / 1e3;
 }
@@ -102,6 +111,18 @@ static void row_of(const char *what, unsigned ntags, double *v, unsigned n,
 static void timings(unsigned ntags)
 {
     enum { STATS_RUNS = 201, REPORT_RUNS = 21 };
+    static const struct {
+        const char *what;
+        ra_format_t fmt;
+        size_t top; /* 0: ra_report's own choice */
+    } reports[] = {
+        {"a Prometheus report", RA_FORMAT_PROMETHEUS, 0},
+        {"a text report", RA_FORMAT_TEXT, 0},
+#ifdef RA_REPORT_ALL_TAGS
+        {"a Prometheus report, 50 largest", RA_FORMAT_PROMETHEUS, 50},
+        {"a text report, every tag", RA_FORMAT_TEXT, RA_REPORT_ALL_TAGS},
+#endif
+    };
     static double v[STATS_RUNS];
     ra_tag_t tag = make_tags(ntags);
     FILE *sink = fopen("/dev/null", "w");
@@ -111,9 +132,11 @@ static void timings(unsigned ntags)
     for (unsigned i = 0; i < STATS_RUNS; i++)
         v[i] = time_stats(tag);
     row_of("one ra_tag_stats", ntags, v, STATS_RUNS, "us", 1);
-    for (unsigned i = 0; i < REPORT_RUNS; i++)
-        v[i] = time_report(sink);
-    row_of("a Prometheus report", ntags, v, REPORT_RUNS, "us/tag", ntags);
+    for (size_t r = 0; r < sizeof reports / sizeof reports[0]; r++) {
+        for (unsigned i = 0; i < REPORT_RUNS; i++)
+            v[i] = time_report(sink, reports[r].fmt, reports[r].top);
+        row_of(reports[r].what, ntags, v, REPORT_RUNS, "us/tag", ntags);
+    }
     for (unsigned i = 0; i < REPORT_RUNS; i++)
         v[i] = time_checkpoint();
     row_of("a checkpoint", ntags, v, REPORT_RUNS, "us/tag", ntags);

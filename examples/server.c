@@ -17,6 +17,11 @@
  *             "-bin" (not UTF-8), 256 KiB under its child
  *             "bin-part", 512 KiB under C3 BF C3 BE "-bin", the
  *             UTF-8 name that JSON reads the first one's as
+ *   crowd     with --many N: N small tags, every other one a      N + 1 tags
+ *             child of "crowd", the others "solo-I", tag I
+ *             holding 512 (I + 1) bytes: more tags than a page
+ *             or a text report lists (run with REGIONALLOC_MAX_TAGS
+ *             above N + 8)
  *
  * The profiler samples every 64 KiB on average, and a checkpoint is taken
  * when the cache is full and every 100 ticks (10 s) after. Stops after
@@ -127,6 +132,7 @@ struct options {
     const char *listen;
     long seconds; /* 0: until a signal */
     bool binary_names;
+    long many;    /* --many N: tags of the crowd */
 };
 
 static void usage(FILE *out)
@@ -148,6 +154,10 @@ static void usage(FILE *out)
 "                  child \"bin-part\" (256 KiB), and C3 BF C3 BE then\n"
 "                  \"-bin\" (U+00FF U+00FE in UTF-8, 512 KiB), which JSON\n"
 "                  reads the first one's name as\n"
+"  --many N        also make N small tags: \"crowd-I\" under a tag \"crowd\"\n"
+"                  for odd I, \"solo-I\" for even I, tag I holding\n"
+"                  512 (I + 1) bytes (set REGIONALLOC_MAX_TAGS above\n"
+"                  N + 8)\n"
 "  -h, --help      this text\n"
 "\n"
 "Set REGIONALLOC_THREAD_TAGS='worker-*=workers' to tag the worker threads\n"
@@ -162,13 +172,14 @@ static void parse_options(int argc, char **argv, struct options *opt)
         {"listen", required_argument, NULL, 'l'},
         {"seconds", required_argument, NULL, 's'},
         {"binary-names", no_argument, NULL, 'b'},
+        {"many", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     char *end;
     int c;
 
-    *opt = (struct options){"127.0.0.1:9464", 0, false};
+    *opt = (struct options){"127.0.0.1:9464", 0, false, 0};
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'l':
@@ -186,6 +197,17 @@ static void parse_options(int argc, char **argv, struct options *opt)
             break;
         case 'b':
             opt->binary_names = true;
+            break;
+        case 'm':
+            errno = 0;
+            opt->many = strtol(optarg, &end, 10);
+            if (errno != 0 || *end != '\0' || opt->many < 0 ||
+                opt->many > 100000) {
+                fprintf(stderr, "%s: --many: '%s' is not a number of tags "
+                                "(0 to 100000)\nTry '%s --help'.\n",
+                        progname, optarg, progname);
+                exit(2);
+            }
             break;
         case 'h':
             usage(stdout);
@@ -252,6 +274,32 @@ static void make_binary_names(void *held[3])
     }
 }
 
+/* --many: the crowd, each tag holding one block it keeps (never freed:
+ * the process's end takes them). */
+static void make_crowd(long n)
+{
+    ra_tag_t crowd = ra_tag_create("crowd");
+
+    if (crowd == RA_TAG_NONE)
+        die("ra_tag_create");
+    for (long i = 0; i < n; i++) {
+        char name[32];
+        size_t size = 512 * (size_t)(i + 1);
+        ra_tag_t t;
+        void *p;
+        snprintf(name, sizeof name, "%s-%ld", i % 2 ? "crowd" : "solo", i);
+        t = ra_tag_create_in(i % 2 ? crowd : RA_TAG_NONE, name);
+        if (t == RA_TAG_NONE)
+            die("ra_tag_create_in");
+        if ((p = ra_malloc_tag(t, size)) == NULL)
+            die("ra_malloc_tag");
+        memset(p, 'm', size);
+    }
+    /* The kernel counts their regions now, not over the library's thread's
+     * next rounds: the page ranks them by those counts from the start. */
+    ra_stats_refresh();
+}
+
 /* The first line a script reads: where the metrics are (an empty host is
  * 127.0.0.1, and port 0 the port the kernel chose). */
 static void print_url(const char *listen, int port)
@@ -291,6 +339,8 @@ int main(int argc, char **argv)
     tag_sessions = make_app(cache);
     if (opt.binary_names)
         make_binary_names(held);
+    if (opt.many > 0)
+        make_crowd(opt.many);
 
     if (ra_checkpoint("cache filled") != 0)
         die("ra_checkpoint");

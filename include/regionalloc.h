@@ -400,7 +400,7 @@ RA_EXPORT int ra_prof_dump(FILE *out, ra_prof_format_t fmt, ra_tag_t tag);
 
 /* -- HTTP endpoints ------------------------------------------------------------
  * A background thread serves, on addr ("HOST:PORT", "[V6]:PORT"; port 0:
- * any free port): GET /metrics (ra_report, Prometheus), GET
+ * any free port): GET /metrics[?top=N] (ra_report_top, Prometheus), GET
  * /debug/pprof/heap[?tag=NAME|?tree=NAME] (ra_prof_dump, pprof; also at
  * /debug/pprof/allocs, as Go's net/http/pprof), GET
  * /debug/regionalloc/report and /checkpoints [?format=text|json|prometheus],
@@ -432,10 +432,22 @@ typedef enum {
  * ra_tag_rss, mapped, peak_mapped, dirty, nmalloc, ndalloc) and the rows
  * "untagged" and "total"; JSON, one document (doc/json.md); Prometheus,
  * regionalloc_tag_*{tag="..."}, regionalloc_untagged_* and process-wide
- * gauges. Tag names are escaped (regionalloc(3)). The report's own memory is
+ * gauges. The text lists the 50 largest tags and rolls the others up
+ * (ra_report_top(out, fmt, 50)); JSON and Prometheus list every tag. Tag
+ * names are escaped (regionalloc(3)). The report's own memory is
  * untagged. 0, or -1 with errno EINVAL (NULL out, bad format), ENOTSUP
  * (pass-through mode), ENOMEM or EIO (write error). */
 RA_EXPORT int ra_report(FILE *out, ra_format_t fmt);
+/* ra_report_top's top: list every tag, roll nothing up. */
+#define RA_REPORT_ALL_TAGS ((size_t)-1)
+/* ra_report listing the top tags whose subtrees hold the most resident
+ * bytes (a tag without children: its own), each tag's parent among them,
+ * and the others rolled up under the nearest listed tag above them: text,
+ * a row "(2,950 more tags)" or "(412 more under sessions)"; JSON, "rest";
+ * Prometheus, a series tag="(rest)" in each family that adds up
+ * (regionalloc(3), "Many tags"). 0 lists none; RA_REPORT_ALL_TAGS every
+ * one, as JSON and Prometheus do by default. 0 or -1 as ra_report. */
+RA_EXPORT int ra_report_top(FILE *out, ra_format_t fmt, size_t top);
 /* Records a snapshot of every tag and of the process under label (NULL or
  * "" allowed; cut to 63 bytes at a character boundary): time since the
  * library was loaded, per-tag allocated, their sum, the process's totals

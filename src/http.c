@@ -192,11 +192,14 @@ struct document {
     ra_tag_t tag;
     bool tree;      /* the profile of tag's subtree (?tree=NAME) */
     uint64_t since; /* the history after this sample (?since=SEQ) */
+    size_t top;     /* the tags a report lists (?top=N) */
 };
 
 static int write_report(FILE *f, const void *arg)
 {
-    return ra_report(f, ((const struct document *)arg)->fmt);
+    const struct document *doc = arg;
+
+    return ra_report_top(f, doc->fmt, doc->top);
 }
 
 /* Runs write(o, doc), an errno-returning writer of the library's, into f. */
@@ -219,8 +222,7 @@ static int write_own(FILE *f,
 
 static int page_of(struct ra__out *o, const struct document *doc)
 {
-    (void)doc;
-    return ra__page_write(o);
+    return ra__page_write(o, doc->top);
 }
 
 static int write_page(FILE *f, const void *arg)
@@ -359,24 +361,60 @@ static bool tag_argument(struct MHD_Connection *c, bool every_tag,
     return tag_argument_of(c, "tag", every_tag, tag, answered);
 }
 
+/* Decimal digits, and nothing else, into *n. False if bad or too large. */
+static bool decimal(const char *v, uint64_t *n)
+{
+    *n = 0;
+    if (*v == '\0')
+        return false;
+    for (; *v != '\0'; v++)
+        if (*v < '0' || *v > '9' || __builtin_mul_overflow(*n, 10, n) ||
+            __builtin_add_overflow(*n, (uint64_t)(*v - '0'), n))
+            return false;
+    return true;
+}
+
 /* ?since=SEQ (decimal digits) into *since, 0 when absent. False if bad. */
 static bool since_argument(struct MHD_Connection *c, uint64_t *since)
 {
     const char *v;
     enum given g = argument(c, "since", &v);
-    uint64_t n = 0;
 
     *since = 0;
     if (g == ABSENT)
         return true;
-    if (g == NO_VALUE)
-        return false;
-    for (; *v != '\0'; v++)
-        if (*v < '0' || *v > '9' || __builtin_mul_overflow(n, 10, &n) ||
-            __builtin_add_overflow(n, (uint64_t)(*v - '0'), &n))
-            return false;
-    *since = n;
-    return true;
+    return g == VALUE && decimal(v, since);
+}
+
+/* ?top=N (decimal digits: list the N largest tags, roll the others up) or
+ * ?top=all (every tag) into doc->top; absent, the format's default (50 in
+ * text and on the page, every tag in JSON and Prometheus). Answers 400 if
+ * bad; returns whether doc->top is set, else *answered holds what was
+ * queued. */
+static bool top_argument(struct MHD_Connection *c, struct document *doc,
+                         enum MHD_Result *answered)
+{
+    const char *v;
+    enum given g = argument(c, "top", &v);
+    uint64_t n;
+
+    doc->top = ra__report_top_default(
+        (ra_format_t)(doc->fmt & ~RA_REPORT_DETAIL));
+    if (g == ABSENT)
+        return true;
+    if (g == VALUE && strcmp(v, "all") == 0) {
+        doc->top = RA_REPORT_ALL_TAGS;
+        return true;
+    }
+    if (g == VALUE && decimal(v, &n) && n < RA_REPORT_ALL_TAGS) {
+        doc->top = (size_t)n;
+        return true;
+    }
+    *answered = respond_text(c, MHD_HTTP_BAD_REQUEST, NULL,
+                             "top must be a number of tags or all, not "
+                             "\"%s\"\n",
+                             g == VALUE ? v : "");
+    return false;
 }
 
 /* The page's two sources besides the reports: the chart's samples
@@ -413,19 +451,27 @@ static enum MHD_Result bad_detail(struct MHD_Connection *c)
 
 static enum MHD_Result serve_get(struct MHD_Connection *c, const char *url)
 {
-    struct document doc = {RA_FORMAT_PROMETHEUS, RA_TAG_ALL, false, 0};
+    struct document doc = {RA_FORMAT_PROMETHEUS, RA_TAG_ALL, false, 0,
+                           RA_REPORT_ALL_TAGS};
     enum MHD_Result answered;
     const char *v;
 
     if (strcmp(url, "/metrics") == 0) {
         if (!detail_argument(c, &doc.fmt))
             return bad_detail(c);
+        if (!top_argument(c, &doc, &answered))
+            return answered;
         return respond_with(c, type_of(doc.fmt), write_report, &doc);
     }
     /* The page a person opens; its address without the slash leads to
-     * it, so that its relative links resolve. */
-    if (strcmp(url, "/debug/regionalloc/") == 0)
-        return respond_with(c, "text/html; charset=utf-8", write_page, NULL);
+     * it, so that its relative links resolve. It lists tags as the text
+     * report does. */
+    if (strcmp(url, "/debug/regionalloc/") == 0) {
+        doc.fmt = RA_FORMAT_TEXT;
+        if (!top_argument(c, &doc, &answered))
+            return answered;
+        return respond_with(c, "text/html; charset=utf-8", write_page, &doc);
+    }
     if (strcmp(url, "/debug/regionalloc") == 0)
         return redirect(c, "/debug/regionalloc/");
     if (strcmp(url, "/debug/regionalloc/history") == 0 ||
@@ -456,6 +502,9 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *url)
         if (strcmp(url, "/debug/regionalloc/report") == 0 &&
             !detail_argument(c, &doc.fmt))
             return bad_detail(c);
+        if (strcmp(url, "/debug/regionalloc/report") == 0 &&
+            !top_argument(c, &doc, &answered))
+            return answered;
         return respond_with(c, type_of(doc.fmt),
                             strcmp(url, "/debug/regionalloc/report") == 0
                                 ? write_report

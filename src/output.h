@@ -164,8 +164,10 @@ void ra__cell_count(char *cell, uint64_t n);
 void ra__cell_ns(char *cell, uint64_t ns);
 
 /* -- page.c: GET /debug/regionalloc/ ------------------------------------------ */
-/* Writes the page (tagging on): 0 or an errno value (ENOMEM). */
-int ra__page_write(struct ra__out *o);
+/* Writes the page (tagging on), its table listing top tags as
+ * ra_report_top does (its script asks the JSON report for as many): 0 or
+ * an errno value (ENOMEM). */
+int ra__page_write(struct ra__out *o, size_t top);
 
 /* -- history.c: the samples the page's chart draws ----------------------------- */
 /* Allocates the ring and starts the sampler thread (with the HTTP server).
@@ -430,11 +432,67 @@ struct ra__snapshot {
 bool ra__snapshot_take(struct ra__snapshot *snap, bool detail);
 void ra__snapshot_free(struct ra__snapshot *snap);
 
+/* -- listing.c: which tags a report lists ----------------------------------- */
+/* How many tags the text report and the page list unless told. */
+#define RA__TOP_TEXT 50
+/* The roll-up's tag in Prometheus: tag="(rest)". A tag of that name is
+ * never listed where the rest is rolled up. */
+#define RA__REST_NAME "(rest)"
+/* Tags not listed, under one listed tag (or at the top level): how many,
+ * and the sums of their own figures that add up (allocated, active,
+ * resident, rss, mapped, dirty, muzzy, retained, nmalloc, ndalloc, purges,
+ * limit_failures, arenas; tree: the same sums); the others 0. */
+struct ra__rollup {
+    unsigned parent_row; /* the listed tag's row; 0: the top level */
+    unsigned depth;      /* its line's: one below parent_row's */
+    uint64_t tags;
+    struct ra__usage sum;
+};
+/* A line of a listing: a listed tag's row, or (row 0) a roll-up. */
+struct ra__line {
+    unsigned row;
+    unsigned rollup; /* index in rollups, for row 0 */
+};
+/* The tags a report lists: every one (top RA_REPORT_ALL_TAGS), or the top
+ * highest ranked by their subtrees' resident bytes (ties: the earlier in
+ * the tree's order), which include every listed tag's parent. */
+struct ra__listing {
+    bool cut;              /* a number was given: the rest is rolled up,
+                              maybe into nothing */
+    size_t top;
+    bool *listed;          /* [row]: listed (row 0, untagged, true) */
+    bool *has_children;    /* [row]: has children, listed or not */
+    unsigned nlines;
+    struct ra__line *lines; /* the tree's order, each roll-up after the
+                               listed children of its tag, the top level's
+                               last */
+    unsigned nrollups;
+    struct ra__rollup *rollups;
+    struct ra__rollup rest; /* every tag not listed (the sum of rollups) */
+};
+/* Makes snap's listing for top (RA_REPORT_ALL_TAGS: every tag): O(n log
+ * top) over the n rows. Returns true on failure (ENOMEM, nothing to
+ * free). */
+bool ra__listing_make(struct ra__listing *l, const struct ra__snapshot *snap,
+                      size_t top);
+void ra__listing_free(struct ra__listing *l);
+/* Room for a roll-up's name and its NUL. */
+#define RA__ROLLUP_NAME_MAX (RA__ESCAPED_MAX + 48)
+/* Writes ru's name into buf (len > 0): "(2,950 more tags)" at the top
+ * level, "(412 more under sessions)" under a listed tag, its name escaped
+ * in style. */
+void ra__rollup_name(char *buf, size_t len, const struct ra__snapshot *snap,
+                     const struct ra__rollup *ru, enum ra__escape_style style);
+
 /* -- report.c: ra_report, and the reports printed at exit ------------------ */
 /* Writes every tag's usage now in fmt (valid, or'ed with RA_REPORT_DETAIL
- * for one statistics refresh and jemalloc's figures) to o. Returns 0, or
- * -1 with errno ENOMEM (nothing written). Tagging on. */
-int ra__report_write(struct ra__out *o, ra_format_t fmt);
+ * for one statistics refresh and jemalloc's figures) to o, listing top
+ * tags (ra_report_top). Returns 0, or -1 with errno ENOMEM (nothing
+ * written). Tagging on. */
+int ra__report_write(struct ra__out *o, ra_format_t fmt, size_t top);
+/* How many tags a report in fmt (without RA_REPORT_DETAIL) lists unless
+ * told: RA__TOP_TEXT in text, every tag in JSON and Prometheus. */
+size_t ra__report_top_default(ra_format_t fmt);
 
 /* -- what init.c calls of the output side -------------------------------- */
 /* shm.c: with REGIONALLOC_SHM=1, at load: makes the stats segment and starts

@@ -150,24 +150,39 @@ static void out_budget(struct ra__out *o, const struct ra__usage *u,
         ra__out_str(o, "none");
 }
 
+/* The name cell, indented 18 px a level under its parent. */
+static void out_name_cell(struct ra__out *o, unsigned depth, const char *html)
+{
+    ra__out_str(o, "<td class=\"tag\" style=\"padding-left:");
+    out_u64(o, 6 + 18 * (uint64_t)(depth > 0 ? depth - 1 : 0));
+    ra__out_str(o, "px\">");
+    ra__out_str(o, html);
+    ra__out_str(o, "</td>");
+}
+
+static void out_figures(struct ra__out *o, const struct ra__usage *u)
+{
+    out_figure(o, "td", " class=\"allocated\"", u->allocated);
+    out_figure(o, "td", " class=\"resident\"", u->resident);
+    out_figure(o, "td", " class=\"mapped\"", u->mapped);
+    out_figure(o, "td", " class=\"tree\"", u->tree.mapped);
+}
+
 static void out_row(struct ra__out *o, const struct ra__usage *u,
                     ra_tag_t parent, bool has_children, uint64_t widest)
 {
+    char name[RA__ESCAPED_MAX];
+
     ra__out_str(o, "<tr data-tag=\"");
     out_html(o, u->name);
     ra__out_str(o, "\" data-id=\"");
     out_u64(o, u->id);
     ra__out_str(o, "\" data-parent=\"");
     out_u64(o, parent);
-    ra__out_str(o, "\"><td class=\"tag\" style=\"padding-left:");
-    out_u64(o, 6 + 18 * (uint64_t)(u->depth > 0 ? u->depth - 1 : 0));
-    ra__out_str(o, "px\">");
-    out_html(o, u->name);
-    ra__out_str(o, "</td>");
-    out_figure(o, "td", " class=\"allocated\"", u->allocated);
-    out_figure(o, "td", " class=\"resident\"", u->resident);
-    out_figure(o, "td", " class=\"mapped\"", u->mapped);
-    out_figure(o, "td", " class=\"tree\"", u->tree.mapped);
+    ra__out_str(o, "\">");
+    ra__escape(name, sizeof name, u->name, RA__ESCAPE_HTML);
+    out_name_cell(o, u->depth, name);
+    out_figures(o, u);
     ra__out_str(o, "<td class=\"budget\" data-bytes=\"");
     out_u64(o, u->limit);
     ra__out_str(o, "\">");
@@ -175,6 +190,54 @@ static void out_row(struct ra__out *o, const struct ra__usage *u,
     ra__out_str(o, "</td><td class=\"trend\"></td>");
     out_profile_links(o, u, has_children);
     ra__out_str(o, "</tr>\n");
+}
+
+/* A roll-up's row: the tags not listed under a listed one (data-rest, its
+ * id; 0: the top level), their figures summed, no budget, trend or
+ * profile of their own. */
+static void out_rest_row(struct ra__out *o, const struct ra__snapshot *snap,
+                         const struct ra__rollup *ru)
+{
+    char name[RA__ROLLUP_NAME_MAX];
+    uint64_t parent = ru->parent_row != 0 ? snap->rows[ru->parent_row].id : 0;
+
+    ra__out_str(o, "<tr class=\"rest\" data-rest=\"");
+    out_u64(o, parent);
+    ra__out_str(o, "\" data-parent=\"");
+    out_u64(o, parent);
+    ra__out_str(o, "\" data-tags=\"");
+    out_u64(o, ru->tags);
+    ra__out_str(o, "\">");
+    ra__rollup_name(name, sizeof name, snap, ru, RA__ESCAPE_HTML);
+    out_name_cell(o, ru->depth, name);
+    out_figures(o, &ru->sum);
+    ra__out_str(o, "<td class=\"budget\"></td><td class=\"trend\"></td>"
+                   "<td class=\"profile\"></td></tr>\n");
+}
+
+/* The table's rows, as the listing lists them: the budget bars of tags
+ * without a limit against the largest listed tag's mapped bytes (a
+ * roll-up's sum is no tag's). */
+static void out_rows(struct ra__out *o, const struct ra__snapshot *snap,
+                     const struct ra__listing *l)
+{
+    uint64_t widest = 0;
+
+    for (unsigned r = 1; r <= snap->ntags; r++)
+        if (l->listed[r] && snap->rows[r].mapped > widest)
+            widest = snap->rows[r].mapped;
+    for (unsigned i = 0; i < l->nlines; i++) {
+        unsigned r = l->lines[i].row;
+        const struct ra__usage *u = &snap->rows[r];
+        if (r == 0)
+            out_rest_row(o, snap, &l->rollups[l->lines[i].rollup]);
+        else
+            out_row(o, u,
+                    u->parent_row != 0 ? snap->rows[u->parent_row].id : 0,
+                    l->has_children[r], widest);
+    }
+    if (snap->ntags == 0)
+        ra__out_str(o, "<tr><td colspan=\"8\">no tags</td></tr>\n");
 }
 
 static const char links[] =
@@ -229,17 +292,50 @@ static const char live_parts[] =
     "callees; pick a tag in the table to see its own.</p>\n"
     "<div id=\"flame\"></div>\n</section>\n";
 
-int ra__page_write(struct ra__out *o)
+/* The table's head: data-top, how many tags its script asks the report
+ * for ("all": every tag). */
+static void out_table_head(struct ra__out *o, size_t top)
+{
+    ra__out_str(o, "<div class=\"scroll\"><table id=\"tags\" data-top=\"");
+    if (top == RA_REPORT_ALL_TAGS)
+        ra__out_str(o, "all");
+    else
+        out_u64(o, top);
+    ra__out_str(o, "\"><thead><tr><th data-key=\"name\">tag</th>"
+                   "<th data-key=\"allocated\">allocated</th>"
+                   "<th data-key=\"resident\">resident</th>"
+                   "<th data-key=\"mapped\">mapped</th>"
+                   "<th data-key=\"tree\">subtree mapped</th>"
+                   "<th data-key=\"budget\">budget</th>"
+                   "<th>last minutes</th><th>profile</th>"
+                   "</tr></thead><tbody>\n");
+}
+
+/* Under the table, when tags are rolled up: which ones are listed. */
+static void out_listed_note(struct ra__out *o, const struct ra__listing *l)
+{
+    ra__out_str(o, "<p id=\"listed\" class=\"muted\">");
+    if (l->rest.tags != 0)
+        ra__out_fmt(o,
+                    "The %zu tags whose subtrees hold the most resident "
+                    "memory, and the others rolled up; ?top=N or ?top=all "
+                    "lists more.",
+                    l->top);
+    ra__out_str(o, "</p>\n");
+}
+
+int ra__page_write(struct ra__out *o, size_t top)
 {
     struct ra__snapshot snap;
-    uint64_t widest = 0;
+    struct ra__listing l;
     int err;
 
     if (ra__snapshot_take(&snap, false))
         return ENOMEM;
-    for (unsigned r = 1; r <= snap.ntags; r++)
-        if (snap.rows[r].mapped > widest)
-            widest = snap.rows[r].mapped;
+    if (ra__listing_make(&l, &snap, top)) {
+        ra__snapshot_free(&snap);
+        return ENOMEM;
+    }
     ra__out_str(o, "<!DOCTYPE html>\n<html lang=\"en\"><head>"
                    "<meta charset=\"utf-8\">"
                    "<meta name=\"viewport\" content=\"width=device-width\">"
@@ -265,27 +361,12 @@ int ra__page_write(struct ra__out *o)
     }
     ra__out_str(o, "</span> <span id=\"status\" class=\"muted\">"
                    "A static page: with JavaScript on, it updates itself."
-                   "</span></p>\n<div class=\"scroll\"><table id=\"tags\">"
-                   "<thead><tr><th data-key=\"name\">tag</th>"
-                   "<th data-key=\"allocated\">allocated</th>"
-                   "<th data-key=\"resident\">resident</th>"
-                   "<th data-key=\"mapped\">mapped</th>"
-                   "<th data-key=\"tree\">subtree mapped</th>"
-                   "<th data-key=\"budget\">budget</th>"
-                   "<th>last minutes</th><th>profile</th>"
-                   "</tr></thead><tbody>\n");
-    for (unsigned i = 1; i <= snap.ntags; i++) {
-        unsigned r = snap.order[i];
-        /* In the tree's order a tag's children come right after it. */
-        bool has_children = i < snap.ntags &&
-                            snap.rows[snap.order[i + 1]].parent_row == r;
-        const struct ra__usage *u = &snap.rows[r];
-        out_row(o, u, u->parent_row != 0 ? snap.rows[u->parent_row].id : 0,
-                has_children, widest);
-    }
-    if (snap.ntags == 0)
-        ra__out_str(o, "<tr><td colspan=\"8\">no tags</td></tr>\n");
+                   "</span></p>\n");
+    out_table_head(o, top);
+    out_rows(o, &snap, &l);
     ra__out_str(o, "</tbody></table></div>\n");
+    out_listed_note(o, &l);
+    ra__listing_free(&l);
     ra__snapshot_free(&snap);
     ra__out_str(o, live_parts);
     ra__out_str(o, "<h2>Checkpoints</h2>\n");

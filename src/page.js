@@ -6,6 +6,9 @@
 // A tag is its id (rows, parents, the pick) and the exact bytes of its
 // name (links, shown as the server shows them): a name that is not UTF-8
 // reads in the JSON like another, so it comes with its bytes (name_hex).
+// The table lists the tags the server listed (the table's data-top: the
+// report's ?top) and a row per roll-up of the others, under the listed
+// tag they sit under (its id in data-rest; 0: the top level).
 "use strict";
 (function () {
   var REFRESH_MS = 2000;
@@ -13,6 +16,8 @@
   var state = {
     tags: {},        // id -> the report's tag object
     rows: {},        // id -> <tr>
+    restRows: {},    // the listed tag's id (0: the top level) -> its roll-up's <tr>
+    restOf: {},      // the same id -> the report's roll-up
     sortKey: null,   // null: the tree's order
     sortDesc: false,
     selected: 0,     // tag id; 0: the whole process
@@ -191,9 +196,9 @@
   }
 
   // The tag's own profile for pprof, and its subtree's when it has
-  // children.
+  // children, listed or rolled up.
   function fillProfileLinks(cell, t) {
-    var name = t.key, hasKids = false;
+    var name = t.key, hasKids = !!state.restOf[t.id];
     for (var id in state.tags) if (state.tags[id].parentId === t.id) hasKids = true;
     if (cell.dataset.for === name + (hasKids ? "/" : "")) return;
     cell.dataset.for = name + (hasKids ? "/" : "");
@@ -221,8 +226,9 @@
     return t[key];
   }
 
-  // Each tag before its children; siblings by the chosen column.
-  function treeOrder() {
+  // The rows in the tree's order: each tag before its children, siblings
+  // by the chosen column, the roll-up under a tag after its children.
+  function rowsInOrder() {
     var kids = {}, out = [];
     Object.keys(state.tags).forEach(function (id) {
       var t = state.tags[id], p = state.tags[t.parentId] ? t.parentId : 0;
@@ -235,15 +241,63 @@
       return state.sortDesc ? -c : c;
     }
     (function walk(p) {
-      (kids[p] || []).sort(cmp).forEach(function (t) { out.push(t); walk(t.id); });
+      (kids[p] || []).sort(cmp).forEach(function (t) { out.push(state.rows[t.id]); walk(t.id); });
+      if (state.restRows[p]) out.push(state.restRows[p]);
     })(0);
     return out;
   }
 
-  // The rows in the tree's order: kept rows are moved, not made again.
+  // Kept rows are moved, not made again.
   function placeRows() {
     var body = $("tags").tBodies[0];
-    treeOrder().forEach(function (t) { body.appendChild(state.rows[t.id]); });
+    rowsInOrder().forEach(function (tr) { body.appendChild(tr); });
+  }
+
+  // As the server names a roll-up (listing.c): "(2,950 more tags)" at the
+  // top level, "(412 more under sessions)" under a listed tag.
+  function restName(r) {
+    var n = r.tags.toLocaleString("en-US"), p = state.tags[r.parent_id];
+    return p ? "(" + n + " more under " + p.shown + ")"
+      : "(" + n + " more tag" + (r.tags === 1 ? "" : "s") + ")";
+  }
+
+  // The roll-ups' rows: their tags' figures summed, no budget, trend or
+  // profile of their own.
+  function showRest(report) {
+    var seen = {};
+    state.restOf = {};
+    (report.rest || []).forEach(function (r) {
+      var key = String(r.parent_id || 0), tr = state.restRows[key];
+      if (!tr) {
+        tr = state.restRows[key] = document.createElement("tr");
+        tr.className = "rest";
+        ["tag"].concat(COLUMNS).forEach(function (c) {
+          var td = document.createElement("td");
+          td.className = c;
+          tr.appendChild(td);
+        });
+      }
+      seen[key] = true;
+      state.restOf[key] = r;
+      tr.dataset.rest = tr.dataset.parent = key;
+      tr.dataset.tags = String(r.tags);
+      tr.cells[0].textContent = restName(r);
+      tr.cells[0].style.paddingLeft =
+        (6 + 18 * (state.tags[key] ? depthOf(state.tags[key]) : 0)) + "px";
+      setBytes(tr.cells[1], r.allocated);
+      setBytes(tr.cells[2], r.resident);
+      setBytes(tr.cells[3], r.mapped);
+      setBytes(tr.cells[4], r.mapped);
+    });
+    Object.keys(state.restRows).forEach(function (key) {
+      if (seen[key]) return;
+      var tr = state.restRows[key];
+      if (tr.parentNode) tr.parentNode.removeChild(tr);
+      delete state.restRows[key];
+    });
+    var rolled = (report.rest || []).reduce(function (n, r) { return n + r.tags; }, 0);
+    $("listed").textContent = rolled ? "The " + report.top + " tags whose subtrees hold the most " +
+      "resident memory, and the others rolled up; ?top=N or ?top=all lists more." : "";
   }
 
   // The memory limit (0: none), its source and level, as the report has
@@ -260,6 +314,8 @@
       : " Memory limit " + human(m.limit) + " (" + m.source + "): none in effect.";
   }
 
+  // The bars of tags without a limit are against the largest listed tag's
+  // mapped bytes, as the server draws them.
   function showTags(report) {
     var body = $("tags").tBodies[0], widest = 0, seen = {};
     showLimit(report);
@@ -270,6 +326,7 @@
       state.tags[t.id] = t;
       if (t.mapped > widest) widest = t.mapped;
     });
+    showRest(report);
     report.tags.forEach(function (t) {
       var tr = rowFor(t), c = tr.cells;
       seen[t.id] = true;
@@ -288,12 +345,12 @@
     });
     placeRows();
     Array.prototype.slice.call(body.rows).forEach(function (tr) {
-      if (!seen[tr.dataset.id]) {
+      if (tr.dataset.rest === undefined && !seen[tr.dataset.id]) {
         delete state.rows[tr.dataset.id];
         body.removeChild(tr);
       }
     });
-    if (report.tags.length === 0) {
+    if (report.tags.length === 0 && !(report.rest || []).length) {
       var tr = document.createElement("tr"), td = document.createElement("td");
       td.colSpan = 8;
       td.textContent = "no tags";
@@ -310,6 +367,7 @@
     var body = $("tags").tBodies[0];
     Array.prototype.slice.call(body.rows).forEach(function (tr) {
       if (tr.dataset.id) state.rows[tr.dataset.id] = tr;
+      else if (tr.dataset.rest !== undefined) state.restRows[tr.dataset.rest] = tr;
       else body.removeChild(tr);
     });
   }
@@ -606,7 +664,7 @@
   // picked).
   function refresh() {
     var slow = state.polls % 5 === 0;
-    var parts = [get("report?format=json", true).then(function (r) {
+    var parts = [get("report?format=json&top=" + ($("tags").dataset.top || "50"), true).then(function (r) {
       showTags(r);
       if (resolveWanted()) return; // select() loads the tag's sites
       if (state.selected && !state.tags[state.selected]) select(0);

@@ -26,21 +26,27 @@ static const char *const text_headers[] = {
     "tree_allocated", "tree_mapped"};
 #define TEXT_COLS (sizeof text_headers / sizeof text_headers[0])
 
-/* Columns 1..: u's figures; only tagged rows have a kernel RSS, a peak and
- * budgets ("-" otherwise), and a kernel RSS only once the kernel counted
- * the tag's region. */
+/* What a row of the table shows: a tag, the tags a roll-up stands for, or
+ * the untagged arenas. */
+enum row_kind { ROW_TAG, ROW_ROLLUP, ROW_UNTAGGED };
+
+/* Columns 1..: u's figures; only tags have a kernel RSS (once the kernel
+ * counted their regions), subtrees and arenas, and only a tag of its own a
+ * peak and budgets ("-" otherwise). */
 static void fill_usage(struct ra__table_row *row, const struct ra__usage *u,
-                       bool tagged)
+                       enum row_kind kind)
 {
+    bool tagged = kind != ROW_UNTAGGED, own = kind == ROW_TAG;
+
     ra__cell_bytes(row->cell[1], u->allocated);
     ra__cell_bytes(row->cell[2], u->active);
     ra__cell_bytes(row->cell[3], u->resident);
-    if (tagged && u->rss_at_ns != 0)
+    if (kind == ROW_ROLLUP || (tagged && u->rss_at_ns != 0))
         ra__cell_bytes(row->cell[4], u->rss);
     else
         ra__cell_text(row->cell[4], "-");
     ra__cell_bytes(row->cell[5], u->mapped);
-    if (tagged)
+    if (own)
         ra__cell_bytes(row->cell[6], u->peak_mapped);
     else
         ra__cell_text(row->cell[6], "-");
@@ -48,11 +54,11 @@ static void fill_usage(struct ra__table_row *row, const struct ra__usage *u,
     ra__cell_count(row->cell[8], u->nmalloc);
     ra__cell_count(row->cell[9], u->ndalloc);
     /* Budgets are a tag's; "-" where none is set. */
-    if (tagged && u->limit != 0)
+    if (own && u->limit != 0)
         ra__cell_bytes(row->cell[10], u->limit);
     else
         ra__cell_text(row->cell[10], "-");
-    if (tagged && u->soft_limit != 0)
+    if (own && u->soft_limit != 0)
         ra__cell_bytes(row->cell[11], u->soft_limit);
     else
         ra__cell_text(row->cell[11], "-");
@@ -67,13 +73,30 @@ static void fill_usage(struct ra__table_row *row, const struct ra__usage *u,
     }
 }
 
-/* A tag's name, indented two spaces a level under its parent. */
-static void fill_tree_name(char *cell, const struct ra__usage *u)
-{
-    unsigned indent = 2 * (u->depth > 0 ? u->depth - 1 : 0);
+/* The table's rows: the snapshot's, as its listing lists them. */
+struct text_rows {
+    const struct ra__snapshot *snap;
+    const struct ra__listing *l;
+};
 
-    memset(cell, ' ', indent);
-    ra__cell_name(cell + indent, u->name);
+/* Columns 0..: a line of the listing, its name indented two spaces a
+ * level under its parent. */
+static void fill_line(struct ra__table_row *row, const struct text_rows *t,
+                      const struct ra__line *line)
+{
+    const struct ra__rollup *ru = &t->l->rollups[line->rollup];
+    const struct ra__usage *u =
+        line->row != 0 ? &t->snap->rows[line->row] : &ru->sum;
+    unsigned depth = line->row != 0 ? u->depth : ru->depth;
+    unsigned indent = 2 * (depth > 0 ? depth - 1 : 0);
+
+    memset(row->cell[0], ' ', indent);
+    if (line->row != 0)
+        ra__cell_name(row->cell[0] + indent, u->name);
+    else
+        ra__rollup_name(row->cell[0] + indent, RA__CELL_MAX - indent,
+                        t->snap, ru, RA__ESCAPE_TEXT);
+    fill_usage(row, u, line->row != 0 ? ROW_TAG : ROW_ROLLUP);
 }
 
 /* The total row: jemalloc's own totals for the process (allocated and
@@ -107,26 +130,27 @@ static void fill_library(struct ra__table_row *row, const struct ra__snapshot *s
         ra__cell_text(row->cell[c], "-");
 }
 
-/* Rows: the header, one per tag, a rule, untagged, the library's part of
- * it, total. The rule keeps a tag named "untagged", "library" or "total"
- * apart from the summary rows. */
+/* Rows: the header, one per line of the listing (a tag, or the tags rolled
+ * up under one), a rule, untagged, the library's part of it, total. The
+ * rule keeps a tag named "untagged", "library" or "total" apart from the
+ * summary rows. */
 static void fill_text_row(void *ctx, size_t r, struct ra__table_row *row)
 {
-    const struct ra__snapshot *snap = ctx;
+    const struct text_rows *t = ctx;
+    const struct ra__snapshot *snap = t->snap;
+    size_t n = t->l->nlines;
 
     if (r == 0) {
         for (size_t c = 0; c < TEXT_COLS; c++)
             ra__cell_text(row->cell[c], text_headers[c]);
-    } else if (r <= snap->ntags) {
-        const struct ra__usage *u = &snap->rows[snap->order[r]];
-        fill_tree_name(row->cell[0], u);
-        fill_usage(row, u, true);
-    } else if (r == snap->ntags + 1) {
+    } else if (r <= n) {
+        fill_line(row, t, &t->l->lines[r - 1]);
+    } else if (r == n + 1) {
         row->rule = true;
-    } else if (r == snap->ntags + 2) {
+    } else if (r == n + 2) {
         ra__cell_text(row->cell[0], "untagged");
-        fill_usage(row, &snap->rows[0], false);
-    } else if (r == snap->ntags + 3) {
+        fill_usage(row, &snap->rows[0], ROW_UNTAGGED);
+    } else if (r == n + 3) {
         fill_library(row, snap);
     } else {
         fill_total(row, snap);
@@ -236,14 +260,16 @@ static void write_text_regions_lost(struct ra__out *o, uint64_t lost)
                     lost);
 }
 
-static void write_text(struct ra__out *o, struct ra__snapshot *snap)
+static void write_text(struct ra__out *o, const struct ra__snapshot *snap,
+                       const struct ra__listing *l)
 {
+    struct text_rows rows = {snap, l};
     struct ra__table table = {
         .ncols = TEXT_COLS,
         .left = 1u,
-        .nrows = snap->ntags + 5,
+        .nrows = (size_t)l->nlines + 5,
         .fill = fill_text_row,
-        .ctx = snap,
+        .ctx = &rows,
     };
 
     ra__table_write(o, &table);
@@ -270,58 +296,70 @@ static const struct {
     const char *key;
     size_t offset;
     bool untagged; /* also in the "untagged" object */
+    bool summed;   /* also in a roll-up (a sum that means something) */
 } json_fields[] = {
-    {"allocated", USAGE_FIELD(allocated), true},
-    {"active", USAGE_FIELD(active), true},
-    {"resident", USAGE_FIELD(resident), true},
-    {"rss", USAGE_FIELD(rss), false},
-    {"metadata", USAGE_FIELD(metadata), false},
-    {"rss_at_ns", USAGE_FIELD(rss_at_ns), false},
-    {"mapped", USAGE_FIELD(mapped), true},
-    {"peak_mapped", USAGE_FIELD(peak_mapped), false},
-    {"dirty", USAGE_FIELD(dirty), true},
-    {"muzzy", USAGE_FIELD(muzzy), true},
-    {"retained", USAGE_FIELD(retained), true},
-    {"reserved", USAGE_FIELD(reserved), false},
-    {"nmalloc", USAGE_FIELD(nmalloc), true},
-    {"ndalloc", USAGE_FIELD(ndalloc), true},
-    {"purges", USAGE_FIELD(purges), true},
-    {"limit", USAGE_FIELD(limit), false},
-    {"soft_limit", USAGE_FIELD(soft_limit), false},
-    {"limit_failures", USAGE_FIELD(limit_failures), false},
-    {"arenas", USAGE_FIELD(arenas), false},
+    {"allocated", USAGE_FIELD(allocated), true, true},
+    {"active", USAGE_FIELD(active), true, true},
+    {"resident", USAGE_FIELD(resident), true, true},
+    {"rss", USAGE_FIELD(rss), false, true},
+    {"metadata", USAGE_FIELD(metadata), false, true},
+    {"rss_at_ns", USAGE_FIELD(rss_at_ns), false, false},
+    {"mapped", USAGE_FIELD(mapped), true, true},
+    {"peak_mapped", USAGE_FIELD(peak_mapped), false, false},
+    {"dirty", USAGE_FIELD(dirty), true, true},
+    {"muzzy", USAGE_FIELD(muzzy), true, true},
+    {"retained", USAGE_FIELD(retained), true, true},
+    {"reserved", USAGE_FIELD(reserved), false, false},
+    {"nmalloc", USAGE_FIELD(nmalloc), true, true},
+    {"ndalloc", USAGE_FIELD(ndalloc), true, true},
+    {"purges", USAGE_FIELD(purges), true, true},
+    {"limit", USAGE_FIELD(limit), false, false},
+    {"soft_limit", USAGE_FIELD(soft_limit), false, false},
+    {"limit_failures", USAGE_FIELD(limit_failures), false, true},
+    {"arenas", USAGE_FIELD(arenas), false, true},
 };
 #define NJSON_FIELDS (sizeof json_fields / sizeof json_fields[0])
 
 static void write_json_usage(struct ra__emitter *e, const char *key,
-                             const struct ra__usage *u, bool tagged)
+                             const struct ra__usage *u, enum row_kind kind)
 {
     if (key != NULL)
         ra__json_object_begin(e, key, true);
     for (size_t f = 0; f < NJSON_FIELDS; f++)
-        if (tagged || json_fields[f].untagged)
+        if (kind == ROW_TAG ||
+            (kind == ROW_UNTAGGED ? json_fields[f].untagged
+                                  : json_fields[f].summed))
             ra__json_u64(e, json_fields[f].key,
                          usage_field(u, json_fields[f].offset));
     if (key != NULL)
         ra__json_object_end(e);
 }
 
-/* Tag trees: a tag's parent (null at the top level), by name as the first
- * schema had it and by id, which tells tags apart where names do not (a
- * name that is not UTF-8 reads like another), and its subtree's totals. */
+/* A tag's parent, or the tag a roll-up is under, the row parent_row (0:
+ * the top level, null): by name as the first schema had it and by id,
+ * which tells tags apart where names do not (a name that is not UTF-8
+ * reads like another). */
+static void write_json_parent(struct ra__emitter *e,
+                              const struct ra__snapshot *snap,
+                              unsigned parent_row)
+{
+    if (parent_row != 0) {
+        ra__json_str(e, "parent", snap->rows[parent_row].name);
+        ra__json_u64(e, "parent_id", snap->rows[parent_row].id);
+    } else {
+        ra__json_null(e, "parent");
+        ra__json_null(e, "parent_id");
+    }
+}
+
+/* Tag trees: a tag's parent and its subtree's totals. */
 static void write_json_tree(struct ra__emitter *e,
                             const struct ra__snapshot *snap,
                             const struct ra__usage *u)
 {
     const struct ra__tree_totals *t = &u->tree;
 
-    if (u->parent_row != 0) {
-        ra__json_str(e, "parent", snap->rows[u->parent_row].name);
-        ra__json_u64(e, "parent_id", snap->rows[u->parent_row].id);
-    } else {
-        ra__json_null(e, "parent");
-        ra__json_null(e, "parent_id");
-    }
+    write_json_parent(e, snap, u->parent_row);
     ra__json_object_begin(e, "tree", true);
     ra__json_u64(e, "allocated", t->allocated);
     ra__json_u64(e, "active", t->active);
@@ -380,26 +418,55 @@ static void write_json_parts(struct ra__emitter *e,
     ra__json_object_end(e);
 }
 
-static void write_json(struct ra__emitter *e, struct ra__snapshot *snap)
+/* The tags listed, in the tree's order; then how many were asked for
+ * (null: every tag) and the roll-ups of the others, each under its listed
+ * tag (or the top level), in the order the text shows them. */
+static void write_json_tags(struct ra__emitter *e,
+                            const struct ra__snapshot *snap,
+                            const struct ra__listing *l)
 {
-    ra__json_object_begin(e, NULL, false);
-    ra__json_str(e, "schema", "regionalloc-report-1");
-    ra__json_bool(e, "enabled", true);
-    ra__json_u64(e, "time_ns", snap->time_ns);
     ra__json_array_begin(e, "tags", false);
-    for (unsigned r = 1; r <= snap->ntags; r++) {
-        const struct ra__usage *u = &snap->rows[snap->order[r]];
+    for (unsigned i = 0; i < l->nlines; i++) {
+        const struct ra__usage *u = &snap->rows[l->lines[i].row];
+        if (l->lines[i].row == 0)
+            continue;
         ra__json_object_begin(e, NULL, true);
         ra__json_u64(e, "id", u->id);
         ra__json_u64(e, "born", u->born);
         ra__json_bytes(e, "name", "name_hex", u->name);
-        write_json_usage(e, NULL, u, true);
+        write_json_usage(e, NULL, u, ROW_TAG);
         ra__json_i64(e, "priority", u->priority);
         write_json_tree(e, snap, u);
         ra__json_object_end(e);
     }
     ra__json_array_end(e);
-    write_json_usage(e, "untagged", &snap->rows[0], false);
+    if (l->cut)
+        ra__json_u64(e, "top", l->top);
+    else
+        ra__json_null(e, "top");
+    ra__json_array_begin(e, "rest", false);
+    for (unsigned i = 0; i < l->nlines; i++) {
+        const struct ra__rollup *ru = &l->rollups[l->lines[i].rollup];
+        if (l->lines[i].row != 0)
+            continue;
+        ra__json_object_begin(e, NULL, true);
+        write_json_parent(e, snap, ru->parent_row);
+        ra__json_u64(e, "tags", ru->tags);
+        write_json_usage(e, NULL, &ru->sum, ROW_ROLLUP);
+        ra__json_object_end(e);
+    }
+    ra__json_array_end(e);
+}
+
+static void write_json(struct ra__emitter *e, const struct ra__snapshot *snap,
+                       const struct ra__listing *l)
+{
+    ra__json_object_begin(e, NULL, false);
+    ra__json_str(e, "schema", "regionalloc-report-1");
+    ra__json_bool(e, "enabled", true);
+    ra__json_u64(e, "time_ns", snap->time_ns);
+    write_json_tags(e, snap, l);
+    write_json_usage(e, "untagged", &snap->rows[0], ROW_UNTAGGED);
     ra__json_object_begin(e, "library", true);
     ra__json_u64(e, "allocated", snap->library);
     ra__json_object_end(e);
@@ -420,61 +487,71 @@ static void write_json(struct ra__emitter *e, struct ra__snapshot *snap)
 }
 
 /* Metric families. The untagged arenas get their own families rather than
- * a tag="untagged" series, which a tag of that name would collide with. */
+ * a tag="untagged" series, which a tag of that name would collide with.
+ * summed: a family whose series add up to a whole (bytes held, counts):
+ * with ?top, tags not listed are one series tag="(rest)" there, their sum;
+ * a peak, a limit or a priority summed would be none, and has no such
+ * series. */
 static const struct {
     const char *tag_name, *untagged_name, *type, *help;
     size_t offset;
+    bool summed;
 } prom_families[] = {
     {"regionalloc_tag_allocated_bytes", "regionalloc_untagged_allocated_bytes",
-     "gauge", "Bytes in live blocks (usable sizes).", USAGE_FIELD(allocated)},
+     "gauge", "Bytes in live blocks (usable sizes).", USAGE_FIELD(allocated),
+     true},
     {"regionalloc_tag_active_bytes", "regionalloc_untagged_active_bytes",
-     "gauge", "Bytes in pages holding live blocks.", USAGE_FIELD(active)},
+     "gauge", "Bytes in pages holding live blocks.", USAGE_FIELD(active),
+     true},
     {"regionalloc_tag_resident_bytes", "regionalloc_untagged_resident_bytes",
      "gauge",
      "Resident bytes: a tag's as the kernel last counted its region, "
      "followed since by its commits; untagged, jemalloc's estimate.",
-     USAGE_FIELD(resident)},
+     USAGE_FIELD(resident), true},
     {"regionalloc_tag_rss_bytes", NULL, "gauge",
      "Resident bytes of the tag's region as the kernel last counted them "
      "(pagemap; the zero page not counted).",
-     USAGE_FIELD(rss)},
+     USAGE_FIELD(rss), true},
     {"regionalloc_tag_metadata_bytes", NULL, "gauge",
      "Of the region's resident bytes, those of its arenas' bookkeeping.",
-     USAGE_FIELD(metadata)},
+     USAGE_FIELD(metadata), true},
     {"regionalloc_tag_mapped_bytes", "regionalloc_untagged_mapped_bytes",
-     "gauge", "Bytes mapped (committed).", USAGE_FIELD(mapped)},
+     "gauge", "Bytes mapped (committed).", USAGE_FIELD(mapped), true},
     {"regionalloc_tag_peak_mapped_bytes", NULL, "gauge",
      "High-water mark of the region's committed bytes.",
-     USAGE_FIELD(peak_mapped)},
+     USAGE_FIELD(peak_mapped), false},
     {"regionalloc_tag_dirty_bytes", "regionalloc_untagged_dirty_bytes",
-     "gauge", "Unused pages not yet returned to the OS.", USAGE_FIELD(dirty)},
+     "gauge", "Unused pages not yet returned to the OS.", USAGE_FIELD(dirty),
+     true},
     {"regionalloc_tag_allocations_total",
      "regionalloc_untagged_allocations_total", "counter",
      "Allocations made (untagged: blocks handed out by the arenas).",
-     USAGE_FIELD(nmalloc)},
+     USAGE_FIELD(nmalloc), true},
     {"regionalloc_tag_frees_total", "regionalloc_untagged_frees_total",
      "counter", "Frees made (untagged: blocks taken back by the arenas).",
-     USAGE_FIELD(ndalloc)},
+     USAGE_FIELD(ndalloc), true},
     {"regionalloc_tag_purges_total", "regionalloc_untagged_purges_total",
      "counter", "Purges asked with ra_tag_purge() or ra_purge_all().",
-     USAGE_FIELD(purges)},
+     USAGE_FIELD(purges), true},
     {"regionalloc_tag_limit_bytes", NULL, "gauge",
-     "The tag's hard limit on mapped bytes (0: none).", USAGE_FIELD(limit)},
+     "The tag's hard limit on mapped bytes (0: none).", USAGE_FIELD(limit),
+     false},
     {"regionalloc_tag_soft_limit_bytes", NULL, "gauge",
      "The tag's soft limit on mapped bytes (0: none).",
-     USAGE_FIELD(soft_limit)},
+     USAGE_FIELD(soft_limit), false},
     {"regionalloc_tag_limit_failures_total", NULL, "counter",
      "Allocations refused by the tag's hard limit.",
-     USAGE_FIELD(limit_failures)},
+     USAGE_FIELD(limit_failures), true},
     {"regionalloc_tag_arenas", NULL, "gauge",
-     "jemalloc arenas in the tag's pool.", USAGE_FIELD(arenas)},
+     "jemalloc arenas in the tag's pool.", USAGE_FIELD(arenas), true},
 };
 
 /* Tag trees: the per-tag series above stay additive (a tag's own blocks);
  * each tag's parent is an info series, and subtree totals have names of
  * their own, so that no sum over tags counts a block twice. */
 static void write_prometheus_tree(struct ra__emitter *e,
-                                  const struct ra__snapshot *snap)
+                                  const struct ra__snapshot *snap,
+                                  const struct ra__listing *l)
 {
     static const struct {
         const char *name, *help;
@@ -496,6 +573,8 @@ static void write_prometheus_tree(struct ra__emitter *e,
                     "A tag and its parent (\"\" at the top level).");
     for (unsigned r = 1; r <= snap->ntags; r++) {
         const struct ra__usage *u = &snap->rows[r];
+        if (!l->listed[r])
+            continue;
         struct ra__prom_label labels[2] = {
             {"tag", u->name},
             {"parent",
@@ -507,6 +586,8 @@ static void write_prometheus_tree(struct ra__emitter *e,
         for (unsigned r = 1; r <= snap->ntags; r++) {
             struct ra__prom_label tag = {"tag", snap->rows[r].name};
             uint64_t v;
+            if (!l->listed[r])
+                continue;
             memcpy(&v, (const char *)&snap->rows[r].tree + tree[f].offset,
                    sizeof v);
             ra__prom_sample(e, tree[f].name, &tag, 1, v);
@@ -571,7 +652,52 @@ static void write_prometheus_parts(struct ra__emitter *e,
     }
 }
 
-static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)
+/* The per-tag families: a series per listed tag, in id order, and with
+ * ?top the roll-up's where a sum means something, and how many tags it
+ * holds. */
+static void write_prometheus_tags(struct ra__emitter *e,
+                                  const struct ra__snapshot *snap,
+                                  const struct ra__listing *l)
+{
+    const struct ra__prom_label rest = {"tag", RA__REST_NAME};
+
+    for (size_t f = 0; f < sizeof prom_families / sizeof prom_families[0];
+         f++) {
+        ra__prom_family(e, prom_families[f].tag_name, prom_families[f].type,
+                        prom_families[f].help);
+        for (unsigned r = 1; r <= snap->ntags; r++) {
+            struct ra__prom_label tag = {"tag", snap->rows[r].name};
+            if (l->listed[r])
+                ra__prom_sample(e, prom_families[f].tag_name, &tag, 1,
+                                usage_field(&snap->rows[r],
+                                            prom_families[f].offset));
+        }
+        if (l->cut && prom_families[f].summed)
+            ra__prom_sample(e, prom_families[f].tag_name, &rest, 1,
+                            usage_field(&l->rest.sum,
+                                        prom_families[f].offset));
+    }
+    /* Signed: the table above holds counts and bytes. */
+    ra__prom_family(e, "regionalloc_tag_priority", "gauge",
+                    "The tag's priority under memory pressure (lower gives "
+                    "way first; negative: refused at high).");
+    for (unsigned r = 1; r <= snap->ntags; r++) {
+        struct ra__prom_label tag = {"tag", snap->rows[r].name};
+        if (l->listed[r])
+            ra__prom_sample_i64(e, "regionalloc_tag_priority", &tag, 1,
+                                snap->rows[r].priority);
+    }
+    if (!l->cut)
+        return;
+    ra__prom_family(e, "regionalloc_rest_tags", "gauge",
+                    "Live tags not listed (?top=N), whose figures are the "
+                    "tag=\"(rest)\" series.");
+    ra__prom_sample(e, "regionalloc_rest_tags", NULL, 0, l->rest.tags);
+}
+
+static void write_prometheus(struct ra__emitter *e,
+                             const struct ra__snapshot *snap,
+                             const struct ra__listing *l)
 {
     const size_t nfamilies = sizeof prom_families / sizeof prom_families[0];
     const struct {
@@ -630,25 +756,7 @@ static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)
          snap->pressure.refusals},
     };
 
-    for (size_t f = 0; f < nfamilies; f++) {
-        ra__prom_family(e, prom_families[f].tag_name, prom_families[f].type,
-                        prom_families[f].help);
-        for (unsigned r = 1; r <= snap->ntags; r++) {
-            struct ra__prom_label tag = {"tag", snap->rows[r].name};
-            ra__prom_sample(e, prom_families[f].tag_name, &tag, 1,
-                            usage_field(&snap->rows[r],
-                                        prom_families[f].offset));
-        }
-    }
-    /* Signed: the table above holds counts and bytes. */
-    ra__prom_family(e, "regionalloc_tag_priority", "gauge",
-                    "The tag's priority under memory pressure (lower gives "
-                    "way first; negative: refused at high).");
-    for (unsigned r = 1; r <= snap->ntags; r++) {
-        struct ra__prom_label tag = {"tag", snap->rows[r].name};
-        ra__prom_sample_i64(e, "regionalloc_tag_priority", &tag, 1,
-                            snap->rows[r].priority);
-    }
+    write_prometheus_tags(e, snap, l);
     for (size_t f = 0; f < nfamilies; f++) {
         if (prom_families[f].untagged_name == NULL)
             continue;
@@ -674,13 +782,14 @@ static void write_prometheus(struct ra__emitter *e, struct ra__snapshot *snap)
                         pressure_counters[p].value);
     }
     write_prometheus_parts(e, &snap->parts);
-    write_prometheus_tree(e, snap);
+    write_prometheus_tree(e, snap, l);
 }
 
-int ra__report_write(struct ra__out *o, ra_format_t fmt)
+int ra__report_write(struct ra__out *o, ra_format_t fmt, size_t top)
 {
     struct ra__emitter e;
     struct ra__snapshot snap;
+    struct ra__listing l;
     bool detail = (fmt & RA_REPORT_DETAIL) != 0;
 
     fmt &= ~RA_REPORT_DETAIL;
@@ -688,23 +797,34 @@ int ra__report_write(struct ra__out *o, ra_format_t fmt)
         errno = ENOMEM;
         return -1;
     }
+    if (ra__listing_make(&l, &snap, top)) {
+        ra__snapshot_free(&snap);
+        errno = ENOMEM;
+        return -1;
+    }
     ra__emit_init(&e, o);
     switch (fmt) {
     case RA_FORMAT_JSON:
-        write_json(&e, &snap);
+        write_json(&e, &snap, &l);
         break;
     case RA_FORMAT_PROMETHEUS:
-        write_prometheus(&e, &snap);
+        write_prometheus(&e, &snap, &l);
         break;
     default:
-        write_text(o, &snap);
+        write_text(o, &snap, &l);
         break;
     }
+    ra__listing_free(&l);
     ra__snapshot_free(&snap);
     return 0;
 }
 
-int ra_report(FILE *out, ra_format_t fmt)
+size_t ra__report_top_default(ra_format_t fmt)
+{
+    return fmt == RA_FORMAT_TEXT ? RA__TOP_TEXT : RA_REPORT_ALL_TAGS;
+}
+
+int ra_report_top(FILE *out, ra_format_t fmt, size_t top)
 {
     struct ra__out o = RA__OUT_INIT(out, true);
     int rc;
@@ -712,11 +832,17 @@ int ra_report(FILE *out, ra_format_t fmt)
     if (ra__out_check_args(out, fmt & ~RA_REPORT_DETAIL) != 0)
         return -1;
     ra__quiet_begin();
-    rc = ra__report_write(&o, fmt);
+    rc = ra__report_write(&o, fmt, top);
     if (rc == 0)
         rc = ra__out_finish(&o);
     ra__quiet_end();
     return rc;
+}
+
+int ra_report(FILE *out, ra_format_t fmt)
+{
+    return ra_report_top(out, fmt,
+                         ra__report_top_default(fmt & ~RA_REPORT_DETAIL));
 }
 
 /* -- at exit ----------------------------------------------------------------- */
@@ -894,7 +1020,8 @@ static void write_stats_at_exit(const struct exit_streams *st, FILE *out,
     if (!tagging)
         write_pass_through(&o, fmt, "per-tag statistics",
                            "regionalloc-report-1");
-    else if (ra__report_write(&o, fmt | RA_REPORT_DETAIL) != 0)
+    else if (ra__report_write(&o, fmt | RA_REPORT_DETAIL,
+                              ra__report_top_default(fmt)) != 0)
         return;
     ra__out_finish(&o);
 }

@@ -5,6 +5,7 @@
  * real parsers (Python's json, promtool). */
 #include <check.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -127,6 +128,212 @@ START_TEST(test_report_text_uses_human_units)
     ck_assert_msg(strstr(text, " 0 B ") != NULL, "%s", text);
     free(text);
     ra_free(p);
+}
+END_TEST
+
+/* -- many tags: the largest listed, the rest rolled up ------------------------------ */
+
+#define MANY 60
+
+static size_t top_asked;
+
+static int report_with_top(FILE *f, ra_format_t fmt)
+{
+    return ra_report_top(f, fmt, top_asked);
+}
+
+static char *report_top(ra_format_t fmt, size_t top)
+{
+    top_asked = top;
+    return tu_report_string(report_with_top, fmt);
+}
+
+/* MANY tags "many-00" .. "many-59", tag i holding one block of (i + 1) x
+ * 16 KiB, written: their resident bytes rise with i (the 10 smallest are
+ * many-00 .. many-09, each of the others a size class above them). Each
+ * tag's allocated into allocated[i]; returns their sum for i < below. */
+static uint64_t make_many(uint64_t allocated[MANY], unsigned below)
+{
+    uint64_t sum = 0;
+
+    for (unsigned i = 0; i < MANY; i++) {
+        char name[16];
+        void *p;
+        snprintf(name, sizeof name, "many-%02u", i);
+        allocated[i] = alloc_under(tu_tag_create(name), (i + 1) * 16 * KIB, &p);
+        if (i < below)
+            sum += allocated[i];
+    }
+    ra_thread_flush();
+    /* Every region counted by the kernel now: the tags rank by what it
+     * counts, not some by jemalloc's estimate until the library's thread
+     * has counted them. */
+    ck_assert_int_eq(ra_stats_refresh(), 0);
+    return sum;
+}
+
+/* The sum of the samples of family (a tag family: "name{") in prom. */
+static uint64_t family_sum(const char *prom, const char *family)
+{
+    char start[128];
+    uint64_t sum = 0;
+
+    snprintf(start, sizeof start, "\n%s{", family);
+    for (const char *p = strstr(prom, start); p != NULL;
+         p = strstr(p + 1, start))
+        sum += strtoull(strchr(strchr(p, '}'), ' ') + 1, NULL, 10);
+    return sum;
+}
+
+START_TEST(test_report_text_lists_the_50_largest_and_one_line_for_the_rest)
+{
+    uint64_t allocated[MANY], rest = make_many(allocated, 10);
+    char *text = report(RA_FORMAT_TEXT), want[64];
+
+    /* The header, 50 tags, the rest, the rule, untagged, library, total,
+     * and the process's two lines. */
+    ck_assert_msg(tu_count_lines(text) == 1 + 50 + 1 + 4 + 2,
+                  "%u lines, want 58:\n%.3000s", tu_count_lines(text), text);
+    for (unsigned i = 0; i < MANY; i++) {
+        snprintf(want, sizeof want, "\nmany-%02u ", i);
+        ck_assert_msg((strstr(text, want) != NULL) == (i >= 10),
+                      "many-%02u: listed %d, want %d", i, i < 10, i >= 10);
+    }
+    /* The size classes of 16 KiB .. 160 KiB, 160 KiB twice. */
+    ck_assert_uint_eq(rest, 896 * KIB);
+    ck_assert_msg(strstr(text, "\n(10 more tags)  896.0 KiB ") != NULL,
+                  "no \"(10 more tags)  896.0 KiB\" in\n%.3000s", text);
+    ck_assert_msg(strstr(text, "\n(10 more tags) ") <
+                      strstr(text, "\n-----"),
+                  "the rest after the rule:\n%.3000s", text);
+    free(text);
+    text = report_top(RA_FORMAT_TEXT, RA_REPORT_ALL_TAGS);
+    ck_assert_msg(tu_count_lines(text) == 1 + MANY + 4 + 2,
+                  "%u lines, want 67:\n%.3000s", tu_count_lines(text), text);
+    ck_assert_ptr_null(strstr(text, "more tag"));
+    free(text);
+}
+END_TEST
+
+START_TEST(test_report_json_lists_every_tag_unless_told)
+{
+    /* Each tag's block is written whole, 16 KiB more than the one before:
+     * what the kernel counts resident ranks them (many-48 .. many-55 share
+     * a size class, but not their written pages). */
+    static const unsigned listed[] = {55, 56, 57, 58, 59};
+    uint64_t allocated[MANY], rest = make_many(allocated, MANY);
+    char *json = report(RA_FORMAT_JSON);
+
+    ck_assert_uint_eq(tu_count_of(json, "\"name\": \"many-"), MANY);
+    ck_assert_msg(strstr(json, "\"top\": null,\n  \"rest\": [],") != NULL,
+                  "%s", json);
+    free(json);
+    json = report_top(RA_FORMAT_JSON, 5);
+    ck_assert_uint_eq(tu_count_of(json, "\"name\": \"many-"), 5);
+    for (unsigned i = 0; i < 5; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "\"name\": \"many-%02u\"", listed[i]);
+        ck_assert_msg(strstr(json, want) != NULL, "%s not listed", want);
+        rest -= allocated[listed[i]];
+    }
+    ck_assert_ptr_nonnull(strstr(json, "\"top\": 5,"));
+    ck_assert_uint_eq(number_after(json, "{\"parent\": null, \"parent_id\": "
+                                         "null, \"tags\": "),
+                      MANY - 5);
+    ck_assert_uint_eq(number_after(json, "\"tags\": 55, \"allocated\": "),
+                      rest);
+    free(json);
+}
+END_TEST
+
+/* With ?top, a family whose series add up keeps its sum: the tags not
+ * listed are one series tag="(rest)". Peaks, limits, priorities and
+ * subtrees, which do not add up, have none. */
+START_TEST(test_report_prometheus_rest_series_keeps_each_family_whole)
+{
+    static const char *const summed[] = {
+        "regionalloc_tag_allocated_bytes", "regionalloc_tag_active_bytes",
+        "regionalloc_tag_resident_bytes", "regionalloc_tag_mapped_bytes",
+        "regionalloc_tag_dirty_bytes", "regionalloc_tag_allocations_total",
+        "regionalloc_tag_frees_total", "regionalloc_tag_purges_total",
+        "regionalloc_tag_limit_failures_total", "regionalloc_tag_arenas"};
+    static const char *const apart[] = {
+        "regionalloc_tag_peak_mapped_bytes", "regionalloc_tag_limit_bytes",
+        "regionalloc_tag_soft_limit_bytes", "regionalloc_tag_priority",
+        "regionalloc_tag_info", "regionalloc_tree_allocated_bytes"};
+    uint64_t allocated[MANY];
+    char *all, *top, rest[128];
+
+    make_many(allocated, 0);
+    all = report(RA_FORMAT_PROMETHEUS);
+    top = report_top(RA_FORMAT_PROMETHEUS, 5);
+    ck_assert_ptr_null(strstr(all, "(rest)"));
+    ck_assert_ptr_null(strstr(all, "regionalloc_rest_tags"));
+    for (size_t f = 0; f < sizeof summed / sizeof summed[0]; f++) {
+        snprintf(rest, sizeof rest, "\n%s{tag=\"(rest)\"} ", summed[f]);
+        ck_assert_msg(strstr(top, rest) != NULL, "no %s", rest + 1);
+        ck_assert_msg(family_sum(top, summed[f]) == family_sum(all, summed[f]),
+                      "%s: %" PRIu64 " with ?top, %" PRIu64 " without",
+                      summed[f], family_sum(top, summed[f]),
+                      family_sum(all, summed[f]));
+        ck_assert_uint_eq(tu_count_of(top, summed[f]), 2 + 5 + 1);
+    }
+    for (size_t f = 0; f < sizeof apart / sizeof apart[0]; f++) {
+        snprintf(rest, sizeof rest, "\n%s{tag=\"(rest)\"", apart[f]);
+        ck_assert_msg(strstr(top, rest) == NULL, "%s", rest + 1);
+        ck_assert_uint_eq(tu_count_of(top, apart[f]), 2 + 5);
+    }
+    ck_assert_uint_eq(number_after(top, "\nregionalloc_rest_tags "), MANY - 5);
+    free(all);
+    free(top);
+}
+END_TEST
+
+/* A tag named "(rest)" is rolled up where the rest is, into the one series
+ * of that name; listed with the others where nothing is. */
+START_TEST(test_report_tag_named_rest_is_rolled_up)
+{
+    ra_tag_t t = tu_tag_create("(rest)");
+    void *p, *q;
+    size_t big = alloc_under(t, 8 * MIB, &p);
+    size_t small = alloc_under(tu_tag_create("small"), 1000, &q);
+    char *prom;
+
+    tu_tag_create("empty");
+    ra_thread_flush();
+    prom = report_top(RA_FORMAT_PROMETHEUS, 1);
+    ck_assert_uint_eq(tu_count_of(prom, "regionalloc_tag_allocated_bytes{tag=\"(rest)\"}"), 1);
+    ck_assert_uint_eq(number_after(prom, "\nregionalloc_tag_allocated_bytes"
+                                         "{tag=\"(rest)\"} "),
+                      big + 0);
+    ck_assert_uint_eq(number_after(prom, "\nregionalloc_tag_allocated_bytes"
+                                         "{tag=\"small\"} "),
+                      small);
+    free(prom);
+    prom = report(RA_FORMAT_PROMETHEUS);
+    ck_assert_uint_eq(number_after(prom, "\nregionalloc_tag_allocated_bytes"
+                                         "{tag=\"(rest)\"} "),
+                      big);
+    ck_assert_ptr_null(strstr(prom, "regionalloc_rest_tags"));
+    free(prom);
+    ra_free(p);
+    ra_free(q);
+}
+END_TEST
+
+START_TEST(test_report_top_checks_its_arguments)
+{
+    FILE *f = tmpfile();
+
+    ck_assert_ptr_nonnull(f);
+    errno = 0;
+    ck_assert_int_eq(ra_report_top(NULL, RA_FORMAT_TEXT, 5), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(ra_report_top(f, (ra_format_t)3, 5), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(ftell(f), 0);
+    fclose(f);
 }
 END_TEST
 
@@ -700,10 +907,27 @@ static int child_exit_with_a_block(void)
     exit(0);
 }
 
-/* Runs the child under the environment entries of vars (plus
+/* Creates MANY tags as make_many does and leaves through exit(0). */
+static int child_exit_with_many_tags(void)
+{
+    for (unsigned i = 0; i < MANY; i++) {
+        char name[16];
+        ra_tag_t t;
+        snprintf(name, sizeof name, "many-%02u", i);
+        void *p;
+        TU_REQUIRE((t = ra_tag_create(name)) != RA_TAG_NONE);
+        /* Written: what is resident ranks the tags, and a block only
+         * allocated is not. */
+        TU_REQUIRE((p = ra_malloc_tag(t, (i + 1) * 16 * KIB)) != NULL);
+        memset(p, 1, (i + 1) * 16 * KIB);
+    }
+    exit(0);
+}
+
+/* Runs the child named child under the environment entries of vars (plus
  * REGIONALLOC_STATS=<a temporary file>) and returns the file's contents
  * (free() it). */
-static char *exit_report_file(const char *const vars[])
+static char *exit_report_of(const char *child, const char *const vars[])
 {
     char path[4096], setting[4200];
     const char *dir = getenv("TMPDIR");
@@ -723,7 +947,7 @@ static char *exit_report_file(const char *const vars[])
     for (size_t i = 0; vars[i] != NULL && n + 1 < 8; i++)
         env[n++] = vars[i];
     env[n] = NULL;
-    status = tu_exec_self(env, "exit_with_a_block", err, sizeof err);
+    status = tu_exec_self(env, child, err, sizeof err);
     ck_assert_msg(status == 0, "child exited with %d; stderr: %s", status,
                   err);
     f = fopen(path, "r");
@@ -733,6 +957,32 @@ static char *exit_report_file(const char *const vars[])
     unlink(path);
     return buf;
 }
+
+static char *exit_report_file(const char *const vars[])
+{
+    return exit_report_of("exit_with_a_block", vars);
+}
+
+/* The report at exit lists tags as ra_report does: the 50 largest in
+ * text, every one in JSON. */
+START_TEST(test_report_at_exit_lists_as_ra_report_does)
+{
+    static const char *const text[] = {NULL};
+    static const char *const json[] = {"REGIONALLOC_STATS_FORMAT=json", NULL};
+    char *out = exit_report_of("exit_with_many_tags", text);
+
+    ck_assert_msg(tu_count_of(out, "\nmany-") == 50, "%u tags listed, want 50",
+                  tu_count_of(out, "\nmany-"));
+    ck_assert_msg(strstr(out, "\nmany-09 ") == NULL, "many-09 listed");
+    ck_assert_msg(strstr(out, "\n(10 more tags) ") != NULL,
+                  "no line \"(10 more tags)\" in\n%.3000s", out);
+    free(out);
+    out = exit_report_of("exit_with_many_tags", json);
+    ck_assert_uint_eq(tu_count_of(out, "\"name\": \"many-"), MANY);
+    ck_assert_ptr_nonnull(strstr(out, "\"top\": null,"));
+    free(out);
+}
+END_TEST
 
 START_TEST(test_report_at_exit_default_format_is_text)
 {
@@ -1066,6 +1316,14 @@ static Suite *report_suite(void)
     tcase_add_test(tc, test_report_text_uses_human_units);
     suite_add_tcase(s, tc);
 
+    tc = tcase_create("many tags");
+    tcase_add_test(tc, test_report_text_lists_the_50_largest_and_one_line_for_the_rest);
+    tcase_add_test(tc, test_report_json_lists_every_tag_unless_told);
+    tcase_add_test(tc, test_report_prometheus_rest_series_keeps_each_family_whole);
+    tcase_add_test(tc, test_report_tag_named_rest_is_rolled_up);
+    tcase_add_test(tc, test_report_top_checks_its_arguments);
+    suite_add_tcase(s, tc);
+
     tc = tcase_create("figures");
     tcase_add_test(tc, test_report_json_shows_exact_allocated_after_flush);
     tcase_add_test(tc,
@@ -1110,6 +1368,7 @@ static Suite *report_suite(void)
     tcase_add_test(tc, test_report_at_exit_in_json_to_stderr);
     tcase_add_test(tc, test_report_at_exit_in_pass_through_mode_per_format);
     tcase_add_test(tc, test_report_at_exit_bad_format_warns_and_writes_text);
+    tcase_add_test(tc, test_report_at_exit_lists_as_ra_report_does);
     tcase_add_test(tc, test_report_exit_stream_is_not_charged_to_the_pushed_tag);
     tcase_add_test(tc, test_report_exit_checkpoint_keeps_the_peak_rss);
     suite_add_tcase(s, tc);
@@ -1128,6 +1387,7 @@ int main(int argc, char **argv)
 {
     static const struct tu_child children[] = {
         {"exit_with_a_block", child_exit_with_a_block},
+        {"exit_with_many_tags", child_exit_with_many_tags},
         {"fork_before_first_use", child_fork_before_first_use},
         {"exit_with_the_tag_pushed", child_exit_with_the_tag_pushed},
         {"peak_then_exit", child_peak_then_exit},

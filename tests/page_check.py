@@ -6,8 +6,14 @@ of the profile, the checkpoints, sorting and picking a tag by mouse clicks
 with no reload, the budget bars' colours, no request to another host, a
 narrow window, and screenshots that are not blank.
 
-Usage: page_check.py BASE_URL OUT_DIR   (BASE_URL: http://127.0.0.1:PORT)
-The server runs with REGIONALLOC_LIMITS giving "sessions" a soft limit it
+Usage: page_check.py BASE_URL OUT_DIR [--many]   (BASE_URL: http://127.0.0.1:PORT)
+With --many, against a server run with --many (hundreds of tags), it
+checks the listing instead: the 50 tags whose subtrees hold the most
+resident bytes (as computed here from the JSON report of every tag), a
+row per roll-up of the others with their figures summed, each after the
+listed children of its tag, the budget bars against the largest listed
+tag, with JavaScript off and live, sorted, and with ?top=all and ?top=0.
+Otherwise the server runs with REGIONALLOC_LIMITS giving "sessions" a soft limit it
 passes and "workers" a hard limit it reaches; its "cache" and "sessions"
 are children of "app" (a tag tree); and with --binary-names, which adds a
 tag named by the bytes FF FE "-bin" (not UTF-8) with a child "bin-part",
@@ -24,8 +30,10 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cdp  # noqa: E402
+from listing_rule import listing  # noqa: E402
 
 base, out_dir = sys.argv[1], sys.argv[2]
+many = sys.argv[3:] == ["--many"]
 page = base + "/debug/regionalloc/"
 failures = []
 
@@ -169,9 +177,126 @@ def check_pick_binary(b, bin_id):
     check(failed_responses(b) == [], "pick %s: requests failed: %s" % (BIN, failed_responses(b)))
 
 
+# -- many tags: the listing ---------------------------------------------------
+
+ALL_ROWS = """Array.from(document.querySelectorAll('#tags tbody tr')).map(function (tr) {
+  var c = tr.cells, bar = c[5] && c[5].querySelector('.bar');
+  return {rest: tr.dataset.rest !== undefined, name: tr.dataset.tag || c[0].textContent,
+          id: Number(tr.dataset.id || 0), parent: Number(tr.dataset.parent || 0),
+          tags: Number(tr.dataset.tags || 0), allocated: Number(c[1].dataset.bytes),
+          mapped: Number(c[3].dataset.bytes), tree: Number(c[4].dataset.bytes),
+          bar: bar ? bar.style.width : null, indent: c[0].style.paddingLeft};
+})"""
+
+
+def under(by, tag_id, parent):
+    """Whether the tag tag_id is parent's descendant (parent 0: always)."""
+    p = by[tag_id]["parent_id"] if tag_id else None
+    while p is not None and p != parent:
+        p = by[p]["parent_id"]
+    return parent == 0 or p == parent
+
+
+def check_listing(rows, full, top, where):
+    """The rows as the rule lists them: the tags, the roll-ups (named,
+    indented, summed, in their place, without a bar), the bars of the tags
+    against the largest listed one."""
+    want, groups, by = listing(full, top)
+    listed = [r for r in rows if not r["rest"]]
+    rest = [r for r in rows if r["rest"]]
+    check({r["id"] for r in listed} == want,
+          "%s: %d tags listed, want %d; extra %s, missing %s" %
+          (where, len(listed), len(want), sorted(r["name"] for r in listed if r["id"] not in want),
+           sorted(by[i]["name"] for i in want - {r["id"] for r in listed})))
+    check({r["parent"]: r["tags"] for r in rest} == {p: len(g) for p, g in groups.items()},
+          "%s: roll-ups %s, want %s" % (where, {r["parent"]: r["tags"] for r in rest},
+                                        {p: len(g) for p, g in groups.items()}))
+    check(len(listed) + sum(r["tags"] for r in rest) == len(full["tags"]),
+          "%s: %d listed and %d rolled up of %d tags" %
+          (where, len(listed), sum(r["tags"] for r in rest), len(full["tags"])))
+    for i, r in enumerate(rows):
+        if not r["rest"]:
+            continue
+        g, p = groups.get(r["parent"], []), r["parent"]
+        depth = 0
+        while p:
+            depth, p = depth + 1, by[p]["parent_id"]
+        n = "{:,}".format(r["tags"])
+        name = ("(%s more under %s)" % (n, by[r["parent"]]["name"]) if r["parent"]
+                else "(%s more tag%s)" % (n, "" if r["tags"] == 1 else "s"))
+        check(r["name"] == name and r["indent"] == "%dpx" % (6 + 18 * depth),
+              "%s: a roll-up row reads %r at %s, want %r at %dpx" % (where, r["name"], r["indent"], name, 6 + 18 * depth))
+        # The sessions' figures move between two reads; the others' do not.
+        still = [t for t in g if t["name"] != "sessions"]
+        exact = len(still) == len(g)
+        check(r["mapped"] == r["tree"] and r["bar"] is None and
+              all((r[k] == sum(t[k] for t in g)) if exact else (r[k] > sum(t[k] for t in still))
+                  for k in ("allocated", "mapped")),
+              "%s: %s holds %r, want the sums of its tags" % (where, name, r))
+        # After its tag and the listed tags under it, before any other.
+        j = i - 1
+        while j >= 0 and rows[j]["id"] != r["parent"] and r["parent"]:
+            check(under(by, rows[j]["id"] or rows[j]["parent"], r["parent"]) or
+                  (rows[j]["rest"] and rows[j]["parent"] == r["parent"]),
+                  "%s: %s is not under %s's tag" % (where, rows[j]["name"], name))
+            j -= 1
+        if i + 1 < len(rows):
+            nxt = rows[i + 1]
+            check(r["parent"] and not under(by, nxt["id"] or nxt["parent"], r["parent"]),
+                  "%s: %s is followed by %s (%s)" % (where, name, nxt["name"], "under its tag"
+                                                     if r["parent"] else "the top level's is last"))
+    widest = max([r["mapped"] for r in listed] or [0])
+    bars = [(r["name"], r["bar"], "%d%%" % (r["mapped"] * 100 // widest)) for r in listed]
+    check(all(got == want for _, got, want in bars),
+          "%s: bars not against the largest listed tag: %s" % (where, [b for b in bars if b[1] != b[2]]))
+
+
+def check_many(b):
+    full = json.loads(fetch("/debug/regionalloc/report?format=json"))
+    check(len(full["tags"]) >= 300 and full["top"] is None, "many: %d tags in the report" % len(full["tags"]))
+    # JavaScript off: the server's listing.
+    b.call("Emulation.setScriptExecutionDisabled", value=True)
+    b.open(page)
+    b.wait_for("document.readyState === 'complete' && !!document.getElementById('tags')")
+    check_listing(b.evaluate(ALL_ROWS), full, 50, "static page")
+    check(b.evaluate("document.getElementById('listed').textContent").startswith("The 50 tags whose subtrees"),
+          "static page: the note on the listing reads %r" % b.evaluate("document.getElementById('listed').textContent"))
+    for top, n in (("all", len(full["tags"])), ("0", 0)):
+        b.open(page + "?top=" + top)
+        b.wait_for("document.readyState === 'complete' && !!document.getElementById('tags')")
+        check_listing(b.evaluate(ALL_ROWS), full, n, "static page, ?top=" + top)
+    b.call("Emulation.setScriptExecutionDisabled", value=False)
+    # Live: the JSON report of the 50 largest, every 2 s.
+    b.open(page)
+    b.wait_for("Number(document.body.dataset.polls) >= 2", 60)
+    check_listing(b.evaluate(ALL_ROWS), full, 50, "live")
+    asked = [e["params"]["request"]["url"] for e in b.events if e["method"] == "Network.requestWillBeSent"]
+    check(any(u == base + "/debug/regionalloc/report?format=json&top=50" for u in asked),
+          "live: the page did not ask for the 50 largest: %s" % [u for u in asked if "report" in u])
+    check(b.evaluate("document.getElementById('listed').textContent").startswith("The 50 tags whose subtrees"),
+          "live: the note on the listing reads %r" % b.evaluate("document.getElementById('listed').textContent"))
+    # Sorted by a column: siblings move, each roll-up stays after them.
+    b.click("th[data-key=allocated]")
+    check_listing(b.evaluate(ALL_ROWS), full, 50, "live, sorted")
+    b.evaluate("window.__polls = Number(document.body.dataset.polls); true")
+    b.wait_for("Number(document.body.dataset.polls) >= window.__polls + 1", 30)
+    check_listing(b.evaluate(ALL_ROWS), full, 50, "live, sorted, polled again")
+    check(failed_responses(b) == [], "live: requests failed: %s" % failed_responses(b))
+    b.open(page + "?top=0")
+    b.wait_for("Number(document.body.dataset.polls) >= 1", 60)
+    check_listing(b.evaluate(ALL_ROWS), full, 0, "live, ?top=0")
+    b.resize(1280, 800)
+    b.open(page)
+    b.wait_for("Number(document.body.dataset.polls) >= 1", 60)
+    b.screenshot(os.path.join(out_dir, "page-many.png"))
+
+
 b = cdp.Browser()
 try:
     b.call("Network.enable")
+    if many:
+        check_many(b)
+        sys.exit(1 if failures else 0)
 
     # -- JavaScript off: the server's static table -------------------------
     b.call("Emulation.setScriptExecutionDisabled", value=True)

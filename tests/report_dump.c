@@ -5,6 +5,12 @@
  *   report.{txt,json,prom}             ra_report
  *   checkpoints.{txt,json,prom}        ra_checkpoint_report
  *   checkpoints-empty.{json,prom}      ra_checkpoint_report before any
+ *   tree.{json,prom}                   ra_report with a tag tree
+ *   top-all.{txt,json,prom}            ra_report_top, every tag (a tree,
+ *                                      and a tag named "(rest)" with a
+ *                                      child, besides the tags above)
+ *   top-3.{txt,json,prom}              the same, the 3 largest listed
+ *   top-0.{json,prom}                  the same, none listed
  *
  * On stdout it prints what the documents must say, one fact per line, for
  * the script to compare with what a real parser reads from them:
@@ -134,6 +140,73 @@ static int dump_tree(const char *dir)
     return failed;
 }
 
+static size_t top_asked;
+
+static int report_top(FILE *f, ra_format_t fmt)
+{
+    return ra_report_top(f, fmt, top_asked);
+}
+
+/* Writes top-N.{txt,json,prom} ("all" for RA_REPORT_ALL_TAGS). */
+static int dump_top(const char *dir, size_t top, const char *n)
+{
+    static const struct {
+        const char *suffix;
+        ra_format_t fmt;
+    } formats[] = {{"txt", RA_FORMAT_TEXT},
+                   {"json", RA_FORMAT_JSON},
+                   {"prom", RA_FORMAT_PROMETHEUS}};
+    char file[64];
+    int failed = 0;
+
+    top_asked = top;
+    for (size_t f = 0; f < 3; f++) {
+        snprintf(file, sizeof file, "top-%s.%s", n, formats[f].suffix);
+        failed |= dump(dir, file, report_top, formats[f].fmt);
+    }
+    return failed;
+}
+
+/* Tags listed or rolled up: a tree (top-root, its children top-a, top-b
+ * and top-c, top-a's child top-aa), a tag named "(rest)" with a child
+ * larger than every other tag, with blocks in each; their reports with
+ * every tag, the 3 largest and none listed; then destroyed. */
+static int dump_listings(const char *dir)
+{
+    static const struct {
+        const char *name;
+        int parent; /* index in this table, -1: top level */
+        size_t bytes;
+    } tags[] = {{"top-root", -1, 1000},     {"top-a", 0, 300000},
+                {"top-b", 0, 50000},        {"top-c", 0, 20000},
+                {"top-aa", 1, 700000},      {"(rest)", -1, 3000},
+                {"rest-child", 5, 4000000}};
+    ra_tag_t t[7];
+    int failed;
+
+    for (unsigned i = 0; i < 7; i++) {
+        void *p;
+        t[i] = ra_tag_create_in(tags[i].parent < 0 ? RA_TAG_NONE
+                                                   : t[tags[i].parent],
+                                tags[i].name);
+        if (t[i] == RA_TAG_NONE)
+            return fail("ra_tag_create_in");
+        if ((p = ra_malloc_tag(t[i], tags[i].bytes)) == NULL)
+            return fail("ra_malloc_tag");
+        memset(p, 0x22, tags[i].bytes);
+    }
+    ra_thread_flush();
+    /* The kernel counts every region now: the three listings see the same
+     * figures (the library's thread would count them between two). */
+    if (ra_stats_refresh() != 0)
+        return fail("ra_stats_refresh");
+    failed = dump_top(dir, RA_REPORT_ALL_TAGS, "all") |
+             dump_top(dir, 3, "3") | dump_top(dir, 0, "0");
+    if (ra_tag_destroy(t[0]) != 0 || ra_tag_destroy(t[5]) != 0)
+        return fail("ra_tag_destroy");
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     ra_tag_t tags[NTAGS];
@@ -185,5 +258,6 @@ int main(int argc, char **argv)
     failed |= dump(argv[1], "checkpoints.prom", ra_checkpoint_report,
                    RA_FORMAT_PROMETHEUS);
     failed |= dump_tree(argv[1]);
+    failed |= dump_listings(argv[1]);
     return failed;
 }

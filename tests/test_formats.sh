@@ -13,6 +13,7 @@ set -u
 # shellcheck source=tests/testlib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
 dump=$builddir/tests/report_dump
+tests_dir=${abs_top_srcdir:-$(dirname "${BASH_SOURCE[0]}")/..}/tests
 
 need python3 python3 || exit 77
 have_promtool=0
@@ -58,8 +59,9 @@ if [ $have_promtool = 1 ]; then
 fi
 
 # -- Python: documents parsed for real, figures compared --------------------------
-if ! python3 - "$tmp" <<'EOF'; then
+if ! PYTHONPATH=$tests_dir python3 - "$tmp" <<'EOF'; then
 import codecs, json, re, sys
+from listing_rule import listing
 
 top = sys.argv[1]
 problems = []
@@ -195,9 +197,11 @@ CP_KEYS = {"seq", "label", "time_ns", "phase_ns", "tagged_allocated", "allocated
 def check_report_json(path, tags):
     d = load_json(path)
     check(d["schema"] == "regionalloc-report-1" and d["enabled"] is True, path + ": header")
-    check(set(d) == {"schema", "enabled", "time_ns", "tags", "untagged", "library",
-                     "leftovers", "regions_lost", "process", "memory_limit"},
+    check(set(d) == {"schema", "enabled", "time_ns", "tags", "top", "rest", "untagged",
+                     "library", "leftovers", "regions_lost", "process", "memory_limit"},
           path + ": top-level keys %s" % sorted(d))
+    # Every tag listed, nothing rolled up.
+    check(d["top"] is None and d["rest"] == [], path + ": top %r, rest %r" % (d["top"], d["rest"]))
     # No limit in make check (REGIONALLOC_CGROUP_FS points nowhere).
     check(d["memory_limit"] == {"limit": 0, "in_effect": False,
                                 "source": "none", "resident": 0,
@@ -412,6 +416,81 @@ for run in ("plain", "json", "prom"):
             line = 'regionalloc_tree_allocated_bytes{tag="%s"} %d' % (
                 name, by[name]["tree"]["allocated"])
             check(("\n" + line + "\n") in prom, "tree.prom: no line %s" % line)
+
+# Tags listed or rolled up (report_dump's top-*): the largest by their
+# subtrees' resident bytes, ties to the earlier in the tree's order, a tag
+# named "(rest)" and its subtree never listed; the others rolled up under
+# the nearest listed tag above them, every figure that adds up summed; in
+# the exposition, a series tag="(rest)" that keeps each such family's sum,
+# and the tags, untagged and the process adding up in every document.
+ROLLED = ("allocated", "active", "resident", "rss", "metadata", "mapped", "dirty", "muzzy",
+          "retained", "nmalloc", "ndalloc", "purges", "limit_failures", "arenas")
+SUMMED_FAMILIES = {"regionalloc_tag_" + f for f in (
+    "allocated_bytes", "active_bytes", "resident_bytes", "rss_bytes", "metadata_bytes",
+    "mapped_bytes",
+    "dirty_bytes", "allocations_total", "frees_total", "purges_total",
+    "limit_failures_total", "arenas")}
+d = top + "/plain/"
+full = load_json(d + "top-all.json")
+every = full["tags"]
+check(full["top"] is None and full["rest"] == [] and
+      any(t["name"] == "(rest)" for t in every), "top-all.json: top %r, rest %r" % (full["top"], full["rest"]))
+all_prom = parse_exposition(d + "top-all.prom")
+for n in ("3", "0"):
+    cut = load_json(d + "top-%s.json" % n)
+    where = "top-%s.json" % n
+    want, groups, by = listing(full, int(n))
+    got = [t["id"] for t in cut["tags"]]
+    check(set(got) == want and cut["top"] == int(n),
+          "%s: listed %s, want %s (top %r)" % (where, got, sorted(want), cut["top"]))
+    check(got == [t["id"] for t in every if t["id"] in want], where + ": not in the tree's order")
+    check(all(t == by[t["id"]] for t in cut["tags"]),
+          where + ": a listed tag's figures differ from top-all.json's")
+    check(sorted((r["parent_id"] or 0) for r in cut["rest"]) == sorted(groups),
+          where + ": roll-ups under %s, want %s" % ([r["parent_id"] for r in cut["rest"]], list(groups)))
+    for r in cut["rest"]:
+        g = groups.get(r["parent_id"] or 0, [])
+        check(set(r) == {"parent", "parent_id", "tags"} | set(ROLLED), where + ": roll-up keys %s" % sorted(r))
+        check(r["tags"] == len(g) and all(r[k] == sum(t[k] for t in g) for k in ROLLED),
+              where + ": the roll-up under %r: %r, want the sums of %s" % (r["parent"], r, [t["name"] for t in g]))
+        check(r["parent"] == (by[r["parent_id"]]["name"] if r["parent_id"] else None),
+              where + ": a roll-up's parent %r" % r["parent"])
+    if 0 in groups:
+        check(cut["rest"][-1]["parent_id"] is None, where + ": the top level's roll-up is not last")
+    prom = parse_exposition(d + "top-%s.prom" % n)
+    for f in sorted({k[0] for k in all_prom if k[0].startswith("regionalloc_tag_")}):
+        rest = (f, frozenset({("tag", "(rest)")}))
+        whole = sum(v for k, v in all_prom.items() if k[0] == f)
+        if f in SUMMED_FAMILIES:
+            check(rest in prom and sum(v for k, v in prom.items() if k[0] == f) == whole,
+                  "top-%s.prom: %s sums to %r, %r without ?top" %
+                  (n, f, sum(v for k, v in prom.items() if k[0] == f), whole))
+        else:
+            check(rest not in prom, "top-%s.prom: %s has a (rest) series" % (n, f))
+    listed_names = {by[i]["name"] for i in want}
+    check({dict(k[1])["tag"] for k in prom if k[0] == "regionalloc_tag_info"} == listed_names,
+          "top-%s.prom: tag_info for %s" % (n, sorted(dict(k[1])["tag"] for k in prom if k[0] == "regionalloc_tag_info")))
+    check(prom.get(("regionalloc_rest_tags", frozenset())) == len(every) - len(want),
+          "top-%s.prom: regionalloc_rest_tags %r" % (n, prom.get(("regionalloc_rest_tags", frozenset()))))
+for n in ("all", "3", "0"):
+    prom = parse_exposition(d + "top-%s.prom" % n)
+    tagged = sum(v for k, v in prom.items() if k[0] == "regionalloc_tag_allocated_bytes")
+    check(tagged + prom[("regionalloc_untagged_allocated_bytes", frozenset())] ==
+          prom[("regionalloc_jemalloc_allocated_bytes", frozenset())],
+          "top-%s.prom: tags and untagged do not add up to the process" % n)
+check("regionalloc_rest_tags" not in {k[0] for k in all_prom}, "top-all.prom: a rest count")
+# Text: the listed tags, a row per roll-up named as the JSON's, in its order.
+cut = load_json(d + "top-3.json")
+rows = open(d + "top-3.txt", encoding="utf-8").read().splitlines()
+# The rows between the header and the rule (untagged, library, total and
+# the process's two lines follow it).
+names = [r.strip().split("  ")[0] for r in rows[1:-6]]
+want = [t["name"] for t in cut["tags"]]
+want_rest = ["(%d more under %s)" % (r["tags"], r["parent"]) if r["parent"] else
+             "(%d more tag%s)" % (r["tags"], "" if r["tags"] == 1 else "s") for r in cut["rest"]]
+check(sorted(names) == sorted(want + want_rest) and names[-1] == want_rest[-1],
+      "top-3.txt: rows %s, want %s and %s" % (names, want, want_rest))
+check(len(open(d + "top-all.txt").read().splitlines()) == len(every) + 7, "top-all.txt: not every tag")
 
 for p in problems:
     print("FAIL: " + p)

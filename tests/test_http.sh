@@ -102,6 +102,48 @@ EOF
 [ "$(code GET "$url/debug/regionalloc/report?format=text")" = 200 ] ||
     fail "report?format=text is not 200"
 
+# -- ?top: the largest tags listed, the others rolled up ----------------------------
+# The example's tags: app (a parent holding nothing itself), its children
+# cache (16 MiB) and sessions (less). Two listed: app and the cache.
+for path in /metrics "/debug/regionalloc/report?format=json&" \
+    "/debug/regionalloc/report?" /debug/regionalloc/; do
+    case $path in *\? | *\&) sep= ;; *) sep='?' ;; esac
+    for v in x -1 1.5 %203 "" 18446744073709551615 99999999999999999999 ALL; do
+        [ "$(code GET "$url$path${sep}top=$v")" = 400 ] ||
+            fail "$path${sep}top=$v is not 400"
+    done
+    [ "$(code GET "$url$path${sep}top")" = 400 ] || fail "$path${sep}top is not 400"
+    for v in 0 2 all 18446744073709551614; do
+        [ "$(code GET "$url$path${sep}top=$v")" = 200 ] ||
+            fail "$path${sep}top=$v is not 200"
+    done
+done
+curl -s "$url/metrics?top=x" | grep -qx 'top must be a number of tags or all, not "x"' ||
+    fail "/metrics?top=x does not say why"
+curl -s -o "$tmp/top.prom" "$url/metrics?top=2"
+grep -q '^regionalloc_tag_allocated_bytes{tag="(rest)"} [1-9]' "$tmp/top.prom" ||
+    fail "/metrics?top=2: no (rest) series holding the sessions"
+[ "$(grep -c '^regionalloc_tag_allocated_bytes{' "$tmp/top.prom")" = 3 ] ||
+    fail "/metrics?top=2: not 2 tags and the rest: $(grep '^regionalloc_tag_allocated_bytes{' "$tmp/top.prom")"
+grep -qx 'regionalloc_tag_allocated_bytes{tag="cache"} 16777216' "$tmp/top.prom" ||
+    fail "/metrics?top=2: the cache is not listed"
+grep -qx 'regionalloc_rest_tags 1' "$tmp/top.prom" || fail "/metrics?top=2: not one tag rolled up"
+if [ "$have_prometheus" = 1 ]; then
+    promtool check metrics <"$tmp/top.prom" >"$tmp/promtool.out" 2>&1 ||
+        fail "promtool check metrics (?top=2): $(cat "$tmp/promtool.out")"
+fi
+curl -s -o "$tmp/top.json" "$url/debug/regionalloc/report?format=json&top=1"
+curl -s -o "$tmp/top.txt" "$url/debug/regionalloc/report?top=1"
+python3 - "$tmp/top.json" "$tmp/top.txt" <<'EOF' || fail "?top=1: see above"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["top"] == 1 and [t["name"] for t in d["tags"]] == ["app"], (d["top"], d["tags"])
+assert [(r["parent"], r["tags"]) for r in d["rest"]] == [("app", 2)], d["rest"]
+lines = open(sys.argv[2]).read().splitlines()
+assert [l.strip().split("  ")[0] for l in lines[1:3]] == ["app", "(2 more under app)"], lines
+assert lines[2].startswith("  (2 more under app)"), lines
+EOF
+
 # -- pprof ---------------------------------------------------------------------------
 curl -s -o "$tmp/heap.pb.gz" "$url/debug/pprof/heap" || fail "curl heap failed"
 curl -s -o "$tmp/sessions.pb.gz" "$url/debug/pprof/heap?tag=sessions"
@@ -384,8 +426,18 @@ scrape_configs:
   - job_name: regionalloc
     static_configs:
       - targets: ["$target"]
+  - job_name: top
+    params:
+      top: ["2"]
+    static_configs:
+      - targets: ["$target"]
 EOF
     pport=$(free_port)
+    # promql QUERY: the value of the query's first result ("" if none).
+    promql() {
+        curl -s "http://127.0.0.1:$pport/api/v1/query" --data-urlencode "query=$1" |
+            python3 -c 'import json, sys; r = json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
+    }
     prometheus --config.file="$tmp/prometheus.yml" \
         --storage.tsdb.path="$tmp/tsdb" \
         --web.listen-address="127.0.0.1:$pport" >"$tmp/prometheus.log" 2>&1 &
@@ -410,6 +462,21 @@ EOF
         [ "$value" = 16777216 ] ||
             fail "Prometheus says the cache holds '$value' bytes, want 16777216"
         echo "prometheus: scraped $target, regionalloc_tag_allocated_bytes{tag=\"cache\"} = $value"
+        # The job that asks ?top=2: two tags and the rest, which keeps
+        # the family's sum: with untagged, the process's, in each scrape.
+        for ((i = 0; i < 60; i++)); do
+            n=$(promql 'count(regionalloc_tag_allocated_bytes{job="top"})')
+            [ "$n" = 3 ] && break
+            sleep 0.5
+        done
+        [ "$n" = 3 ] || fail "Prometheus holds $n series of the ?top=2 job, want 3"
+        rest=$(promql 'regionalloc_tag_allocated_bytes{job="top",tag="(rest)"}')
+        gap=$(promql 'sum by (job) (regionalloc_tag_allocated_bytes{job="top"})
+            + on (job) regionalloc_untagged_allocated_bytes{job="top"}
+            - on (job) regionalloc_jemalloc_allocated_bytes{job="top"}')
+        { [ -n "$rest" ] && [ "$rest" != 0 ] && [ "$gap" = 0 ]; } ||
+            fail "Prometheus, ?top=2: (rest) holds '$rest', tags + untagged - process = '$gap'"
+        echo "prometheus: ?top=2 scraped as 3 series, (rest) = $rest, the sum whole"
     fi
 fi
 

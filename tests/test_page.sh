@@ -2,7 +2,8 @@
 # The page of GET /debug/regionalloc/ in a real browser: Debian's headless
 # Chromium, driven over the DevTools protocol by tests/page_check.py (with
 # the system's /usr/bin/python3), loads the page from examples/server and
-# checks what it shows with JavaScript off and live (see page_check.py).
+# checks what it shows with JavaScript off and live (see page_check.py);
+# then again with 300 tags more (--many), of which it lists 50.
 # The screenshots are kept when PAGE_SHOTS names a directory. Run by make
 # check with abs_top_builddir set.
 # Exit status: 0 pass, 1 fail, 77 skip (a tool missing outside CI).
@@ -22,23 +23,36 @@ make_tmp test_page
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 
+# start_server NAME [ENV=VALUE...] -- ARGS...: runs examples/server on a
+# port of the kernel's choice as $pid; sets url, or ends the test.
+start_server() {
+    local name=$1 i envs=()
+    shift
+    while [ "$1" != -- ]; do
+        envs+=("$1")
+        shift
+    done
+    shift
+    env "${envs[@]}" "$server" --listen 127.0.0.1:0 "$@" \
+        >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    pid=$!
+    url=
+    for ((i = 0; i < 200; i++)); do
+        url=$(sed -n '1s|^serving \(http://[^/]*\)/metrics$|\1|p' "$tmp/$name.out")
+        [ -n "$url" ] && return 0
+        sleep 0.1
+    done
+    fail "$name: the server did not say where it serves: $(cat "$tmp/$name.err")"
+    finish
+}
+
 # The sessions pass their soft limit at once, the workers reach their hard
 # one (their allocations then fail, which the workers take in their stride).
 # --binary-names: a tag whose name is not UTF-8, with a child, and the
 # UTF-8 name that JSON reads the first as.
-REGIONALLOC_THREAD_TAGS='worker-*=workers' \
-REGIONALLOC_LIMITS='sessions=48M/4M,workers=3M' \
-REGIONALLOC_MEMORY_LIMIT=64G \
-    "$server" --listen 127.0.0.1:0 --binary-names \
-    >"$tmp/server.out" 2>"$tmp/server.err" &
-pid=$!
-url=
-for ((i = 0; i < 200; i++)); do
-    url=$(sed -n '1s|^serving \(http://[^/]*\)/metrics$|\1|p' "$tmp/server.out")
-    [ -n "$url" ] && break
-    sleep 0.1
-done
-[ -n "$url" ] || { fail "the server did not say where it serves: $(cat "$tmp/server.err")"; finish; }
+start_server server REGIONALLOC_THREAD_TAGS='worker-*=workers' \
+    REGIONALLOC_LIMITS='sessions=48M/4M,workers=3M' \
+    REGIONALLOC_MEMORY_LIMIT=64G -- --binary-names
 
 # Three samples for the chart before the browser comes.
 for ((i = 0; i < 100; i++)); do
@@ -50,4 +64,11 @@ shots=${PAGE_SHOTS:-$tmp}
 mkdir -p "$shots"
 /usr/bin/python3 "$checks" "$url" "$shots" || fail "the page in Chromium: see above"
 kill -0 "$pid" 2>/dev/null || fail "the server died: $(cat "$tmp/server.err")"
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+
+# Hundreds of tags: the page lists the 50 largest and rolls the others up.
+start_server many REGIONALLOC_MAX_TAGS=400 -- --many 300
+/usr/bin/python3 "$checks" "$url" "$shots" --many || fail "the page of 300 tags in Chromium: see above"
+kill -0 "$pid" 2>/dev/null || fail "the server with --many died: $(cat "$tmp/many.err")"
 finish

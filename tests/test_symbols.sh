@@ -23,7 +23,7 @@ ra_tag_pop ra_tag_current ra_tag_of ra_malloc ra_calloc ra_realloc ra_free
 ra_free_sized ra_aligned_alloc ra_posix_memalign ra_malloc_usable_size
 ra_malloc_tag ra_tag_stats ra_tag_usage ra_tag_purge ra_purge_all ra_thread_flush
 ra_enabled ra__tag_scope_begin ra__tag_scope_end
-ra_report ra_checkpoint ra_checkpoint_report ra_tag_rss
+ra_report ra_report_top ra_checkpoint ra_checkpoint_report ra_tag_rss
 ra_tag_reset ra_tag_destroy ra_tag_set_limit ra_tag_get_limit
 ra_http_start ra_http_stop"
 

@@ -61,6 +61,21 @@ const char *format_interval(char *buf, size_t size, uint64_t ns)
     return buf;
 }
 
+const char *format_rest(char *buf, size_t size, size_t n)
+{
+    char digits[24], grouped[32];
+    size_t nd = (size_t)snprintf(digits, sizeof digits, "%zu", n), o = 0;
+
+    for (size_t i = 0; i < nd; i++) {
+        if (i > 0 && (nd - i) % 3 == 0)
+            grouped[o++] = ',';
+        grouped[o++] = digits[i];
+    }
+    grouped[o] = '\0';
+    snprintf(buf, size, "(%s more tag%s)", grouped, n == 1 ? "" : "s");
+    return buf;
+}
+
 const char *pressure_level_name(uint32_t level)
 {
     static const char *const names[] = {

@@ -22,6 +22,10 @@ const char *format_byte_rate(char *buf, size_t size, double rate);
 const char *format_count_rate(char *buf, size_t size, double rate);
 /* "2s" in whole seconds, else "500ms". */
 const char *format_interval(char *buf, size_t size, uint64_t ns);
+/* The line of n tags not shown, as the library's text report names it:
+ * "(2,950 more tags)", "(1 more tag)". */
+#define REST_NAME_MAX 40
+const char *format_rest(char *buf, size_t size, size_t n);
 
 /* The names the library's reports give a segment's pressure level and
  * the limit's source ("none", "high", "limit"; "none", "call",

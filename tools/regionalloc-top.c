@@ -309,8 +309,31 @@ static struct ra_shm_figures *subtree_sums(const struct segment_copy *c)
     return sums;
 }
 
-/* Prints the summary and a row per live tag. Returns true when out of
- * memory. */
+/* The rows the terminal has no room for, as the library's reports roll
+ * them up: one line, "(2,950 more tags)", with the sums of their own
+ * figures, so that the table still adds up. */
+static void print_rest(const struct row *const *order, size_t from,
+                       size_t n, int width)
+{
+    struct ra_shm_figures sum = {0};
+    char name[REST_NAME_MAX], a[24], rss[24], m[24], d[24];
+
+    for (size_t i = from; i < n; i++) {
+        sum.allocated += order[i]->rec->figures.allocated;
+        sum.rss += order[i]->rec->figures.rss;
+        sum.mapped += order[i]->rec->figures.mapped;
+        sum.dirty += order[i]->rec->figures.dirty;
+    }
+    printf("%-*s %10s %10s %10s %10s %13s %10s %12s\n", width,
+           format_rest(name, sizeof name, n - from),
+           format_size(a, sizeof a, sum.allocated),
+           format_size(rss, sizeof rss, sum.rss),
+           format_size(m, sizeof m, sum.mapped),
+           format_size(d, sizeof d, sum.dirty), "-", "-", "-");
+}
+
+/* Prints the summary and a row per live tag, or as many as the terminal
+ * holds and a line for the others. Returns true when out of memory. */
 static bool print_table(const struct view *v, enum sort_key key)
 {
     size_t n, shown, k = 0;
@@ -340,6 +363,12 @@ static bool print_table(const struct view *v, enum sort_key key)
     if (width > NAME_WIDTH_MAX)
         width = NAME_WIDTH_MAX;
     shown = v->max_rows != 0 && n > v->max_rows ? v->max_rows - 1 : n;
+    if (shown < n) {
+        char rest[REST_NAME_MAX];
+        int len = (int)strlen(format_rest(rest, sizeof rest, n - shown));
+        if (width < len)
+            width = len;
+    }
     print_summary(v);
     printf("\n%-*s %10s %10s %10s %10s %13s %10s %12s\n", width, "TAG",
            "ALLOCATED", "RSS", "MAPPED", "DIRTY", "ALLOC/S", "NMALLOC/S",
@@ -352,7 +381,7 @@ static bool print_table(const struct view *v, enum sort_key key)
             print_row(v, r, &r->figures, 0, width);
     }
     if (shown < n)
-        printf("(%zu more tags)\n", n - shown);
+        print_rest(order, shown, n, width);
     if (n == 0)
         printf("(no tags)\n");
     free(sums);

@@ -124,7 +124,7 @@ START_TEST(test_snapshot_unit_the_json_report_of_a_recycled_tree)
     swap_at = BETWEEN_PARENTS;
     set_up();
     uo_open(&u);
-    ra__report_write(&u.out, RA_FORMAT_JSON);
+    ra__report_write(&u.out, RA_FORMAT_JSON, RA_REPORT_ALL_TAGS);
     text = uo_text(&u);
     ck_assert_ptr_nonnull(strstr(text, "\"tags\""));
     free(text);
