@@ -175,7 +175,8 @@ bool ra__be_thread_counters(const uint64_t **allocated,
 
 /* A mallctl name with an arena's index in one place (at: its position in
  * the MIB; the name says 0 there), translated into its MIB at the first
- * call and then called by MIB: ra__be_by_arena returns mallctl's result. */
+ * call and then called by MIB: ra__be_by_arena returns mallctl's result.
+ * backend.c reads a few names without an index so too (at unused). */
 #define RA__BE_NAME_PARTS 6
 struct ra__be_name {
     const char *name;
