@@ -136,7 +136,7 @@ static void start_services(void)
 void ra__process_start(void);
 __attribute__((constructor)) void ra__process_start(void)
 {
-    ra__thread_exit_set(thread_end);
+    ra__thread_exit_set(thread_end, NULL);
     ra__clock_start();
     ra__report_at_load();
     if (pthread_atfork(prefork, postfork_parent, postfork_child) != 0)

@@ -121,10 +121,13 @@ int ra__check_call(bool arguments_valid);
 extern atomic_bool ra__tagging;
 /* The calling thread holds state to release at its exit: arms the one
  * thread-exit key, whose destructor calls what ra__thread_exit_set gave
- * (init.c's thread end, at load). Returns true on failure
+ * (init.c's, at load): end in the first round of the thread's
+ * destructors, last in that round and in each later one the C library
+ * gives (up to PTHREAD_DESTRUCTOR_ITERATIONS: the key is armed again for
+ * each), after what other destructors did before. Returns true on failure
  * (pthread_setspecific could not allocate). */
 bool ra__thread_exit_arm(void);
-void ra__thread_exit_set(void (*end)(void *));
+void ra__thread_exit_set(void (*end)(void *), void (*last)(void));
 
 /* -- pool.c: a tag's pool of arenas ------------------------------------- */
 /* Creates the first jemalloc arena of tag's region (ra__region_open),
