@@ -62,6 +62,8 @@ static void *run(void *p)
     struct start s = *(struct start *)p;
 
     ra__meta_free(p);
+    /* What it allocates is the library's, and untagged. */
+    ra__untagged_thread_start();
     ra__become_library_thread();
     return s.fn(s.arg);
 }

@@ -74,6 +74,32 @@ static inline ra_tag_t ra__block_tag(const void *ptr)
     return tag;
 }
 
+/* -- untagged.c: what the thread took from jemalloc for tags ------------- */
+/* jemalloc just handed the calling thread bytes of tagged blocks (usable
+ * sizes, as it counts them: a block's class, or what sallocx says), or
+ * took them back: where the library calls jemalloc for a tag, never on a
+ * fast path (a front cache's blocks were counted as they came). So the
+ * thread's own count of jemalloc's, less this, is untagged. */
+static inline void ra__untagged_tag_made(size_t bytes)
+{
+    _Atomic uint64_t *t = &ra__untagged_self.tagged;
+
+    atomic_store_explicit(t,
+                          atomic_load_explicit(t, memory_order_relaxed) +
+                              bytes,
+                          memory_order_relaxed);
+}
+
+static inline void ra__untagged_tag_freed(size_t bytes)
+{
+    _Atomic uint64_t *t = &ra__untagged_self.tagged;
+
+    atomic_store_explicit(t,
+                          atomic_load_explicit(t, memory_order_relaxed) -
+                              bytes,
+                          memory_order_relaxed);
+}
+
 /* -- tag.c: published and live tags ------------------------------------------- */
 /* Number of tags published so far (acquire). ra__tags_published is exported
  * data: a program's copy relocation may move it, so the library reaches it
