@@ -20,6 +20,21 @@ static inline void ra__unlock(pthread_mutex_t *m)
         abort();
 }
 
+/* A spin lock that yields, for what is held briefly and must be held
+ * across a fork where mutexes cannot be: ThreadSanitizer's deadlock
+ * detector aborts with 64 mutexes held at once, and a fork holds the
+ * library's and every arena's of jemalloc's. */
+static inline void ra__spin_lock(atomic_flag *f)
+{
+    while (atomic_flag_test_and_set_explicit(f, memory_order_acquire))
+        sched_yield();
+}
+
+static inline void ra__spin_unlock(atomic_flag *f)
+{
+    atomic_flag_clear_explicit(f, memory_order_release);
+}
+
 /* -- region.c: the page table, a block's tag -------------------------------- */
 static inline uint8_t *ra__page_bin_entry(const void *ptr)
 {

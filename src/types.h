@@ -5,6 +5,7 @@
 #define RA_TYPES_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdalign.h>
 #include <stdatomic.h>
