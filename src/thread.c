@@ -775,8 +775,7 @@ void ra__thread_exit(void)
         ra__returns_drain(t);
         release_pair(s, t);
     }
-    ts->prev->next = ts->next;
-    ts->next->prev = ts->prev;
+    RA__RING_UNLINK(ts);
     ra__unlock(&threads_lock);
     ra__meta_free(ts);
     /* Its own ids' slots are clean now: anyone's to take. */
@@ -803,10 +802,7 @@ static struct ra__thread_state *create_thread_state(void)
         return NULL;
     }
     ra__lock(&threads_lock);
-    ts->next = all_threads.next;
-    ts->prev = &all_threads;
-    all_threads.next->prev = ts;
-    all_threads.next = ts;
+    RA__RING_PUSH(&all_threads, ts);
     ra__unlock(&threads_lock);
     ra__thread = ts;
     return ts;

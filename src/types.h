@@ -25,6 +25,22 @@
 #define RA__COLD __attribute__((noinline, cold))
 #define RA__TLS __thread __attribute__((tls_model("initial-exec")))
 
+/* Rings: circular doubly linked lists of records that have prev and next,
+ * around a head record of the same type (thread.c's threads, untagged.c's
+ * counted threads). The caller holds the ring's lock. */
+#define RA__RING_PUSH(head, node)                                           \
+    do {                                                                    \
+        (node)->next = (head)->next;                                        \
+        (node)->prev = (head);                                              \
+        (head)->next->prev = (node);                                        \
+        (head)->next = (node);                                              \
+    } while (0)
+#define RA__RING_UNLINK(node)                                               \
+    do {                                                                    \
+        (node)->prev->next = (node)->next;                                  \
+        (node)->next->prev = (node)->prev;                                  \
+    } while (0)
+
 /* jemalloc allows 4095 arena indices, automatic ones included; leave room for
  * those (4 per CPU by default) on machines up to 16 CPUs... and beyond, tag
  * creation fails cleanly with ENOSPC when arenas.create does. */

@@ -41,8 +41,7 @@ static void fold(struct ra__untagged_thread *t)
     uint64_t now = held_by(t);
 
     if (t->state == RA__UNTAGGED_LISTED) {
-        t->prev->next = t->next;
-        t->next->prev = t->prev;
+        RA__RING_UNLINK(t);
         t->state = RA__UNTAGGED_GONE;
         gone += now;
     } else {
@@ -122,10 +121,7 @@ bool ra__untagged_thread_start(void)
     if (ra__thread_exit_arm())
         return true;
     ra__spin_lock(&lock);
-    me->next = listed.next;
-    me->prev = &listed;
-    listed.next->prev = me;
-    listed.next = me;
+    RA__RING_PUSH(&listed, me);
     me->state = RA__UNTAGGED_LISTED;
     ra__spin_unlock(&lock);
     return false;
