@@ -1047,6 +1047,24 @@ static void free_group(struct untagged_group *g)
         untagged_free(g->blocks[i]);
 }
 
+/* Each group made (make) or freed in turn, the row checked after each. */
+static void step_groups(struct untagged_group *groups, size_t n, bool make)
+{
+    char when[96];
+
+    for (size_t i = 0; i < n; i++) {
+        if (make)
+            make_group(&groups[i]);
+        else
+            free_group(&groups[i]);
+        snprintf(when, sizeof when, "%zu blocks of %zu bytes%s %s",
+                 groups[i].count, groups[i].size,
+                 groups[i].touch ? " (written)" : "",
+                 make ? "made" : "freed");
+        check_untagged(when);
+    }
+}
+
 static void *small_blocks[2][131072], *page_blocks[2][512], *mib_blocks[2][2],
     *big_blocks[2][3];
 
@@ -1059,7 +1077,6 @@ START_TEST(test_stats_untagged_row_is_live_for_every_size)
     static const size_t big[] = {4 * MIB, 64 * MIB, 256 * MIB};
     struct untagged_group groups[2 * 6];
     size_t n = 0;
-    char when[96];
 
     for (int touch = 1; touch >= 0; touch--) {
         groups[n++] = (struct untagged_group){16, 131072, touch,
@@ -1074,20 +1091,8 @@ START_TEST(test_stats_untagged_row_is_live_for_every_size)
     }
     untagged_begin();
     check_untagged("before any block");
-    for (size_t i = 0; i < n; i++) {
-        make_group(&groups[i]);
-        snprintf(when, sizeof when, "%zu blocks of %zu bytes%s made",
-                 groups[i].count, groups[i].size,
-                 groups[i].touch ? " (written)" : "");
-        check_untagged(when);
-    }
-    for (size_t i = 0; i < n; i++) {
-        free_group(&groups[i]);
-        snprintf(when, sizeof when, "%zu blocks of %zu bytes%s freed",
-                 groups[i].count, groups[i].size,
-                 groups[i].touch ? " (written)" : "");
-        check_untagged(when);
-    }
+    step_groups(groups, n, true);
+    step_groups(groups, n, false);
 }
 END_TEST
 
@@ -1214,31 +1219,6 @@ static void *consumer(void *arg)
     return NULL;
 }
 
-static void tag_traffic(ra_tag_t tag, size_t rounds)
-{
-    static void *blocks[2048];
-
-    tu_tag_push(tag);
-    for (size_t r = 0; r < rounds; r++) {
-        for (size_t i = 0; i < 2048; i++)
-            blocks[i] = ra_malloc(8 + (i * 40) % 3000);
-        for (size_t i = 0; i < 2048; i += 64) {
-            blocks[i] = ra_realloc(blocks[i], 20000 + i);
-            blocks[i + 1] = ra_realloc(blocks[i + 1], 5);
-        }
-        blocks[7] = ra_realloc(blocks[7], 12 * MIB);
-        ck_assert_ptr_nonnull(blocks[7]);
-        memset(blocks[7], 1, MIB);
-        for (size_t i = 0; i < 2048; i++)
-            ra_free(blocks[i]);
-    }
-    blocks[0] = ra_calloc(100, 1000);
-    blocks[1] = ra_aligned_alloc(4096, 64 * KIB);
-    ra_free(blocks[0]);
-    ra_free(blocks[1]);
-    tu_tag_pop(tag);
-}
-
 static void on_block(void *ctx, ra_tag_t tag, void *ptr, size_t size)
 {
     (void)ctx, (void)tag, (void)ptr, (void)size;
@@ -1259,7 +1239,7 @@ START_TEST(test_stats_untagged_row_ignores_tags_reset_and_destroyed)
     keep[2] = untagged_make(100, true);
     check_untagged("untagged blocks made");
 
-    tag_traffic(tag_a, 20);
+    ck_assert(tu_tag_traffic(tag_a, 20));
     check_untagged("tagged traffic");
 
     consumed_tag = tag_b;
@@ -1271,11 +1251,11 @@ START_TEST(test_stats_untagged_row_ignores_tags_reset_and_destroyed)
     check_untagged("a tag's blocks freed by a consumer thread");
 
     ck_assert_int_eq(ra_prof_start(1), 0);
-    tag_traffic(tag_a, 2);
+    ck_assert(tu_tag_traffic(tag_a, 2));
     ck_assert_int_eq(ra_prof_stop(), 0);
     hook = ra_hooks_install(&hooks);
     ck_assert_int_ge(hook, 0);
-    tag_traffic(tag_a, 2);
+    ck_assert(tu_tag_traffic(tag_a, 2));
     ck_assert_int_eq(ra_hooks_remove(hook), 0);
     check_untagged("sampled and hooked tagged traffic");
 

@@ -60,30 +60,19 @@ static void *consume(void *arg)
     return NULL;
 }
 
-/* Tagged blocks of every kind, made and freed on this thread: front
+/* Tagged blocks of every kind, made and freed on this thread (front
  * caches filled, overflowed onto the return stacks and into the pair's
- * tcache; large and oversize blocks; realloc moved and in place. */
+ * tcache; large and oversize blocks; realloc moved), and a block resized
+ * in place (xallocx) both ways. */
 static void traffic(ra_tag_t tag)
 {
-    static void *blocks[20000];
+    void *p = ra_malloc_tag(tag, 20000);
 
-    tu_tag_push(tag);
-    for (size_t i = 0; i < 20000; i++)
-        blocks[i] = ra_malloc(8 + (i * 24) % 2048);
-    for (size_t i = 0; i < 20000; i += 97) {
-        blocks[i] = ra_realloc(blocks[i], 40000 + i);
-        blocks[i + 1] = ra_realloc(blocks[i + 1], 3);
-    }
-    blocks[5] = ra_realloc(blocks[5], 10 * MIB);
-    blocks[6] = ra_calloc(3, 5000);
-    blocks[7] = ra_aligned_alloc(8192, 100);
-    blocks[8] = ra_malloc(20000);
-    ck_assert_uint_ge(ra__resize_in_place(blocks[8], 24000, 0, 0), 20000);
-    ck_assert_uint_le(ra__resize_in_place(blocks[8], 16400, 0, 0), 20480);
-    /* Freed in another order than made: other bins overflow. */
-    for (size_t i = 20000; i-- > 0;)
-        ra_free(blocks[i]);
-    tu_tag_pop(tag);
+    ck_assert(tu_tag_traffic(tag, 10));
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_ge(ra__resize_in_place(p, 24000, 0, 0), 20000);
+    ck_assert_uint_le(ra__resize_in_place(p, 16400, 0, 0), 20480);
+    ra_free(p);
 }
 
 static void on_block(void *ctx, ra_tag_t tag, void *ptr, size_t size)
