@@ -528,7 +528,8 @@ void ra__stats_refresh(void);
 /* Fills *out for tag (RA_TAG_NONE: the untagged arenas) from the live
  * sources (refreshed: jemalloc's figures of pages after the caller's
  * refresh instead of the estimates). The untagged row is jemalloc's as of
- * the last refresh but for active. tag must be valid and tagging on. */
+ * the last refresh but for allocated (untagged.c's, live) and active. tag
+ * must be valid and tagging on. */
 void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out, bool refreshed);
 /* allocated and mapped of tag (valid, tagging on), exact and live: what a
  * checkpoint and the page's samples need of ra__stats_read(). */
