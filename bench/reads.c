@@ -1,11 +1,15 @@
 /* What reading the figures costs as tags grow: N tags with one live block
- * each, then the median of one ra_tag_stats, of a Prometheus report, of a
- * text report, of each with every tag or the 50 largest listed
- * (ra_report_top), of a checkpoint (`reads N`); or the CPU an idle process of N tags burns with
- * the live stats segment published (`reads --idle N`, REGIONALLOC_SHM=1 at
- * its default interval). The process re-executes itself once with room for
- * the tags (REGIONALLOC_MAX_TAGS, smaller regions), which the library reads
- * at its first use. */
+ * each, then the median of one ra_tag_stats of a tag and of the untagged
+ * row, of a Prometheus report, of a text report, of each with every tag
+ * or the 50 largest listed (ra_report_top), of a checkpoint (`reads N`);
+ * the untagged row's read with T threads alive, each holding a block
+ * (`reads --threads T`: the row sums every thread's counts); or the CPU
+ * an idle process of N tags burns with the live stats segment published
+ * (`reads --idle N`, REGIONALLOC_SHM=1 at its default interval). The
+ * process re-executes itself once with room for the tags
+ * (REGIONALLOC_MAX_TAGS, smaller regions), which the library reads at
+ * its first use. */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,10 +68,13 @@ static double time_stats(ra_tag_t tag)
     double t0 = bench_now_ns();
 
     for (unsigned i = 0; i < STATS_BATCH; i++)
-        if (ra_tag_stats(tag, &s) != 0 || s.allocated == 0)
+        if (ra_tag_stats(tag, &s) != 0 ||
+            (tag != RA_TAG_NONE && s.allocated == 0))
             bench_die("ra_tag_stats");
     return (bench_now_ns() - t0) / 1e3 / STATS_BATCH;
 }
+
+enum { STATS_RUNS = 201, REPORT_RUNS = 21 };
 
 /* ra_report(fmt), or with top not 0 ra_report_top(fmt, top). */
 static double time_report(FILE *sink, ra_format_t fmt, size_t top)
@@ -110,7 +117,6 @@ static void row_of(const char *what, unsigned ntags, double *v, unsigned n,
 
 static void timings(unsigned ntags)
 {
-    enum { STATS_RUNS = 201, REPORT_RUNS = 21 };
     static const struct {
         const char *what;
         ra_format_t fmt;
@@ -132,6 +138,9 @@ static void timings(unsigned ntags)
     for (unsigned i = 0; i < STATS_RUNS; i++)
         v[i] = time_stats(tag);
     row_of("one ra_tag_stats", ntags, v, STATS_RUNS, "us", 1);
+    for (unsigned i = 0; i < STATS_RUNS; i++)
+        v[i] = time_stats(RA_TAG_NONE);
+    row_of("one untagged ra_tag_stats", ntags, v, STATS_RUNS, "us", 1);
     for (size_t r = 0; r < sizeof reports / sizeof reports[0]; r++) {
         for (unsigned i = 0; i < REPORT_RUNS; i++)
             v[i] = time_report(sink, reports[r].fmt, reports[r].top);
@@ -141,6 +150,51 @@ static void timings(unsigned ntags)
         v[i] = time_checkpoint();
     row_of("a checkpoint", ntags, v, REPORT_RUNS, "us/tag", ntags);
     fclose(sink);
+}
+
+/* Threads alive, each holding an untagged block, while the main thread
+ * reads the untagged row; they end once it has. */
+static pthread_barrier_t parked;
+
+static void *park(void *arg)
+{
+    void *p = malloc(100);
+
+    (void)arg;
+    if (p == NULL)
+        bench_die("malloc");
+    pthread_barrier_wait(&parked); /* started */
+    pthread_barrier_wait(&parked); /* read */
+    free(p);
+    return NULL;
+}
+
+static void untagged_with_threads(unsigned nthreads)
+{
+    static double v[STATS_RUNS];
+    pthread_t *threads = calloc(nthreads, sizeof *threads);
+    pthread_attr_t attr;
+    char workload[96];
+    double median;
+
+    if (threads == NULL || pthread_attr_init(&attr) != 0 ||
+        pthread_attr_setstacksize(&attr, 64 << 10) != 0 ||
+        pthread_barrier_init(&parked, NULL, nthreads + 1) != 0)
+        bench_die("threads");
+    for (unsigned i = 0; i < nthreads; i++)
+        if (pthread_create(&threads[i], &attr, park, NULL) != 0)
+            bench_die("pthread_create");
+    pthread_barrier_wait(&parked);
+    for (unsigned i = 0; i < STATS_RUNS; i++)
+        v[i] = time_stats(RA_TAG_NONE);
+    pthread_barrier_wait(&parked);
+    for (unsigned i = 0; i < nthreads; i++)
+        pthread_join(threads[i], NULL);
+    snprintf(workload, sizeof workload,
+             "%u threads: one untagged ra_tag_stats", nthreads);
+    median = bench_median(v, STATS_RUNS); /* sorts v */
+    bench_row(workload, CONTENDER, median, "us", -1, v[0], v[STATS_RUNS - 1]);
+    free(threads);
 }
 
 static double cpu_seconds(void)
@@ -171,20 +225,29 @@ static void idle(unsigned ntags)
     bench_row(workload, CONTENDER, share, "% of a core", -1, share, share);
 }
 
+#define READS_MAX_THREADS 10000u
+
 int main(int argc, char **argv)
 {
     bool idle_mode = argc == 3 && strcmp(argv[1], "--idle") == 0;
-    unsigned ntags = (unsigned)atoi(argv[argc - 1]);
+    bool threads_mode = argc == 3 && strcmp(argv[1], "--threads") == 0;
+    unsigned n = (unsigned)atoi(argv[argc - 1]);
 
-    if ((argc != 2 && !idle_mode) || ntags == 0 || ntags > READS_MAX_TAGS) {
-        fprintf(stderr, "usage: %s [--idle] NTAGS (1 to %u)\n", argv[0],
-                READS_MAX_TAGS);
+    if (threads_mode && n > 0 && n <= READS_MAX_THREADS) {
+        untagged_with_threads(n);
+        return 0;
+    }
+    if ((argc != 2 && !idle_mode) || n == 0 || n > READS_MAX_TAGS) {
+        fprintf(stderr,
+                "usage: %s [--idle] NTAGS (1 to %u) | --threads NTHREADS "
+                "(1 to %u)\n",
+                argv[0], READS_MAX_TAGS, READS_MAX_THREADS);
         return 2;
     }
     make_room(argv, idle_mode);
     if (idle_mode)
-        idle(ntags);
+        idle(n);
     else
-        timings(ntags);
+        timings(n);
     return 0;
 }

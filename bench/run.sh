@@ -118,6 +118,8 @@ for n in 30 300 3000; do
     timed reads "$n"
 done
 run_one reads --idle 3000
+# The untagged row's read with 3,000 threads alive (it sums every thread's).
+run_one reads --threads 3000
 # The allocation bench again with the live stats segment published every
 # second by a thread of the library: rows of their own (the suffix).
 REGIONALLOC_SHM=1 BENCH_WORKLOAD_SUFFIX=", stats segment on" timed ring

@@ -81,7 +81,7 @@ tsan_runs=(check_threads check_hooks check_lifetime:threads check_limit:hard
     unit/check_returns_stacks unit/check_outbox unit/check_pool:threads
     "check_lifetime:kept pages" "check_lifetime:own ids"
     check_lifetime:leftovers unit/check_leftovers check_stats:live
-    "check_stats:live pool")
+    "check_stats:live pool" check_stats:untagged)
 # shellcheck disable=SC2046  # one target a word
 make -C build-tsan -j"$jobs" $(printf 'tests/%s\n' "${tsan_runs[@]%%:*}" | sort -u)
 for run in "${tsan_runs[@]}"; do

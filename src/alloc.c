@@ -111,7 +111,8 @@ void *ra__alloc_tagged(ra_tag_t tag, size_t size, int flags)
     return alloc_tagged_slow(tag, size, flags);
 }
 
-/* A block of jemalloc's oversize class or more (opt.oversize_threshold, 8
+/* A tagged block of size usable bytes back to jemalloc. A block of
+ * jemalloc's oversize class or more (opt.oversize_threshold, 8
  * MiB) gives its pages back as it is freed, as jemalloc does untagged (its
  * oversize arena purges at once); in a tag's arena they would stay dirty
  * until decay (10 s), and a tagged program's resident set would grow past
@@ -121,6 +122,7 @@ static void dalloc_tagged(void *ptr, int flags, unsigned entry, size_t size)
 {
     if (entry == RA__PAGE_UNCACHED && RA__UNLIKELY(size >= ra__be_oversize))
         ra__region_discard(ptr, size);
+    ra__untagged_tag_freed(size);
     ra__je_dallocx(ptr, flags);
 }
 

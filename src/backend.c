@@ -49,16 +49,16 @@ int ra__be_arena_create(extent_hooks_t *hooks, size_t grow_limit)
 
 /* The string form of a name costs a printf and a walk of jemalloc's name
  * tree (two thirds of an empty tag's reset; most of a report's time per
- * tag): each is translated once. */
-int ra__be_by_arena(struct ra__be_name *n, unsigned arena, void *out,
-                    size_t *outlen, void *in, size_t inlen)
+ * tag): each is translated once. n's MIB into mib; its length, or 0 with
+ * *rc what jemalloc said. */
+static size_t mib_of(struct ra__be_name *n, size_t *mib, int *rc)
 {
-    size_t mib[RA__BE_NAME_PARTS], len = RA__BE_NAME_PARTS;
+    size_t len = RA__BE_NAME_PARTS;
 
     if (!atomic_load_explicit(&n->ready, memory_order_acquire)) {
-        int rc = mallctlnametomib(n->name, mib, &len);
-        if (rc != 0)
-            return rc;
+        *rc = mallctlnametomib(n->name, mib, &len);
+        if (*rc != 0)
+            return 0;
         for (size_t i = 0; i < len; i++)
             atomic_store_explicit(&n->mib[i], mib[i], memory_order_relaxed);
         atomic_store_explicit(&n->len, len, memory_order_relaxed);
@@ -67,8 +67,30 @@ int ra__be_by_arena(struct ra__be_name *n, unsigned arena, void *out,
     len = atomic_load_explicit(&n->len, memory_order_relaxed);
     for (size_t i = 0; i < len; i++)
         mib[i] = atomic_load_explicit(&n->mib[i], memory_order_relaxed);
+    return len;
+}
+
+int ra__be_by_arena(struct ra__be_name *n, unsigned arena, void *out,
+                    size_t *outlen, void *in, size_t inlen)
+{
+    size_t mib[RA__BE_NAME_PARTS], len;
+    int rc = 0;
+
+    if ((len = mib_of(n, mib, &rc)) == 0)
+        return rc;
     mib[n->at] = arena;
     return mallctlbymib(mib, len, out, outlen, in, inlen);
+}
+
+/* A name without an index, read by its MIB (n->at unused). */
+static int read_by_mib(struct ra__be_name *n, void *out, size_t outlen)
+{
+    size_t mib[RA__BE_NAME_PARTS], len;
+    int rc = 0;
+
+    if ((len = mib_of(n, mib, &rc)) == 0)
+        return rc;
+    return mallctlbymib(mib, len, out, &outlen, NULL, 0);
 }
 
 static struct ra__be_name purge_verb = {.name = "arena.0.purge", .at = 1};
@@ -112,14 +134,17 @@ size_t ra__be_page(void)
     return page;
 }
 
+/* Read at every thread's start (untagged.c): by MIB. */
+static struct ra__be_name allocatedp = {.name = "thread.allocatedp"};
+static struct ra__be_name deallocatedp = {.name = "thread.deallocatedp"};
+
 bool ra__be_thread_counters(const uint64_t **allocated,
                             const uint64_t **deallocated)
 {
     uint64_t *a = NULL, *d = NULL;
-    size_t len = sizeof a;
 
-    if (mallctl("thread.allocatedp", &a, &len, NULL, 0) != 0 ||
-        mallctl("thread.deallocatedp", &d, &len, NULL, 0) != 0 || a == NULL ||
+    if (read_by_mib(&allocatedp, &a, sizeof a) != 0 ||
+        read_by_mib(&deallocatedp, &d, sizeof d) != 0 || a == NULL ||
         d == NULL)
         return true;
     *allocated = a;

@@ -180,7 +180,8 @@ bool ra__be_thread_counters(const uint64_t **allocated,
 
 /* A mallctl name with an arena's index in one place (at: its position in
  * the MIB; the name says 0 there), translated into its MIB at the first
- * call and then called by MIB: ra__be_by_arena returns mallctl's result. */
+ * call and then called by MIB: ra__be_by_arena returns mallctl's result.
+ * backend.c reads a few names without an index so too (at unused). */
 #define RA__BE_NAME_PARTS 6
 struct ra__be_name {
     const char *name;
@@ -274,8 +275,7 @@ unsigned ra__mappings_copy(struct ra__mapping *out, unsigned max,
 unsigned ra__mappings_lost(void);
 /* Whether jemalloc's mappings are being noted (its code located). */
 bool ra__mappings_known(void);
-void ra__mappings_prefork(void);
-void ra__mappings_postfork(void);
+void ra__mappings_postfork_child(void);
 
 /* -- untagged_hooks.c: the automatic arenas' extent hooks ------------------ */
 /* The calling thread's arena chosen and given the hooks (a thread's start,

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include "backend.h"
 #include "dynsym.h"
 #include "internal.h"
 
@@ -70,6 +71,10 @@ static void *run(void *p)
     void *(*fn)(void *) = s->fn;
     void *arg = s->arg;
 
+    /* What it allocates is the library's, and untagged; its arena gets
+     * the hooks that measure it (untagged_hooks.c). */
+    ra__untagged_hook_thread_arena();
+    ra__untagged_thread_start();
     ra__become_library_thread();
     ra__lock(&s->lock);
     s->taken = true;

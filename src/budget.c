@@ -109,15 +109,12 @@ static struct {
 
 static void guard_lock(ra_tag_t tag)
 {
-    while (atomic_flag_test_and_set_explicit(&guards[tag % GUARDS].held,
-                                             memory_order_acquire))
-        sched_yield();
+    ra__spin_lock(&guards[tag % GUARDS].held);
 }
 
 static void guard_unlock(ra_tag_t tag)
 {
-    atomic_flag_clear_explicit(&guards[tag % GUARDS].held,
-                               memory_order_release);
+    ra__spin_unlock(&guards[tag % GUARDS].held);
 }
 
 void ra__budget_prefork(void)

@@ -48,14 +48,14 @@ static void prefork(void)
     ra__pressure_prefork(); /* a leaf */
     ra__leftovers_prefork_leaf();
     ra__measure_prefork(); /* a leaf */
-    ra__mappings_prefork(); /* a leaf, taken inside jemalloc's locks */
+    ra__untagged_prefork(); /* a leaf */
 }
 
 static void postfork_parent(void)
 {
     if (--fork_depth != 0)
         return;
-    ra__mappings_postfork();
+    ra__untagged_postfork_parent();
     ra__measure_postfork_parent();
     ra__pressure_postfork_parent();
     ra__history_postfork_parent();
@@ -77,7 +77,8 @@ static void postfork_child(void)
 {
     if (--fork_depth != 0)
         return;
-    ra__mappings_postfork();
+    ra__mappings_postfork_child();
+    ra__untagged_postfork_child();
     ra__measure_postfork_child();
     ra__pressure_postfork_child();
     ra__make_room_postfork_child();
@@ -97,12 +98,15 @@ static void postfork_child(void)
     ra__symbols_postfork_child();
 }
 
-/* A thread's end (what the destructor of ready.c's key calls; a module arms
- * the key when it gives the thread state): first its tag stack leaves the named
- * threads (no rename reaches it any more), then its caches and tag state
- * go (they may still dispatch frees), then the spare records it took for
- * the return stacks, last its hooks' reader word. What it
- * allocates afterwards (other destructors) goes uncached and untracked. */
+/* A thread's end (what the destructor of ready.c's key calls in the first
+ * round of the thread's destructors; a module arms the key when it gives
+ * the thread state): first its tag stack leaves the named threads (no
+ * rename reaches it any more), then its caches and tag state go (they may
+ * still dispatch frees), then the spare records it took for the return
+ * stacks, last its hooks' reader word. What it allocates afterwards (other
+ * destructors) goes uncached. The last step, in that round and each later
+ * one (ready.c), takes the thread's jemalloc counts out of the untagged
+ * row's sum, with what it freed in the destructors run before. */
 static void thread_end(void *armed)
 {
     (void)armed;
@@ -159,7 +163,9 @@ static void start_services(void)
 void ra__process_start(void);
 __attribute__((constructor)) void ra__process_start(void)
 {
-    ra__thread_exit_set(thread_end);
+    ra__thread_exit_set(thread_end, ra__untagged_thread_end);
+    /* Everything the main thread did since the process began counts. */
+    ra__untagged_thread_start();
     ra__clock_start();
     ra__report_at_load();
     if (pthread_atfork(prefork, postfork_parent, postfork_child) != 0)

@@ -20,6 +20,21 @@ static inline void ra__unlock(pthread_mutex_t *m)
         abort();
 }
 
+/* A spin lock that yields, for what is held briefly and must be held
+ * across a fork where mutexes cannot be: ThreadSanitizer's deadlock
+ * detector aborts with 64 mutexes held at once, and a fork holds the
+ * library's and every arena's of jemalloc's. */
+static inline void ra__spin_lock(atomic_flag *f)
+{
+    while (atomic_flag_test_and_set_explicit(f, memory_order_acquire))
+        sched_yield();
+}
+
+static inline void ra__spin_unlock(atomic_flag *f)
+{
+    atomic_flag_clear_explicit(f, memory_order_release);
+}
+
 /* -- region.c: the page table, a block's tag -------------------------------- */
 static inline uint8_t *ra__page_bin_entry(const void *ptr)
 {
@@ -72,6 +87,32 @@ static inline ra_tag_t ra__block_tag(const void *ptr)
         ra__page_bin_get(ptr) == RA__PAGE_NONE)
         return RA_TAG_NONE;
     return tag;
+}
+
+/* -- untagged.c: what the thread took from jemalloc for tags ------------- */
+/* jemalloc just handed the calling thread bytes of tagged blocks (usable
+ * sizes, as it counts them: a block's class, or what sallocx says), or
+ * took them back: where the library calls jemalloc for a tag, never on a
+ * fast path (a front cache's blocks were counted as they came). So the
+ * thread's own count of jemalloc's, less this, is untagged. */
+static inline void ra__untagged_tag_made(size_t bytes)
+{
+    _Atomic uint64_t *t = &ra__untagged_self.tagged;
+
+    atomic_store_explicit(t,
+                          atomic_load_explicit(t, memory_order_relaxed) +
+                              bytes,
+                          memory_order_relaxed);
+}
+
+static inline void ra__untagged_tag_freed(size_t bytes)
+{
+    _Atomic uint64_t *t = &ra__untagged_self.tagged;
+
+    atomic_store_explicit(t,
+                          atomic_load_explicit(t, memory_order_relaxed) -
+                              bytes,
+                          memory_order_relaxed);
 }
 
 /* -- tag.c: published and live tags ------------------------------------------- */

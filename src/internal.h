@@ -147,10 +147,44 @@ int ra__check_call(bool arguments_valid);
 extern atomic_bool ra__tagging;
 /* The calling thread holds state to release at its exit: arms the one
  * thread-exit key, whose destructor calls what ra__thread_exit_set gave
- * (init.c's thread end, at load). Returns true on failure
+ * (init.c's, at load): end in the first round of the thread's
+ * destructors, last in that round and in each later one the C library
+ * gives (up to PTHREAD_DESTRUCTOR_ITERATIONS: the key is armed again for
+ * each), after what other destructors did before. Returns true on failure
  * (pthread_setspecific could not allocate). */
 bool ra__thread_exit_arm(void);
-void ra__thread_exit_set(void (*end)(void *));
+void ra__thread_exit_set(void (*end)(void *), void (*last)(void));
+
+/* -- untagged.c: the untagged row's allocated, live ----------------------- */
+/* Counts the calling thread from now on, with what it did since it began
+ * (jemalloc counts a thread's bytes from its start): at load for the main
+ * thread (init.c), at the start of every thread the library's
+ * pthread_create starts and of its own, and when a thread makes its
+ * state (thread.c: its first allocation or free of a tag's block). Arms the thread-exit key, whose last step is
+ * ra__untagged_thread_end. Returns true when the thread is not counted
+ * (jemalloc keeps no counts per thread, the key could not be armed, or it
+ * has left already). Takes untagged.c's lock, a leaf. */
+bool ra__untagged_thread_start(void);
+/* The thread's last step, in every round of its destructors (ready.c):
+ * the first time it leaves the list, what it holds added to what exited
+ * threads left; each later time, what it moved since (other destructors
+ * free after the library's thread end). Its record is read by no other
+ * thread once it has left. */
+void ra__untagged_thread_end(void);
+/* The usable bytes of the process's live untagged blocks: what jemalloc
+ * handed out and did not take back, over every thread counted, less what
+ * the library holds of it for tags. Costs a load of two lines per live
+ * thread, under a leaf lock. Returns true when jemalloc keeps no counts
+ * per thread (*out unset). */
+bool ra__untagged_allocated(size_t *out);
+/* The calling thread's record (types.h), whose tagged count the inlines
+ * ra__untagged_tag_made and ra__untagged_tag_freed keep. */
+extern RA__TLS struct ra__untagged_thread ra__untagged_self;
+/* Fork handlers: the lock (a leaf); in the child, the threads that are not
+ * in it are counted as they were at the fork. */
+void ra__untagged_prefork(void);
+void ra__untagged_postfork_parent(void);
+void ra__untagged_postfork_child(void);
 
 /* -- pool.c: a tag's pool of arenas ------------------------------------- */
 /* Creates the first jemalloc arena of tag's region (ra__region_open),
@@ -531,7 +565,8 @@ void ra__stats_refresh(void);
 /* Fills *out for tag (RA_TAG_NONE: the untagged arenas) from the live
  * sources (refreshed: jemalloc's figures of pages after the caller's
  * refresh instead of the estimates). The untagged row is jemalloc's as of
- * the last refresh but for active. tag must be valid and tagging on. */
+ * the last refresh but for allocated (untagged.c's, live) and active. tag
+ * must be valid and tagging on. */
 void ra__stats_read(ra_tag_t tag, ra_tag_stats_t *out, bool refreshed);
 /* allocated and mapped of tag (valid, tagging on), exact and live: what a
  * checkpoint and the page's samples need of ra__stats_read(). */
@@ -629,7 +664,8 @@ static inline void ra__override_check(void) {}
 
 /* -- init.c: the process's start and end, fork, a thread's end ------------- */
 /* At load, init.c's constructor calls, in this order, ra__thread_exit_set
- * (its thread end), ra__clock_start,
+ * (its thread end and last step), ra__untagged_thread_start,
+ * ra__clock_start,
  * ra__report_at_load, pthread_atfork with its fork handlers,
  * ra__override_check and, when the environment asks for them, the profiler
  * (REGIONALLOC_PROF), ra__thread_tags_start_thread (the main thread's base
@@ -637,7 +673,8 @@ static inline void ra__override_check(void) {}
  * at exit its destructor calls ra__report_at_exit, ra__http_at_exit and
  * ra__shm_at_exit. At a thread's exit its thread end calls
  * ra__thread_tags_thread_exit, ra__thread_exit, ra__returns_thread_exit
- * and ra__hooks_thread_exit, in this order. */
+ * and ra__hooks_thread_exit, in this order; its last step is
+ * ra__untagged_thread_end. */
 
 #include "inline.h"
 

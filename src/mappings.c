@@ -28,6 +28,9 @@ static struct mapping {
 } mappings[MAPPINGS_MAX];
 static unsigned nmappings;
 static uint64_t changes; /* moves whenever the table does */
+/* The span of what is noted: an unmapping outside it (the program's own)
+ * takes no lock. */
+static _Atomic uintptr_t span_lo = UINTPTR_MAX, span_hi;
 static atomic_flag table_lock = ATOMIC_FLAG_INIT;
 static _Atomic unsigned lost;
 
@@ -91,6 +94,10 @@ void ra__mappings_noted(void *addr, size_t len, bool fixed,
             lo, lo + len, kind == RA__MAPPING_UNKNOWN ? caller : NULL,
             changes, kind};
         changes++;
+        if (lo < atomic_load_explicit(&span_lo, memory_order_relaxed))
+            atomic_store_explicit(&span_lo, lo, memory_order_relaxed);
+        if (lo + len > atomic_load_explicit(&span_hi, memory_order_relaxed))
+            atomic_store_explicit(&span_hi, lo + len, memory_order_relaxed);
     } else {
         atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
     }
@@ -127,6 +134,9 @@ void ra__mappings_forget(void *addr, size_t len)
 {
     uintptr_t lo = (uintptr_t)addr, hi = lo + len;
 
+    if (hi <= atomic_load_explicit(&span_lo, memory_order_relaxed) ||
+        lo >= atomic_load_explicit(&span_hi, memory_order_relaxed))
+        return;
     lock_table();
     for (unsigned i = nmappings; i-- > 0;)
         if (mappings[i].start < hi && mappings[i].end > lo) {
@@ -212,12 +222,14 @@ unsigned ra__mappings_lost(void)
     return atomic_load_explicit(&lost, memory_order_relaxed);
 }
 
-void ra__mappings_prefork(void)
+/* Not taken across a fork: jemalloc notes its mappings under its own
+ * locks, which its fork handler takes after the library's (handlers run
+ * last registered first), so holding this one there would wait for a
+ * thread that waits for it. Every note of jemalloc's is done by the time
+ * its handler has its locks; a child can only inherit the lock from a
+ * thread unmapping inside jemalloc's span without jemalloc's locks, which
+ * nothing does: the child takes it back. */
+void ra__mappings_postfork_child(void)
 {
-    lock_table();
-}
-
-void ra__mappings_postfork(void)
-{
-    table_unlock();
+    atomic_flag_clear_explicit(&table_lock, memory_order_release);
 }

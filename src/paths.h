@@ -127,8 +127,8 @@ static inline size_t ra__made_size(const void *p, size_t size, int flags)
     return ra__je_sallocx((void *)p, 0);
 }
 
-/* Counts a block of usable bytes allocated under tag, unless jemalloc put
- * it outside the region: during thread exit it serves explicit-arena
+/* Counts a block of usable bytes that jemalloc made under tag, unless it
+ * put it outside the region: during thread exit it serves explicit-arena
  * requests from arena 0 (jemalloc's thread-exit redirection,
  * doc/design.md), and such a block is untagged. Marks its page: it did
  * not come from a front cache, so its class is not known here. */
@@ -137,6 +137,7 @@ static inline void ra__count_alloc(struct ra__tag_slot *s, ra_tag_t tag,
 {
     if (RA__UNLIKELY(ra__tag_of_addr(p) != tag))
         return;
+    ra__untagged_tag_made(usable);
     if (ra__page_bin != NULL)
         ra__page_mark(p, RA__PAGE_UNCACHED);
     if (RA__LIKELY(s != NULL))

@@ -14,13 +14,15 @@ static void count_end(struct ra__tag_slot *s, ra_tag_t tag, size_t old_size)
         ra__count_orphan(tag, false, old_size);
 }
 
-/* In place: the same block, new_size usable bytes now. Without a slot,
- * as for count_realloc, both counts at once: between them the tag may
- * count nothing live, which a reset of an unused tag must not see
- * (thread.c). */
+/* In place (jemalloc's xallocx): the same block, new_size usable bytes
+ * now. Without a slot, as for count_realloc, both counts at once: between
+ * them the tag may count nothing live, which a reset of an unused tag must
+ * not see (thread.c). */
 static void count_resized(struct ra__tag_slot *s, ra_tag_t tag,
                           size_t old_size, size_t new_size)
 {
+    ra__untagged_tag_freed(old_size);
+    ra__untagged_tag_made(new_size);
     if (s == NULL)
         ra__thread_orphan_begin(tag);
     count_end(s, tag, old_size);
@@ -33,10 +35,12 @@ static void count_resized(struct ra__tag_slot *s, ra_tag_t tag,
 }
 
 /* The new block, rallocx(size, flags)'s, may have left the region during
- * thread exit (jemalloc's thread-exit redirection, doc/design.md). */
+ * thread exit (jemalloc's thread-exit redirection, doc/design.md); the old
+ * one is jemalloc's again either way. */
 static void count_realloc(struct ra__tag_slot *s, ra_tag_t tag,
                           size_t old_size, void *p, size_t size, int flags)
 {
+    ra__untagged_tag_freed(old_size);
     if (s == NULL)
         ra__thread_orphan_begin(tag);
     count_end(s, tag, old_size);

@@ -225,6 +225,8 @@ static void empty_stacks(struct returns *r, bool give)
                                     MALLOCX_TCACHE_NONE);
             n += x->n;
         }
+        if (give)
+            ra__untagged_tag_freed(n * ra__bin_size[bin]);
         atomic_fetch_sub_explicit(&r->bins[bin].count, n,
                                   memory_order_relaxed);
         push_chain(&r->spare, b, last);
@@ -300,6 +302,7 @@ bool ra__returns_send(ra_tag_t tag, unsigned bin, void *const *items,
         return false;
     for (unsigned i = 0; i < n; i++)
         ra__je_sdallocx(items[i], ra__bin_size[bin], flags);
+    ra__untagged_tag_freed(n * ra__bin_size[bin]);
     return true;
 }
 

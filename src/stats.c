@@ -47,12 +47,14 @@ static bool arena_is_tagged(unsigned arena)
 }
 
 /* The untagged side has no counters of the library's (its fast path is
- * jemalloc's own): its figures are jemalloc's as of the last refresh, its
- * counts the arenas' block movements, which thread caches batch; only
- * active is live. */
+ * jemalloc's own): allocated is jemalloc's own per-thread counts, less
+ * the tags' (untagged.c), live; active is live; the rest is jemalloc's as
+ * of the last refresh, its counts the arenas' block movements, which
+ * thread caches batch. */
 static void add_untagged(ra_tag_stats_t *out)
 {
     unsigned n = ra__be_arena_count();
+    size_t allocated;
 
     for (unsigned a = 0; a < n; a++) {
         struct ra__be_arena_stats one;
@@ -63,6 +65,8 @@ static void add_untagged(ra_tag_stats_t *out)
         out->nmalloc += one.nmalloc;
         out->ndalloc += one.ndalloc;
     }
+    if (!ra__untagged_allocated(&allocated))
+        out->allocated = allocated;
 }
 
 /* RA_TAG_NONE stands for untagged memory here. */

@@ -92,14 +92,12 @@ static _Atomic unsigned npassed_over;
 
 static void stripe_lock(unsigned i)
 {
-    while (atomic_flag_test_and_set_explicit(&stripes[i].held,
-                                             memory_order_acquire))
-        sched_yield();
+    ra__spin_lock(&stripes[i].held);
 }
 
 static void stripe_unlock(unsigned i)
 {
-    atomic_flag_clear_explicit(&stripes[i].held, memory_order_release);
+    ra__spin_unlock(&stripes[i].held);
 }
 
 static void all_stripes_lock(void)

@@ -167,6 +167,7 @@ static void release_oldest(struct ra__tag_slot *s, unsigned bin, unsigned n)
     for (unsigned i = 0; i < n; i++)
         ra__je_sdallocx(b->items[i], ra__bin_size[bin],
                         ra__be_tcache_flags(s->tcache));
+    ra__untagged_tag_freed(n * ra__bin_size[bin]);
     b->count -= n;
     memmove(b->items, b->items + n, b->count * sizeof b->items[0]);
 }
@@ -458,6 +459,18 @@ static void flush_slot(struct ra__tag_slot *s)
 
 #define FIRST_FILL 2
 
+/* A block of size from the slot's arena: the tag's, unless jemalloc
+ * redirected it (its thread-exit redirection to arena 0). */
+static void *made_one(const struct ra__tag_slot *s, ra_tag_t tag,
+                      size_t size)
+{
+    void *p = ra__je_mallocx(size, s->alloc_flags);
+
+    if (p != NULL && ra__tag_of_addr(p) == tag)
+        ra__untagged_tag_made(size);
+    return p;
+}
+
 void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
 {
     struct ra__fc_bin *b = &s->bins[bin];
@@ -472,7 +485,7 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     /* First use, maybe (ra__fc_make_room); without memory for the bin, one
      * block, uncached. */
     if (!set_up_bin(b, bin))
-        return ra__je_mallocx(size, s->alloc_flags);
+        return made_one(s, tag, size);
     if (b->overflowed)
         grow_bin(b, bin);
     /* Blocks other threads freed come home first (returns.c). */
@@ -481,7 +494,7 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
         b->count = got - 1;
         return b->items[got - 1];
     }
-    first = ra__je_mallocx(size, s->alloc_flags);
+    first = made_one(s, tag, size);
     if (first == NULL || ra__tag_of_addr(first) != tag) {
         /* Failure, or jemalloc's thread-exit redirection to arena 0
          * (doc/design.md): nothing to cache, the caller copes. */
@@ -516,6 +529,7 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
         ra__assert(ra__je_sallocx(p, 0) == ra__bin_size[bin]);
         b->items[want - 1 - got++] = p;
     }
+    ra__untagged_tag_made(got * size);
     if (got < want)
         memmove(b->items, b->items + (want - got), got * sizeof b->items[0]);
     b->count = got;
@@ -761,8 +775,7 @@ void ra__thread_exit(void)
         ra__returns_drain(t);
         release_pair(s, t);
     }
-    ts->prev->next = ts->next;
-    ts->next->prev = ts->prev;
+    RA__RING_UNLINK(ts);
     ra__unlock(&threads_lock);
     ra__meta_free(ts);
     /* Its own ids' slots are clean now: anyone's to take. */
@@ -777,6 +790,9 @@ static struct ra__thread_state *create_thread_state(void)
                   nslots * sizeof(struct ra__tag_slot) + ra__outbox_size();
     struct ra__thread_state *ts;
 
+    /* A thread the library did not see start (one that began before it
+     * was loaded, or without its pthread_create) is counted from here. */
+    ra__untagged_thread_start();
     ts = ra__meta_calloc(1, size);
     if (ts == NULL)
         return NULL;
@@ -786,10 +802,7 @@ static struct ra__thread_state *create_thread_state(void)
         return NULL;
     }
     ra__lock(&threads_lock);
-    ts->next = all_threads.next;
-    ts->prev = &all_threads;
-    all_threads.next->prev = ts;
-    all_threads.next = ts;
+    RA__RING_PUSH(&all_threads, ts);
     ra__unlock(&threads_lock);
     ra__thread = ts;
     return ts;

@@ -5,7 +5,9 @@
 #define RA_TYPES_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,6 +24,22 @@
 #define RA__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define RA__COLD __attribute__((noinline, cold))
 #define RA__TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* Rings: circular doubly linked lists of records that have prev and next,
+ * around a head record of the same type (thread.c's threads, untagged.c's
+ * counted threads). The caller holds the ring's lock. */
+#define RA__RING_PUSH(head, node)                                           \
+    do {                                                                    \
+        (node)->next = (head)->next;                                        \
+        (node)->prev = (head);                                              \
+        (head)->next->prev = (node);                                        \
+        (head)->next = (node);                                              \
+    } while (0)
+#define RA__RING_UNLINK(node)                                               \
+    do {                                                                    \
+        (node)->prev->next = (node)->next;                                  \
+        (node)->next->prev = (node)->prev;                                  \
+    } while (0)
 
 /* jemalloc allows 4095 arena indices, automatic ones included; leave room for
  * those (4 per CPU by default) on machines up to 16 CPUs... and beyond, tag
@@ -300,6 +318,27 @@ struct ra__thread_state {
     /* nslots slots, then the outbox's RA__OUTBOX_WAYS ways (outbox.c):
      * past the slots, so that the fast paths' offsets stay as they are. */
     struct ra__tag_slot slots[];
+};
+
+/* -- untagged.c ----------------------------------------------------------- */
+enum ra__untagged_state {
+    RA__UNTAGGED_UNSEEN, /* not counted yet */
+    RA__UNTAGGED_LISTED, /* counted live, through its counters */
+    RA__UNTAGGED_GONE    /* left the list at its end: counted as it left */
+};
+/* A thread as the untagged row counts it, in the thread's own storage:
+ * jemalloc's counts of the bytes it handed the thread and took back
+ * (thread.allocatedp, thread.deallocatedp: valid while the thread lives),
+ * and what the library took from jemalloc for tags on this thread less
+ * what it gave back (tagged, modulo 2^64: written by the thread alone,
+ * read by a sum on any). One line: a sum loads it and jemalloc's. */
+struct ra__untagged_thread {
+    alignas(64) const uint64_t *allocated;
+    const uint64_t *deallocated;
+    _Atomic uint64_t tagged;
+    struct ra__untagged_thread *prev, *next; /* under untagged.c's lock */
+    uint64_t left; /* what it held when it last left, once gone */
+    enum ra__untagged_state state;
 };
 
 /* -- tag.c ---------------------------------------------------------------- */

@@ -173,6 +173,10 @@ void ra__untagged_hook_thread_arena(void)
     unsigned arena;
     size_t len = sizeof arena;
 
+    /* Nothing to tell apart where jemalloc's mappings are not noted
+     * (pass-through mode, a build without the override). */
+    if (!ra__mappings_known())
+        return;
     /* Reading it chooses the thread's arena (and makes it, the first
      * time): the thread has allocated nothing from it yet. */
     if (mallctl("thread.arena", &arena, &len, NULL, 0) == 0)

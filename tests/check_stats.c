@@ -1053,6 +1053,323 @@ START_TEST(test_stats_live_figures_are_jemallocs_at_rest)
 }
 END_TEST
 
+/* -- "untagged": the row's allocated, live -------------------------------- */
+
+/* The truth the untagged row is held to: what the process held when the
+ * test began (the row's figure then: what the process held before) and
+ * the usable sizes of the test's own live untagged blocks, kept as they
+ * are made and freed, on any thread. */
+static size_t untagged_base;
+static atomic_size_t untagged_live;
+
+static void untagged_begin(void)
+{
+    atomic_store(&untagged_live, 0);
+    untagged_base = tu_tag_stats(RA_TAG_NONE).allocated;
+}
+
+/* An untagged block of size, written whole when touch; NULL when it could
+ * not be had. Calls no Check assertion: for worker threads too. */
+static void *untagged_make(size_t size, bool touch)
+{
+    void *p = ra_malloc(size);
+
+    if (p == NULL || ra_tag_of(p) != RA_TAG_NONE)
+        return NULL;
+    if (touch)
+        memset(p, 0x5a, size);
+    atomic_fetch_add(&untagged_live, ra_malloc_usable_size(p));
+    return p;
+}
+
+static void untagged_free(void *p)
+{
+    atomic_fetch_sub(&untagged_live, ra_malloc_usable_size(p));
+    ra_free(p);
+}
+
+/* The row's allocated within max(1 MiB, 5%) of the truth, read as it is
+ * and again after a refresh of jemalloc's statistics. */
+static void check_untagged(const char *when)
+{
+    for (int refreshed = 0; refreshed < 2; refreshed++) {
+        size_t truth = untagged_base + atomic_load(&untagged_live);
+        size_t slack = truth / 20 > MIB ? truth / 20 : MIB, row;
+
+        if (refreshed)
+            ck_assert_int_eq(ra_stats_refresh(), 0);
+        row = tu_tag_stats(RA_TAG_NONE).allocated;
+        ck_assert_msg(row + slack >= truth && row <= truth + slack,
+                      "%s%s: the untagged row's allocated is %.2f MiB, the "
+                      "live untagged blocks %.2f MiB",
+                      when, refreshed ? ", refreshed" : "", in_mib(row),
+                      in_mib(truth));
+    }
+}
+
+/* Blocks of one size: count of them, each written whole or not. */
+struct untagged_group {
+    size_t size, count;
+    bool touch;
+    void **blocks;
+};
+
+static void make_group(struct untagged_group *g)
+{
+    for (size_t i = 0; i < g->count; i++) {
+        g->blocks[i] = untagged_make(g->size, g->touch);
+        ck_assert_ptr_nonnull(g->blocks[i]);
+    }
+}
+
+static void free_group(struct untagged_group *g)
+{
+    for (size_t i = 0; i < g->count; i++)
+        untagged_free(g->blocks[i]);
+}
+
+/* Each group made (make) or freed in turn, the row checked after each. */
+static void step_groups(struct untagged_group *groups, size_t n, bool make)
+{
+    char when[96];
+
+    for (size_t i = 0; i < n; i++) {
+        if (make)
+            make_group(&groups[i]);
+        else
+            free_group(&groups[i]);
+        snprintf(when, sizeof when, "%zu blocks of %zu bytes%s %s",
+                 groups[i].count, groups[i].size,
+                 groups[i].touch ? " (written)" : "",
+                 make ? "made" : "freed");
+        check_untagged(when);
+    }
+}
+
+static void *small_blocks[2][131072], *page_blocks[2][512], *mib_blocks[2][2],
+    *big_blocks[2][3];
+
+/* Every size, from 16 bytes (2 MiB of them, past the slack) to 256 MiB
+ * (jemalloc's oversize arena from 8 MiB), written whole and not: the row
+ * follows each group as it is made and as it is freed, with no refresh
+ * and after one. */
+START_TEST(test_stats_untagged_row_is_live_for_every_size)
+{
+    static const size_t big[] = {4 * MIB, 64 * MIB, 256 * MIB};
+    struct untagged_group groups[2 * 6];
+    size_t n = 0;
+
+    for (int touch = 1; touch >= 0; touch--) {
+        groups[n++] = (struct untagged_group){16, 131072, touch,
+                                              small_blocks[touch]};
+        groups[n++] = (struct untagged_group){4 * KIB, 512, touch,
+                                              page_blocks[touch]};
+        groups[n++] = (struct untagged_group){MIB, 2, touch,
+                                              mib_blocks[touch]};
+        for (size_t k = 0; k < 3; k++)
+            groups[n++] = (struct untagged_group){big[k], 1, touch,
+                                                  &big_blocks[touch][k]};
+    }
+    untagged_begin();
+    check_untagged("before any block");
+    step_groups(groups, n, true);
+    step_groups(groups, n, false);
+}
+END_TEST
+
+#ifdef RA_OVERRIDE
+/* Four threads each make blocks of every size to 64 MiB (about 70 MiB a
+ * thread, written by the even ones), free half of the next thread's, and
+ * exit holding the rest, which the main thread frees. The main thread
+ * reads the row at each step, the workers waiting. */
+#define UT_THREADS 4
+#define UT_SMALL 32768
+#define UT_PAGES 128
+static void *ut_blocks[UT_THREADS][UT_SMALL + UT_PAGES + 3];
+static size_t ut_count[UT_THREADS];
+static pthread_barrier_t ut_barrier;
+static atomic_uint ut_next, ut_failed;
+
+static void *untagged_worker(void *arg)
+{
+    unsigned i = atomic_fetch_add(&ut_next, 1), other = (i + 1) % UT_THREADS;
+    bool touch = i % 2 == 0;
+    size_t n = 0;
+
+    (void)arg;
+    for (size_t k = 0; k < UT_SMALL; k++)
+        ut_blocks[i][n++] = untagged_make(16, touch);
+    for (size_t k = 0; k < UT_PAGES; k++)
+        ut_blocks[i][n++] = untagged_make(4 * KIB, touch);
+    ut_blocks[i][n++] = untagged_make(MIB, touch);
+    ut_blocks[i][n++] = untagged_make(4 * MIB, touch);
+    ut_blocks[i][n++] = untagged_make(64 * MIB, touch);
+    for (size_t k = 0; k < n; k++)
+        if (ut_blocks[i][k] == NULL)
+            atomic_fetch_add(&ut_failed, 1);
+    ut_count[i] = n;
+    pthread_barrier_wait(&ut_barrier); /* made */
+    pthread_barrier_wait(&ut_barrier); /* the row read */
+    /* Made on one thread, freed on another: every other block of the
+     * next thread's, the big ones among them. */
+    for (size_t k = 0; k < ut_count[other]; k += 2)
+        if (ut_blocks[other][k] != NULL) {
+            untagged_free(ut_blocks[other][k]);
+            ut_blocks[other][k] = NULL;
+        }
+    pthread_barrier_wait(&ut_barrier); /* freed */
+    pthread_barrier_wait(&ut_barrier); /* the row read: exit holding */
+    return NULL;
+}
+
+START_TEST(test_stats_untagged_row_counts_every_thread)
+{
+    pthread_t threads[UT_THREADS];
+
+    ck_assert_int_eq(pthread_barrier_init(&ut_barrier, NULL, UT_THREADS + 1),
+                     0);
+    untagged_begin();
+    for (unsigned i = 0; i < UT_THREADS; i++)
+        ck_assert_int_eq(
+            pthread_create(&threads[i], NULL, untagged_worker, NULL), 0);
+    pthread_barrier_wait(&ut_barrier);
+    ck_assert_uint_eq(atomic_load(&ut_failed), 0);
+    check_untagged("4 threads holding their blocks");
+    pthread_barrier_wait(&ut_barrier);
+    pthread_barrier_wait(&ut_barrier);
+    check_untagged("half of each thread's blocks freed by another thread");
+    pthread_barrier_wait(&ut_barrier);
+    for (unsigned i = 0; i < UT_THREADS; i++)
+        ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+    check_untagged("the 4 threads exited holding the rest");
+    for (unsigned i = 0; i < UT_THREADS; i++)
+        for (size_t k = 0; k < ut_count[i]; k++)
+            if (ut_blocks[i][k] != NULL)
+                untagged_free(ut_blocks[i][k]);
+    check_untagged("the exited threads' blocks freed by the main thread");
+}
+END_TEST
+
+/* A thread's own destructors run after the library's thread end (their
+ * keys were made later): what one frees there, and what one makes there
+ * and leaves, count as any block. */
+static pthread_key_t late_key;
+static void *late_block, *late_left;
+
+static void late_destructor(void *block)
+{
+    untagged_free(block);
+    late_left = untagged_make(8 * MIB, true);
+}
+
+static void *late_worker(void *arg)
+{
+    (void)arg;
+    late_block = untagged_make(16 * MIB, true);
+    pthread_setspecific(late_key, late_block);
+    return NULL;
+}
+
+START_TEST(test_stats_untagged_row_counts_frees_in_late_destructors)
+{
+    ck_assert_int_eq(pthread_key_create(&late_key, late_destructor), 0);
+    untagged_begin();
+    tu_run_threads(1, late_worker, NULL);
+    ck_assert_ptr_nonnull(late_left);
+    check_untagged("a thread's destructor freed 16 MiB and made 8 MiB");
+    untagged_free(late_left);
+    check_untagged("the block its destructor made freed");
+}
+END_TEST
+#endif
+
+/* Untagged blocks stay live while tags go through every path that moves
+ * tagged blocks to and from jemalloc: front caches and their refills,
+ * large and oversize blocks, realloc in place and moved, a consumer
+ * thread's frees through its outbox, sampled blocks, hooked paths, a
+ * reset with blocks live, a destroy that leaves leftovers and one that
+ * resets, a flush and a purge of everything. None of it is untagged. */
+static ra_tag_t consumed_tag;
+static void *consumed[4096];
+
+static void *consumer(void *arg)
+{
+    (void)arg;
+    for (size_t i = 0; i < sizeof consumed / sizeof consumed[0]; i++)
+        ra_free(consumed[i]);
+    return NULL;
+}
+
+static void on_block(void *ctx, ra_tag_t tag, void *ptr, size_t size)
+{
+    (void)ctx, (void)tag, (void)ptr, (void)size;
+}
+
+START_TEST(test_stats_untagged_row_ignores_tags_reset_and_destroyed)
+{
+    static const ra_hooks_t hooks = {on_block, on_block, NULL};
+    ra_tag_t reset_tag = tu_tag_create("ut-reset");
+    ra_tag_t left_tag = tu_tag_create("ut-leftovers");
+    ra_tag_t gone_tag = tu_tag_create("ut-destroyed");
+    void *keep[3], *live[64];
+    int hook;
+
+    untagged_begin();
+    keep[0] = untagged_make(64 * MIB, true);
+    keep[1] = untagged_make(3 * MIB, false);
+    keep[2] = untagged_make(100, true);
+    check_untagged("untagged blocks made");
+
+    ck_assert(tu_tag_traffic(tag_a, 20));
+    check_untagged("tagged traffic");
+
+    consumed_tag = tag_b;
+    tu_tag_push(tag_b);
+    for (size_t i = 0; i < sizeof consumed / sizeof consumed[0]; i++)
+        ck_assert_ptr_nonnull(consumed[i] = ra_malloc(48 + i % 200));
+    tu_tag_pop(tag_b);
+    tu_run_threads(1, consumer, NULL);
+    check_untagged("a tag's blocks freed by a consumer thread");
+
+    ck_assert_int_eq(ra_prof_start(1), 0);
+    ck_assert(tu_tag_traffic(tag_a, 2));
+    ck_assert_int_eq(ra_prof_stop(), 0);
+    hook = ra_hooks_install(&hooks);
+    ck_assert_int_ge(hook, 0);
+    ck_assert(tu_tag_traffic(tag_a, 2));
+    ck_assert_int_eq(ra_hooks_remove(hook), 0);
+    check_untagged("sampled and hooked tagged traffic");
+
+    tu_tag_push(reset_tag);
+    for (size_t i = 0; i < 64; i++)
+        ck_assert_ptr_nonnull(live[i] = ra_malloc(i % 2 ? 100 : 2 * MIB));
+    tu_tag_pop(reset_tag);
+    ck_assert_int_eq(ra_tag_reset(reset_tag), 0);
+    check_untagged("a tag reset with 64 MiB live");
+
+    tu_tag_push(left_tag);
+    for (size_t i = 0; i < 8; i++)
+        ck_assert_ptr_nonnull(live[i] = ra_malloc(64));
+    tu_tag_pop(left_tag);
+    ck_assert_int_eq(ra_tag_destroy(left_tag), 0);
+    check_untagged("a tag destroyed with leftovers");
+
+    tu_tag_push(gone_tag);
+    for (size_t i = 0; i < 64; i++)
+        ck_assert_ptr_nonnull(live[i] = ra_malloc(MIB));
+    tu_tag_pop(gone_tag);
+    ck_assert_int_eq(ra_tag_destroy(gone_tag), 0);
+    check_untagged("a tag destroyed with 64 MiB live");
+
+    ra_thread_flush();
+    ck_assert_int_eq(ra_purge_all(), 0);
+    check_untagged("every cache flushed, every tag purged");
+    for (size_t i = 0; i < 3; i++)
+        untagged_free(keep[i]);
+    check_untagged("the untagged blocks freed");
+}
+END_TEST
+
 static Suite *stats_suite(void)
 {
     Suite *s = suite_create("stats");
@@ -1066,6 +1383,19 @@ static Suite *stats_suite(void)
     suite_add_tcase(s, tc);
 
     /* Before any tag: the pool's configuration is read at first use. */
+    tc = tcase_create("untagged");
+    tcase_add_checked_fixture(tc, setup_tags, NULL);
+    tcase_add_test(tc, test_stats_untagged_row_is_live_for_every_size);
+#ifdef RA_OVERRIDE
+    tcase_add_test(tc, test_stats_untagged_row_counts_every_thread);
+    tcase_add_test(tc,
+                   test_stats_untagged_row_counts_frees_in_late_destructors);
+#endif
+    tcase_add_test(tc,
+                   test_stats_untagged_row_ignores_tags_reset_and_destroyed);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+
     tc = tcase_create("live pool");
     tcase_add_test(tc, test_stats_live_figures_are_jemallocs_at_rest);
     suite_add_tcase(s, tc);

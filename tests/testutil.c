@@ -213,6 +213,36 @@ bool tu_make_busy(ra_tag_t tag)
     return ok;
 }
 
+bool tu_tag_traffic(ra_tag_t tag, unsigned rounds)
+{
+    enum { N = 2048 };
+    void *blocks[N];
+    bool ok = true;
+
+    for (unsigned r = 0; r < rounds; r++) {
+        for (size_t i = 0; i < N; i++)
+            ok &= (blocks[i] = ra_malloc_tag(tag, 8 + (i * 40) % 3000)) !=
+                  NULL;
+        for (size_t i = 0; i < N; i += 64) {
+            ok &= (blocks[i] = ra_realloc(blocks[i], 20000 + i)) != NULL;
+            ok &= (blocks[i + 1] = ra_realloc(blocks[i + 1], 5)) != NULL;
+        }
+        ok &= (blocks[7] = ra_realloc(blocks[7], (size_t)12 << 20)) != NULL;
+        if (blocks[7] != NULL)
+            memset(blocks[7], 1, (size_t)1 << 20);
+        for (size_t i = N; i-- > 0;)
+            ra_free(blocks[i]);
+    }
+    if (ra_tag_push(tag) != 0)
+        return false;
+    ok &= (blocks[0] = ra_calloc(100, 1000)) != NULL;
+    ok &= (blocks[1] = ra_aligned_alloc(4096, 64 << 10)) != NULL;
+    ok &= ra_tag_pop(tag) == 0;
+    ra_free(blocks[0]);
+    ra_free(blocks[1]);
+    return ok;
+}
+
 void tu_run_threads(unsigned n, void *(*fn)(void *), void *arg)
 {
     pthread_t *threads = calloc(n, sizeof *threads);

@@ -105,6 +105,14 @@ void tu_run_threads(unsigned n, void *(*fn)(void *), void *arg);
 #define TU_BUSY_BLOCKS 10000u
 bool tu_make_busy(ra_tag_t tag);
 
+/* Tagged traffic under tag, rounds times: 2,048 small blocks of 8 to 3,000
+ * bytes (front caches filled and overflowed), every 64th grown to a large
+ * block and its neighbour shrunk by realloc, one grown past jemalloc's
+ * oversize threshold (12 MiB, its first MiB written), a calloc and an
+ * aligned block; all freed newest first. Returns false when an
+ * allocation failed. Calls no Check assertion: for worker threads too. */
+bool tu_tag_traffic(ra_tag_t tag, unsigned rounds);
+
 /* A child entry point for tu_exec_self(): returns the child's exit status. */
 struct tu_child {
     const char *name;
