@@ -242,20 +242,6 @@ void ra__be_flush_thread_cache(void);
 #define RA__SIZE_BIN_ENTRIES 4097 /* small sizes / 8, up to 32 KiB */
 
 /* -- mappings.c: jemalloc's memory outside the regions --------------------- */
-/* A mapping's kind: not jemalloc's (not noted), an untagged arena's extent,
- * jemalloc's metadata (bases, radix tree), or made before jemalloc's code
- * was known (sorted out by ra__mappings_start). */
-#define RA__MAPPING_NONE 0u
-#define RA__MAPPING_EXTENT 1u
-#define RA__MAPPING_METADATA 2u
-#define RA__MAPPING_UNKNOWN 3u
-struct ra__mapping {
-    struct ra__range range;
-    uint8_t kind;
-};
-/* Set on a thread while jemalloc maps an untagged arena's extent
- * (untagged_hooks.c): what it maps then is RA__MAPPING_EXTENT. */
-extern RA__TLS bool ra__mapping_extent;
 /* The process mapped [addr, addr + len) anonymous, from code at caller
  * (fixed: MAP_FIXED, which may map over what is noted: jemalloc does so to
  * decommit where the kernel does not overcommit, and the range keeps its
@@ -267,22 +253,21 @@ void ra__mappings_forget(void *addr, size_t len);
 /* jemalloc's code located (the process's start): mappings noted before
  * are sorted out by who made them. */
 void ra__mappings_start(void);
-/* jemalloc's extents and metadata mappings into out, up to max; how many.
- * *version moves whenever the table has changed. */
-unsigned ra__mappings_copy(struct ra__mapping *out, unsigned max,
+/* jemalloc's mappings into out, up to max; how many. *version moves
+ * whenever the table has changed. */
+unsigned ra__mappings_copy(struct ra__range *out, unsigned max,
                            uint64_t *version);
+/* Whether mapping m (one of all[0, n), the copy it came from) is one of
+ * jemalloc's base blocks, its metadata, rather than an arena's extents:
+ * its first bytes are a base block's head (jemalloc 5's layout). Reads
+ * m's first page (a page never written maps the zero page). */
+bool ra__mappings_is_base(const struct ra__range *m,
+                          const struct ra__range *all, unsigned n);
 /* Mappings past the table's room (their pages show as other memory). */
 unsigned ra__mappings_lost(void);
 /* Whether jemalloc's mappings are being noted (its code located). */
 bool ra__mappings_known(void);
 void ra__mappings_postfork_child(void);
-
-/* -- untagged_hooks.c: the automatic arenas' extent hooks ------------------ */
-/* The calling thread's arena chosen and given the hooks (a thread's start,
- * before it allocates; the main thread's at the process's start). */
-void ra__untagged_hook_thread_arena(void);
-/* The oversize arena made and given the hooks (the process's start). */
-void ra__untagged_hook_oversize_arena(void);
 
 /* Reads what the library needs of jemalloc's configuration, once, at the
  * library's first use (ready.c), before any tag exists. */

@@ -71,9 +71,7 @@ static void *run(void *p)
     void *(*fn)(void *) = s->fn;
     void *arg = s->arg;
 
-    /* What it allocates is the library's, and untagged; its arena gets
-     * the hooks that measure it (untagged_hooks.c). */
-    ra__untagged_hook_thread_arena();
+    /* What it allocates is the library's, and untagged. */
     ra__untagged_thread_start();
     ra__become_library_thread();
     ra__lock(&s->lock);

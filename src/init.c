@@ -116,18 +116,16 @@ static void thread_end(void *armed)
     ra__hooks_thread_exit();
 }
 
-/* jemalloc's mappings outside the regions (mappings.c) told apart from
- * the start: its code located, the main thread's arena and the oversize
- * one given the hooks that mark their extents. Not in pass-through mode,
- * nor where the library does not stand in front of mmap. */
+/* jemalloc's mappings outside the regions (mappings.c) noted from the
+ * start: its code located, what it mapped before sorted out. Not in
+ * pass-through mode, nor where the library does not stand in front of
+ * mmap. */
 static void start_untagged_measure(void)
 {
 #ifdef RA_OVERRIDE
     if (ra__config_peek_is("REGIONALLOC", "0"))
         return;
     ra__mappings_start();
-    ra__untagged_hook_thread_arena();
-    ra__untagged_hook_oversize_arena();
 #endif
 }
 

@@ -1,15 +1,15 @@
 /* Floor: backend. Where jemalloc's memory outside the tags' regions lies:
  * every anonymous mapping jemalloc makes (override_mmap.c tells of each
- * mmap and munmap of the process), noted with its kind, so that what the
- * kernel counts resident in them can be measured (measure.c) and split
- * into the untagged arenas' extents (mapped while one of their extent
- * hooks runs: untagged_hooks.c says so) and jemalloc's own metadata (its
- * bases and radix tree: every other mapping of jemalloc's). A fixed table
- * under a spin lock that is a leaf: the notes come from inside jemalloc,
- * under its locks, so nothing here allocates or calls out. */
+ * mmap and munmap of the process), so that what the kernel counts
+ * resident in them can be measured (parts.c tells its bases from its
+ * extents). A fixed table under a spin lock that is a leaf: the notes come
+ * from inside jemalloc, under its locks, so nothing here allocates or
+ * calls out. */
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "internal.h"
@@ -22,9 +22,8 @@
 
 static struct mapping {
     uintptr_t start, end;
-    const void *caller; /* before jemalloc's code is known: who mapped it */
-    uint64_t seq;       /* the order mappings were noted in */
-    uint8_t kind;       /* RA__MAPPING_* */
+    /* Before jemalloc's code is known: who mapped it (NULL after). */
+    const void *caller;
 } mappings[MAPPINGS_MAX];
 static unsigned nmappings;
 static uint64_t changes; /* moves whenever the table does */
@@ -38,8 +37,6 @@ static _Atomic unsigned lost;
  * Until then a mapping is noted with its caller, sorted out at the start. */
 static _Atomic uintptr_t code_start, code_end;
 
-RA__TLS bool ra__mapping_extent;
-
 static void lock_table(void)
 {
     while (atomic_flag_test_and_set_explicit(&table_lock,
@@ -52,21 +49,16 @@ static void table_unlock(void)
     atomic_flag_clear_explicit(&table_lock, memory_order_release);
 }
 
-/* The kind of a mapping made by code at caller, or RA__MAPPING_NONE when
- * it is not jemalloc's (known only once jemalloc's code is). */
-static uint8_t kind_of(const void *caller)
+/* Whether code at caller is jemalloc's: true when not known yet (noted
+ * with the caller, sorted out at the start). */
+static bool maybe_jemallocs(const void *caller)
 {
     uintptr_t at = (uintptr_t)caller;
-    uintptr_t lo = atomic_load_explicit(&code_start, memory_order_relaxed);
+    uintptr_t lo = atomic_load_explicit(&code_start, memory_order_acquire);
 
-    if (ra__mapping_extent)
-        return RA__MAPPING_EXTENT;
-    if (lo == 0)
-        return RA__MAPPING_UNKNOWN;
-    return at >= lo && at < atomic_load_explicit(&code_end,
-                                                 memory_order_relaxed)
-               ? RA__MAPPING_METADATA
-               : RA__MAPPING_NONE;
+    return lo == 0 ||
+           (at >= lo &&
+            at < atomic_load_explicit(&code_end, memory_order_relaxed));
 }
 
 /* With the table locked: whether a mapping noted overlaps [lo, hi). */
@@ -81,18 +73,17 @@ static bool overlaps(uintptr_t lo, uintptr_t hi)
 void ra__mappings_noted(void *addr, size_t len, bool fixed,
                         const void *caller)
 {
-    uint8_t kind = kind_of(caller);
     uintptr_t lo = (uintptr_t)addr;
+    bool known = atomic_load_explicit(&code_start, memory_order_acquire) != 0;
 
-    if (kind == RA__MAPPING_NONE || len == 0)
+    if (!maybe_jemallocs(caller) || len == 0)
         return;
     lock_table();
     if (fixed && overlaps(lo, lo + len)) {
-        /* Mapped again over itself: the range keeps its kind. */
+        /* Mapped again over itself (a decommit): nothing new. */
     } else if (nmappings < MAPPINGS_MAX) {
-        mappings[nmappings++] = (struct mapping){
-            lo, lo + len, kind == RA__MAPPING_UNKNOWN ? caller : NULL,
-            changes, kind};
+        mappings[nmappings++] =
+            (struct mapping){lo, lo + len, known ? NULL : caller};
         changes++;
         if (lo < atomic_load_explicit(&span_lo, memory_order_relaxed))
             atomic_store_explicit(&span_lo, lo, memory_order_relaxed);
@@ -116,12 +107,10 @@ static void cut(unsigned i, uintptr_t lo, uintptr_t hi)
     }
     if (lo > m.start && hi < m.end) {
         mappings[i].end = lo;
-        if (nmappings < MAPPINGS_MAX) {
-            mappings[nmappings++] = (struct mapping){hi, m.end, m.caller,
-                                                     m.seq, m.kind};
-        } else {
+        if (nmappings < MAPPINGS_MAX)
+            mappings[nmappings++] = (struct mapping){hi, m.end, m.caller};
+        else
             atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
-        }
         return;
     }
     if (lo <= m.start)
@@ -146,70 +135,72 @@ void ra__mappings_forget(void *addr, size_t len)
     table_unlock();
 }
 
-/* With the table locked: the mapping noted first, of those taken for
- * extents at the start, is jemalloc's first base. */
-static void mark_first_base(void)
-{
-    unsigned first = nmappings;
-
-    for (unsigned i = 0; i < nmappings; i++)
-        if (mappings[i].caller != NULL &&
-            (first == nmappings || mappings[i].seq < mappings[first].seq))
-            first = i;
-    if (first != nmappings)
-        mappings[first].kind = RA__MAPPING_METADATA;
-    for (unsigned i = 0; i < nmappings; i++)
-        mappings[i].caller = NULL;
-}
-
 void ra__mappings_start(void)
 {
     uintptr_t lo = 0, hi = 0;
 
-    if (atomic_load_explicit(&code_start, memory_order_acquire) != 0)
+    if (atomic_load_explicit(&code_start, memory_order_acquire) != 0 ||
+        ra__jemalloc_code(&lo, &hi))
         return;
-    if (!ra__jemalloc_code(&lo, &hi)) {
-        atomic_store_explicit(&code_end, hi, memory_order_relaxed);
-        atomic_store_explicit(&code_start, lo, memory_order_release);
-    }
-    /* What was mapped before the hooks were given (by jemalloc's own
-     * constructor, and by other libraries' that allocate before the
-     * library's runs): sorted out by who mapped it. Which of jemalloc's
-     * were extents no hook said: the first jemalloc keeps is its first
-     * base (its start maps a probe page and unmaps it, then the base of
-     * its bases), the rest are taken for the automatic arenas' first
-     * extents, the larger part by far (a base the radix tree took since
-     * is mostly not resident). */
+    /* What was mapped before (by jemalloc's own constructor, and by other
+     * libraries' that allocate before the library's runs): kept when
+     * jemalloc's code mapped it. */
     lock_table();
     for (unsigned i = nmappings; i-- > 0;) {
         struct mapping *m = &mappings[i];
-        if (m->kind != RA__MAPPING_UNKNOWN)
-            continue;
-        if (lo != 0 && (uintptr_t)m->caller >= lo &&
-            (uintptr_t)m->caller < hi)
-            m->kind = RA__MAPPING_EXTENT;
+        if ((uintptr_t)m->caller >= lo && (uintptr_t)m->caller < hi)
+            m->caller = NULL;
         else
             *m = mappings[--nmappings];
     }
-    mark_first_base();
+    atomic_store_explicit(&code_end, hi, memory_order_relaxed);
+    atomic_store_explicit(&code_start, lo, memory_order_release);
     changes++;
     table_unlock();
 }
 
-unsigned ra__mappings_copy(struct ra__mapping *out, unsigned max,
+unsigned ra__mappings_copy(struct ra__range *out, unsigned max,
                            uint64_t *version)
 {
     unsigned n = 0;
 
     lock_table();
     for (unsigned i = 0; i < nmappings && n < max; i++)
-        if (mappings[i].kind == RA__MAPPING_EXTENT ||
-            mappings[i].kind == RA__MAPPING_METADATA)
-            out[n++] = (struct ra__mapping){
-                {mappings[i].start, mappings[i].end}, mappings[i].kind};
+        out[n++] = (struct ra__range){mappings[i].start, mappings[i].end};
     *version = changes;
     table_unlock();
     return n;
+}
+
+/* jemalloc 5's base_block_t begins every block a base maps: the size of
+ * the block's mapping, and the previous block of the same base (NULL for
+ * its first). An extent's first bytes are a block's of the program's: that
+ * they read as that very size and a base block's start is not taken for
+ * chance. */
+struct base_block_head {
+    size_t size;
+    uintptr_t next;
+};
+
+bool ra__mappings_is_base(const struct ra__range *m,
+                          const struct ra__range *all, unsigned n)
+{
+    struct base_block_head head;
+    struct iovec local = {&head, sizeof head};
+    struct iovec remote = {(void *)m->start, sizeof head};
+
+    /* Read as another process would: a mapping unmapped meanwhile (under
+     * MALLOC_CONF=retain:false) fails with EFAULT, it does not fault. */
+    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) !=
+            (ssize_t)sizeof head ||
+        head.size != m->end - m->start)
+        return false;
+    if (head.next == 0)
+        return true;
+    for (unsigned i = 0; i < n; i++)
+        if (all[i].start == head.next)
+            return true;
+    return false;
 }
 
 bool ra__mappings_known(void)

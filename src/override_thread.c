@@ -1,7 +1,6 @@
 /* Floor: API. The thread functions the library stands in front of:
  * pthread_create, so that every new thread counts in the untagged row from
- * its start and its untagged arena gets the hooks that measure it, so
- * that it can take its base tag from its name
+ * its start, so that it can take its base tag from its name
  * (REGIONALLOC_THREAD_TAGS), so that threads a library starts for us
  * (libmicrohttpd's) are the library's own, and so that a stack that an
  * address-space limit refuses gets a second chance; pthread_setname_np and
@@ -69,10 +68,6 @@ static void *start_thread(void *p)
     struct start s = *(struct start *)p;
 
     give_back(p, p);
-    /* The thread's untagged arena, chosen now, before the thread
-     * allocates, gets the hooks that tell its extents from jemalloc's
-     * metadata (untagged_hooks.c). */
-    ra__untagged_hook_thread_arena();
     /* In the untagged row for its whole life (jemalloc counts a thread's
      * bytes from its start). */
     ra__untagged_thread_start();

@@ -1,7 +1,8 @@
 /* Floor: state. The process's resident memory as the kernel counts it, and
  * the parts the library can name in it, measured rather than inferred:
  * jemalloc's memory outside the tags' regions (mappings.c: the untagged
- * arenas' extents, and jemalloc's metadata), the library's page table,
+ * arenas' extents, and jemalloc's metadata, its bases' blocks, which begin
+ * with their head), the library's page table,
  * each counted from pagemap as the tags' regions are (measure.c); the
  * process's RssAnon, RssFile and page tables from /proc/self/status; its
  * cgroup's memory. Measured by measure.c's thread, a pass over jemalloc's
@@ -17,7 +18,7 @@
 /* jemalloc's mappings taken at a pass's start (mappings.c's table holds
  * at most as many), and where the pass is: under measure.c's lock. */
 #define PASS_MAX 4096u
-static struct ra__mapping pass[PASS_MAX];
+static struct ra__range pass[PASS_MAX];
 static unsigned npass, next;
 static uint64_t pass_version, pass_extents, pass_metadata;
 
@@ -97,13 +98,14 @@ bool ra__parts_measure(int pagemap, bool (*spent)(void))
         size_t bytes;
         if (spent())
             return false;
-        if (ra__resident_range(pagemap, pass[next].range.start,
-                               pass[next].range.end, &bytes))
-            continue; /* unmapped since the copy: nothing there */
-        if (pass[next].kind == RA__MAPPING_EXTENT)
-            pass_extents += bytes;
-        else
+        if (ra__resident_range(pagemap, pass[next].start, pass[next].end,
+                               &bytes) ||
+            bytes == 0)
+            continue; /* unmapped since the copy, or nothing there */
+        if (ra__mappings_is_base(&pass[next], pass, npass))
             pass_metadata += bytes;
+        else
+            pass_extents += bytes;
     }
     finish_pass(pagemap);
     next = 0;
