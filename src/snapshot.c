@@ -192,7 +192,6 @@ static void name_parts(struct ra__snapshot *snap)
     struct ra__parts p;
     uint64_t blocks, named;
 
-    ra__measure_parts_once();
     ra__parts_read(&p);
     *o = (struct ra__process_parts){
         .rss_anon = p.rss_anon, .rss_file = p.rss_file,
@@ -234,6 +233,9 @@ bool ra__snapshot_take(struct ra__snapshot *snap, bool detail)
     }
     nids = ra__tag_holders(view, published);
     ra__measure_start();
+    /* The untagged row and the process's parts read the kernel's counts:
+     * the first report of the process has them taken now, once. */
+    ra__measure_parts_once();
     snap->time_ns = ra__clock_ns();
     if (detail)
         ra__stats_refresh();

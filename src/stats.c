@@ -51,6 +51,24 @@ static bool arena_is_tagged(unsigned arena)
  * the tags' (untagged.c), live; active is live; the rest is jemalloc's as
  * of the last refresh, its counts the arenas' block movements, which
  * thread caches batch. */
+/* The untagged arenas' resident as the kernel last counted it (parts.c:
+ * their extents, the library's blocks among them); where the library
+ * does not see jemalloc's mappings, jemalloc's upper bound, no higher than
+ * the process's RssAnon at the last count. Never above what the kernel
+ * counts the process. */
+static void untagged_resident(ra_tag_stats_t *out)
+{
+    struct ra__parts p;
+
+    ra__parts_read(&p);
+    if (p.at_ns == 0)
+        return;
+    if (p.mappings_known)
+        out->resident = p.extents;
+    else if (out->resident > p.rss_anon)
+        out->resident = p.rss_anon;
+}
+
 static void add_untagged(ra_tag_stats_t *out)
 {
     unsigned n = ra__be_arena_count();
@@ -67,6 +85,7 @@ static void add_untagged(ra_tag_stats_t *out)
     }
     if (!ra__untagged_allocated(&allocated))
         out->allocated = allocated;
+    untagged_resident(out);
 }
 
 /* RA_TAG_NONE stands for untagged memory here. */

@@ -143,6 +143,41 @@ START_TEST(test_parts_untagged_counts_what_is_touched)
 }
 END_TEST
 
+/* Blocks mapped and never touched (256 MiB untagged, 256 MiB under a tag):
+ * no row's resident, nor the process's total, is above what the kernel
+ * counts (RssAnon + 1 MiB + 2%), with or without a refresh of jemalloc's
+ * statistics. */
+START_TEST(test_parts_no_resident_above_the_kernels)
+{
+    ra_tag_t tag = tu_tag_create("untouched");
+    void *u = malloc(256 * MIB), *t = ra_malloc_tag(tag, 256 * MIB);
+    ra_tag_stats_t untagged, tagged;
+    uint64_t bound;
+    char *json;
+
+    ck_assert_ptr_nonnull(u);
+    ck_assert_ptr_nonnull(t);
+    (void)parts_now(); /* every count taken, and a refresh */
+    bound = tu_rss_anon_bytes() + MIB + tu_rss_anon_bytes() / 50;
+    untagged = tu_tag_stats(RA_TAG_NONE);
+    tagged = tu_tag_stats(tag);
+    json = tu_report_string(ra_report, RA_FORMAT_JSON);
+    fprintf(stderr, "untouched: untagged resident %.1f, tag %.1f, process "
+                    "%.1f MiB; bound %.1f MiB\n",
+            mib(untagged.resident), mib(tagged.resident),
+            mib(number_after(strstr(json, "\"process\": "), "resident")),
+            mib(bound));
+    ck_assert_uint_le(untagged.resident, bound);
+    ck_assert_uint_le(tagged.resident, bound);
+    ck_assert_uint_le(untagged.resident + tagged.resident, bound);
+    ck_assert_uint_le(number_after(strstr(json, "\"process\": "), "resident"),
+                      bound);
+    free(json);
+    free(u);
+    ra_free(t);
+}
+END_TEST
+
 #define THREADS 16
 
 static void *touch_8_mib(void *arg)
@@ -233,6 +268,7 @@ static Suite *parts_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_parts_add_up_at_rest);
     tcase_add_test(tc, test_parts_untagged_counts_what_is_touched);
+    tcase_add_test(tc, test_parts_no_resident_above_the_kernels);
     tcase_add_test(tc, test_parts_threads_arenas_are_untagged);
     tcase_add_test(tc, test_parts_tags_count_their_regions);
     tcase_add_test(tc, test_parts_many_tags_add_up);
