@@ -54,15 +54,20 @@ static bool arena_is_tagged(unsigned arena)
 /* The untagged arenas' resident as the kernel last counted it (parts.c:
  * their extents, the library's blocks among them); where the library
  * does not see jemalloc's mappings, jemalloc's upper bound, no higher than
- * the process's RssAnon at the last count. Never above what the kernel
- * counts the process. */
+ * the process's RssAnon at the last count, or now before the first count
+ * (the library's thread makes it within a round of its start). Never
+ * above what the kernel counts the process. */
 static void untagged_resident(ra_tag_stats_t *out)
 {
     struct ra__parts p;
+    struct ra__proc_status now;
 
     ra__parts_read(&p);
-    if (p.at_ns == 0)
+    if (p.at_ns == 0) {
+        if (!ra__proc_status(&now) && out->resident > now.rss_anon)
+            out->resident = now.rss_anon;
         return;
+    }
     if (p.mappings_known)
         out->resident = p.extents;
     else if (out->resident > p.rss_anon)
@@ -234,8 +239,7 @@ int ra_tag_stats(ra_tag_t tag, ra_tag_stats_t *out)
     }
     if (check_tag(tag) != 0)
         return -1;
-    if (tag != RA_TAG_NONE)
-        ra__measure_start();
+    ra__measure_start();
     ra__stats_read(tag, out, false);
     return 0;
 }

@@ -1149,6 +1149,34 @@ static void step_groups(struct untagged_group *groups, size_t n, bool make)
 static void *small_blocks[2][131072], *page_blocks[2][512], *mib_blocks[2][2],
     *big_blocks[2][3];
 
+/* Before the kernel has counted anything (no report, no refresh of the
+ * library's): 256 MiB untagged, mapped and never touched, which jemalloc
+ * counts resident whole once its statistics are refreshed. The untagged
+ * row's resident, and a checkpoint's process resident, stay within what
+ * the kernel counts (RssAnon + 1 MiB + 2%). */
+START_TEST(test_stats_untagged_resident_is_bounded_before_a_count)
+{
+    void *big = malloc(256 * MIB);
+    uint64_t epoch = 1, bound;
+    ra_tag_stats_t row;
+    char *json, *at;
+
+    ck_assert_ptr_nonnull(big);
+    ck_assert_int_eq(mallctl("epoch", NULL, NULL, &epoch, sizeof epoch), 0);
+    ck_assert_int_eq(ra_checkpoint("untouched"), 0);
+    ck_assert_int_eq(ra_tag_stats(RA_TAG_NONE, &row), 0);
+    bound = tu_rss_anon_bytes() + MIB + tu_rss_anon_bytes() / 50;
+    ck_assert_uint_le(row.resident, bound);
+    json = tu_report_string(ra_checkpoint_report, RA_FORMAT_JSON);
+    at = strstr(json, "\"resident\": ");
+    ck_assert_ptr_nonnull(at);
+    ck_assert_uint_le(strtoull(at + strlen("\"resident\": "), NULL, 10),
+                      bound);
+    free(json);
+    free(big);
+}
+END_TEST
+
 /* Every size, from 16 bytes (2 MiB of them, past the slack) to 256 MiB
  * (jemalloc's oversize arena from 8 MiB), written whole and not: the row
  * follows each group as it is made and as it is freed, with no refresh
@@ -1386,6 +1414,7 @@ static Suite *stats_suite(void)
     tc = tcase_create("untagged");
     tcase_add_checked_fixture(tc, setup_tags, NULL);
     tcase_add_test(tc, test_stats_untagged_row_is_live_for_every_size);
+    tcase_add_test(tc, test_stats_untagged_resident_is_bounded_before_a_count);
 #ifdef RA_OVERRIDE
     tcase_add_test(tc, test_stats_untagged_row_counts_every_thread);
     tcase_add_test(tc,
