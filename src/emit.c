@@ -206,19 +206,28 @@ static void prom_series(struct ra__emitter *e, const char *name,
         ra__out_str(e->out, "}");
 }
 
-/* " <v>\n" without printf's machinery: a report of thousands of tags
- * writes tens of thousands of samples. */
-static void out_sample_value(struct ra__out *o, uint64_t v)
+/* " <x>\n" without printf's machinery, ending at end: a report of
+ * thousands of tags writes tens of thousands of samples. */
+static char *digits_before(char *end, uint64_t x, bool negative)
 {
-    char digits[24];
-    char *p = digits + sizeof digits;
+    char *p = end;
 
     *--p = '\n';
     do {
-        *--p = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
+        *--p = (char)('0' + x % 10);
+        x /= 10;
+    } while (x != 0);
+    if (negative)
+        *--p = '-';
     *--p = ' ';
+    return p;
+}
+
+static void out_sample_value(struct ra__out *o, uint64_t v)
+{
+    char digits[24];
+    char *p = digits_before(digits + sizeof digits, v, false);
+
     ra__out_write(o, p, (size_t)(digits + sizeof digits - p));
 }
 
@@ -230,14 +239,6 @@ void ra__prom_sample(struct ra__emitter *e, const char *name,
     out_sample_value(e->out, v);
 }
 
-void ra__prom_sample_i64(struct ra__emitter *e, const char *name,
-                         const struct ra__prom_label *labels, unsigned n,
-                         int64_t v)
-{
-    prom_series(e, name, labels, n);
-    ra__out_fmt(e->out, " %" PRId64 "\n", v);
-}
-
 void ra__prom_sample_seconds(struct ra__emitter *e, const char *name,
                              const struct ra__prom_label *labels, unsigned n,
                              uint64_t ns)
@@ -245,6 +246,72 @@ void ra__prom_sample_seconds(struct ra__emitter *e, const char *name,
     prom_series(e, name, labels, n);
     ra__out_fmt(e->out, " %" PRIu64 ".%09" PRIu64 "\n", ns / 1000000000u,
                 ns % 1000000000u);
+}
+
+bool ra__prom_values_make(struct ra__prom_values *v, unsigned n,
+                          const char *(*value)(const void *arg, unsigned i),
+                          const void *arg)
+{
+    char one[RA__ESCAPED_MAX];
+    size_t total = 0;
+
+    *v = (struct ra__prom_values){NULL, NULL, 0};
+    /* Measured first, then written where they go: one block for all. */
+    for (unsigned i = 0; i < n; i++)
+        total += ra__escape(one, sizeof one, value(arg, i),
+                            RA__ESCAPE_PROMETHEUS);
+    if (total >= UINT32_MAX ||
+        (v->at = ra__meta_alloc(((size_t)n + 1) * sizeof *v->at)) == NULL ||
+        (v->text = ra__meta_alloc(total + RA__ESCAPED_MAX)) == NULL) {
+        ra__meta_free(v->at);
+        v->at = NULL;
+        return true;
+    }
+    v->at[0] = 0;
+    for (unsigned i = 0; i < n; i++)
+        v->at[i + 1] = v->at[i] +
+                       (uint32_t)ra__escape(v->text + v->at[i],
+                                            RA__ESCAPED_MAX, value(arg, i),
+                                            RA__ESCAPE_PROMETHEUS);
+    v->n = n;
+    return false;
+}
+
+void ra__prom_values_free(struct ra__prom_values *v)
+{
+    ra__meta_free(v->text);
+    ra__meta_free(v->at);
+    *v = (struct ra__prom_values){NULL, NULL, 0};
+}
+
+/* Appends len bytes of s at *at in line. */
+static void put(char *line, size_t *at, const char *s, size_t len)
+{
+    memcpy(line + *at, s, len);
+    *at += len;
+}
+
+void ra__prom_sample_value(struct ra__emitter *e, const char *name,
+                           const char *label, const struct ra__prom_values *v,
+                           unsigned i, int64_t x, bool is_signed)
+{
+    /* A family's name and a label's are the library's own, short. */
+    char line[2 * RA__PROM_NAME_MAX + RA__ESCAPED_MAX + 32], digits[24];
+    size_t at = 0, nlen = strlen(name), llen = strlen(label);
+    size_t vlen = v->at[i + 1] - v->at[i];
+    bool negative = is_signed && x < 0;
+    uint64_t mag = negative ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+    char *d = digits_before(digits + sizeof digits, mag, negative);
+
+    ra__assert(nlen < RA__PROM_NAME_MAX && llen < RA__PROM_NAME_MAX);
+    put(line, &at, name, nlen);
+    put(line, &at, "{", 1);
+    put(line, &at, label, llen);
+    put(line, &at, "=\"", 2);
+    put(line, &at, v->text + v->at[i], vlen);
+    put(line, &at, "\"}", 2);
+    put(line, &at, d, (size_t)(digits + sizeof digits - d));
+    ra__out_write(e->out, line, at);
 }
 
 void ra__cell_text(char *cell, const char *s)

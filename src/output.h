@@ -146,14 +146,31 @@ void ra__prom_family(struct ra__emitter *e, const char *name,
 void ra__prom_sample(struct ra__emitter *e, const char *name,
                      const struct ra__prom_label *labels, unsigned n,
                      uint64_t v);
-/* The same for a signed value. */
-void ra__prom_sample_i64(struct ra__emitter *e, const char *name,
-                         const struct ra__prom_label *labels, unsigned n,
-                         int64_t v);
 /* The same, the value written as seconds from nanoseconds. */
 void ra__prom_sample_seconds(struct ra__emitter *e, const char *name,
                              const struct ra__prom_label *labels, unsigned n,
                              uint64_t ns);
+
+/* Label values escaped once for a whole report, which writes each tag's
+ * in every per-tag family: value i is text + at[i], at[i + 1] - at[i]
+ * bytes long, not NUL-terminated. */
+#define RA__PROM_NAME_MAX 64
+struct ra__prom_values {
+    char *text;
+    uint32_t *at;
+    unsigned n;
+};
+/* Escapes value(arg, i) for each i < n into v, in the library's memory;
+ * true when it cannot have the memory (v is then empty). */
+bool ra__prom_values_make(struct ra__prom_values *v, unsigned n,
+                          const char *(*value)(const void *arg, unsigned i),
+                          const void *arg);
+void ra__prom_values_free(struct ra__prom_values *v);
+/* name{label="value i of v"} x, in one write: a report of thousands of
+ * tags writes tens of thousands of them. */
+void ra__prom_sample_value(struct ra__emitter *e, const char *name,
+                           const char *label, const struct ra__prom_values *v,
+                           unsigned i, int64_t x, bool is_signed);
 
 /* Cells of a text table (RA__CELL_MAX bytes): text as it is, a name
  * escaped for a terminal, bytes and durations in human units, a count. */

@@ -551,7 +551,8 @@ static const struct {
  * their own, so that no sum over tags counts a block twice. */
 static void write_prometheus_tree(struct ra__emitter *e,
                                   const struct ra__snapshot *snap,
-                                  const struct ra__listing *l)
+                                  const struct ra__listing *l,
+                                  const struct ra__prom_values *names)
 {
     static const struct {
         const char *name, *help;
@@ -584,13 +585,13 @@ static void write_prometheus_tree(struct ra__emitter *e,
     for (size_t f = 0; f < sizeof tree / sizeof tree[0]; f++) {
         ra__prom_family(e, tree[f].name, "gauge", tree[f].help);
         for (unsigned r = 1; r <= snap->ntags; r++) {
-            struct ra__prom_label tag = {"tag", snap->rows[r].name};
             uint64_t v;
             if (!l->listed[r])
                 continue;
             memcpy(&v, (const char *)&snap->rows[r].tree + tree[f].offset,
                    sizeof v);
-            ra__prom_sample(e, tree[f].name, &tag, 1, v);
+            ra__prom_sample_value(e, tree[f].name, "tag", names, r,
+                                  (int64_t)v, false);
         }
     }
 }
@@ -657,7 +658,8 @@ static void write_prometheus_parts(struct ra__emitter *e,
  * holds. */
 static void write_prometheus_tags(struct ra__emitter *e,
                                   const struct ra__snapshot *snap,
-                                  const struct ra__listing *l)
+                                  const struct ra__listing *l,
+                                  const struct ra__prom_values *names)
 {
     const struct ra__prom_label rest = {"tag", RA__REST_NAME};
 
@@ -665,13 +667,13 @@ static void write_prometheus_tags(struct ra__emitter *e,
          f++) {
         ra__prom_family(e, prom_families[f].tag_name, prom_families[f].type,
                         prom_families[f].help);
-        for (unsigned r = 1; r <= snap->ntags; r++) {
-            struct ra__prom_label tag = {"tag", snap->rows[r].name};
+        for (unsigned r = 1; r <= snap->ntags; r++)
             if (l->listed[r])
-                ra__prom_sample(e, prom_families[f].tag_name, &tag, 1,
-                                usage_field(&snap->rows[r],
-                                            prom_families[f].offset));
-        }
+                ra__prom_sample_value(
+                    e, prom_families[f].tag_name, "tag", names, r,
+                    (int64_t)usage_field(&snap->rows[r],
+                                         prom_families[f].offset),
+                    false);
         if (l->cut && prom_families[f].summed)
             ra__prom_sample(e, prom_families[f].tag_name, &rest, 1,
                             usage_field(&l->rest.sum,
@@ -681,12 +683,10 @@ static void write_prometheus_tags(struct ra__emitter *e,
     ra__prom_family(e, "regionalloc_tag_priority", "gauge",
                     "The tag's priority under memory pressure (lower gives "
                     "way first; negative: refused at high).");
-    for (unsigned r = 1; r <= snap->ntags; r++) {
-        struct ra__prom_label tag = {"tag", snap->rows[r].name};
+    for (unsigned r = 1; r <= snap->ntags; r++)
         if (l->listed[r])
-            ra__prom_sample_i64(e, "regionalloc_tag_priority", &tag, 1,
-                                snap->rows[r].priority);
-    }
+            ra__prom_sample_value(e, "regionalloc_tag_priority", "tag", names,
+                                  r, snap->rows[r].priority, true);
     if (!l->cut)
         return;
     ra__prom_family(e, "regionalloc_rest_tags", "gauge",
@@ -695,7 +695,14 @@ static void write_prometheus_tags(struct ra__emitter *e,
     ra__prom_sample(e, "regionalloc_rest_tags", NULL, 0, l->rest.tags);
 }
 
-static void write_prometheus(struct ra__emitter *e,
+static const char *row_name(const void *snap, unsigned r)
+{
+    return ((const struct ra__snapshot *)snap)->rows[r].name;
+}
+
+/* false: the report is written; true: the library had no memory for the
+ * escaped names. */
+static bool write_prometheus(struct ra__emitter *e,
                              const struct ra__snapshot *snap,
                              const struct ra__listing *l)
 {
@@ -756,7 +763,11 @@ static void write_prometheus(struct ra__emitter *e,
          snap->pressure.refusals},
     };
 
-    write_prometheus_tags(e, snap, l);
+    struct ra__prom_values names;
+
+    if (ra__prom_values_make(&names, snap->ntags + 1, row_name, snap))
+        return true;
+    write_prometheus_tags(e, snap, l, &names);
     for (size_t f = 0; f < nfamilies; f++) {
         if (prom_families[f].untagged_name == NULL)
             continue;
@@ -782,7 +793,9 @@ static void write_prometheus(struct ra__emitter *e,
                         pressure_counters[p].value);
     }
     write_prometheus_parts(e, &snap->parts);
-    write_prometheus_tree(e, snap, l);
+    write_prometheus_tree(e, snap, l, &names);
+    ra__prom_values_free(&names);
+    return false;
 }
 
 int ra__report_write(struct ra__out *o, ra_format_t fmt, size_t top)
@@ -790,7 +803,7 @@ int ra__report_write(struct ra__out *o, ra_format_t fmt, size_t top)
     struct ra__emitter e;
     struct ra__snapshot snap;
     struct ra__listing l;
-    bool detail = (fmt & RA_REPORT_DETAIL) != 0;
+    bool detail = (fmt & RA_REPORT_DETAIL) != 0, failed = false;
 
     fmt &= ~RA_REPORT_DETAIL;
     if (ra__snapshot_take(&snap, detail)) {
@@ -808,7 +821,7 @@ int ra__report_write(struct ra__out *o, ra_format_t fmt, size_t top)
         write_json(&e, &snap, &l);
         break;
     case RA_FORMAT_PROMETHEUS:
-        write_prometheus(&e, &snap, &l);
+        failed = write_prometheus(&e, &snap, &l);
         break;
     default:
         write_text(o, &snap, &l);
@@ -816,7 +829,9 @@ int ra__report_write(struct ra__out *o, ra_format_t fmt, size_t top)
     }
     ra__listing_free(&l);
     ra__snapshot_free(&snap);
-    return 0;
+    if (failed)
+        errno = ENOMEM;
+    return failed ? -1 : 0;
 }
 
 size_t ra__report_top_default(ra_format_t fmt)

@@ -687,15 +687,25 @@ START_TEST(test_report_escapes_names_in_json)
 }
 END_TEST
 
+/* Every per-tag family writes the same escaped label, a signed value
+ * (a priority under 0) with its sign. */
 START_TEST(test_report_escapes_names_in_prometheus)
 {
+    static const char *const lines[] = {
+        "\nregionalloc_tag_allocated_bytes{tag=\"" TU_NASTY_PROMETHEUS
+        "\"} 0\n",
+        "\nregionalloc_tag_priority{tag=\"" TU_NASTY_PROMETHEUS "\"} -3\n",
+        "\nregionalloc_tag_info{tag=\"" TU_NASTY_PROMETHEUS
+        "\",parent=\"\"} 1\n",
+        "\nregionalloc_tree_allocated_bytes{tag=\"" TU_NASTY_PROMETHEUS
+        "\"} 0\n"};
     char *prom;
 
-    tu_tag_create(TU_NASTY);
+    ck_assert_int_eq(ra_tag_set_priority(tu_tag_create(TU_NASTY), -3), 0);
     prom = report(RA_FORMAT_PROMETHEUS);
-    ck_assert_msg(strstr(prom, "\nregionalloc_tag_allocated_bytes{tag=\""
-                               TU_NASTY_PROMETHEUS "\"} 0\n") != NULL,
-                  "%s", prom);
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        ck_assert_msg(strstr(prom, lines[i]) != NULL, "no %s in %s",
+                      lines[i] + 1, prom);
     free(prom);
 }
 END_TEST
