@@ -178,6 +178,44 @@ START_TEST(test_parts_no_resident_above_the_kernels)
 }
 END_TEST
 
+/* The profiler on (its samples and tables are the library's memory), 64
+ * MiB written under a tag and untagged, then the tag reset, then
+ * destroyed: the parts add up at every step (parts_now), and the tags'
+ * part falls by what the reset and the destroy gave back. */
+START_TEST(test_parts_add_up_profiled_and_after_reset_and_destroy)
+{
+    enum { BLOCKS = 16384, SIZE = 4096 };
+    static void *tagged[BLOCKS], *untagged[BLOCKS];
+    ra_tag_t tag = tu_tag_create("profiled");
+    struct parts full, reset, destroyed;
+
+    ck_assert_int_eq(ra_prof_start(64 * 1024), 0);
+    for (unsigned i = 0; i < BLOCKS; i++) {
+        tagged[i] = ra_malloc_tag(tag, SIZE);
+        untagged[i] = malloc(SIZE);
+        ck_assert_ptr_nonnull(tagged[i]);
+        ck_assert_ptr_nonnull(untagged[i]);
+        memset(tagged[i], 1, SIZE);
+        memset(untagged[i], 1, SIZE);
+    }
+    full = parts_now();
+    ck_assert_int_eq(ra_tag_reset(tag), 0);
+    reset = parts_now();
+    ck_assert_int_eq(ra_tag_destroy(tag), 0);
+    destroyed = parts_now();
+    show("profiled", &full);
+    show("after the reset", &reset);
+    show("after the destroy", &destroyed);
+    ck_assert_uint_ge(full.tags, (uint64_t)BLOCKS * SIZE);
+    ck_assert_uint_ge(full.untagged, (uint64_t)BLOCKS * SIZE - MIB);
+    ck_assert_uint_le(reset.tags + (uint64_t)BLOCKS * SIZE, full.tags + MIB);
+    ck_assert_uint_le(destroyed.tags, reset.tags);
+    ck_assert_int_eq(ra_prof_stop(), 0);
+    for (unsigned i = 0; i < BLOCKS; i++)
+        free(untagged[i]);
+}
+END_TEST
+
 #define THREADS 16
 
 static void *touch_8_mib(void *arg)
@@ -269,6 +307,7 @@ static Suite *parts_suite(void)
     tcase_add_test(tc, test_parts_add_up_at_rest);
     tcase_add_test(tc, test_parts_untagged_counts_what_is_touched);
     tcase_add_test(tc, test_parts_no_resident_above_the_kernels);
+    tcase_add_test(tc, test_parts_add_up_profiled_and_after_reset_and_destroy);
     tcase_add_test(tc, test_parts_threads_arenas_are_untagged);
     tcase_add_test(tc, test_parts_tags_count_their_regions);
     tcase_add_test(tc, test_parts_many_tags_add_up);
