@@ -738,6 +738,28 @@ START_TEST(test_report_escapes_longest_name_whole)
 }
 END_TEST
 
+/* The text's process lines say when the untagged part is jemalloc's
+ * estimate: a build without the override does not see jemalloc's
+ * mappings. */
+START_TEST(test_report_text_says_when_untagged_is_an_estimate)
+{
+    char *text = report(RA_FORMAT_TEXT), *json = report(RA_FORMAT_JSON);
+    bool measured = strstr(json, "\"jemalloc_measured\": true") != NULL;
+
+#ifdef RA_OVERRIDE
+    ck_assert(measured);
+#else
+    ck_assert(!measured);
+#endif
+    ck_assert_ptr_nonnull(strstr(text, "\nprocess: rss_anon "));
+    ck_assert_msg((strstr(text, "jemalloc's mappings not seen") != NULL) ==
+                      !measured,
+                  "%s", text);
+    free(text);
+    free(json);
+}
+END_TEST
+
 /* -- JSON: tags told apart by id and bytes ---------------------------------------- */
 
 /* The line of doc's tag object named name (as JSON writes it), which must
@@ -1349,6 +1371,7 @@ static Suite *report_suite(void)
     tcase_add_test(tc,
                    test_report_prometheus_families_are_whole_with_help_and_type);
     tcase_add_test(tc, test_report_prometheus_untagged_is_its_own_family);
+    tcase_add_test(tc, test_report_text_says_when_untagged_is_an_estimate);
     tcase_add_test(tc, test_report_counts_purges_per_tag);
     tcase_add_test(tc, test_report_refreshes_statistics_only_for_detail);
     tcase_add_test(tc, test_report_own_memory_is_untagged);
