@@ -51,14 +51,15 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"'
 # -- running a program held --------------------------------------------------------
 # hold NAME CMD...: runs CMD under regionalloc run, its report at exit in
 # $tmp/NAME.json, its output in $tmp/NAME.out; its standard input a pipe
-# the test holds (fd 3) until let_go closes it.
+# the test holds (fd 3) until let_go closes it. run's options: run_opts.
+run_opts=()
 hold() {
     local name=$1
     shift
     rm -f "$tmp/stdin"
     mkfifo "$tmp/stdin" || exit 1
     exec 3<>"$tmp/stdin"
-    "$ra" run --report="$tmp/$name.json" --format json -- "$@" \
+    "$ra" run "${run_opts[@]}" --report="$tmp/$name.json" --format json -- "$@" \
         <"$tmp/stdin" >"$tmp/$name.out" 2>"$tmp/$name.err" 3>&- &
     pid=$!
 }
@@ -67,7 +68,7 @@ hold() {
 # ended first or took a minute.
 ready() {
     for ((i = 0; i < 600; i++)); do
-        grep -qx ready "$tmp/$1.out" && return 0
+        grep -qsx ready "$tmp/$1.out" && return 0
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
     done
@@ -150,15 +151,15 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
 
-# judge NAME KERNEL OTHER [PREFIX COUNT]: checks the report at exit of
-# the program NAME (check.py), KERNEL what the kernel counted of it just
-# before it was let go (kernel).
+# judge NAME RSS_ANON STACKS OTHER [PREFIX COUNT]: checks the report at
+# exit of the program NAME (check.py), RSS_ANON and STACKS what the kernel
+# counted of it just before it was let go (kernel).
 judge() {
-    local name=$1 at=$2 other=$3
-    shift 3
+    local name=$1 anon=$2 stacks=$3 other=$4
+    shift 4
     if [ ! -s "$tmp/$name.json" ]; then
         fail "$name: no report at exit: $(tail -3 "$tmp/$name.err")"
-    elif /usr/bin/python3 "$tmp/check.py" "$tmp/$name.json" "$name" $at "$other" "$@" >"$tmp/check.out" 2>&1; then
+    elif /usr/bin/python3 "$tmp/check.py" "$tmp/$name.json" "$name" "$anon" "$stacks" "$other" "$@" >"$tmp/check.out" 2>&1; then
         cat "$tmp/check.out"
         echo "ok: $name: the parts add up to RssAnon, every resident within it, other $other"
     else
@@ -170,11 +171,11 @@ judge() {
 # parts NAME OTHER [PREFIX COUNT]: lets the held program go and judges
 # its report.
 parts() {
-    local name=$1 k
+    local name=$1 anon stacks
     shift
-    k=$(kernel "$pid")
+    read -r anon stacks < <(kernel "$pid")
     let_go
-    judge "$name" "$k" "$@"
+    judge "$name" "$anon" "$stacks" "$@"
 }
 
 # -- python3: pymalloc and malloc, in the main thread and in named threads ---------
@@ -234,6 +235,44 @@ else
     fail "cannot build tests/parts_threads.c: $(cat "$tmp/cc.err")"
 fi
 
+# -- live: the library's thread's counts --------------------------------------------
+# The same program, its report asked over HTTP (no detail: nothing counted
+# on the report's time) once the library's thread has counted every tag
+# and the parts since the program held its blocks (rss_at_ns, parts_at_ns
+# past a first report's time_ns): at rest after one sweep, the parts add
+# up as in the report at exit.
+if [ "${RA_HTTP:-1}" != 1 ]; then
+    not_built "HTTP (--without-http): the live report"
+elif need curl curl && [ -x "$tmp/parts_threads" ]; then
+    run_opts=(--http)
+    hold threads-64-http "$tmp/parts_threads"
+    run_opts=()
+    if ready threads-64-http; then
+        url=$(sed -n 's|^regionalloc: serving \(http://[^ ]*/debug/regionalloc/\) (pid [0-9]*)$|\1|p' "$tmp/threads-64-http.err")
+        live=$tmp/threads-64-live.json
+        since=
+        for ((i = 0; i < 600; i++)); do
+            curl -s "${url}report?format=json" >"$live"
+            [ -n "$since" ] || since=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["time_ns"])' "$live" 2>/dev/null)
+            [ -n "$since" ] && /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+since = int(sys.argv[2])
+counted = [d["process"]["parts_at_ns"]] + [t["rss_at_ns"] for t in d["tags"]]
+sys.exit(0 if min(counted) > since else 1)' "$live" "$since" 2>/dev/null && break
+            sleep 0.1
+        done
+        read -r anon stacks < <(kernel "$pid")
+        let_go
+        if [ "$i" = 600 ]; then
+            fail "threads-64-live: the tags and parts not all counted after a minute: $(head -c 300 "$live")"
+        else
+            echo "# threads-64-live: every tag and part counted after $i reports"
+            judge threads-64-live "$anon" "$stacks" small worker 64
+        fi
+    fi
+fi
+
 # -- sqlite3 -----------------------------------------------------------------------
 # 200,000 rows of 100 bytes in a database in memory; its page cache grows
 # to hold them.
@@ -271,10 +310,10 @@ if need redis-server redis-server && need redis-cli redis-tools; then
         done | redis-cli -s "$sock" --pipe >"$tmp/pipe.out" 2>&1
         keys=$(redis-cli -s "$sock" dbsize)
         [ "$keys" = 50000 ] || fail "redis-server: $keys keys, want 50000: $(tail -2 "$tmp/pipe.out")"
-        k=$(kernel "$pid")
+        read -r anon stacks < <(kernel "$pid")
         redis-cli -s "$sock" shutdown nosave >/dev/null 2>&1
         wait "$pid"
-        judge redis-server "$k" small
+        judge redis-server "$anon" "$stacks" small
     fi
     pid=
 fi
