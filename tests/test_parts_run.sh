@@ -2,11 +2,13 @@
 # The process's parts held against the kernel in real programs, each run
 # under the built `regionalloc run` and holding its memory until its
 # standard input ends, then read from its JSON report at exit (a detail
-# report: every part counted then, at rest):
+# report: every part counted then, at rest), and once from a live report
+# over HTTP (what the library's thread counted, after one sweep at rest):
 #   - python3 building ~100 MB of small objects, in the main thread and in
 #     8 threads it names, with pymalloc (the default) and with
 #     PYTHONMALLOC=malloc;
-#   - tests/parts_threads.c: 64 named threads, 1 MiB each;
+#   - tests/parts_threads.c: 64 named threads, 1 MiB each, a tag each, at
+#     exit and live;
 #   - sqlite3 filling a table in memory;
 #   - redis-server with 50,000 keys set by redis-cli.
 # For each: the five parts (tags, untagged, metadata, library, other) less
@@ -67,6 +69,7 @@ hold() {
 # ready NAME: waits for the program's "ready" line; false (failed) if it
 # ended first or took a minute.
 ready() {
+    local i
     for ((i = 0; i < 600; i++)); do
         grep -qsx ready "$tmp/$1.out" && return 0
         kill -0 "$pid" 2>/dev/null || break
@@ -304,6 +307,7 @@ if need redis-server redis-server && need redis-cli redis-tools; then
     done
     if [ "$(redis-cli -s "$sock" ping 2>/dev/null)" != PONG ]; then
         fail "redis-server: never answered: $(tail -3 "$tmp/redis-server.out")"
+        end_processes "$pid"
     else
         for ((i = 1; i <= 50000; i++)); do
             echo "SET key:$i value-$i-of-the-test"
