@@ -23,9 +23,11 @@ RA_BUILD_CHECK=(gcc g++ make autoconf automake libtool pkg-config
 # /debug/regionalloc/ in a real browser, golang-go for `go tool pprof` on
 # the profile's pprof output, binutils' strip for a binary without symbols,
 # libc6-dbg (the C library's debug file, found by build ID) for its static
-# functions' names.
+# functions' names, sqlite3 and redis-server (redis-tools' redis-cli fills
+# it) for real programs whose parts the reports name.
 RA_TEST_CHECK=(check cppcheck python3 prometheus curl gdb git cargo rustc
-               strace chromium fonts-dejavu-core golang-go binutils libc6-dbg)
+               strace chromium fonts-dejavu-core golang-go binutils libc6-dbg
+               sqlite3 redis-server redis-tools)
 
 # Prints those of the given packages that are not installed, one a line.
 ra_missing_of() {
