@@ -237,9 +237,8 @@ static void write_text_parts(struct ra__out *o,
         ra__out_fmt(o, " (the named parts exceed it by %s)",
                     ra__human_bytes(h[6], sizeof h[6], p->over));
     if (!p->jemalloc_measured)
-        ra__out_fmt(o, "\n         (jemalloc's mappings not seen: untagged "
-                       "is jemalloc's estimate, at most rss_anon; metadata "
-                       "is in it)");
+        ra__out_fmt(o, " (jemalloc's mappings not seen: untagged is its "
+                       "estimate, metadata in it)");
     ra__out_fmt(o, "\n         rss_file %s, page tables %s",
                 ra__human_bytes(h[0], sizeof h[0], p->rss_file),
                 ra__human_bytes(h[1], sizeof h[1], p->page_tables));
