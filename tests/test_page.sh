@@ -33,6 +33,7 @@ start_server() {
         shift
     done
     shift
+    : >"$tmp/$name.out" # before the server's shell opens it, for the sed below
     env "${envs[@]}" "$server" --listen 127.0.0.1:0 "$@" \
         >"$tmp/$name.out" 2>"$tmp/$name.err" &
     pid=$!
