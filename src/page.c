@@ -1,8 +1,9 @@
 /* Floor: services. GET /debug/regionalloc/: one self-contained HTML page of
- * the tags (as a tree), with each tag's allocated, resident and mapped
- * bytes and its budget as numbers and bars, the checkpoint table, and links
- * to every other endpoint, written here as a static page readable with
- * JavaScript off. Its script (page.js, inline like its style) makes it
+ * the process's RssAnon as a bar of its parts, the tags (as a tree), with
+ * each tag's allocated, resident and mapped bytes and its budget as
+ * numbers and bars, the checkpoint table, and links to every other
+ * endpoint, written here as a static page readable with JavaScript off.
+ * Its script (page.js, inline like its style) makes it
  * live: it polls the server's JSON, updates the numbers in place, sorts,
  * picks a tag, and draws the chart of the samples (history.c) and the
  * icicle of a tag's allocation sites. The page asks nothing of any other
@@ -324,6 +325,98 @@ static void out_listed_note(struct ra__out *o, const struct ra__listing *l)
     ra__out_str(o, "</p>\n");
 }
 
+/* The parts of the process's RssAnon, in the bar's order, as the JSON
+ * report names them. */
+static const char *const part_names[] = {"tags", "untagged", "metadata",
+                                         "library", "other"};
+#define NPARTS (sizeof part_names / sizeof part_names[0])
+
+/* The bar of the parts, each a segment as wide as its share of whole
+ * (their sum), in hundredths of a percent rounded where the running sum
+ * ends, so that the widths add up to 100% exactly. */
+static void out_parts_bar(struct ra__out *o, const uint64_t *v,
+                          uint64_t whole)
+{
+    uint64_t sum = 0, from = 0;
+
+    ra__out_str(o, "<div id=\"parts-bar\" class=\"parts-bar\">");
+    for (size_t i = 0; i < NPARTS; i++) {
+        char h[RA__HUMAN_MAX];
+        uint64_t to;
+        sum += v[i];
+        to = whole == 0 ? 0
+                        : (uint64_t)((double)sum * 10000.0 / (double)whole +
+                                     0.5);
+        ra__out_fmt(o,
+                    "<span class=\"part part-%s\" data-part=\"%s\" "
+                    "data-bytes=\"%" PRIu64 "\" title=\"%s: %s\" "
+                    "style=\"width:%" PRIu64 ".%02" PRIu64 "%%\"></span>",
+                    part_names[i], part_names[i], v[i], part_names[i],
+                    ra__human_bytes(h, sizeof h, v[i]), (to - from) / 100,
+                    (to - from) % 100);
+        from = to;
+    }
+    ra__out_str(o, "</div>\n");
+}
+
+/* Beside the bar: the kernel's other figures of the process, and its
+ * cgroup's (hidden when it is in none). */
+static void out_parts_side(struct ra__out *o,
+                           const struct ra__process_parts *p)
+{
+    ra__out_str(o, "<p class=\"parts-side\">RssFile ");
+    out_figure(o, "span", " id=\"rss-file\"", p->rss_file);
+    ra__out_str(o, "<br>page tables ");
+    out_figure(o, "span", " id=\"page-tables\"", p->page_tables);
+    ra__out_str(o, "<span id=\"cgroup\"");
+    ra__out_str(o, p->in_cgroup ? "><br>cgroup " : " hidden><br>cgroup ");
+    out_figure(o, "span", " id=\"cgroup-current\"", p->cgroup_current);
+    ra__out_str(o, " of ");
+    if (p->cgroup_limit != 0)
+        out_figure(o, "span", " id=\"cgroup-limit\"", p->cgroup_limit);
+    else
+        ra__out_str(o, "<span id=\"cgroup-limit\" data-bytes=\"0\">"
+                       "no limit</span>");
+    ra__out_str(o, "</span></p>\n");
+}
+
+/* The process's RssAnon as one bar of its parts, their whole their sum:
+ * RssAnon, or more where the named parts exceed it (other is then 0), which
+ * a line under the bar says. Each part's name and size in the legend. */
+static void out_process_parts(struct ra__out *o,
+                              const struct ra__process_parts *p)
+{
+    const uint64_t v[NPARTS] = {p->tags, p->untagged, p->metadata,
+                                p->library, p->other};
+    uint64_t whole = 0;
+
+    for (size_t i = 0; i < NPARTS; i++)
+        whole += v[i];
+    ra__out_str(o, "<div id=\"parts\" class=\"parts\"><div "
+                   "class=\"parts-main\"><p>RssAnon ");
+    out_figure(o, "span", " id=\"rss-anon\"", p->rss_anon);
+    ra__out_str(o, ", by part:</p>\n");
+    out_parts_bar(o, v, whole);
+    ra__out_str(o, "<p id=\"parts-legend\">");
+    for (size_t i = 0; i < NPARTS; i++) {
+        char attrs[32];
+        snprintf(attrs, sizeof attrs, " data-part=\"%s\"", part_names[i]);
+        ra__out_fmt(o,
+                    "<span class=\"legend\"><span class=\"swatch part-%s\">"
+                    "</span>%s ",
+                    part_names[i], part_names[i]);
+        out_figure(o, "span", attrs, v[i]);
+        ra__out_str(o, "</span> ");
+    }
+    ra__out_str(o, "</p>\n<p id=\"parts-over\" class=\"over\"");
+    ra__out_str(o, p->over != 0 ? ">" : " hidden>");
+    ra__out_str(o, "named parts exceed RssAnon by ");
+    out_figure(o, "span", " id=\"parts-over-bytes\"", p->over);
+    ra__out_str(o, "</p></div>\n");
+    out_parts_side(o, p);
+    ra__out_str(o, "</div>\n");
+}
+
 int ra__page_write(struct ra__out *o, size_t top)
 {
     struct ra__snapshot snap;
@@ -362,6 +455,7 @@ int ra__page_write(struct ra__out *o, size_t top)
     ra__out_str(o, "</span> <span id=\"status\" class=\"muted\">"
                    "A static page: with JavaScript on, it updates itself."
                    "</span></p>\n");
+    out_process_parts(o, &snap.parts);
     out_table_head(o, top);
     out_rows(o, &snap, &l);
     ra__out_str(o, "</tbody></table></div>\n");

@@ -360,7 +360,38 @@
     setBytes($("process-allocated"), report.process.allocated);
     setBytes($("process-resident"), report.process.resident);
     setBytes($("untagged-allocated"), report.untagged.allocated);
+    showParts(report.process);
     document.body.dataset.timeNs = String(report.time_ns);
+  }
+
+  // -- the process's parts -------------------------------------------------
+
+  var PARTS = ["tags", "untagged", "metadata", "library", "other"];
+
+  // The parts of the process's RssAnon (the report's process object), as
+  // the server draws them (page.c): one bar whose whole is their sum, which
+  // is RssAnon unless the named parts exceed it (a line under it then says
+  // by how much); beside it the kernel's other figures, and the cgroup's.
+  function showParts(p) {
+    var whole = 0, cg = p.cgroup;
+    PARTS.forEach(function (k) { whole += p.parts[k]; });
+    PARTS.forEach(function (k) {
+      var seg = $("parts-bar").querySelector("[data-part=" + k + "]");
+      seg.dataset.bytes = String(p.parts[k]);
+      seg.style.width = (whole ? p.parts[k] * 100 / whole : 0) + "%";
+      seg.title = k + ": " + human(p.parts[k]);
+      setBytes($("parts-legend").querySelector("[data-part=" + k + "]"), p.parts[k]);
+    });
+    setBytes($("rss-anon"), p.rss_anon);
+    setBytes($("parts-over-bytes"), p.parts_over);
+    $("parts-over").hidden = !p.parts_over;
+    setBytes($("rss-file"), p.rss_file);
+    setBytes($("page-tables"), p.page_tables);
+    $("cgroup").hidden = !cg;
+    if (!cg) return;
+    setBytes($("cgroup-current"), cg.current);
+    setBytes($("cgroup-limit"), cg.limit);
+    if (!cg.limit) $("cgroup-limit").textContent = "no limit";
   }
 
   function adoptServerRows() {

@@ -1,7 +1,8 @@
 """Drives a headless Chromium through the Chrome DevTools Protocol with the
 Python standard library only (Debian's /usr/bin/python3 has no WebSocket
 module): starts the browser, opens a page, evaluates expressions in it,
-moves and clicks the mouse, and takes screenshots. Also reads a PNG's
+moves and clicks the mouse, waits for the events it reports (a request
+held on its way, for one), and takes screenshots. Also reads a PNG's
 pixels, to tell a screenshot that shows something from a blank one.
 Used by tests/page_check.py; not a test itself."""
 
@@ -142,6 +143,20 @@ class Browser:
                 if "error" in msg:
                     raise RuntimeError("%s: %s" % (method, msg["error"]))
                 return msg.get("result", {})
+
+    def wait_event(self, method, since=0, timeout=30):
+        """The first event named method among self.events[since:], waiting
+        up to timeout seconds for the browser to report one (each call
+        collects what it reported before its answer)."""
+        deadline = time.time() + timeout
+        while True:
+            for e in self.events[since:]:
+                if e["method"] == method:
+                    return e
+            if time.time() > deadline:
+                raise TimeoutError("the browser never reported " + method)
+            time.sleep(0.1)
+            self.call("Browser.getVersion")
 
     def evaluate(self, expression):
         """The value of a JavaScript expression in the page (JSON-able)."""

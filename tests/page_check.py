@@ -1,7 +1,10 @@
 """The page of GET /debug/regionalloc/ in a real browser (headless Chromium
 over the DevTools protocol, tests/cdp.py), against a running
 examples/server: what it shows with JavaScript off, then live: the tags
-and figures that /metrics serves, the chart's points, the allocation sites
+and figures that /metrics serves, the bar of the process's parts (its
+RssAnon) and its cgroup's figures as the JSON report they were drawn
+from, and as a report held on its way and made to say that the parts
+exceed RssAnon, the chart's points, the allocation sites
 of the profile, the checkpoints, sorting and picking a tag by mouse clicks
 with no reload, the budget bars' colours, no request to another host, a
 narrow window, and screenshots that are not blank.
@@ -21,6 +24,7 @@ and the UTF-8 tag "\u00ff\u00fe-bin" that JSON reads the first one's name
 as: the page must link, pick and nest them by their bytes and ids. Prints
 one line per failed check; exit status 1 if any failed."""
 
+import base64
 import json
 import os
 import re
@@ -177,6 +181,188 @@ def check_pick_binary(b, bin_id):
     check(failed_responses(b) == [], "pick %s: requests failed: %s" % (BIN, failed_responses(b)))
 
 
+# -- the process's parts ------------------------------------------------------
+
+PARTS = ["tags", "untagged", "metadata", "library", "other"]
+REPORT = "/debug/regionalloc/report?format=json"
+
+# The bar of the process's parts as the page shows it, the report's time
+# it is from (0 on the static page), or null without a bar.
+PARTS_SHOWN = """(function () {
+  var bar = document.getElementById('parts-bar'), cg = document.getElementById('cgroup');
+  if (!bar) return null;
+  function fig(id) {
+    var e = document.getElementById(id);
+    return e ? {bytes: Number(e.dataset.bytes), text: e.textContent} : null;
+  }
+  function each(sel) {
+    return Array.from(document.querySelectorAll(sel)).map(function (e) {
+      return {part: e.dataset.part, bytes: Number(e.dataset.bytes), text: e.textContent,
+              title: e.title, width: e.getBoundingClientRect().width};
+    });
+  }
+  var over = document.getElementById('parts-over');
+  return {time_ns: Number(document.body.dataset.timeNs || 0), width: bar.getBoundingClientRect().width,
+          segments: each('#parts-bar .part'), legend: each('#parts-legend [data-part]'),
+          rss_anon: fig('rss-anon'), rss_file: fig('rss-file'), page_tables: fig('page-tables'),
+          parts_over: fig('parts-over-bytes'), over_shown: !!over && !over.hidden,
+          over_text: over ? over.textContent : null,
+          cgroup: !cg || cg.hidden ? null : {current: fig('cgroup-current'), limit: fig('cgroup-limit')}};
+})()"""
+
+UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def reads_as(text, n):
+    """Whether text says n bytes as the page writes a size: in bytes below
+    1 KiB, else to a tenth of the largest unit it holds one of."""
+    m = re.fullmatch(r"(\d+(?:\.\d)?) (B|KiB|MiB|GiB)", text or "")
+    if m is None:
+        return False
+    unit = UNITS[m.group(2)]
+    if unit == 1:
+        return n < 1024 and m.group(1) == str(n)
+    return unit <= n and (unit == 1 << 30 or n < unit << 10) and abs(float(m.group(1)) * unit - n) <= unit / 20 + 1
+
+
+def check_parts(shown, want, where):
+    """The bar of the process's parts: its five segments, in order, fill
+    its width, each in proportion to its part; each part's bytes in the
+    legend and the segment's title; the parts add up to RssAnon and, where
+    they exceed it, the bytes of the line that says so, shown only then.
+    With want (the report's process object that the page drew), every
+    figure is the report's."""
+    if not check(shown, "%s: no bar of the process's parts" % where):
+        return
+    segs, legend = shown["segments"], shown["legend"]
+    if not check([x["part"] for x in segs] == PARTS and [x["part"] for x in legend] == PARTS,
+                 "%s: the bar's segments %s and legend %s, want %s" % (where, segs, legend, PARTS)):
+        return
+    total = sum(x["width"] for x in segs)
+    check(abs(total - shown["width"]) <= max(1, shown["width"] / 200),
+          "%s: the segments are %.2f px wide together, the bar %.2f px" % (where, total, shown["width"]))
+    whole = sum(x["bytes"] for x in segs)
+    for seg, key in zip(segs, legend):
+        check(seg["bytes"] == key["bytes"] and reads_as(key["text"], key["bytes"]) and
+              seg["title"] == "%s: %s" % (seg["part"], key["text"]),
+              "%s: %s is %d bytes in the bar (%r), %d in the legend (%r)" %
+              (where, seg["part"], seg["bytes"], seg["title"], key["bytes"], key["text"]))
+        check(whole and abs(seg["width"] - shown["width"] * seg["bytes"] / whole) <= 1,
+              "%s: %s's segment %.2f px of %.2f, its part %d bytes of %d" %
+              (where, seg["part"], seg["width"], shown["width"], seg["bytes"], whole))
+    figures = ("rss_anon", "rss_file", "page_tables", "parts_over")
+    if not check(all(shown[k] for k in figures), "%s: figures missing beside the bar: %s" % (where, shown)):
+        return
+    for k in figures:
+        check(reads_as(shown[k]["text"], shown[k]["bytes"]), "%s: %s reads %s" % (where, k, shown[k]))
+    over = shown["parts_over"]["bytes"]
+    check(whole == shown["rss_anon"]["bytes"] + over,
+          "%s: the parts add up to %d, RssAnon %d and over it %d" % (where, whole, shown["rss_anon"]["bytes"], over))
+    check(shown["over_shown"] == (over > 0) and
+          shown["over_text"] == "named parts exceed RssAnon by " + shown["parts_over"]["text"],
+          "%s: the line %r %s with the parts %d bytes over RssAnon" %
+          (where, shown["over_text"], "shown" if shown["over_shown"] else "hidden", over))
+    if want is None:
+        return
+    got = {x["part"]: x["bytes"] for x in segs}
+    check(got == want["parts"], "%s: the parts %s, the report's %s" % (where, got, want["parts"]))
+    for k in figures:
+        check(shown[k]["bytes"] == want[k], "%s: %s %d, the report's %d" % (where, k, shown[k]["bytes"], want[k]))
+    check_cgroup(shown, want["cgroup"], where)
+
+
+def check_cgroup(shown, cg, where):
+    """The cgroup's figures beside the bar as the report's cgroup object
+    (None: shown not at all); a limit of 0 reads "no limit"."""
+    if not check(shown and (shown["cgroup"] is None) == (cg is None),
+                 "%s: the cgroup shown %s, the report's %s" % (where, shown and shown["cgroup"], cg)):
+        return
+    if cg is None:
+        return
+    cur, lim = shown["cgroup"]["current"], shown["cgroup"]["limit"]
+    check(cur and lim and cur["bytes"] == cg["current"] and reads_as(cur["text"], cur["bytes"]) and
+          lim["bytes"] == cg["limit"] and
+          (lim["text"] == "no limit" if cg["limit"] == 0 else reads_as(lim["text"], lim["bytes"])),
+          "%s: the cgroup %s, the report's %s" % (where, shown["cgroup"], cg))
+
+
+def body_text(result):
+    """The text of a response body as the DevTools protocol gives it."""
+    return base64.b64decode(result["body"]).decode() if result.get("base64Encoded") else result["body"]
+
+
+def report_shown(b, time_ns):
+    """The JSON report of time_ns that the page received, as it received
+    it (the DevTools protocol keeps the bodies), or None."""
+    for e in reversed(b.events):
+        if e["method"] != "Network.responseReceived" or REPORT not in e["params"]["response"]["url"]:
+            continue
+        try:
+            r = json.loads(body_text(b.call("Network.getResponseBody", requestId=e["params"]["requestId"])))
+        except (RuntimeError, ValueError):
+            continue  # not loaded yet, or no longer kept
+        if r["time_ns"] == time_ns:
+            return r
+    return None
+
+
+def parts_once(b, after, where):
+    """The bar as shown once the page shows a report later than after
+    (nanoseconds), or None."""
+    try:
+        return b.wait_for("(function () { var s = %s; return s && s.time_ns > %d ? s : null; })()"
+                          % (PARTS_SHOWN, after), 30)
+    except TimeoutError:
+        check(False, "%s: no bar of a report after %d ns: %s" % (where, after, b.evaluate(PARTS_SHOWN)))
+    return None
+
+
+def check_parts_live(b, after, where):
+    """The bar against the report that the page drew it from; returns
+    that report's time."""
+    shown = parts_once(b, after, where)
+    if shown is None:
+        return after
+    want = report_shown(b, shown["time_ns"])
+    if check(want, "%s: the page shows a report of %d ns that it never received" % (where, shown["time_ns"])):
+        check_parts(shown, want["process"], where)
+    return shown["time_ns"]
+
+
+def check_parts_held(b):
+    """What the server here does not give: named parts that exceed
+    RssAnon. The DevTools protocol holds a report on its way to the page
+    and makes its process so (the parts add up to RssAnon and 3 MiB more,
+    other is 0), its cgroup one of no limit; the page shows that, the over
+    line under the bar, until its next report, which is held until the
+    page has been read. Returns the report's time."""
+    b.call("Fetch.enable", patterns=[{"urlPattern": "*" + REPORT + "*", "requestStage": "Response"}])
+    mark = len(b.events)
+    paused = b.wait_event("Fetch.requestPaused", mark, 30)["params"]
+    report = json.loads(body_text(b.call("Fetch.getResponseBody", requestId=paused["requestId"])))
+    p = report["process"]
+    p["parts"]["library"] += p["parts"]["other"] + (3 << 20)
+    p["parts"]["other"] = 0
+    p["parts_over"] = 3 << 20
+    p["cgroup"] = {"current": 7 << 30, "anon": 6 << 30, "file": 1 << 30, "limit": 0}
+    b.call("Fetch.fulfillRequest", requestId=paused["requestId"], responseCode=200,
+           responseHeaders=[{"name": "Content-Type", "value": "application/json"}],
+           body=base64.b64encode(json.dumps(report).encode()).decode())
+    try:
+        shown = b.wait_for("(function () { var s = %s; return s && s.time_ns === %d ? s : null; })()"
+                           % (PARTS_SHOWN, report["time_ns"]), 30)
+    except TimeoutError:
+        shown = None
+        check(False, "parts over RssAnon: the page never showed the held report: %s" % b.evaluate(PARTS_SHOWN))
+    if shown:
+        check_parts(shown, p, "parts over RssAnon")
+    for e in b.events[mark:]:
+        if e["method"] == "Fetch.requestPaused" and e["params"]["requestId"] != paused["requestId"]:
+            b.call("Fetch.continueRequest", requestId=e["params"]["requestId"])
+    b.call("Fetch.disable")
+    return report["time_ns"]
+
+
 # -- many tags: the listing ---------------------------------------------------
 
 ALL_ROWS = """Array.from(document.querySelectorAll('#tags tbody tr')).map(function (tr) {
@@ -261,6 +447,9 @@ def check_many(b):
     check_listing(b.evaluate(ALL_ROWS), full, 50, "static page")
     check(b.evaluate("document.getElementById('listed').textContent").startswith("The 50 tags whose subtrees"),
           "static page: the note on the listing reads %r" % b.evaluate("document.getElementById('listed').textContent"))
+    shown = b.evaluate(PARTS_SHOWN)
+    check_parts(shown, None, "many, static page")
+    check_cgroup(shown, full["process"]["cgroup"], "many, static page")
     for top, n in (("all", len(full["tags"])), ("0", 0)):
         b.open(page + "?top=" + top)
         b.wait_for("document.readyState === 'complete' && !!document.getElementById('tags')")
@@ -315,6 +504,10 @@ try:
     check(all(re.match(r"^\d+(\.\d)? (B|KiB|MiB|GiB)$", r["text"]) for r in static),
           "static page: figures not in B/KiB/MiB/GiB: %s" % [r["text"] for r in static])
     check_links(b, "static page")
+    # The cgroup's files never change while the server runs (test_page.sh).
+    shown = b.evaluate(PARTS_SHOWN)
+    check_parts(shown, None, "static page")
+    check_cgroup(shown, json.loads(fetch(REPORT))["process"]["cgroup"], "static page")
     # The server runs under REGIONALLOC_MEMORY_LIMIT=64G (test_page.sh).
     check(b.evaluate("document.getElementById('memory-limit').textContent") == " Memory limit 64.0 GiB.",
           "static page: the memory limit reads %r"
@@ -365,6 +558,11 @@ try:
           "live: #tag=cache did not pick the cache: %s" % rows)
     check(b.evaluate("document.getElementById('status').textContent").startswith("live"),
           "live: the status line does not say the page is live")
+
+    # The process's parts: as the report the page drew them from, then
+    # over RssAnon and in a cgroup, then as the next report again.
+    check_parts_live(b, 0, "parts")
+    check_parts_live(b, check_parts_held(b), "parts after the held report")
 
     # The numbers change in place: the same row element, new text.
     b.evaluate("window.__sessionsRow = document.querySelector('tr[data-tag=\"sessions\"]'); "

@@ -33,6 +33,7 @@ start_server() {
         shift
     done
     shift
+    : >"$tmp/$name.out" # before the server's shell opens it, for the sed below
     env "${envs[@]}" "$server" --listen 127.0.0.1:0 "$@" \
         >"$tmp/$name.out" 2>"$tmp/$name.err" &
     pid=$!
@@ -46,13 +47,30 @@ start_server() {
     finish
 }
 
+# fake_cgroup DIR MAX: a cgroupfs in DIR of one cgroup, the process's own
+# (its "0::" line), of 5 GiB (4 GiB anon, 1 GiB file) and memory.max MAX,
+# for the figures beside the bar of the process's parts
+# (REGIONALLOC_CGROUP_FS). Without a cgroup v2 line the process is in none.
+fake_cgroup() {
+    local own
+    own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+    [ -n "$own" ] || return 0
+    mkdir -p "$1$own" && touch "$1/cgroup.controllers" &&
+        echo 5368709120 >"$1$own/memory.current" &&
+        printf 'anon 4294967296\nfile 1073741824\n' >"$1$own/memory.stat" &&
+        echo "$2" >"$1$own/memory.max"
+}
+fake_cgroup "$tmp/cgroupfs" 8589934592
+fake_cgroup "$tmp/cgroupfs-max" max
+
 # The sessions pass their soft limit at once, the workers reach their hard
-# one (their allocations then fail, which the workers take in their stride).
+# one (their allocations then fail, which the workers take in their stride);
+# the memory limit is the environment's, not the cgroup's.
 # --binary-names: a tag whose name is not UTF-8, with a child, and the
 # UTF-8 name that JSON reads the first as.
 start_server server REGIONALLOC_THREAD_TAGS='worker-*=workers' \
     REGIONALLOC_LIMITS='sessions=48M/4M,workers=3M' \
-    REGIONALLOC_MEMORY_LIMIT=64G -- --binary-names
+    REGIONALLOC_MEMORY_LIMIT=64G REGIONALLOC_CGROUP_FS="$tmp/cgroupfs" -- --binary-names
 
 # Three samples for the chart before the browser comes.
 for ((i = 0; i < 100; i++)); do
@@ -68,7 +86,7 @@ kill "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
 
 # Hundreds of tags: the page lists the 50 largest and rolls the others up.
-start_server many REGIONALLOC_MAX_TAGS=400 -- --many 300
+start_server many REGIONALLOC_MAX_TAGS=400 REGIONALLOC_CGROUP_FS="$tmp/cgroupfs-max" -- --many 300
 /usr/bin/python3 "$checks" "$url" "$shots" --many || fail "the page of 300 tags in Chromium: see above"
 kill -0 "$pid" 2>/dev/null || fail "the server with --many died: $(cat "$tmp/many.err")"
 finish
