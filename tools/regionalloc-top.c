@@ -49,6 +49,7 @@ struct view {
     bool stale;
     unsigned max_rows; /* 0: no limit */
     bool tree;         /* --tree: children under their parent */
+    bool once;         /* --once: the whole "process:" section */
 };
 
 struct row {
@@ -209,6 +210,9 @@ static void print_summary(const struct view *v)
            format_size(c, sizeof c, h->process.mapped),
            format_size(d, sizeof d, h->process.rss),
            format_size(e, sizeof e, h->library_allocated));
+    /* The parts of the process's RssAnon as the library's text report
+     * shows them; the live view keeps to their line. */
+    print_parts(&h->parts, v->once);
     if (h->leftovers_allocated != 0)
         printf("left live by destroyed tags: %s (freed at their slots' next "
                "reset)\n",
@@ -421,7 +425,8 @@ static int read_first(const struct options *o, int dirfd,
 static int show_once(const struct options *o, int dirfd)
 {
     struct segment_copy first = {0}, second = {0};
-    struct view v = {.now = &first, .pid = o->pid, .tree = o->tree};
+    struct view v = {.now = &first, .pid = o->pid, .tree = o->tree,
+                     .once = true};
     char name[SEGMENT_NAME_MAX], why[WHY_MAX];
     int status = read_first(o, dirfd, &first);
 
@@ -437,6 +442,7 @@ static int show_once(const struct options *o, int dirfd)
         case READ_FAILED:
         case READ_FOREIGN:
         case READ_STALE:
+        case READ_VERSION:
             report(o, name, why);
             status = 1;
         }
@@ -525,9 +531,9 @@ static unsigned terminal_rows(void)
 {
     struct winsize ws;
 
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_row < 6)
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_row < 7)
         return 0;
-    return ws.ws_row - 5u;
+    return ws.ws_row - 6u;
 }
 
 /* Draws one frame: the screen cleared, the table. Returns true if the
@@ -585,6 +591,7 @@ static int watch(const struct options *o, int dirfd,
         case READ_FAILED:
         case READ_FOREIGN:
         case READ_STALE:
+        case READ_VERSION:
             report(o, name, why);
             return 1;
         }
@@ -663,6 +670,7 @@ static bool list_one(const struct options *o, int dirfd, long pid,
     case READ_GONE: /* exited since the directory was read */
         return false;
     case READ_FOREIGN: /* planted, or left by a process of another user */
+    case READ_VERSION: /* a process of an older or a newer library */
         print_unread_row(pid, gone, why);
         return false;
     case READ_FAILED:
