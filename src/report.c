@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "output.h"
-#include "parts_names.h"
+#include "report_names.h"
 
 /* The memory limit's source and level, as the reports name them. */
 static const char *const limit_sources[] = {"none", "call", "environment",
@@ -483,64 +483,18 @@ static void write_json(struct ra__emitter *e, const struct ra__snapshot *snap,
     ra__json_object_end(e);
 }
 
-/* Metric families. The untagged arenas get their own families rather than
- * a tag="untagged" series, which a tag of that name would collide with.
- * summed: a family whose series add up to a whole (bytes held, counts):
- * with ?top, tags not listed are one series tag="(rest)" there, their sum;
- * a peak, a limit or a priority summed would be none, and has no such
- * series. */
+/* Metric families of the tags and the untagged arenas (report_names.h).
+ * summed: with ?top, the tags not listed are one series tag="(rest)"
+ * there, their sum. */
 static const struct {
     const char *tag_name, *untagged_name, *type, *help;
     size_t offset;
     bool summed;
 } prom_families[] = {
-    {"regionalloc_tag_allocated_bytes", "regionalloc_untagged_allocated_bytes",
-     "gauge", "Bytes in live blocks (usable sizes).", USAGE_FIELD(allocated),
-     true},
-    {"regionalloc_tag_active_bytes", "regionalloc_untagged_active_bytes",
-     "gauge", "Bytes in pages holding live blocks.", USAGE_FIELD(active),
-     true},
-    {"regionalloc_tag_resident_bytes", "regionalloc_untagged_resident_bytes",
-     "gauge",
-     "Resident bytes: a tag's as the kernel last counted its region, "
-     "followed since by its commits; untagged, jemalloc's estimate.",
-     USAGE_FIELD(resident), true},
-    {"regionalloc_tag_rss_bytes", NULL, "gauge",
-     "Resident bytes of the tag's region as the kernel last counted them "
-     "(pagemap; the zero page not counted).",
-     USAGE_FIELD(rss), true},
-    {"regionalloc_tag_metadata_bytes", NULL, "gauge",
-     "Of the region's resident bytes, those of its arenas' bookkeeping.",
-     USAGE_FIELD(metadata), true},
-    {"regionalloc_tag_mapped_bytes", "regionalloc_untagged_mapped_bytes",
-     "gauge", "Bytes mapped (committed).", USAGE_FIELD(mapped), true},
-    {"regionalloc_tag_peak_mapped_bytes", NULL, "gauge",
-     "High-water mark of the region's committed bytes.",
-     USAGE_FIELD(peak_mapped), false},
-    {"regionalloc_tag_dirty_bytes", "regionalloc_untagged_dirty_bytes",
-     "gauge", "Unused pages not yet returned to the OS.", USAGE_FIELD(dirty),
-     true},
-    {"regionalloc_tag_allocations_total",
-     "regionalloc_untagged_allocations_total", "counter",
-     "Allocations made (untagged: blocks handed out by the arenas).",
-     USAGE_FIELD(nmalloc), true},
-    {"regionalloc_tag_frees_total", "regionalloc_untagged_frees_total",
-     "counter", "Frees made (untagged: blocks taken back by the arenas).",
-     USAGE_FIELD(ndalloc), true},
-    {"regionalloc_tag_purges_total", "regionalloc_untagged_purges_total",
-     "counter", "Purges asked with ra_tag_purge() or ra_purge_all().",
-     USAGE_FIELD(purges), true},
-    {"regionalloc_tag_limit_bytes", NULL, "gauge",
-     "The tag's hard limit on mapped bytes (0: none).", USAGE_FIELD(limit),
-     false},
-    {"regionalloc_tag_soft_limit_bytes", NULL, "gauge",
-     "The tag's soft limit on mapped bytes (0: none).",
-     USAGE_FIELD(soft_limit), false},
-    {"regionalloc_tag_limit_failures_total", NULL, "counter",
-     "Allocations refused by the tag's hard limit.",
-     USAGE_FIELD(limit_failures), true},
-    {"regionalloc_tag_arenas", NULL, "gauge",
-     "jemalloc arenas in the tag's pool.", USAGE_FIELD(arenas), true},
+#define FAMILY(name, untagged, type, help, field, summed)                     \
+    {name, untagged, type, help, USAGE_FIELD(field), summed},
+    RA_TAG_FAMILIES(FAMILY)
+#undef FAMILY
 };
 
 /* Tag trees: the per-tag series above stay additive (a tag's own blocks);

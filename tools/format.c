@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "format.h"
-#include "parts_names.h"
+#include "report_names.h"
 
 static const char *format_bytes(char *buf, size_t size, double n)
 {

@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "http_address.h"
-#include "parts_names.h"
+#include "report_names.h"
 #include "preload.h"
 #include "segment.h"
 #include "sizes.h"
@@ -443,7 +443,7 @@ static void print_label(const char *name, size_t size)
 }
 
 /* The process's parts, with the names, labels and order of its /metrics
- * (parts_names.h); the cgroup's when it is in one. */
+ * (report_names.h); the cgroup's when it is in one. */
 static void print_prometheus_parts(const struct ra_shm_parts *p)
 {
     printf("# TYPE " RA_PARTS_FAMILY " gauge\n");
@@ -489,49 +489,40 @@ static void print_prometheus_counts(const struct segment_copy *c)
            unmeasured, age / 1000000000u, age % 1000000000u);
 }
 
+/* Where a record holds the field of each per-tag family (report_names.h):
+ * in its figures but metadata; 0 for arenas, which the segment lacks. The
+ * untagged figures are at the same offsets in the header's. */
+enum {
+#define IN_FIGURES(f) IN_RECORD_##f = offsetof(struct ra_shm_record, figures.f)
+    IN_FIGURES(allocated), IN_FIGURES(active), IN_FIGURES(resident),
+    IN_FIGURES(rss), IN_FIGURES(mapped), IN_FIGURES(peak_mapped),
+    IN_FIGURES(dirty), IN_FIGURES(nmalloc), IN_FIGURES(ndalloc),
+    IN_FIGURES(purges), IN_FIGURES(limit), IN_FIGURES(soft_limit),
+    IN_FIGURES(limit_failures),
+#undef IN_FIGURES
+    IN_RECORD_metadata = offsetof(struct ra_shm_record, metadata),
+    IN_RECORD_arenas = 0,
+};
+
 /* The families of the process's /metrics that its segment has: per tag,
  * untagged, and the process's (report.c, the library's source). */
 static void print_prometheus(const struct segment_copy *c)
 {
-    /* Offsets in a record; the untagged figures' are the same in the
-     * header's figures. */
     static const struct {
         const char *tag, *untagged, *type;
         size_t offset;
     } families[] = {
-#define FIELD(f) offsetof(struct ra_shm_record, figures.f)
-        {"regionalloc_tag_allocated_bytes",
-         "regionalloc_untagged_allocated_bytes", "gauge", FIELD(allocated)},
-        {"regionalloc_tag_active_bytes", "regionalloc_untagged_active_bytes",
-         "gauge", FIELD(active)},
-        {"regionalloc_tag_resident_bytes",
-         "regionalloc_untagged_resident_bytes", "gauge", FIELD(resident)},
-        {"regionalloc_tag_rss_bytes", NULL, "gauge", FIELD(rss)},
-        {"regionalloc_tag_metadata_bytes", NULL, "gauge",
-         offsetof(struct ra_shm_record, metadata)},
-        {"regionalloc_tag_mapped_bytes", "regionalloc_untagged_mapped_bytes",
-         "gauge", FIELD(mapped)},
-        {"regionalloc_tag_peak_mapped_bytes", NULL, "gauge",
-         FIELD(peak_mapped)},
-        {"regionalloc_tag_dirty_bytes", "regionalloc_untagged_dirty_bytes",
-         "gauge", FIELD(dirty)},
-        {"regionalloc_tag_allocations_total",
-         "regionalloc_untagged_allocations_total", "counter", FIELD(nmalloc)},
-        {"regionalloc_tag_frees_total", "regionalloc_untagged_frees_total",
-         "counter", FIELD(ndalloc)},
-        {"regionalloc_tag_purges_total", "regionalloc_untagged_purges_total",
-         "counter", FIELD(purges)},
-        {"regionalloc_tag_limit_bytes", NULL, "gauge", FIELD(limit)},
-        {"regionalloc_tag_soft_limit_bytes", NULL, "gauge",
-         FIELD(soft_limit)},
-        {"regionalloc_tag_limit_failures_total", NULL, "counter",
-         FIELD(limit_failures)},
-#undef FIELD
+#define FAMILY(name, untagged, type, help, field, summed)                     \
+    {name, untagged, type, IN_RECORD_##field},
+        RA_TAG_FAMILIES(FAMILY)
+#undef FAMILY
     };
     const size_t n = sizeof families / sizeof families[0];
     uint64_t v;
 
     for (size_t f = 0; f < n; f++) {
+        if (families[f].offset == 0)
+            continue;
         printf("# TYPE %s %s\n", families[f].tag, families[f].type);
         for (uint32_t r = 0; r < c->header.nrecords; r++) {
             const struct ra_shm_record *rec = &c->records[r];
