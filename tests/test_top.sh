@@ -498,6 +498,11 @@ mkdir "$crafted/symlink" &&
 # Valid crafted segments: whatever the name bytes, JSON that parses.
 expect_status 0 "a valid crafted segment" timeout 60 "$top" --once --dir "$crafted/good" "$$"
 grep -Eq '^alpha +4\.0 KiB ' "$tmp/out" || fail "crafted: no alpha row"
+# A region the kernel has not counted yet (rss_at_ns 0) shows "-" as RSS,
+# as in the library's text report; a counted one its bytes, 0 B included.
+expect_status 0 "kernel counts" timeout 60 "$top" --once --dir "$crafted/parts" "$$"
+grep -Eq '^alpha +4\.0 KiB +0 B ' "$tmp/out" && grep -Eq '^beta +4\.0 KiB +- ' "$tmp/out" ||
+    fail "kernel counts: $(grep -E '^(alpha|beta) ' "$tmp/out")"
 # --tree: the child under its parent, the parent with its subtree's figures.
 expect_status 0 "a tree" timeout 60 "$top" --once --tree --dir "$crafted/tree" "$$"
 grep -Eq '^tenant +4\.0 MiB ' "$tmp/out" || fail "--tree: tenant's row is not its subtree's 4 MiB: $(cat "$tmp/out")"

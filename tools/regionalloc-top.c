@@ -255,9 +255,13 @@ static void print_row(const struct view *v, const struct ra_shm_record *r,
     }
     format_rates(v, r->id - 1, rate, allocs, sizeof rate);
     format_limit(limit, sizeof limit, &r->figures);
+    /* As the library's text report: a region not yet counted is "-". */
+    if (f == &r->figures && r->rss_at_ns == 0)
+        snprintf(rss, sizeof rss, "-");
+    else
+        format_size(rss, sizeof rss, f->rss);
     printf("%-*s %10s %10s %10s %10s %13s %10s %12s\n", width, name,
-           format_size(a, sizeof a, f->allocated),
-           format_size(rss, sizeof rss, f->rss),
+           format_size(a, sizeof a, f->allocated), rss,
            format_size(m, sizeof m, f->mapped),
            format_size(d, sizeof d, f->dirty), rate, allocs, limit);
 }
