@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "output.h"
+#include "report_names.h"
 
 /* The memory limit's source and level, as the reports name them. */
 static const char *const limit_sources[] = {"none", "call", "environment",
@@ -224,9 +225,7 @@ static void write_text_parts(struct ra__out *o,
 {
     char h[8][RA__HUMAN_MAX];
 
-    ra__out_fmt(o,
-                "process: rss_anon %s = tags %s + untagged %s + metadata %s "
-                "+ library %s + other %s",
+    ra__out_fmt(o, RA_PARTS_TEXT,
                 ra__human_bytes(h[0], sizeof h[0], p->rss_anon),
                 ra__human_bytes(h[1], sizeof h[1], p->tags),
                 ra__human_bytes(h[2], sizeof h[2], p->untagged),
@@ -234,22 +233,21 @@ static void write_text_parts(struct ra__out *o,
                 ra__human_bytes(h[4], sizeof h[4], p->library),
                 ra__human_bytes(h[5], sizeof h[5], p->other));
     if (p->over != 0)
-        ra__out_fmt(o, " (the named parts exceed it by %s)",
+        ra__out_fmt(o, RA_PARTS_TEXT_OVER,
                     ra__human_bytes(h[6], sizeof h[6], p->over));
     if (!p->jemalloc_measured)
-        ra__out_fmt(o, " (jemalloc's mappings not seen: untagged is its "
-                       "estimate, metadata in it)");
-    ra__out_fmt(o, "\n         rss_file %s, page tables %s",
+        ra__out_fmt(o, RA_PARTS_TEXT_ESTIMATE);
+    ra__out_fmt(o, RA_PARTS_TEXT_KERNEL,
                 ra__human_bytes(h[0], sizeof h[0], p->rss_file),
                 ra__human_bytes(h[1], sizeof h[1], p->page_tables));
     if (p->in_cgroup)
-        ra__out_fmt(o, ", cgroup %s (anon %s, file %s) of %s",
+        ra__out_fmt(o, RA_PARTS_TEXT_CGROUP,
                     ra__human_bytes(h[2], sizeof h[2], p->cgroup_current),
                     ra__human_bytes(h[3], sizeof h[3], p->cgroup_anon),
                     ra__human_bytes(h[4], sizeof h[4], p->cgroup_file),
                     p->cgroup_limit != 0
                         ? ra__human_bytes(h[5], sizeof h[5], p->cgroup_limit)
-                        : "no limit");
+                        : RA_PARTS_TEXT_NO_LIMIT);
     ra__out_fmt(o, "\n");
 }
 
@@ -400,11 +398,9 @@ static void write_json_parts(struct ra__emitter *e,
     ra__json_u64(e, "rss_file", p->rss_file);
     ra__json_u64(e, "page_tables", p->page_tables);
     ra__json_object_begin(e, "parts", true);
-    ra__json_u64(e, "tags", p->tags);
-    ra__json_u64(e, "untagged", p->untagged);
-    ra__json_u64(e, "metadata", p->metadata);
-    ra__json_u64(e, "library", p->library);
-    ra__json_u64(e, "other", p->other);
+#define PART(field) ra__json_u64(e, #field, p->field);
+    RA_PARTS_LIST(PART)
+#undef PART
     ra__json_object_end(e);
     ra__json_u64(e, "parts_over", p->over);
     ra__json_u64(e, "parts_at_ns", p->at_ns);
@@ -489,64 +485,18 @@ static void write_json(struct ra__emitter *e, const struct ra__snapshot *snap,
     ra__json_object_end(e);
 }
 
-/* Metric families. The untagged arenas get their own families rather than
- * a tag="untagged" series, which a tag of that name would collide with.
- * summed: a family whose series add up to a whole (bytes held, counts):
- * with ?top, tags not listed are one series tag="(rest)" there, their sum;
- * a peak, a limit or a priority summed would be none, and has no such
- * series. */
+/* Metric families of the tags and the untagged arenas (report_names.h).
+ * summed: with ?top, the tags not listed are one series tag="(rest)"
+ * there, their sum. */
 static const struct {
     const char *tag_name, *untagged_name, *type, *help;
     size_t offset;
     bool summed;
 } prom_families[] = {
-    {"regionalloc_tag_allocated_bytes", "regionalloc_untagged_allocated_bytes",
-     "gauge", "Bytes in live blocks (usable sizes).", USAGE_FIELD(allocated),
-     true},
-    {"regionalloc_tag_active_bytes", "regionalloc_untagged_active_bytes",
-     "gauge", "Bytes in pages holding live blocks.", USAGE_FIELD(active),
-     true},
-    {"regionalloc_tag_resident_bytes", "regionalloc_untagged_resident_bytes",
-     "gauge",
-     "Resident bytes: a tag's as the kernel last counted its region, "
-     "followed since by its commits; untagged, jemalloc's estimate.",
-     USAGE_FIELD(resident), true},
-    {"regionalloc_tag_rss_bytes", NULL, "gauge",
-     "Resident bytes of the tag's region as the kernel last counted them "
-     "(pagemap; the zero page not counted).",
-     USAGE_FIELD(rss), true},
-    {"regionalloc_tag_metadata_bytes", NULL, "gauge",
-     "Of the region's resident bytes, those of its arenas' bookkeeping.",
-     USAGE_FIELD(metadata), true},
-    {"regionalloc_tag_mapped_bytes", "regionalloc_untagged_mapped_bytes",
-     "gauge", "Bytes mapped (committed).", USAGE_FIELD(mapped), true},
-    {"regionalloc_tag_peak_mapped_bytes", NULL, "gauge",
-     "High-water mark of the region's committed bytes.",
-     USAGE_FIELD(peak_mapped), false},
-    {"regionalloc_tag_dirty_bytes", "regionalloc_untagged_dirty_bytes",
-     "gauge", "Unused pages not yet returned to the OS.", USAGE_FIELD(dirty),
-     true},
-    {"regionalloc_tag_allocations_total",
-     "regionalloc_untagged_allocations_total", "counter",
-     "Allocations made (untagged: blocks handed out by the arenas).",
-     USAGE_FIELD(nmalloc), true},
-    {"regionalloc_tag_frees_total", "regionalloc_untagged_frees_total",
-     "counter", "Frees made (untagged: blocks taken back by the arenas).",
-     USAGE_FIELD(ndalloc), true},
-    {"regionalloc_tag_purges_total", "regionalloc_untagged_purges_total",
-     "counter", "Purges asked with ra_tag_purge() or ra_purge_all().",
-     USAGE_FIELD(purges), true},
-    {"regionalloc_tag_limit_bytes", NULL, "gauge",
-     "The tag's hard limit on mapped bytes (0: none).", USAGE_FIELD(limit),
-     false},
-    {"regionalloc_tag_soft_limit_bytes", NULL, "gauge",
-     "The tag's soft limit on mapped bytes (0: none).",
-     USAGE_FIELD(soft_limit), false},
-    {"regionalloc_tag_limit_failures_total", NULL, "counter",
-     "Allocations refused by the tag's hard limit.",
-     USAGE_FIELD(limit_failures), true},
-    {"regionalloc_tag_arenas", NULL, "gauge",
-     "jemalloc arenas in the tag's pool.", USAGE_FIELD(arenas), true},
+#define FAMILY(name, untagged, type, help, field, summed)                     \
+    {name, untagged, type, help, USAGE_FIELD(field), summed},
+    RA_TAG_FAMILIES(FAMILY)
+#undef FAMILY
 };
 
 /* Tag trees: the per-tag series above stay additive (a tag's own blocks);
@@ -608,39 +558,32 @@ static void write_prometheus_parts(struct ra__emitter *e,
     const struct {
         const char *part;
         uint64_t bytes;
-    } parts[] = {{"tags", p->tags},         {"untagged", p->untagged},
-                 {"metadata", p->metadata}, {"library", p->library},
-                 {"other", p->other}};
+    } parts[] = {
+#define PART(field) {#field, p->field},
+        RA_PARTS_LIST(PART)
+#undef PART
+    };
     const struct {
         const char *name, *help;
         uint64_t value;
     } kernel[] = {
-        {"regionalloc_process_rss_anon_bytes",
-         "The process's resident anonymous memory (RssAnon).", p->rss_anon},
-        {"regionalloc_process_rss_file_bytes",
-         "The process's resident file pages (RssFile).", p->rss_file},
-        {"regionalloc_process_page_tables_bytes",
-         "The kernel's page tables for the process (VmPTE).",
-         p->page_tables},
-        {"regionalloc_process_parts_over_bytes",
-         "How far the named parts exceed RssAnon (0: they do not).",
-         p->over},
+#define KERNEL(name, help, field) {name, help, p->field},
+        RA_PARTS_KERNEL_FAMILIES(KERNEL)
+#undef KERNEL
     };
     const struct {
         const char *name;
         uint64_t value;
-    } cgroup[] = {{"regionalloc_cgroup_current_bytes", p->cgroup_current},
-                  {"regionalloc_cgroup_anon_bytes", p->cgroup_anon},
-                  {"regionalloc_cgroup_file_bytes", p->cgroup_file},
-                  {"regionalloc_cgroup_limit_bytes", p->cgroup_limit}};
+    } cgroup[] = {
+#define CGROUP(name, field) {name, p->field},
+        RA_PARTS_CGROUP_FAMILIES(CGROUP)
+#undef CGROUP
+    };
 
-    ra__prom_family(e, "regionalloc_process_resident_bytes", "gauge",
-                    "The parts of the process's RssAnon, each counted by "
-                    "the kernel (other: what no part names).");
+    ra__prom_family(e, RA_PARTS_FAMILY, "gauge", RA_PARTS_FAMILY_HELP);
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         struct ra__prom_label part = {"part", parts[i].part};
-        ra__prom_sample(e, "regionalloc_process_resident_bytes", &part, 1,
-                        parts[i].bytes);
+        ra__prom_sample(e, RA_PARTS_FAMILY, &part, 1, parts[i].bytes);
     }
     for (size_t i = 0; i < sizeof kernel / sizeof kernel[0]; i++) {
         ra__prom_family(e, kernel[i].name, "gauge", kernel[i].help);
@@ -648,10 +591,7 @@ static void write_prometheus_parts(struct ra__emitter *e,
     }
     for (size_t i = 0; p->in_cgroup && i < sizeof cgroup / sizeof cgroup[0];
          i++) {
-        ra__prom_family(e, cgroup[i].name, "gauge",
-                        "The process's cgroup v2: memory.current, "
-                        "memory.stat's anon and file, the limit "
-                        "(memory.high, else memory.max; 0: none).");
+        ra__prom_family(e, cgroup[i].name, "gauge", RA_PARTS_CGROUP_HELP);
         ra__prom_sample(e, cgroup[i].name, NULL, 0, cgroup[i].value);
     }
 }

@@ -62,12 +62,76 @@ static void figures_of(struct ra_shm_figures *f, const struct ra__usage *u)
     };
 }
 
+/* The record of id as the snapshot has it: its row from *row on, which
+ * moves past it (rows are in id order); a record naming nothing when the
+ * id has no row (a destroyed tag). Every byte is set, padding included:
+ * records are compared whole. */
+static void record_of(struct ra_shm_record *rec, uint32_t id,
+                      const struct ra__snapshot *snap, unsigned *row)
+{
+    const struct ra__usage *u;
+
+    memset(rec, 0, sizeof *rec);
+    rec->id = id;
+    while (*row <= snap->ntags && snap->rows[*row].id < id)
+        ++*row;
+    if (*row > snap->ntags || snap->rows[*row].id != id)
+        return;
+    u = &snap->rows[*row];
+    rec->flags = RA_SHM_RECORD_LIVE;
+    /* The name's bytes only: what follows its NUL in the row is not
+     * compared into a change. */
+    memcpy(rec->name, u->name, strnlen(u->name, sizeof rec->name - 1));
+    figures_of(&rec->figures, u);
+    rec->parent = u->parent_row != 0 ? snap->rows[u->parent_row].id : 0;
+    rec->depth = u->depth;
+    rec->priority = u->priority;
+    rec->metadata = u->metadata;
+    rec->rss_at_ns = u->rss_at_ns;
+}
+
+/* Writes the records of ids 1..n that differ from what the segment holds,
+ * marked with publication generation; the others are left as they are,
+ * so that an idle process of thousands of tags writes next to nothing.
+ * Under the seqlock's odd half. */
+static void write_records(const struct ra__snapshot *snap, uint32_t n,
+                          uint64_t generation)
+{
+    struct ra_shm_record *records = (struct ra_shm_record *)(segment + 1);
+    struct ra_shm_record fresh;
+    unsigned row = 1;
+
+    for (uint32_t i = 0; i < n; i++) {
+        record_of(&fresh, i + 1, snap, &row);
+        fresh.written = records[i].written;
+        if (memcmp(&fresh, &records[i], sizeof fresh) == 0)
+            continue;
+        fresh.written = generation;
+        records[i] = fresh;
+    }
+}
+
+static void parts_of(struct ra_shm_parts *out,
+                     const struct ra__process_parts *p)
+{
+    *out = (struct ra_shm_parts){
+        .rss_anon = p->rss_anon, .rss_file = p->rss_file,
+        .page_tables = p->page_tables, .tags = p->tags,
+        .untagged = p->untagged, .metadata = p->metadata,
+        .library = p->library, .other = p->other, .over = p->over,
+        .at_ns = p->at_ns, .cgroup_current = p->cgroup_current,
+        .cgroup_anon = p->cgroup_anon, .cgroup_file = p->cgroup_file,
+        .cgroup_limit = p->cgroup_limit,
+        .flags = (p->in_cgroup ? RA_SHM_PARTS_CGROUP : 0u) |
+                 (p->jemalloc_measured ? RA_SHM_PARTS_MEASURED : 0u),
+    };
+}
+
 /* Writes a snapshot into the segment between the two halves of the
  * seqlock. The snapshot is taken first: the odd window covers only the
  * copy. */
 static void publish(void)
 {
-    struct ra_shm_record *records = (struct ra_shm_record *)(segment + 1);
     struct ra__snapshot snap;
     uint64_t seq = atomic_load_explicit((_Atomic uint64_t *)&segment->seq,
                                         memory_order_relaxed);
@@ -86,21 +150,7 @@ static void publish(void)
      * keeps the writes below after it. */
     atomic_exchange_explicit((_Atomic uint64_t *)&segment->seq, seq + 1,
                              memory_order_acq_rel);
-    for (uint32_t i = 0; i < n; i++)
-        records[i] = (struct ra_shm_record){.id = i + 1};
-    for (unsigned r = 1; r <= snap.ntags; r++) {
-        const struct ra__usage *u = &snap.rows[r];
-        struct ra_shm_record *rec;
-        if (u->id > n)
-            continue;
-        rec = &records[u->id - 1];
-        rec->flags = RA_SHM_RECORD_LIVE;
-        memcpy(rec->name, u->name, sizeof rec->name);
-        figures_of(&rec->figures, u);
-        rec->parent = u->parent_row != 0 ? snap.rows[u->parent_row].id : 0;
-        rec->depth = u->depth;
-        rec->priority = u->priority;
-    }
+    write_records(&snap, n, segment->published + 1);
     segment->nrecords = n;
     figures_of(&segment->untagged, &snap.rows[0]);
     segment->process = (struct ra_shm_figures){
@@ -117,6 +167,8 @@ static void publish(void)
         .level = (uint32_t)snap.pressure.level,
         .source = (uint32_t)snap.pressure.source,
     };
+    parts_of(&segment->parts, &snap.parts);
+    segment->time_ns = snap.time_ns;
     memcpy(segment->http, http, sizeof segment->http);
     segment->published++;
     segment->monotonic_ns = clock_of(CLOCK_MONOTONIC);

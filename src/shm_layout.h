@@ -13,9 +13,11 @@
 
 #define RA_SHM_MAGIC "RAllocS\0"     /* 8 bytes, the NUL included */
 /* 2: records carry their tag's parent and depth (tag trees), the header
- * the HTTP server's address. A reader of another version refuses the
- * segment. */
-#define RA_SHM_VERSION 2u
+ * the HTTP server's address. 3: the header carries the process's parts
+ * (and grows to 640 bytes), records their arenas' metadata, when the
+ * kernel counted their region, and the publication that last wrote them.
+ * A reader of another version refuses the segment. */
+#define RA_SHM_VERSION 3u
 #define RA_SHM_PREFIX "regionalloc." /* then the pid, in /dev/shm */
 /* When a file of another user holds RA_SHM_PREFIX<pid> (which the sticky
  * /dev/shm keeps the process from replacing), the segment is
@@ -62,8 +64,9 @@ struct ra_shm_header {
      * REGIONALLOC_HTTP of port 0 chose), NUL-terminated; "" for none. */
     char http[64];
     /* The memory limit (REGIONALLOC_MEMORY_LIMIT, ra_memory_limit_set or
-     * the cgroup's), taken from what was the reserved tail: a segment of a
-     * library that predates it reads 0 there, which means no limit. */
+     * the cgroup's), taken in version 2 from what was the reserved tail: a
+     * segment of a library that predates it reads 0 there, which means no
+     * limit. */
     struct ra_shm_pressure {
         uint64_t limit;       /* as given; 0: none; at or above
                                  RA__ADDRESS_SPACE (2^56), none in
@@ -78,8 +81,35 @@ struct ra_shm_header {
      * slot's next reset (the JSON report's "leftovers"); also from the
      * reserved tail, 0 in an older library's segment. */
     uint64_t leftovers_allocated;
+    /* The parts of the process's RssAnon, as the reports name them. */
+    struct ra_shm_parts {
+        uint64_t rss_anon, rss_file, page_tables; /* /proc/self/status */
+        /* tags + untagged + metadata + library + other == rss_anon, but
+         * where the named parts exceed it: then other is 0 and over says
+         * by how much. */
+        uint64_t tags, untagged, metadata, library, other, over;
+        uint64_t at_ns;       /* when counted, on time_ns's clock; 0: not
+                                 yet */
+        /* The process's cgroup v2 (RA_SHM_PARTS_CGROUP; else 0):
+         * memory.current, memory.stat's anon and file, the limit
+         * (memory.high, else memory.max; 0: none). */
+        uint64_t cgroup_current, cgroup_anon, cgroup_file, cgroup_limit;
+        uint32_t flags;       /* RA_SHM_PARTS_* */
+        uint32_t reserved;    /* 0 */
+    } parts;
+    /* The library's clock (nanoseconds since it was loaded) when the
+     * publication's figures were read: what parts.at_ns and the records'
+     * rss_at_ns are ages from, as the JSON report's time_ns. */
+    uint64_t time_ns;
     uint8_t reserved_tail[64];      /* 0; room for later versions */
 };
+
+/* ra_shm_parts' flags. */
+#define RA_SHM_PARTS_CGROUP 1u   /* the process is in a cgroup v2: the
+                                    cgroup_* fields are its */
+#define RA_SHM_PARTS_MEASURED 2u /* untagged and metadata are the kernel's
+                                    counts of jemalloc's mappings, not
+                                    jemalloc's estimate */
 
 /* ra_shm_pressure's level and source. */
 #define RA_SHM_PRESSURE_NONE 0u  /* below high (90% of the limit) */
@@ -101,11 +131,21 @@ struct ra_shm_record {
     uint32_t parent;               /* the parent's id, 0 at the top level */
     uint32_t depth;                /* 1 at the top level; 0 if dead */
     int32_t priority;              /* ra_tag_set_priority's; 0 by default */
-    uint8_t reserved_tail[44];     /* 0 */
+    uint32_t reserved;             /* 0 */
+    /* Of figures.rss, the bytes of the tag's arenas' metadata; and when
+     * the kernel counted the region, on the header's time_ns clock (0: not
+     * yet counted, and rss and metadata 0). */
+    uint64_t metadata, rss_at_ns;
+    /* The publication (the header's published) that last wrote the
+     * record: the publisher rewrites a record only when what it holds
+     * changed. */
+    uint64_t written;
+    uint8_t reserved_tail[16];     /* 0 */
 };
 
 _Static_assert(sizeof(struct ra_shm_figures) == 128, "figures layout");
-_Static_assert(sizeof(struct ra_shm_header) == 512, "header layout");
+_Static_assert(sizeof(struct ra_shm_parts) == 120, "parts layout");
+_Static_assert(sizeof(struct ra_shm_header) == 640, "header layout");
 _Static_assert(offsetof(struct ra_shm_header, seq) == 24, "seq offset");
 _Static_assert(offsetof(struct ra_shm_header, untagged) == 72,
                "untagged offset");
@@ -113,6 +153,9 @@ _Static_assert(offsetof(struct ra_shm_header, pressure) == 400,
                "pressure offset");
 _Static_assert(offsetof(struct ra_shm_header, leftovers_allocated) == 440,
                "leftovers offset");
+_Static_assert(offsetof(struct ra_shm_header, parts) == 448, "parts offset");
+_Static_assert(offsetof(struct ra_shm_header, time_ns) == 568,
+               "time offset");
 _Static_assert(sizeof(struct ra_shm_record) == 256, "record layout");
 _Static_assert(offsetof(struct ra_shm_record, figures) == 72,
                "figures offset");
@@ -120,6 +163,10 @@ _Static_assert(offsetof(struct ra_shm_record, parent) == 200,
                "parent offset");
 _Static_assert(offsetof(struct ra_shm_record, priority) == 208,
                "priority offset");
+_Static_assert(offsetof(struct ra_shm_record, metadata) == 216,
+               "metadata offset");
+_Static_assert(offsetof(struct ra_shm_record, written) == 232,
+               "written offset");
 
 /* The segment's size for capacity records. */
 static inline size_t ra_shm_size(uint32_t capacity)

@@ -118,6 +118,11 @@ grep -q "^pid $pid1 (shm_publisher): [0-9]* publications, every 100ms" \
     "$tmp/out" || fail "--once: no header line naming pid $pid1"
 grep -q '^untagged .* allocated; process .* allocated, .* mapped, .* rss' \
     "$tmp/out" || fail "--once: no totals line"
+# The process's parts, the two lines of the library's text report.
+grep -Eq '^process: rss_anon [0-9.]+ [KMG]?i?B = tags [0-9.]+ MiB \+ untagged [0-9.]+ [KMG]?i?B \+ metadata [0-9.]+ [KMG]?i?B \+ library [0-9.]+ [KMG]?i?B \+ other [0-9.]+ [KMG]?i?B( \(the named parts exceed it by [0-9.]+ [KMG]?i?B\))?$' "$tmp/out" ||
+    fail "--once: no process: line of the parts"
+grep -Eq '^         rss_file [0-9.]+ [KMG]?i?B, page tables [0-9.]+ [KMG]?i?B' "$tmp/out" ||
+    fail "--once: no second process: line"
 grep -Eq '^cache +8\.0 MiB ' "$tmp/out" || fail "--once: cache is not 8.0 MiB"
 grep -Eq '^sessions +1\.0 MiB .* 16\.0 MiB$' "$tmp/out" ||
     fail "--once: sessions is not 1.0 MiB with a 16.0 MiB limit"
@@ -171,12 +176,25 @@ expect("interval_ns", doc["interval_ns"], 100000000)
 for key in ("published", "age_ns", "library_allocated", "leftovers_allocated"):
     if not isinstance(doc[key], int) or doc[key] < 0:
         bad.append("%s: %r" % (key, doc[key]))
-for part in ("untagged", "process"):
-    expect(part + " members", sorted(doc[part]), sorted(FIGURES))
+expect("untagged members", sorted(doc["untagged"]), sorted(FIGURES))
+# The process's parts, keyed as the library's JSON report keys them.
+PARTS = ["rss_anon", "rss_file", "page_tables", "parts", "parts_over",
+         "parts_at_ns", "jemalloc_measured", "cgroup"]
+expect("process members", sorted(doc["process"]), sorted(FIGURES + PARTS))
+proc = doc["process"]
+expect("parts members", sorted(proc["parts"]),
+       sorted(["tags", "untagged", "metadata", "library", "other"]))
+if proc["parts_at_ns"] <= 0 or proc["parts_at_ns"] > doc["time_ns"]:
+    bad.append("parts_at_ns %r, time_ns %r" % (proc["parts_at_ns"], doc["time_ns"]))
+if proc["parts"]["tags"] < 8388608 + 1048576 + 131072:
+    bad.append("parts.tags below the tags' blocks: %r" % proc["parts"])
 tags = {t["name"]: t for t in doc["tags"]}
 for t in doc["tags"]:
     expect("members of " + t["name"], sorted(t),
-           sorted(FIGURES + ["id", "name", "parent", "priority"]))
+           sorted(FIGURES + ["id", "name", "parent", "priority", "metadata",
+                             "rss_at_ns"]))
+    if not 0 < t["rss_at_ns"] <= doc["time_ns"] or t["metadata"] > t["rss"]:
+        bad.append("kernel count of %s: %r" % (t["name"], t))
     expect("parent of " + t["name"], t["parent"], None)
 expect("tag names", sorted(tags), sorted(["cache", "sessions", 'odd "name"\\\t\u00ff\u00e9']))
 expect("ids", [t["id"] for t in doc["tags"]], [1, 3, 4])
@@ -209,6 +227,23 @@ for b in bad:
     print("FAIL: --json: " + b)
 sys.exit(1 if bad else 0)
 EOF
+fi
+
+# regionalloc report PID: the process's parts add up to its RssAnon, but
+# where the named parts exceed it, by the report's own parts_over.
+expect_status 0 "report --format=json" "$builddir/tools/regionalloc" report \
+    "$pid1" --format=json
+if need python3 python3; then
+    python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1], encoding="utf-8"))["process"]
+parts, over = p["parts"], p["parts_over"]
+assert sorted(parts) == sorted(["tags", "untagged", "metadata", "library",
+                                "other"]), parts
+assert p["rss_anon"] > 0 and p["parts_at_ns"] > 0, p
+assert sum(parts.values()) == p["rss_anon"] + over, (parts, p["rss_anon"], over)
+assert over == 0 or parts["other"] == 0, (parts, over)
+' "$tmp/out" || fail "report --format=json: the parts do not add up: $(cat "$tmp/out")"
 fi
 
 # -- a memory limit at or above the address space --------------------------------
@@ -304,21 +339,26 @@ done
 "$top" --interval 0.2 "$pid1" </dev/null >"$tmp/live1" 2>&1 &
 viewer=$!
 shows "$tmp/live1" '^cache +8\.0 MiB ' || fail "live view: no cache row"
+# One line of the process's parts, as the library's text report has it;
+# the kernel's other figures are --once's.
+grep -Eq '^process: rss_anon [0-9.]+ [KMG]?i?B = tags [0-9.]+ [KMG]?i?B \+ untagged [0-9.]+ [KMG]?i?B \+ metadata [0-9.]+ [KMG]?i?B \+ library [0-9.]+ [KMG]?i?B \+ other [0-9.]+ [KMG]?i?B' "$tmp/live1" ||
+    fail "live view: no process: line of the parts"
+grep -q '^ *rss_file ' "$tmp/live1" && fail "live view: the parts' second line"
 kill -TERM "$viewer"
 waits_for "$viewer"
 rc=$?
 [ "$rc" = 0 ] || fail "live view: exit $rc on SIGTERM, expected 0"
 grep -q $'\033\\[H\033\\[2J' "$tmp/live1" || fail "live view: no screen refresh"
 
-# On a terminal of 7 rows the table has room for 2: cache, and one line
+# On a terminal of 8 rows the table has room for 2: cache, and one line
 # for the other two tags with their figures summed (1 MiB + 128 KiB), as
 # the library's text report rolls up the tags it does not list.
-/usr/bin/python3 - "$top" "$pid1" >"$tmp/small" 2>&1 <<'EOF' || fail "live view on 7 rows: $(cat "$tmp/small")"
+/usr/bin/python3 - "$top" "$pid1" >"$tmp/small" 2>&1 <<'EOF' || fail "live view on 8 rows: $(cat "$tmp/small")"
 import fcntl, os, pty, re, select, signal, struct, sys, termios, time
 pid, fd = pty.fork()
 if pid == 0:
     os.execv(sys.argv[1], [sys.argv[1], "--interval", "0.2", sys.argv[2]])
-fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 7, 120, 0, 0))
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 8, 120, 0, 0))
 out, deadline = b"", time.time() + 60
 rest = re.compile(rb"\n\(2 more tags\) +1\.1 MiB +[^ ]+ [KMG]?i?B +[^ ]+ [KMG]?i?B +[^ ]+ [KMG]?i?B +- +- +-\r?\n")
 while time.time() < deadline and not rest.search(out):
@@ -368,27 +408,46 @@ need python3 python3 || finish
 python3 - "$tmp/crafted" "$$" <<'EOF' || { fail "cannot craft the segments"; finish; }
 import os, random, struct, sys
 root, pid = sys.argv[1], int(sys.argv[2])
-HEADER = "=8sIIIIQiIQQQQ16Q16QQ64s112x"
-RECORD = "=II64s16QII48x"
-assert struct.calcsize(HEADER) == 512 and struct.calcsize(RECORD) == 256
+HEADER = "=8sIIIIQiIQQQQ16Q16QQ64s48x14QIIQ64x"
+RECORD = "=II64s16QII8xQQQ16x"
+assert struct.calcsize(HEADER) == 640 and struct.calcsize(RECORD) == 256
+# Version 2's, whose header a reader of version 3 must refuse clearly.
+HEADER_2 = "=8sIIIIQiIQQQQ16Q16QQ64s112x"
+RECORD_2 = "=II64s16QII48x"
 def figures(allocated):
     return [allocated] + [0] * 15
-def header(capacity=4, nrecords=2, magic=b"RAllocS\0", version=2,
-           header_size=512, record_size=256, seq=10, hpid=pid,
-           http=b"127.0.0.1:4242"):
+# rss_anon, rss_file, page_tables, tags, untagged, metadata, library,
+# other, over, at_ns, cgroup current, anon, file, limit; flags.
+NO_PARTS = [0] * 14 + [0]
+def header(capacity=4, nrecords=2, magic=b"RAllocS\0", version=3,
+           header_size=640, record_size=256, seq=10, hpid=pid,
+           http=b"127.0.0.1:4242", parts=NO_PARTS, time_ns=0):
     return struct.pack(HEADER, magic, version, header_size, record_size,
                        capacity, seq, hpid, nrecords, 100000000, 5, 1, 1,
-                       *figures(1000), *figures(5000), 100, http)
-def record(i, name, live=True, allocated=4096, rid=None, parent=0, depth=None):
+                       *figures(1000), *figures(5000), 100, http,
+                       *parts, 0, time_ns)
+def record(i, name, live=True, allocated=4096, rid=None, parent=0, depth=None,
+           metadata=0, rss_at_ns=0):
     return struct.pack(RECORD, i + 1 if rid is None else rid,
                        1 if live else 0, name, *figures(allocated), parent,
-                       (1 if live else 0) if depth is None else depth)
+                       (1 if live else 0) if depth is None else depth,
+                       metadata, rss_at_ns, 5)
 def segment(names=(b"alpha", b"beta"), capacity=4, records=None, **kw):
     recs = records if records is not None else [
         record(i, n) for i, n in enumerate(names)]
     recs = recs + [record(i, b"", live=False, allocated=0)
                    for i in range(len(recs), capacity)]
     return header(capacity=capacity, nrecords=len(names), **kw) + b"".join(recs)
+def segment_2():
+    head = struct.pack(HEADER_2, b"RAllocS\0", 2, 512, 256, 4, 10, pid, 1,
+                       100000000, 5, 1, 1, *figures(1000), *figures(5000),
+                       100, b"")
+    return head + struct.pack(RECORD_2, 1, 1, b"old", *figures(4096), 0, 1) \
+        + bytes(3 * 256)
+MIB, KIB = 1 << 20, 1 << 10
+# Named parts over RssAnon by 768 KiB, in a cgroup without a limit.
+PARTS = [8 * MIB, 3 * MIB, 128 * KIB, 6 * MIB, 2 * MIB, 512 * KIB,
+         256 * KIB, 0, 768 * KIB, 1000, 20 * MIB, 12 * MIB, 8 * MIB, 0, 3]
 random.seed(42)
 odd_names = [bytes(random.choice(range(1, 256)) for _ in range(63))
              for _ in range(4)] + [b"\x01\x1f\x7f\x80\xc0\xed\xa0\x80\xf4\x90"]
@@ -397,9 +456,13 @@ cases = {
     "good-names": segment(names=odd_names, capacity=8),
     "empty": b"",
     "short": bytes(100),
-    "header-only-short": segment()[:511],
+    "header-only-short": segment()[:639],
     "bad-magic": segment(magic=b"NOTRALLC"),
     "bad-version": segment(version=1),
+    "version-2": segment_2(),
+    "parts": segment(parts=PARTS, time_ns=1000 + 3 * 10**9, records=[
+        record(0, b"alpha", metadata=8192, rss_at_ns=500),
+        record(1, b"beta", rss_at_ns=0)]),
     "http-without-nul": segment(http=b"x" * 64),
     "tree": segment(names=(b"tenant", b"query", b"other"), records=[
         record(0, b"tenant", allocated=1 << 20),
@@ -411,13 +474,13 @@ cases = {
                                      record(1, b"b", parent=1, depth=2)]),
     "bad-header-size": segment(header_size=256),
     "bad-record-size": segment(record_size=128),
-    "capacity-past-end": segment()[:512 + 3 * 256],
+    "capacity-past-end": segment()[:640 + 3 * 256],
     "capacity-huge": header(capacity=0xffffffff, nrecords=0),
     "nrecords-past-capacity": header(capacity=2, nrecords=3) + record(0, b"a")
         + record(1, b"b"),
     "name-without-nul": segment(records=[record(0, b"x" * 64), record(1, b"b")]),
     "wrong-id": segment(records=[record(0, b"a"), record(1, b"b", rid=7)]),
-    "random": bytes(random.getrandbits(8) for _ in range(512 + 4 * 256)),
+    "random": bytes(random.getrandbits(8) for _ in range(640 + 4 * 256)),
     "odd-seq": segment(seq=7),
     "other-pid": segment(hpid=1),
 }
@@ -435,6 +498,11 @@ mkdir "$crafted/symlink" &&
 # Valid crafted segments: whatever the name bytes, JSON that parses.
 expect_status 0 "a valid crafted segment" timeout 60 "$top" --once --dir "$crafted/good" "$$"
 grep -Eq '^alpha +4\.0 KiB ' "$tmp/out" || fail "crafted: no alpha row"
+# A region the kernel has not counted yet (rss_at_ns 0) shows "-" as RSS,
+# as in the library's text report; a counted one its bytes, 0 B included.
+expect_status 0 "kernel counts" timeout 60 "$top" --once --dir "$crafted/parts" "$$"
+grep -Eq '^alpha +4\.0 KiB +0 B ' "$tmp/out" && grep -Eq '^beta +4\.0 KiB +- ' "$tmp/out" ||
+    fail "kernel counts: $(grep -E '^(alpha|beta) ' "$tmp/out")"
 # --tree: the child under its parent, the parent with its subtree's figures.
 expect_status 0 "a tree" timeout 60 "$top" --once --tree --dir "$crafted/tree" "$$"
 grep -Eq '^tenant +4\.0 MiB ' "$tmp/out" || fail "--tree: tenant's row is not its subtree's 4 MiB: $(cat "$tmp/out")"
@@ -457,6 +525,58 @@ assert len(doc["tags"]) == 5, doc["tags"]
 ' "$tmp/out" || fail "names of any bytes: not valid JSON"
 expect_status 0 "names of any bytes, as a table" timeout 60 "$top" --once --dir "$crafted/good-names" "$$"
 LC_ALL=C grep -q '[^ -~]' "$tmp/out" && fail "a table shows a byte outside printable ASCII"
+
+# The process's parts of a crafted segment, exactly as the library's own
+# reports write them: the text's two lines, JSON's keys, Prometheus'
+# families (regionalloc report reads the segment itself for those).
+expect_status 0 "parts, as a table" timeout 60 "$top" --once --dir "$crafted/parts" "$$"
+grep -qxF 'process: rss_anon 8.0 MiB = tags 6.0 MiB + untagged 2.0 MiB + metadata 512.0 KiB + library 256.0 KiB + other 0 B (the named parts exceed it by 768.0 KiB)' "$tmp/out" ||
+    fail "parts: no process: line: $(grep -A1 '^process:' "$tmp/out")"
+grep -qxF '         rss_file 3.0 MiB, page tables 128.0 KiB, cgroup 20.0 MiB (anon 12.0 MiB, file 8.0 MiB) of no limit' "$tmp/out" ||
+    fail "parts: no second process: line: $(grep -A1 '^process:' "$tmp/out")"
+expect_status 0 "parts, JSON" timeout 60 "$top" --json --dir "$crafted/parts" "$$"
+python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1], encoding="utf-8"))
+p, M, K = doc["process"], 1 << 20, 1 << 10
+assert doc["time_ns"] == 3000001000, doc["time_ns"]
+assert p["rss_anon"] == 8 * M and p["rss_file"] == 3 * M and p["page_tables"] == 128 * K, p
+assert p["parts"] == {"tags": 6 * M, "untagged": 2 * M, "metadata": 512 * K,
+                      "library": 256 * K, "other": 0}, p["parts"]
+assert list(p["parts"]) == ["tags", "untagged", "metadata", "library", "other"]
+assert p["parts_over"] == 768 * K and p["parts_at_ns"] == 1000, p
+assert p["jemalloc_measured"] is True, p
+assert p["cgroup"] == {"current": 20 * M, "anon": 12 * M, "file": 8 * M, "limit": 0}, p
+by = {t["name"]: t for t in doc["tags"]}
+assert by["alpha"]["metadata"] == 8192 and by["alpha"]["rss_at_ns"] == 500, by
+assert by["beta"]["rss_at_ns"] == 0, by
+' "$tmp/out" || fail "parts, JSON: $(cat "$tmp/out")"
+expect_status 0 "parts, Prometheus" timeout 60 "$builddir/tools/regionalloc" \
+    report "$$" --dir "$crafted/parts" --format prometheus
+for line in 'regionalloc_process_resident_bytes{part="tags"} 6291456' \
+    'regionalloc_process_resident_bytes{part="untagged"} 2097152' \
+    'regionalloc_process_resident_bytes{part="metadata"} 524288' \
+    'regionalloc_process_resident_bytes{part="library"} 262144' \
+    'regionalloc_process_resident_bytes{part="other"} 0' \
+    'regionalloc_process_rss_anon_bytes 8388608' \
+    'regionalloc_process_rss_file_bytes 3145728' \
+    'regionalloc_process_page_tables_bytes 131072' \
+    'regionalloc_process_parts_over_bytes 786432' \
+    'regionalloc_cgroup_current_bytes 20971520' \
+    'regionalloc_cgroup_anon_bytes 12582912' \
+    'regionalloc_cgroup_file_bytes 8388608' \
+    'regionalloc_cgroup_limit_bytes 0' \
+    'regionalloc_tag_metadata_bytes{tag="alpha"} 8192' \
+    'regionalloc_tag_rss_unmeasured 1' \
+    'regionalloc_tag_rss_oldest_age_seconds 3.000000500'; do
+    grep -qxF "$line" "$tmp/out" || fail "parts, Prometheus: no '$line'"
+done
+# Without a cgroup, no cgroup family, as in the process's /metrics.
+expect_status 0 "no cgroup, Prometheus" timeout 60 "$builddir/tools/regionalloc" \
+    report "$$" --dir "$crafted/good" --format prometheus
+grep -q '^regionalloc_cgroup_' "$tmp/out" && fail "no cgroup: a cgroup family"
+grep -qxF 'regionalloc_process_resident_bytes{part="tags"} 0' "$tmp/out" ||
+    fail "no cgroup: no parts family"
 
 # check_rejected CASE WHY: the segment in CASE is rejected by one table, by
 # JSON and by the list, each time with exit status 1 (not a signal's
@@ -481,13 +601,12 @@ check_rejected empty "empty file"
 check_rejected short "too short"
 check_rejected header-only-short "too short"
 check_rejected bad-magic "bad magic"
-check_rejected bad-version "version 1, this reader knows 2"
 check_rejected http-without-nul "http address without a NUL"
 check_rejected bad-parent "record 1: parent 7 past nrecords"
 check_rejected parent-cycle "is not a live tag one level up"
 check_rejected bad-header-size "header_size 256"
 check_rejected bad-record-size "record_size 128"
-check_rejected capacity-past-end "capacity 4 needs 1536 bytes, the file has 1280"
+check_rejected capacity-past-end "capacity 4 needs 1664 bytes, the file has 1408"
 check_rejected capacity-huge "capacity 4294967295 needs"
 check_rejected nrecords-past-capacity "nrecords 3 exceeds capacity 2"
 check_rejected name-without-nul "record 0: name without a NUL"
@@ -497,6 +616,21 @@ check_rejected odd-seq "no consistent copy"
 check_rejected directory "not a regular file"
 check_rejected fifo "not a regular file"
 check_rejected symlink "symbolic link, not followed"
+# A segment of another version (a process of an older or a newer library)
+# is refused with one line, and listed with why it is not read: the list
+# of the others still succeeds.
+for case in bad-version:1 version-2:2; do
+    dir=$crafted/${case%:*} version=${case#*:}
+    for mode in --once --json; do
+        expect_status 1 "${case%:*} ($mode)" timeout 60 "$top" "$mode" --dir "$dir" "$$"
+        [ "$(wc -l <"$tmp/err")" = 1 ] &&
+            grep -q "^regionalloc-top: $dir/regionalloc.$$: version $version, this reader knows 3$" "$tmp/err" ||
+            fail "${case%:*} ($mode): $(cat "$tmp/err")"
+    done
+    expect_status 0 "${case%:*} (list)" timeout 60 "$top" --dir "$dir"
+    grep -Eq "^ *$$ .*\(version $version, this reader knows 3\)$" "$tmp/out" ||
+        fail "${case%:*} (list): no row saying the version: $(cat "$tmp/out")"
+done
 expect_status 1 "a segment naming another pid" "$top" --once --dir "$crafted/other-pid" "$$"
 grep -q "names pid 1, not $$" "$tmp/err" || fail "other pid: $(cat "$tmp/err")"
 expect_status 0 "the list with a segment naming another pid" "$top" --dir "$crafted/other-pid"

@@ -69,9 +69,10 @@ plant() {
     python3 - "$@" <<'EOF' || fail "cannot plant $1"
 import os, struct, sys
 path, pid, uid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-HEADER = "=8sIIIIQiIQQQQ16Q16QQ64s112x"
+HEADER = "=8sIIIIQiIQQQQ16Q16QQ64s240x"
 RECORD = "=II64s16QII48x"
-header = struct.pack(HEADER, b"RAllocS\0", 2, 512, 256, 4, 10, pid, 1,
+assert struct.calcsize(HEADER) == 640 and struct.calcsize(RECORD) == 256
+header = struct.pack(HEADER, b"RAllocS\0", 3, 640, 256, 4, 10, pid, 1,
                      100000000, 5, 1, 1, *([0] * 32), 0, b"")
 record = struct.pack(RECORD, 1, 1, b"planted", *([777777] + [0] * 15), 0, 1)
 with open(path, "wb") as f:

@@ -33,10 +33,11 @@ trap 'rm -rf "$tmp"' EXIT
 python3 - "$tmp" "$$" <<'EOF' || { fail "cannot plant the segments"; finish; }
 import os, struct, sys
 root, pid = sys.argv[1], int(sys.argv[2])
-HEADER = "=8sIIIIQiIQQQQ16Q16QQ64s112x"
+HEADER = "=8sIIIIQiIQQQQ16Q16QQ64s240x"
 RECORD = "=II64s16QII48x"
+assert struct.calcsize(HEADER) == 640 and struct.calcsize(RECORD) == 256
 def header(capacity, nrecords):
-    return struct.pack(HEADER, b"RAllocS\0", 2, 512, 256, capacity, 10, pid,
+    return struct.pack(HEADER, b"RAllocS\0", 3, 640, 256, capacity, 10, pid,
                        nrecords, 100000000, 5, 1, 1, *([0] * 32), 0, b"")
 def plant(case, data, size):
     os.makedirs(os.path.join(root, case))
@@ -51,8 +52,8 @@ good = header(4, 2) + b"".join(
 plant("good", good, len(good))
 for case, n in (("million", 1000000), ("sixteen-million", 16000000),
                 ("unwritten", 4000)):
-    plant(case, header(n, n), 512 + 256 * n)
-plant("headless", b"", 512 + 256 * 4000)
+    plant(case, header(n, n), 640 + 256 * n)
+plant("headless", b"", 640 + 256 * 4000)
 EOF
 
 # peak CMD...: runs CMD, its output in $tmp/out and $tmp/err; prints its

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "report_names.h"
 
 static const char *format_bytes(char *buf, size_t size, double n)
 {
@@ -123,6 +124,35 @@ size_t escape_for_terminal(char *out, size_t size, const char *in,
     return o;
 }
 
+void print_parts(const struct ra_shm_parts *p, bool kernel)
+{
+    char h[7][24];
+
+    printf(RA_PARTS_TEXT, format_size(h[0], sizeof h[0], p->rss_anon),
+           format_size(h[1], sizeof h[1], p->tags),
+           format_size(h[2], sizeof h[2], p->untagged),
+           format_size(h[3], sizeof h[3], p->metadata),
+           format_size(h[4], sizeof h[4], p->library),
+           format_size(h[5], sizeof h[5], p->other));
+    if (p->over != 0)
+        printf(RA_PARTS_TEXT_OVER, format_size(h[6], sizeof h[6], p->over));
+    if (!(p->flags & RA_SHM_PARTS_MEASURED))
+        fputs(RA_PARTS_TEXT_ESTIMATE, stdout);
+    if (kernel)
+        printf(RA_PARTS_TEXT_KERNEL,
+               format_size(h[0], sizeof h[0], p->rss_file),
+               format_size(h[1], sizeof h[1], p->page_tables));
+    if (kernel && (p->flags & RA_SHM_PARTS_CGROUP))
+        printf(RA_PARTS_TEXT_CGROUP,
+               format_size(h[2], sizeof h[2], p->cgroup_current),
+               format_size(h[3], sizeof h[3], p->cgroup_anon),
+               format_size(h[4], sizeof h[4], p->cgroup_file),
+               p->cgroup_limit != 0
+                   ? format_size(h[5], sizeof h[5], p->cgroup_limit)
+                   : RA_PARTS_TEXT_NO_LIMIT);
+    putchar('\n');
+}
+
 /* -- JSON ---------------------------------------------------------------- */
 
 /* The length of the valid UTF-8 sequence at s (n bytes left), or 0:
@@ -195,6 +225,33 @@ static void print_json_figures(const struct ra_shm_figures *f)
            f->limit_failures);
 }
 
+/* The process's parts, members of "process" named as in the library's
+ * JSON report (doc/json.md). */
+static void print_json_parts(const struct ra_shm_parts *p)
+{
+    const char *sep = "";
+
+    printf(", \"rss_anon\": %" PRIu64 ", \"rss_file\": %" PRIu64
+           ", \"page_tables\": %" PRIu64 ", \"parts\": {",
+           p->rss_anon, p->rss_file, p->page_tables);
+#define PART(field)                                                           \
+    printf("%s\"" #field "\": %" PRIu64, sep, p->field);                      \
+    sep = ", ";
+    RA_PARTS_LIST(PART)
+#undef PART
+    printf("}, \"parts_over\": %" PRIu64 ", \"parts_at_ns\": %" PRIu64
+           ", \"jemalloc_measured\": %s, \"cgroup\": ",
+           p->over, p->at_ns,
+           (p->flags & RA_SHM_PARTS_MEASURED) ? "true" : "false");
+    if (p->flags & RA_SHM_PARTS_CGROUP)
+        printf("{\"current\": %" PRIu64 ", \"anon\": %" PRIu64
+               ", \"file\": %" PRIu64 ", \"limit\": %" PRIu64 "}",
+               p->cgroup_current, p->cgroup_anon, p->cgroup_file,
+               p->cgroup_limit);
+    else
+        fputs("null", stdout);
+}
+
 void print_json(const struct segment_copy *c, bool stale)
 {
     const struct ra_shm_header *h = &c->header;
@@ -202,8 +259,10 @@ void print_json(const struct segment_copy *c, bool stale)
     uint64_t age;
 
     printf("{\"pid\": %" PRId32 ", \"stale\": %s, \"published\": %" PRIu64
-           ", \"interval_ns\": %" PRIu64 ", \"age_ns\": ",
-           h->pid, stale ? "true" : "false", h->published, h->interval_ns);
+           ", \"interval_ns\": %" PRIu64 ", \"time_ns\": %" PRIu64
+           ", \"age_ns\": ",
+           h->pid, stale ? "true" : "false", h->published, h->interval_ns,
+           h->time_ns);
     if (segment_age(c, &age))
         printf("%" PRIu64, age);
     else
@@ -212,6 +271,7 @@ void print_json(const struct segment_copy *c, bool stale)
     print_json_figures(&h->untagged);
     fputs("},\n \"process\": {", stdout);
     print_json_figures(&h->process);
+    print_json_parts(&h->parts);
     printf("},\n \"library_allocated\": %" PRIu64
            ",\n \"leftovers_allocated\": %" PRIu64 ",\n \"http\": ",
            h->library_allocated, h->leftovers_allocated);
@@ -243,7 +303,11 @@ void print_json(const struct segment_copy *c, bool stale)
         else
             fputs(", \"parent\": null, ", stdout);
         print_json_figures(&r->figures);
-        printf(", \"priority\": %" PRId32 "}", r->priority);
+        /* The kernel's count of the region: its metadata part, and when
+         * (0: not yet counted), as the library's JSON report has them. */
+        printf(", \"metadata\": %" PRIu64 ", \"rss_at_ns\": %" PRIu64
+               ", \"priority\": %" PRId32 "}",
+               r->metadata, r->rss_at_ns, r->priority);
         sep = ",";
     }
     fputs("]}\n", stdout);

@@ -40,6 +40,12 @@ const char *limit_source_name(uint32_t source);
 size_t escape_for_terminal(char *out, size_t size, const char *in,
                            size_t len);
 
+/* Prints the "process:" line of the library's text report: the parts of
+ * the process's RssAnon (and how far the named parts exceed it, when they
+ * do); with kernel, the second line too: the kernel's other figures and
+ * the cgroup's. */
+void print_parts(const struct ra_shm_parts *p, bool kernel);
+
 /* Prints the copy as one JSON document on stdout, stale saying whether its
  * process is gone (doc/regionalloc-top.1 shows its keys). */
 void print_json(const struct segment_copy *c, bool stale);

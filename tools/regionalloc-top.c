@@ -49,6 +49,7 @@ struct view {
     bool stale;
     unsigned max_rows; /* 0: no limit */
     bool tree;         /* --tree: children under their parent */
+    bool once;         /* --once: the whole "process:" section */
 };
 
 struct row {
@@ -209,6 +210,9 @@ static void print_summary(const struct view *v)
            format_size(c, sizeof c, h->process.mapped),
            format_size(d, sizeof d, h->process.rss),
            format_size(e, sizeof e, h->library_allocated));
+    /* The parts of the process's RssAnon as the library's text report
+     * shows them; the live view keeps to their line. */
+    print_parts(&h->parts, v->once);
     if (h->leftovers_allocated != 0)
         printf("left live by destroyed tags: %s (freed at their slots' next "
                "reset)\n",
@@ -251,9 +255,13 @@ static void print_row(const struct view *v, const struct ra_shm_record *r,
     }
     format_rates(v, r->id - 1, rate, allocs, sizeof rate);
     format_limit(limit, sizeof limit, &r->figures);
+    /* As the library's text report: a region not yet counted is "-". */
+    if (f == &r->figures && r->rss_at_ns == 0)
+        snprintf(rss, sizeof rss, "-");
+    else
+        format_size(rss, sizeof rss, f->rss);
     printf("%-*s %10s %10s %10s %10s %13s %10s %12s\n", width, name,
-           format_size(a, sizeof a, f->allocated),
-           format_size(rss, sizeof rss, f->rss),
+           format_size(a, sizeof a, f->allocated), rss,
            format_size(m, sizeof m, f->mapped),
            format_size(d, sizeof d, f->dirty), rate, allocs, limit);
 }
@@ -421,7 +429,8 @@ static int read_first(const struct options *o, int dirfd,
 static int show_once(const struct options *o, int dirfd)
 {
     struct segment_copy first = {0}, second = {0};
-    struct view v = {.now = &first, .pid = o->pid, .tree = o->tree};
+    struct view v = {.now = &first, .pid = o->pid, .tree = o->tree,
+                     .once = true};
     char name[SEGMENT_NAME_MAX], why[WHY_MAX];
     int status = read_first(o, dirfd, &first);
 
@@ -437,6 +446,7 @@ static int show_once(const struct options *o, int dirfd)
         case READ_FAILED:
         case READ_FOREIGN:
         case READ_STALE:
+        case READ_VERSION:
             report(o, name, why);
             status = 1;
         }
@@ -525,9 +535,9 @@ static unsigned terminal_rows(void)
 {
     struct winsize ws;
 
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_row < 6)
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_row < 7)
         return 0;
-    return ws.ws_row - 5u;
+    return ws.ws_row - 6u;
 }
 
 /* Draws one frame: the screen cleared, the table. Returns true if the
@@ -585,6 +595,7 @@ static int watch(const struct options *o, int dirfd,
         case READ_FAILED:
         case READ_FOREIGN:
         case READ_STALE:
+        case READ_VERSION:
             report(o, name, why);
             return 1;
         }
@@ -663,6 +674,7 @@ static bool list_one(const struct options *o, int dirfd, long pid,
     case READ_GONE: /* exited since the directory was read */
         return false;
     case READ_FOREIGN: /* planted, or left by a process of another user */
+    case READ_VERSION: /* a process of an older or a newer library */
         print_unread_row(pid, gone, why);
         return false;
     case READ_FAILED:

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "http_address.h"
+#include "report_names.h"
 #include "preload.h"
 #include "segment.h"
 #include "sizes.h"
@@ -441,6 +442,68 @@ static void print_label(const char *name, size_t size)
     }
 }
 
+/* The process's parts, with the names, labels and order of its /metrics
+ * (report_names.h); the cgroup's when it is in one. */
+static void print_prometheus_parts(const struct ra_shm_parts *p)
+{
+    printf("# TYPE " RA_PARTS_FAMILY " gauge\n");
+#define PART(field)                                                           \
+    printf(RA_PARTS_FAMILY "{part=\"" #field "\"} %" PRIu64 "\n", p->field);
+    RA_PARTS_LIST(PART)
+#undef PART
+#define KERNEL(name, help, field)                                             \
+    printf("# TYPE " name " gauge\n" name " %" PRIu64 "\n", p->field);
+    RA_PARTS_KERNEL_FAMILIES(KERNEL)
+#undef KERNEL
+    if (!(p->flags & RA_SHM_PARTS_CGROUP))
+        return;
+#define CGROUP(name, field)                                                   \
+    printf("# TYPE " name " gauge\n" name " %" PRIu64 "\n", p->field);
+    RA_PARTS_CGROUP_FAMILIES(CGROUP)
+#undef CGROUP
+}
+
+/* How the kernel's counts of the tags' regions stand, as the process's
+ * /metrics has it: the live tags not counted yet, and the age of the
+ * count taken longest ago (0: none counted), in seconds. */
+static void print_prometheus_counts(const struct segment_copy *c)
+{
+    uint64_t unmeasured = 0, oldest = UINT64_MAX, age = 0;
+
+    for (uint32_t r = 0; r < c->header.nrecords; r++) {
+        const struct ra_shm_record *rec = &c->records[r];
+        if (!(rec->flags & RA_SHM_RECORD_LIVE))
+            continue;
+        if (rec->rss_at_ns == 0)
+            unmeasured++;
+        else if (rec->rss_at_ns < oldest)
+            oldest = rec->rss_at_ns;
+    }
+    if (oldest != UINT64_MAX && c->header.time_ns > oldest)
+        age = c->header.time_ns - oldest;
+    printf("# TYPE regionalloc_tag_rss_unmeasured gauge\n"
+           "regionalloc_tag_rss_unmeasured %" PRIu64 "\n"
+           "# TYPE regionalloc_tag_rss_oldest_age_seconds gauge\n"
+           "regionalloc_tag_rss_oldest_age_seconds %" PRIu64 ".%09" PRIu64
+           "\n",
+           unmeasured, age / 1000000000u, age % 1000000000u);
+}
+
+/* Where a record holds the field of each per-tag family (report_names.h):
+ * in its figures but metadata; 0 for arenas, which the segment lacks. The
+ * untagged figures are at the same offsets in the header's. */
+enum {
+#define IN_FIGURES(f) IN_RECORD_##f = offsetof(struct ra_shm_record, figures.f)
+    IN_FIGURES(allocated), IN_FIGURES(active), IN_FIGURES(resident),
+    IN_FIGURES(rss), IN_FIGURES(mapped), IN_FIGURES(peak_mapped),
+    IN_FIGURES(dirty), IN_FIGURES(nmalloc), IN_FIGURES(ndalloc),
+    IN_FIGURES(purges), IN_FIGURES(limit), IN_FIGURES(soft_limit),
+    IN_FIGURES(limit_failures),
+#undef IN_FIGURES
+    IN_RECORD_metadata = offsetof(struct ra_shm_record, metadata),
+    IN_RECORD_arenas = 0,
+};
+
 /* The families of the process's /metrics that its segment has: per tag,
  * untagged, and the process's (report.c, the library's source). */
 static void print_prometheus(const struct segment_copy *c)
@@ -449,44 +512,23 @@ static void print_prometheus(const struct segment_copy *c)
         const char *tag, *untagged, *type;
         size_t offset;
     } families[] = {
-#define FIELD(f) offsetof(struct ra_shm_figures, f)
-        {"regionalloc_tag_allocated_bytes",
-         "regionalloc_untagged_allocated_bytes", "gauge", FIELD(allocated)},
-        {"regionalloc_tag_active_bytes", "regionalloc_untagged_active_bytes",
-         "gauge", FIELD(active)},
-        {"regionalloc_tag_resident_bytes",
-         "regionalloc_untagged_resident_bytes", "gauge", FIELD(resident)},
-        {"regionalloc_tag_rss_bytes", NULL, "gauge", FIELD(rss)},
-        {"regionalloc_tag_mapped_bytes", "regionalloc_untagged_mapped_bytes",
-         "gauge", FIELD(mapped)},
-        {"regionalloc_tag_peak_mapped_bytes", NULL, "gauge",
-         FIELD(peak_mapped)},
-        {"regionalloc_tag_dirty_bytes", "regionalloc_untagged_dirty_bytes",
-         "gauge", FIELD(dirty)},
-        {"regionalloc_tag_allocations_total",
-         "regionalloc_untagged_allocations_total", "counter", FIELD(nmalloc)},
-        {"regionalloc_tag_frees_total", "regionalloc_untagged_frees_total",
-         "counter", FIELD(ndalloc)},
-        {"regionalloc_tag_purges_total", "regionalloc_untagged_purges_total",
-         "counter", FIELD(purges)},
-        {"regionalloc_tag_limit_bytes", NULL, "gauge", FIELD(limit)},
-        {"regionalloc_tag_soft_limit_bytes", NULL, "gauge",
-         FIELD(soft_limit)},
-        {"regionalloc_tag_limit_failures_total", NULL, "counter",
-         FIELD(limit_failures)},
-#undef FIELD
+#define FAMILY(name, untagged, type, help, field, summed)                     \
+    {name, untagged, type, IN_RECORD_##field},
+        RA_TAG_FAMILIES(FAMILY)
+#undef FAMILY
     };
     const size_t n = sizeof families / sizeof families[0];
     uint64_t v;
 
     for (size_t f = 0; f < n; f++) {
+        if (families[f].offset == 0)
+            continue;
         printf("# TYPE %s %s\n", families[f].tag, families[f].type);
         for (uint32_t r = 0; r < c->header.nrecords; r++) {
             const struct ra_shm_record *rec = &c->records[r];
             if (!(rec->flags & RA_SHM_RECORD_LIVE))
                 continue;
-            memcpy(&v, (const char *)&rec->figures + families[f].offset,
-                   sizeof v);
+            memcpy(&v, (const char *)rec + families[f].offset, sizeof v);
             printf("%s{tag=\"", families[f].tag);
             print_label(rec->name, sizeof rec->name);
             printf("\"} %" PRIu64 "\n", v);
@@ -504,7 +546,9 @@ static void print_prometheus(const struct segment_copy *c)
     for (size_t f = 0; f < n; f++) {
         if (families[f].untagged == NULL)
             continue;
-        memcpy(&v, (const char *)&c->header.untagged + families[f].offset,
+        memcpy(&v,
+               (const char *)&c->header.untagged + families[f].offset -
+                   offsetof(struct ra_shm_record, figures),
                sizeof v);
         printf("# TYPE %s %s\n%s %" PRIu64 "\n", families[f].untagged,
                families[f].type, families[f].untagged, v);
@@ -536,6 +580,8 @@ static void print_prometheus(const struct segment_copy *c)
            c->header.process.rss, c->header.library_allocated,
            c->header.leftovers_allocated, c->header.pressure.limit, c->header.pressure.level,
            c->header.pressure.given_back, c->header.pressure.refusals);
+    print_prometheus_counts(c);
+    print_prometheus_parts(&c->header.parts);
 }
 
 static long parse_pid(const char *s)

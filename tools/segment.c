@@ -41,7 +41,10 @@ struct owner {
     uid_t uid;
 };
 
-enum attempt { ATTEMPT_OK, ATTEMPT_TORN, ATTEMPT_BAD, ATTEMPT_SHRUNK };
+/* ATTEMPT_VERSION: a consistent copy of a segment of another version. */
+enum attempt {
+    ATTEMPT_OK, ATTEMPT_TORN, ATTEMPT_BAD, ATTEMPT_SHRUNK, ATTEMPT_VERSION
+};
 
 /* The mapping may shrink under us if its owner truncates the file: the
  * read then raises SIGBUS, which jumps back here instead of killing us. */
@@ -252,13 +255,20 @@ static enum attempt try_copy(const struct mapping *m, struct segment_copy *c,
         return ATTEMPT_SHRUNK;
     if (last != first || c->header.seq != first)
         return ATTEMPT_TORN;
+    /* Its fields past the version are another layout's: what is wrong
+     * is the version (check_header said so first). */
+    if (memcmp(c->header.magic, RA_SHM_MAGIC, sizeof c->header.magic) == 0 &&
+        c->header.version != RA_SHM_VERSION)
+        return ATTEMPT_VERSION;
     return bad || check_records(c, why) ? ATTEMPT_BAD : ATTEMPT_OK;
 }
 
 /* Retries torn copies, and bad ones too: a segment being created is all
- * zeros for a moment. Returns true (why set) if no attempt succeeded. */
-static bool copy_consistent(const struct mapping *m, struct segment_copy *c,
-                            char *why)
+ * zeros for a moment. Returns READ_OK, READ_VERSION (why set) for a
+ * segment of another version, or READ_FAILED (why set) if no attempt
+ * succeeded. */
+static enum read_result copy_consistent(const struct mapping *m,
+                                        struct segment_copy *c, char *why)
 {
     enum attempt a = ATTEMPT_TORN;
 
@@ -268,15 +278,19 @@ static bool copy_consistent(const struct mapping *m, struct segment_copy *c,
         a = try_copy(m, c, why);
         if (a == ATTEMPT_OK) {
             c->taken_ns = monotonic_ns();
-            return false;
+            return READ_OK;
         }
-        if (a == ATTEMPT_SHRUNK)
-            return fail_with(why, "the file shrank while being read");
+        if (a == ATTEMPT_VERSION)
+            return READ_VERSION;
+        if (a == ATTEMPT_SHRUNK) {
+            fail_with(why, "the file shrank while being read");
+            return READ_FAILED;
+        }
     }
     if (a == ATTEMPT_TORN)
         fail_with(why, "no consistent copy in %d attempts: seq stays odd or "
                   "keeps changing", READ_ATTEMPTS);
-    return true;
+    return READ_FAILED;
 }
 
 /* Checks what fstat says: a regular file large enough for a header, and
@@ -371,7 +385,7 @@ static enum read_result read_named(int dirfd, const char *name,
 
     if (r != READ_OK)
         return r;
-    r = copy_consistent(&m, c, why) ? READ_FAILED : READ_OK;
+    r = copy_consistent(&m, c, why);
     munmap((void *)m.base, m.size);
     close(m.fd);
     return r;

@@ -24,8 +24,12 @@ struct segment_copy {
 
 /* READ_FOREIGN: the files named after the process belong to another user
  * than the process's: none is its segment. READ_STALE: the copy is good,
- * but names another pid than its file. */
-enum read_result { READ_OK, READ_GONE, READ_FAILED, READ_FOREIGN, READ_STALE };
+ * but names another pid than its file. READ_VERSION: the file is a
+ * segment of another version of the layout (a process of an older or a
+ * newer library), which this reader does not read. */
+enum read_result {
+    READ_OK, READ_GONE, READ_FAILED, READ_FOREIGN, READ_STALE, READ_VERSION
+};
 
 /* The bytes of a segment's name, NUL included: "regionalloc.", a pid, and
  * perhaps a fallback's suffix. */
