@@ -136,7 +136,7 @@ void print_parts(const struct ra_shm_parts *p, bool kernel)
            format_size(h[5], sizeof h[5], p->other));
     if (p->over != 0)
         printf(RA_PARTS_TEXT_OVER, format_size(h[6], sizeof h[6], p->over));
-    if (!(p->flags & RA_SHM_PARTS_MEASURED))
+    if (p->at_ns != 0 && !(p->flags & RA_SHM_PARTS_MEASURED))
         fputs(RA_PARTS_TEXT_ESTIMATE, stdout);
     if (kernel)
         printf(RA_PARTS_TEXT_KERNEL,
