@@ -182,17 +182,25 @@ bool ra__proc_maps(bool (*line)(char *text, size_t len, void *ctx),
     return false;
 }
 
-/* The number of kB after "\nName:" in a /proc status text, in bytes; 0
- * when absent. */
-static uint64_t status_kib(const char *text, const char *name)
+/* The number after "\n<name><sep>" in text (a /proc status or a cgroup's
+ * memory.stat), times unit; 0 when absent. */
+static uint64_t number_after(const char *text, const char *name, char sep,
+                             uint64_t unit)
 {
     char key[32];
     const char *p;
 
-    snprintf(key, sizeof key, "\n%s:", name);
+    snprintf(key, sizeof key, "\n%s%c", name, sep);
     p = strstr(text, key);
     return p == NULL ? 0
-                     : (uint64_t)strtoull(p + strlen(key), NULL, 10) * 1024;
+                     : (uint64_t)strtoull(p + strlen(key), NULL, 10) * unit;
+}
+
+/* The number of kB after "\nName:" in a /proc status text, in bytes; 0
+ * when absent. */
+static uint64_t status_kib(const char *text, const char *name)
+{
+    return number_after(text, name, ':', 1024);
 }
 
 bool ra__proc_status(struct ra__proc_status *out)
@@ -231,12 +239,7 @@ static bool read_number(const char *dir, const char *file, uint64_t *n)
 /* The bytes after "\nname " in memory.stat's text; 0 when absent. */
 static uint64_t stat_bytes(const char *text, const char *name)
 {
-    char key[32];
-    const char *p;
-
-    snprintf(key, sizeof key, "\n%s ", name);
-    p = strstr(text, key);
-    return p == NULL ? 0 : (uint64_t)strtoull(p + strlen(key), NULL, 10);
+    return number_after(text, name, ' ', 1);
 }
 
 bool ra__proc_cgroup_dir(const char *given, char *dir, size_t len)
