@@ -106,6 +106,7 @@ bool ra__background_start(void *(*fn)(void *), void *arg, pthread_t *thread)
     /* Past the library's own pthread_create (ra__thread_create): run()
      * makes the thread the library's before anything else, so no rule
      * gives it a tag. */
+    ra__untagged_find_self(); /* the row is read on any thread from now */
     ra__spawn_begin(&old);
     rc = ra__thread_create(thread, NULL, run, &s);
     ra__spawn_end(&old);

@@ -163,7 +163,7 @@ __attribute__((constructor)) void ra__process_start(void)
 {
     ra__thread_exit_set(thread_end, ra__untagged_thread_end);
     /* Everything the main thread did since the process began counts. */
-    ra__untagged_thread_start();
+    ra__untagged_load_start();
     ra__clock_start();
     ra__report_at_load();
     if (pthread_atfork(prefork, postfork_parent, postfork_child) != 0)

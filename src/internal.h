@@ -165,6 +165,17 @@ void ra__thread_exit_set(void (*end)(void *), void (*last)(void));
  * (jemalloc keeps no counts per thread, the key could not be armed, or it
  * has left already). Takes untagged.c's lock, a leaf. */
 bool ra__untagged_thread_start(void);
+/* The same for the thread that loads the library (init.c), but where it
+ * is the process's only thread, its counters are found only when first
+ * needed (ra__untagged_find_self): asking jemalloc builds its whole
+ * control tree, which a program that never reads a figure should not pay
+ * for at start. */
+void ra__untagged_load_start(void);
+/* Finds the calling thread's counters if they were left to find
+ * (RA__UNTAGGED_UNFOUND): before the process's second thread is made
+ * (pthread_create, the library's threads), and on the thread's own read
+ * and end. Until then no other thread can read the row. */
+void ra__untagged_find_self(void);
 /* The thread's last step, in every round of its destructors (ready.c):
  * the first time it leaves the list, what it holds added to what exited
  * threads left; each later time, what it moved since (other destructors

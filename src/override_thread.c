@@ -84,9 +84,11 @@ RA_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     struct start *s = take_start();
     int rc;
 
-    /* Every thread starts here, to be counted. */
+    /* Every thread starts here, to be counted; its maker's counters are
+     * found first (the row is read on any thread from now on). */
     if (s == NULL)
         return EAGAIN;
+    ra__untagged_find_self();
     *s = (struct start){fn, arg, ra__library_spawning, ra__thread_tags_on(),
                         NULL};
     rc = ra__thread_create(thread, attr, start_thread, s);

@@ -322,9 +322,12 @@ struct ra__thread_state {
 
 /* -- untagged.c ----------------------------------------------------------- */
 enum ra__untagged_state {
-    RA__UNTAGGED_UNSEEN, /* not counted yet */
-    RA__UNTAGGED_LISTED, /* counted live, through its counters */
-    RA__UNTAGGED_GONE    /* left the list at its end: counted as it left */
+    RA__UNTAGGED_UNSEEN,   /* not counted yet */
+    RA__UNTAGGED_UNFOUND,  /* listed, its counters not found yet: the
+                              loading thread of a process that has no
+                              other, until one is made or it reads */
+    RA__UNTAGGED_LISTED,   /* counted live, through its counters */
+    RA__UNTAGGED_GONE      /* left the list at its end: counted as it left */
 };
 /* A thread as the untagged row counts it, in the thread's own storage:
  * jemalloc's counts of the bytes it handed the thread and took back

@@ -4,6 +4,8 @@
  * through their counters and exited ones as they left, less the bytes the
  * library took from jemalloc for tags on each thread (its own count, kept
  * where the library calls jemalloc for a tag: never on a fast path). */
+#include <sys/single_threaded.h>
+
 #include "backend.h"
 #include "internal.h"
 
@@ -111,6 +113,7 @@ bool ra__untagged_thread_start(void)
 {
     struct ra__untagged_thread *me = &ra__untagged_self;
 
+    ra__untagged_find_self();
     if (me->state != RA__UNTAGGED_UNSEEN)
         return me->state != RA__UNTAGGED_LISTED;
     if (find_counters(me)) {
@@ -127,10 +130,53 @@ bool ra__untagged_thread_start(void)
     return false;
 }
 
+void ra__untagged_load_start(void)
+{
+    struct ra__untagged_thread *me = &ra__untagged_self;
+
+    /* glibc's own word: no thread was ever made in the process. Built
+     * without the override, the library does not see the next thread
+     * made, which may read the row: found now. */
+#ifdef RA_OVERRIDE
+    bool defer = __libc_single_threaded;
+#else
+    bool defer = false;
+#endif
+
+    if (!defer || ra__thread_exit_arm()) {
+        (void)ra__untagged_thread_start();
+        return;
+    }
+    ra__spin_lock(&lock);
+    RA__RING_PUSH(&listed, me);
+    me->state = RA__UNTAGGED_UNFOUND;
+    ra__spin_unlock(&lock);
+}
+
+void ra__untagged_find_self(void)
+{
+    struct ra__untagged_thread *me = &ra__untagged_self;
+    bool none;
+
+    if (me->state != RA__UNTAGGED_UNFOUND)
+        return;
+    none = find_counters(me);
+    ra__spin_lock(&lock);
+    if (none) {
+        RA__RING_UNLINK(me);
+        me->state = RA__UNTAGGED_UNSEEN;
+        atomic_store_explicit(&uncounted, true, memory_order_relaxed);
+    } else {
+        me->state = RA__UNTAGGED_LISTED;
+    }
+    ra__spin_unlock(&lock);
+}
+
 void ra__untagged_thread_end(void)
 {
     struct ra__untagged_thread *me = &ra__untagged_self;
 
+    ra__untagged_find_self();
     if (me->state == RA__UNTAGGED_UNSEEN)
         return;
     ra__spin_lock(&lock);
@@ -142,13 +188,18 @@ bool ra__untagged_allocated(size_t *out)
 {
     uint64_t sum;
 
+    ra__untagged_find_self();
     if (atomic_load_explicit(&uncounted, memory_order_relaxed))
         return true;
     ra__spin_lock(&lock);
     sum = gone;
+    /* An unfound record is the loading thread's while no other thread
+     * was made; one made without the C library's threads, which reads
+     * here, does not see it counted. */
     for (const struct ra__untagged_thread *t = listed.next; t != &listed;
          t = t->next)
-        sum += held_by(t);
+        if (t->state == RA__UNTAGGED_LISTED)
+            sum += held_by(t);
     ra__spin_unlock(&lock);
     /* A block freed on a thread read before the one that made it was,
      * while the threads were read one after another, is missing from
@@ -176,8 +227,16 @@ void ra__untagged_postfork_child(void)
     for (struct ra__untagged_thread *t = listed.next, *next; t != &listed;
          t = next) {
         next = t->next;
-        if (t != &ra__untagged_self)
-            fold(t);
+        if (t == &ra__untagged_self)
+            continue;
+        if (t->state == RA__UNTAGGED_UNFOUND) {
+            /* The loading thread, forked without by a thread made past
+             * the C library's threads: its counters are not known. */
+            RA__RING_UNLINK(t);
+            t->state = RA__UNTAGGED_GONE;
+            continue;
+        }
+        fold(t);
     }
     ra__spin_unlock(&lock);
 }

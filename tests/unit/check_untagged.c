@@ -26,6 +26,25 @@
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
 
+/* jemalloc's answers of where a thread's counters are: asking builds
+ * jemalloc's whole control tree, which a process that never reads a
+ * figure should not pay for at start (--wrap=ra__be_thread_counters). */
+static atomic_uint asked;
+bool __real_ra__be_thread_counters(const uint64_t **allocated,
+                                   const uint64_t **deallocated);
+bool __wrap_ra__be_thread_counters(const uint64_t **allocated,
+                                   const uint64_t **deallocated);
+bool __wrap_ra__be_thread_counters(const uint64_t **allocated,
+                                   const uint64_t **deallocated)
+{
+    atomic_fetch_add(&asked, 1);
+    return __real_ra__be_thread_counters(allocated, deallocated);
+}
+
+/* As main() found them, before anything but the library's load ran. */
+static unsigned asked_at_start;
+static enum ra__untagged_state state_at_start;
+
 static inline size_t counted(void)
 {
     size_t bytes = 0;
@@ -269,6 +288,53 @@ START_TEST(test_untagged_unit_a_child_keeps_the_other_threads_blocks)
 END_TEST
 #endif
 
+#ifdef RA_OVERRIDE
+/* The loading thread of a process with no other is listed at load but
+ * asks jemalloc only when first needed: its first read here. Its blocks
+ * made before count all the same (jemalloc counts from the thread's
+ * start). */
+START_TEST(test_untagged_unit_the_loading_thread_asks_when_first_needed)
+{
+    void *before = malloc(4 * MIB);
+    size_t all;
+
+    ck_assert_uint_eq(asked_at_start, 0);
+    ck_assert_int_eq(state_at_start, RA__UNTAGGED_UNFOUND);
+    ck_assert_ptr_nonnull(before);
+    memset(before, 1, 4 * MIB);
+    ck_assert_uint_eq(atomic_load(&asked), 0);
+    all = counted();
+    ck_assert_uint_eq(atomic_load(&asked), 1);
+    ck_assert_int_eq(ra__untagged_self.state, RA__UNTAGGED_LISTED);
+    ck_assert_uint_ge(all, 4 * MIB);
+    free(before);
+    ck_assert_uint_le(counted(), all - 4 * MIB);
+}
+END_TEST
+
+/* Before the process's second thread is made, the maker's counters are
+ * found: from then on the row is read on any thread. */
+static void *read_row(void *arg)
+{
+    *(size_t *)arg = counted();
+    return NULL;
+}
+
+START_TEST(test_untagged_unit_a_second_thread_finds_the_maker_counted)
+{
+    void *before = malloc(8 * MIB);
+    pthread_t thread;
+    size_t seen = 0;
+
+    ck_assert_ptr_nonnull(before);
+    ck_assert_int_eq(pthread_create(&thread, NULL, read_row, &seen), 0);
+    ck_assert_int_eq(pthread_join(thread, NULL), 0);
+    ck_assert_uint_ge(seen, 8 * MIB);
+    free(before);
+}
+END_TEST
+#endif
+
 static Suite *untagged_suite(void)
 {
     Suite *s = suite_create("untagged (unit)");
@@ -282,6 +348,8 @@ static Suite *untagged_suite(void)
 #endif
 #ifdef RA_OVERRIDE
     /* Built without the override, the library sees no thread start. */
+    tcase_add_test(tc, test_untagged_unit_the_loading_thread_asks_when_first_needed);
+    tcase_add_test(tc, test_untagged_unit_a_second_thread_finds_the_maker_counted);
     tcase_add_test(tc, test_untagged_unit_threads_find_their_own_counters);
     tcase_add_test(tc, test_untagged_unit_threads_count_through_their_exit);
     tcase_add_test(tc, test_untagged_unit_a_child_keeps_the_other_threads_blocks);
@@ -292,5 +360,7 @@ static Suite *untagged_suite(void)
 
 int main(void)
 {
+    asked_at_start = atomic_load(&asked);
+    state_at_start = ra__untagged_self.state;
     return tu_run_suite(untagged_suite());
 }
