@@ -73,18 +73,27 @@ static bool measure_locked(ra_tag_t tag, struct ra__measure *out)
 
     if (pagemap < 0 && (pagemap = ra__resident_open()) < 0)
         return true;
-    ra__region_carved(tag, &start, &end);
-    mapped = ra__budget_committed(tag);
-    if (ra__resident_range(pagemap, start, end, &bytes))
-        return true;
-    *out = (struct ra__measure){bytes, 0, ra__clock_ns(), mapped};
+    /* The metadata first, then the region around it: threads of the tag
+     * may carve and touch more meanwhile, and what was counted of the
+     * metadata (never given back) is then inside what the region's count
+     * finds. */
+    *out = (struct ra__measure){0, 0, 0, 0};
     n = ra__metadata_blocks(tag, blocks, BLOCKS_MAX);
     for (unsigned i = 0; i < n; i++)
         if (!ra__resident_range(pagemap, blocks[i].start, blocks[i].end,
                                 &bytes))
             out->metadata += bytes;
-    /* Invariant: the metadata lies in the region's carved part. */
-    ra__assert(out->metadata <= out->resident);
+    ra__region_carved(tag, &start, &end);
+    mapped = ra__budget_committed(tag);
+    if (ra__resident_range(pagemap, start, end, &bytes))
+        return true;
+    out->resident = bytes;
+    out->at_ns = ra__clock_ns();
+    out->mapped = mapped;
+    /* Only the kernel swapping metadata pages out between the two counts
+     * could make it larger: the figure stays a part of the whole. */
+    if (out->metadata > out->resident)
+        out->metadata = out->resident;
     store(tag, out);
     return false;
 }
