@@ -6,6 +6,7 @@
  * still count in both. */
 #include <check.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "measure.h"
+#include "region.h"
 #include "testutil.h"
 
 #define PAGES 64u
@@ -149,6 +151,49 @@ START_TEST(test_resident_unit_pages_shared_with_a_child_count)
 }
 END_TEST
 
+/* A region's count while a thread of its tag carves and touches more of
+ * the arena's metadata (--wrap=ra__metadata_blocks: as the count lists
+ * the metadata blocks, 4 MiB of the tag's block is written and noted as
+ * one). The metadata counted is within the region's count, whichever
+ * comes first. */
+static struct {
+    ra_tag_t tag;
+    char *block;
+    size_t size;
+} carving;
+
+unsigned __real_ra__metadata_blocks(ra_tag_t tag, struct ra__range *out,
+                                    unsigned max);
+unsigned __wrap_ra__metadata_blocks(ra_tag_t tag, struct ra__range *out,
+                                    unsigned max);
+unsigned __wrap_ra__metadata_blocks(ra_tag_t tag, struct ra__range *out,
+                                    unsigned max)
+{
+    if (carving.block != NULL && tag == carving.tag) {
+        memset(carving.block, 1, carving.size);
+        ra__metadata_block_add(tag, (uintptr_t)carving.block, carving.size);
+        carving.block = NULL;
+    }
+    return __real_ra__metadata_blocks(tag, out, max);
+}
+
+START_TEST(test_resident_unit_metadata_carved_during_a_count_is_within_it)
+{
+    struct ra__measure m;
+
+    carving.tag = tu_tag_create("carving");
+    carving.size = (size_t)4 << 20;
+    carving.block = ra_malloc_tag(carving.tag, carving.size);
+    ck_assert_ptr_nonnull(carving.block);
+    ck_assert(!ra__measure_tag(carving.tag, &m));
+    ck_assert_ptr_null(carving.block);
+    ck_assert_uint_ge(m.metadata, carving.size);
+    ck_assert_msg(m.metadata <= m.resident,
+                  "metadata %" PRIu64 " above the region's %" PRIu64,
+                  m.metadata, m.resident);
+}
+END_TEST
+
 START_TEST(test_resident_unit_bad_descriptor_fails)
 {
     size_t bytes = 7;
@@ -167,6 +212,8 @@ static Suite *resident_suite(void)
     tcase_add_test(tc, test_resident_unit_zero_page_is_no_ones);
     tcase_add_test(tc, test_resident_unit_pages_shared_with_a_child_count);
     tcase_add_test(tc, test_resident_unit_bad_descriptor_fails);
+    tcase_add_test(tc,
+                   test_resident_unit_metadata_carved_during_a_count_is_within_it);
     suite_add_tcase(s, tc);
     return s;
 }
