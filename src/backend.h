@@ -212,12 +212,9 @@ struct ra__be_arena_stats {
  * destroyed): then *out is zero. */
 bool ra__be_arena_stats(unsigned arena, struct ra__be_arena_stats *out);
 /* jemalloc's allocated (blocks in its tcaches and the library's caches
- * included) and mapped bytes of one arena, and its process-wide totals, as
- * of the last refresh. */
+ * included) and mapped bytes of one arena, as of the last refresh. */
 size_t ra__be_arena_allocated(unsigned arena);
 size_t ra__be_arena_mapped(unsigned arena);
-void ra__be_totals(size_t *allocated, size_t *active, size_t *resident,
-                   size_t *mapped);
 /* The bytes of the arena's pages that hold live blocks (or blocks in
  * caches), now: jemalloc's live page count, whose address is looked up
  * once per arena. jemalloc's control interface knows an arena created
@@ -263,8 +260,6 @@ unsigned ra__mappings_copy(struct ra__range *out, unsigned max,
  * m's first page (a page never written maps the zero page). */
 bool ra__mappings_is_base(const struct ra__range *m,
                           const struct ra__range *all, unsigned n);
-/* Mappings past the table's room (their pages show as other memory). */
-unsigned ra__mappings_lost(void);
 /* Whether jemalloc's mappings are being noted (its code located). */
 bool ra__mappings_known(void);
 void ra__mappings_postfork_child(void);

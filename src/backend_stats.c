@@ -147,16 +147,3 @@ size_t ra__be_arena_mapped(unsigned arena)
     return stat_of(&stat_mapped, arena);
 }
 
-void ra__be_totals(size_t *allocated, size_t *active, size_t *resident,
-                   size_t *mapped)
-{
-    static const char *const names[] = {"stats.allocated", "stats.active",
-                                        "stats.resident", "stats.mapped"};
-    size_t *fields[] = {allocated, active, resident, mapped};
-
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        size_t len = sizeof *fields[i];
-        *fields[i] = 0;
-        mallctl(names[i], fields[i], &len, NULL, 0);
-    }
-}

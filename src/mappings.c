@@ -16,8 +16,8 @@
 
 /* jemalloc maps in an exponential series (opt.retain keeps what it maps),
  * so a process holds some hundreds of its mappings at most; past this
- * many, a mapping is counted (ra__mappings_lost) and its pages show as
- * the process's other memory. */
+ * many, a mapping is not noted and its pages show as the process's other
+ * memory. */
 #define MAPPINGS_MAX 4096u
 
 static struct mapping {
@@ -31,7 +31,6 @@ static uint64_t changes; /* moves whenever the table does */
  * takes no lock. */
 static _Atomic uintptr_t span_lo = UINTPTR_MAX, span_hi;
 static atomic_flag table_lock = ATOMIC_FLAG_INIT;
-static _Atomic unsigned lost;
 
 /* jemalloc's code, once known (ra__mappings_start): [code_start, code_end).
  * Until then a mapping is noted with its caller, sorted out at the start. */
@@ -89,8 +88,6 @@ void ra__mappings_noted(void *addr, size_t len, bool fixed,
             atomic_store_explicit(&span_lo, lo, memory_order_relaxed);
         if (lo + len > atomic_load_explicit(&span_hi, memory_order_relaxed))
             atomic_store_explicit(&span_hi, lo + len, memory_order_relaxed);
-    } else {
-        atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
     }
     table_unlock();
 }
@@ -109,8 +106,6 @@ static void cut(unsigned i, uintptr_t lo, uintptr_t hi)
         mappings[i].end = lo;
         if (nmappings < MAPPINGS_MAX)
             mappings[nmappings++] = (struct mapping){hi, m.end, m.caller};
-        else
-            atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
         return;
     }
     if (lo <= m.start)
@@ -206,11 +201,6 @@ bool ra__mappings_is_base(const struct ra__range *m,
 bool ra__mappings_known(void)
 {
     return atomic_load_explicit(&code_start, memory_order_relaxed) != 0;
-}
-
-unsigned ra__mappings_lost(void)
-{
-    return atomic_load_explicit(&lost, memory_order_relaxed);
 }
 
 /* Not taken across a fork: jemalloc notes its mappings under its own

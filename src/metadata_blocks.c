@@ -12,8 +12,7 @@
 
 /* Base blocks grow geometrically, so an arena takes a handful over its
  * life; a pool of arenas one handful each. Past this many in the
- * process, a block is counted (ra__metadata_blocks_lost) but not listed,
- * and its pages show as the tag's own. */
+ * process, a block is not listed, and its pages show as the tag's own. */
 #define BLOCKS_MAX 16384u
 
 static struct block {
@@ -21,7 +20,7 @@ static struct block {
     size_t size;
     uint32_t next; /* the region's previous block, + 1; 0: none */
 } blocks[BLOCKS_MAX];
-static _Atomic uint32_t nblocks, lost;
+static _Atomic uint32_t nblocks;
 /* Each region's latest block, + 1 (0: none), by region index. */
 static _Atomic uint32_t heads[RA__MAX_TAGS_LIMIT];
 
@@ -31,10 +30,8 @@ void ra__metadata_block_add(ra_tag_t tag, uintptr_t start, size_t size)
     _Atomic uint32_t *head = &heads[tag - 1];
     uint32_t first;
 
-    if (i >= BLOCKS_MAX) {
-        atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
+    if (i >= BLOCKS_MAX)
         return;
-    }
     blocks[i].start = start;
     blocks[i].size = size;
     /* Published with release: a reader that finds the block finds it
@@ -57,9 +54,4 @@ unsigned ra__metadata_blocks(ra_tag_t tag, struct ra__range *out,
                                       blocks[at - 1].start +
                                           blocks[at - 1].size};
     return n;
-}
-
-unsigned ra__metadata_blocks_lost(void)
-{
-    return atomic_load_explicit(&lost, memory_order_relaxed);
 }

@@ -1,5 +1,5 @@
 /* Floor: paths. What the allocation paths' files share: the plain fast
- * paths, inline, so that every entry point (alloc.c's ra_malloc and
+ * paths, inline, so that every entry point (alloc_entry.c's ra_malloc and
  * ra_free, override.c's malloc and free) is the same code, and the slow
  * steps each file owns (alloc.c: the plain paths; alloc_hooked.c: hooks
  * and the profiler's countdown; alloc_sampled.c: sampled blocks;
@@ -292,8 +292,8 @@ static inline void ra__free_block(void *ptr)
 }
 
 /* The bodies of the process allocator's two busiest names, instantiated
- * as ra_malloc and ra_free (alloc.c) and as malloc and free (override.c):
- * the same machine code under each name. */
+ * as ra_malloc and ra_free (alloc_entry.c) and as malloc and free
+ * (override.c): the same machine code under each name. */
 
 /* Untagged and uninstrumented in one test of the two words or'ed. */
 static inline void *ra__malloc_entry(size_t size)

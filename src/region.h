@@ -63,9 +63,6 @@ void ra__metadata_block_add(ra_tag_t tag, uintptr_t start, size_t size);
  * into out, up to max; returns how many. */
 unsigned ra__metadata_blocks(ra_tag_t tag, struct ra__range *out,
                              unsigned max);
-/* Base blocks noted past the table's room: their pages show as the tags'
- * own. */
-unsigned ra__metadata_blocks_lost(void);
 /* The bytes of tag's region that its arenas' metadata holds (jemalloc's
  * base blocks, committed for the arenas' life; with MALLOC_CONF
  * retain:false, also blocks asked at a 2 MiB alignment or more). */

@@ -357,35 +357,6 @@ START_TEST(test_backend_unit_stats_of_an_arena_never_made_are_zero)
 }
 END_TEST
 
-/* The totals are the process's (jemalloc's own figures), and move with a
- * refresh. */
-START_TEST(test_backend_unit_totals_follow_a_refresh)
-{
-    unsigned arena = made_arena(tu_tag_create("totals"));
-    size_t a0, ac0, r0, m0, a1, ac1, r1, m1;
-    void *p;
-
-    ra__be_refresh();
-    ra__be_totals(&a0, &ac0, &r0, &m0);
-    p = ra__je_mallocx(8 * MIB, flags_of(arena));
-    ra__be_refresh();
-    ra__be_totals(&a1, &ac1, &r1, &m1);
-    ck_assert_ptr_nonnull(p);
-    ck_assert_uint_eq(a1, oracle_size("stats.allocated"));
-    ck_assert_uint_eq(ac1, oracle_size("stats.active"));
-    ck_assert_uint_eq(r1, oracle_size("stats.resident"));
-    ck_assert_uint_eq(m1, oracle_size("stats.mapped"));
-    ck_assert_uint_ge(a1, a0 + 8 * MIB);
-    ck_assert_uint_ge(ac1, ac0 + 8 * MIB);
-    ck_assert_uint_ge(m1, m0 + 8 * MIB);
-    /* jemalloc's order of its figures. */
-    ck_assert_uint_le(a1, ac1);
-    ck_assert_uint_le(ac1, r1);
-    ck_assert_uint_le(ac1, m1);
-    ra__je_dallocx(p, MALLOCX_TCACHE_NONE);
-}
-END_TEST
-
 /* A block freed to an explicit tcache stays allocated to the arena until
  * the tcache is flushed; the id serves again after a flush. */
 START_TEST(test_backend_unit_tcache_flush_gives_blocks_back)
@@ -509,7 +480,6 @@ static Suite *backend_suite(void)
     tcase_add_test(stats, test_backend_unit_arena_stats_count_what_was_made);
     tcase_add_test(stats,
                    test_backend_unit_stats_of_an_arena_never_made_are_zero);
-    tcase_add_test(stats, test_backend_unit_totals_follow_a_refresh);
     suite_add_tcase(s, stats);
     tcase_add_test(caches, test_backend_unit_tcache_flush_gives_blocks_back);
     tcase_add_test(caches, test_backend_unit_tcache_ids_run_out_and_come_back);
