@@ -29,28 +29,13 @@ make_tmp test_http
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 
-# start_server NAME [ENV=VALUE...] -- [ARGS...]: runs examples/server on a
-# port of the kernel's choice; sets url (http://127.0.0.1:PORT).
+# start_server NAME [ENV=VALUE...] -- [ARGS...]: start_example_server,
+# its pid ended at exit.
 start_server() {
-    local name=$1 i
-    shift
-    local envs=()
-    while [ "$#" -gt 0 ] && [ "$1" != -- ]; do
-        envs+=("$1")
-        shift
-    done
-    [ "$#" -gt 0 ] && shift
-    env "${envs[@]}" "$server" --listen 127.0.0.1:0 "$@" \
-        >"$tmp/$name.out" 2>"$tmp/$name.err" &
-    pids+=($!)
-    url=
-    for ((i = 0; i < 200; i++)); do
-        url=$(sed -n '1s|^serving \(http://[^/]*\)/metrics$|\1|p' "$tmp/$name.out")
-        [ -n "$url" ] && return 0
-        sleep 0.1
-    done
-    fail "$name: the server did not say where it serves: $(cat "$tmp/$name.err")"
-    return 1
+    local rc=0
+    start_example_server "$@" || rc=1
+    pids+=("$server_pid")
+    return "$rc"
 }
 
 # code METHOD URL [CURL-ARGS...]: the HTTP status.

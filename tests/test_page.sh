@@ -23,28 +23,13 @@ make_tmp test_page
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 
-# start_server NAME [ENV=VALUE...] -- ARGS...: runs examples/server on a
-# port of the kernel's choice as $pid; sets url, or ends the test.
+# start_server NAME [ENV=VALUE...] -- ARGS...: start_example_server, as
+# $pid; ends the test when the server never says where it serves.
 start_server() {
-    local name=$1 i envs=()
-    shift
-    while [ "$1" != -- ]; do
-        envs+=("$1")
-        shift
-    done
-    shift
-    : >"$tmp/$name.out" # before the server's shell opens it, for the sed below
-    env "${envs[@]}" "$server" --listen 127.0.0.1:0 "$@" \
-        >"$tmp/$name.out" 2>"$tmp/$name.err" &
-    pid=$!
-    url=
-    for ((i = 0; i < 200; i++)); do
-        url=$(sed -n '1s|^serving \(http://[^/]*\)/metrics$|\1|p' "$tmp/$name.out")
-        [ -n "$url" ] && return 0
-        sleep 0.1
-    done
-    fail "$name: the server did not say where it serves: $(cat "$tmp/$name.err")"
-    finish
+    local rc=0
+    start_example_server "$@" || rc=1
+    pid=$server_pid
+    [ "$rc" = 0 ] || finish
 }
 
 # fake_cgroup DIR MAX: a cgroupfs in DIR of one cgroup, the process's own

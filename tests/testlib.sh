@@ -79,6 +79,33 @@ expect_status() {
     }
 }
 
+# start_example_server NAME [ENV=VALUE...] -- [ARGS...]: runs $server
+# (examples/server) on a port of the kernel's choice, its output in
+# $tmp/NAME.out and .err; sets server_pid and url (http://127.0.0.1:PORT),
+# or fails and returns 1 when it never says where it serves.
+start_example_server() {
+    local name=$1 i envs=()
+    shift
+    while [ "$#" -gt 0 ] && [ "$1" != -- ]; do
+        envs+=("$1")
+        shift
+    done
+    [ "$#" -gt 0 ] && shift
+    : >"$tmp/$name.out" # before the server's shell opens it, for the sed below
+    # shellcheck disable=SC2154 # $server: the calling test's
+    env "${envs[@]}" "$server" --listen 127.0.0.1:0 "$@" \
+        >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    server_pid=$!
+    url=
+    for ((i = 0; i < 200; i++)); do
+        url=$(sed -n '1s|^serving \(http://[^/]*\)/metrics$|\1|p' "$tmp/$name.out")
+        [ -n "$url" ] && return 0
+        sleep 0.1
+    done
+    fail "$name: the server did not say where it serves: $(cat "$tmp/$name.err")"
+    return 1
+}
+
 # end_processes PID...: asks each of the test's background processes to
 # end (SIGTERM) and waits for them, whatever became of them.
 end_processes() {
