@@ -43,7 +43,7 @@ void ra_free(void *ptr)
     ra__free_entry(ptr);
 }
 
-/* The size is not trusted (free_tagged): the same path as free. */
+/* The size is not trusted (ra__free_tagged): the same path as free. */
 void ra_free_sized(void *ptr, size_t size)
 {
     (void)size;

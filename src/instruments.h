@@ -7,8 +7,8 @@
 #include "internal.h"
 
 /* -- hooks.c: user callbacks ------------------------------------------------ */
-/* Hidden: the entry points in other files (override.c) reach it PC-relative,
- * as alloc.c, its owner, does. */
+/* Hidden, so that the entry points (alloc_entry.c's, override.c's) reach
+ * it PC-relative; hooks.c owns it. */
 extern _Atomic unsigned ra__instrumented __attribute__((visibility("hidden")));
 
 /* Whether a report of ptr would reach the installed hooks: not NULL, and
@@ -63,7 +63,7 @@ void ra__prof_begin(size_t mean_interval_bytes);
 void ra__prof_prefork(void);
 void ra__prof_postfork(void);
 
-/* -- alloc.c, hooks.c, prof.c: the instrumentation word ---------------------- */
+/* -- hooks.c, prof.c: the instrumentation word ------------------------------ */
 static inline void ra__instrument_add(unsigned what)
 {
     atomic_fetch_add(&ra__instrumented, what);

@@ -429,7 +429,7 @@ struct ra__snapshot {
      * is, and how many live tags have none yet. */
     uint64_t rss_oldest_age_ns, rss_unmeasured;
     /* The process's memory as the kernel counts it and the parts that make
-     * its RssAnon (parts.c, measured; ra__snapshot_parts). */
+     * its RssAnon (parts.c, measured; named in snapshot.c's name_parts). */
     struct ra__process_parts {
         uint64_t rss_anon, rss_file, page_tables;
         /* tags + untagged + metadata + library + other == rss_anon, but

@@ -15,7 +15,7 @@
 #include "instruments.h"
 #include "internal.h"
 
-/* -- alloc.c, realloc.c: what the overrides call -------------------------- */
+/* -- alloc_entry.c, realloc.c: what the overrides call -------------------- */
 /* Allocates under the current tag; align is a power of two, checked by the
  * caller. NULL with errno ENOMEM on failure. */
 void *ra__alloc_aligned(size_t align, size_t size);
@@ -271,7 +271,7 @@ static inline void ra__free_tagged_fast(void *ptr, ra_tag_t tag)
     ra__free_tagged(ptr, tag);
 }
 
-/* Sized frees come here too: the size is not trusted (free_tagged). */
+/* Sized frees come here too: the size is not trusted (ra__free_tagged). */
 static inline void ra__free_plain(void *ptr)
 {
     ra_tag_t tag = ra__tag_of_addr(ptr);
