@@ -1,5 +1,6 @@
-/* The reader of live stats segments: what regionalloc-top's other files
- * use to find segments, copy them consistently and tell stale ones. */
+/* The reader of live stats segments: what regionalloc-top's and
+ * regionalloc's other files use to find segments, copy them consistently
+ * and tell stale ones (segment.c, segment_read.c). */
 #ifndef REGIONALLOC_TOP_SEGMENT_H
 #define REGIONALLOC_TOP_SEGMENT_H
 
