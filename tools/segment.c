@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,4 +262,27 @@ enum read_result read_pid_segment(int dirfd, long pid, struct segment_copy *c,
         return READ_STALE;
     }
     return r;
+}
+
+void print_segment_error(const char *program, const char *dir,
+                         const char *name, const char *why)
+{
+    char path[PATH_MAX + SEGMENT_NAME_MAX];
+
+    segment_path(path, sizeof path, dir, name);
+    fprintf(stderr, "%s: %s: %s\n", program, path, why);
+}
+
+int read_segment_or_say(const char *program, int dirfd, const char *dir,
+                        long pid, struct segment_copy *c)
+{
+    char name[SEGMENT_NAME_MAX], why[WHY_MAX];
+    enum read_result r = read_pid_segment(dirfd, pid, c, name, why);
+
+    if (r == READ_GONE)
+        snprintf(why, sizeof why, "no such segment: process %ld does not "
+                 "publish (REGIONALLOC_SHM=1 turns it on)", pid);
+    if (r != READ_OK)
+        print_segment_error(program, dir, name, why);
+    return r != READ_OK;
 }

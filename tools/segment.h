@@ -76,6 +76,17 @@ bool process_gone(long pid);
 const char *stale_reason(int dirfd, const struct segment_entry *e, char *buf,
                          size_t size);
 
+/* Says on stderr, after program's name, what is wrong (why) with the file
+ * name in dir. */
+void print_segment_error(const char *program, const char *dir,
+                         const char *name, const char *why);
+
+/* Reads the segment of pid in dirfd, the directory dir, into *c, as
+ * read_pid_segment does: 0, or 1 after saying what is wrong on stderr
+ * (print_segment_error), a process that does not publish included. */
+int read_segment_or_say(const char *program, int dirfd, const char *dir,
+                        long pid, struct segment_copy *c);
+
 /* The files of dirfd named as segments, sorted by pid, then name; *n of
  * them, to free. NULL (errno set) on failure. */
 struct segment_entry *list_segments(int dirfd, size_t *n);
