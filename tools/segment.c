@@ -74,7 +74,8 @@ void segment_path(char *buf, size_t size, const char *dir, const char *name)
              dir[0] != '\0' && dir[strlen(dir) - 1] == '/' ? "" : "/", name);
 }
 
-void segment_name(char *name, long pid)
+/* The name regionalloc.<pid>, into name (SEGMENT_NAME_MAX bytes). */
+static void segment_name(char *name, long pid)
 {
     snprintf(name, SEGMENT_NAME_MAX, RA_SHM_PREFIX "%ld", pid);
 }

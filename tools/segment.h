@@ -49,9 +49,6 @@ void catch_bus_errors(void);
 /* Writes the path of the file name in dir into buf, cut to size. */
 void segment_path(char *buf, size_t size, const char *dir, const char *name);
 
-/* The name regionalloc.<pid>, into name (SEGMENT_NAME_MAX bytes). */
-void segment_name(char *name, long pid);
-
 /* Reads the segment of pid in dirfd into *c, neither following a link nor
  * blocking on a FIFO: regionalloc.<pid> if the process's user owns it,
  * else a fallback name that user owns (any owner will do once the process
