@@ -1,6 +1,7 @@
 /* Floor: services. The live stats segment, /dev/shm/regionalloc.<pid>: its
  * fixed layout, shared by the publisher (shm.c) and the reader
- * (tools/segment.c). doc/shm.md describes it for readers written elsewhere.
+ * (tools/segment_read.c). doc/shm.md describes it for readers written
+ * elsewhere.
  * Native byte order and alignment (the segment never leaves the machine);
  * every field is a fixed-width integer at a fixed offset, checked below. */
 #ifndef RA_SHM_LAYOUT_H

@@ -1,5 +1,6 @@
-/* The reader of live stats segments: what regionalloc-top's other files
- * use to find segments, copy them consistently and tell stale ones. */
+/* The reader of live stats segments: what regionalloc-top's and
+ * regionalloc's other files use to find segments, copy them consistently
+ * and tell stale ones (segment.c, segment_read.c). */
 #ifndef REGIONALLOC_TOP_SEGMENT_H
 #define REGIONALLOC_TOP_SEGMENT_H
 
@@ -48,9 +49,6 @@ void catch_bus_errors(void);
 /* Writes the path of the file name in dir into buf, cut to size. */
 void segment_path(char *buf, size_t size, const char *dir, const char *name);
 
-/* The name regionalloc.<pid>, into name (SEGMENT_NAME_MAX bytes). */
-void segment_name(char *name, long pid);
-
 /* Reads the segment of pid in dirfd into *c, neither following a link nor
  * blocking on a FIFO: regionalloc.<pid> if the process's user owns it,
  * else a fallback name that user owns (any owner will do once the process
@@ -74,6 +72,17 @@ bool process_gone(long pid);
  * or is not the one the file names. */
 const char *stale_reason(int dirfd, const struct segment_entry *e, char *buf,
                          size_t size);
+
+/* Says on stderr, after program's name, what is wrong (why) with the file
+ * name in dir. */
+void print_segment_error(const char *program, const char *dir,
+                         const char *name, const char *why);
+
+/* Reads the segment of pid in dirfd, the directory dir, into *c, as
+ * read_pid_segment does: 0, or 1 after saying what is wrong on stderr
+ * (print_segment_error), a process that does not publish included. */
+int read_segment_or_say(const char *program, int dirfd, const char *dir,
+                        long pid, struct segment_copy *c);
 
 /* The files of dirfd named as segments, sorted by pid, then name; *n of
  * them, to free. NULL (errno set) on failure. */

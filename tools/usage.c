@@ -1,0 +1,61 @@
+/* How to call regionalloc: the usage, and the refusals of what it cannot
+ * take, each one line and the usage, exit 2. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "regionalloc.h"
+
+void print_usage(FILE *out)
+{
+    fputs("usage: " PROGRAM " run [OPTIONS] -- PROGRAM [ARGS...]\n"
+          "       " PROGRAM " top [regionalloc-top's options] [PID]\n"
+          "       " PROGRAM " report PID [--format text|json|prometheus] "
+          "[--dir DIR]\n"
+          "\n"
+          "run's options:\n"
+          "      --thread-tags[=SPEC]  tag threads by name (default: on, "
+          "SPEC *)\n"
+          "      --no-thread-tags      do not\n"
+          "      --http[=ADDR]         serve the page and /metrics (default "
+          "127.0.0.1:0);\n"
+          "                            the page's URL is printed on stderr\n"
+          "      --report[=FILE]       write the per-tag report at exit "
+          "(default stderr)\n"
+          "      --format FORMAT       the report's format: text, json or "
+          "prometheus\n"
+          "      --checkpoints[=FILE]  write the checkpoint table at exit\n"
+          "      --prof[=RATE]         sample allocation sites every RATE "
+          "bytes (default 512K)\n"
+          "      --limits SPEC         budgets by tag name, as "
+          "REGIONALLOC_LIMITS\n"
+          "      --memory-limit SIZE   hold the process under SIZE, or "
+          "N% of its cgroup's\n"
+          "                            limit (REGIONALLOC_MEMORY_LIMIT)\n"
+          "      --no-shm              do not publish the live segment\n"
+          "      --children            watch the program's children too: "
+          "a report each\n"
+          "                            (FILE.PID), a server, a segment\n"
+          "  -h, --help                print this help and exit\n",
+          out);
+}
+
+void usage_error(const char *what, const char *arg)
+{
+    if (arg != NULL)
+        fprintf(stderr, PROGRAM ": %s '%s'\n", what, arg);
+    else
+        fprintf(stderr, PROGRAM ": %s\n", what);
+    print_usage(stderr);
+    exit(2);
+}
+
+void refuse(const char *option, const char *at, size_t len, const char *why)
+{
+    if (why == NULL)
+        return;
+    fprintf(stderr, PROGRAM ": %s '%.*s': %s\n", option,
+            len > INT_MAX ? INT_MAX : (int)len, at, why);
+    print_usage(stderr);
+    exit(2);
+}
