@@ -4,6 +4,8 @@
 #ifndef RA_OUTPUT_H
 #define RA_OUTPUT_H
 
+#include <string.h>
+
 #include "internal.h"
 
 /* -- escape.c: tag names and labels made safe for each output format ----- */
@@ -406,6 +408,17 @@ struct ra__usage {
             nmalloc, ndalloc;
     } tree;
 };
+/* A uint64_t figure of a usage by its offset (RA__USAGE_FIELD): the JSON
+ * and Prometheus reports name their fields in tables. */
+#define RA__USAGE_FIELD(f) offsetof(struct ra__usage, f)
+static inline uint64_t ra__usage_field(const struct ra__usage *u,
+                                       size_t offset)
+{
+    uint64_t v;
+
+    memcpy(&v, (const char *)u + offset, sizeof v);
+    return v;
+}
 /* Everything a report shows, read in one pass (after one statistics refresh
  * when detail is asked), so that the three formats (and the table's two
  * passes) show the same figures. global: the sum of the rows. */
@@ -501,7 +514,7 @@ void ra__listing_free(struct ra__listing *l);
 void ra__rollup_name(char *buf, size_t len, const struct ra__snapshot *snap,
                      const struct ra__rollup *ru, enum ra__escape_style style);
 
-/* -- report.c: ra_report, and the reports printed at exit ------------------ */
+/* -- report.c: ra_report ---------------------------------------------------- */
 /* Writes every tag's usage now in fmt (valid, or'ed with RA_REPORT_DETAIL
  * for one statistics refresh and jemalloc's figures) to o, listing top
  * tags (ra_report_top). Returns 0, or -1 with errno ENOMEM (nothing
@@ -510,6 +523,35 @@ int ra__report_write(struct ra__out *o, ra_format_t fmt, size_t top);
 /* How many tags a report in fmt (without RA_REPORT_DETAIL) lists unless
  * told: RA__TOP_TEXT in text, every tag in JSON and Prometheus. */
 size_t ra__report_top_default(ra_format_t fmt);
+
+/* -- the report's formats: what they share ----------------------------------- */
+/* What a row shows: a tag, the tags a roll-up stands for, or the untagged
+ * arenas. */
+enum ra__row_kind { RA__ROW_TAG, RA__ROW_ROLLUP, RA__ROW_UNTAGGED };
+/* The memory limit's source and level, as the reports name them. */
+static inline const char *ra__limit_source_name(enum ra__limit_source s)
+{
+    static const char *const names[] = {"none", "call", "environment",
+                                        "cgroup"};
+    return names[s];
+}
+static inline const char *ra__pressure_level_name(ra_pressure_t level)
+{
+    static const char *const names[] = {"none", "high", "limit"};
+    return names[level];
+}
+/* report_text.c: the table and the lines under it. */
+void ra__report_text(struct ra__out *o, const struct ra__snapshot *snap,
+                     const struct ra__listing *l);
+/* report_json.c: the document (doc/json.md). */
+void ra__report_json(struct ra__emitter *e, const struct ra__snapshot *snap,
+                     const struct ra__listing *l);
+/* report_prometheus.c: the exposition. Returns false when written, true
+ * when the library had no memory for the escaped names (nothing
+ * written). */
+bool ra__report_prometheus(struct ra__emitter *e,
+                           const struct ra__snapshot *snap,
+                           const struct ra__listing *l);
 
 /* -- what init.c calls of the output side -------------------------------- */
 /* shm.c: with REGIONALLOC_SHM=1, at load: makes the stats segment and starts
@@ -531,10 +573,10 @@ void ra__http_served(char out[RA__HTTP_ADDR_MAX]);
 void ra__http_prefork(void);
 void ra__http_postfork_parent(void);
 void ra__http_postfork_child(void);
-/* report.c, at load: notes the process that loaded the library and keeps a
+/* report_exit.c, at load: notes the process that loaded the library and keeps a
  * copy of stderr for the exit reports. Never allocates. */
 void ra__report_at_load(void);
-/* report.c, at exit: writes the reports REGIONALLOC_STATS,
+/* report_exit.c, at exit: writes the reports REGIONALLOC_STATS,
  * REGIONALLOC_CHECKPOINTS and REGIONALLOC_PROF_DUMP ask for, in the process
  * that loaded the library, and in a forked child those whose path holds
  * %p. */

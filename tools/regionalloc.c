@@ -505,7 +505,7 @@ enum {
 };
 
 /* The families of the process's /metrics that its segment has: per tag,
- * untagged, and the process's (report.c, the library's source). */
+ * untagged, and the process's (report_prometheus.c, the library's source). */
 static void print_prometheus(const struct segment_copy *c)
 {
     static const struct {
