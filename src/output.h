@@ -267,8 +267,9 @@ struct ra__prof_dump {
 };
 
 /* The entry of addr, one of the addresses of d's stacks (never NULL): a
- * binary search, inline so that both writers of frames (prof_dump.c's text
- * formats, prof_pprof.c) read the copy without calling each other. */
+ * binary search, inline so that every writer of frames (prof_dump.c's
+ * folded stacks, prof_tree.c, prof_pprof.c) reads the copy without calling
+ * the others. */
 static inline const struct ra__prof_frame *
 ra__prof_dump_frame(const struct ra__prof_dump *d, const void *addr)
 {
@@ -285,6 +286,25 @@ ra__prof_dump_frame(const struct ra__prof_dump *d, const void *addr)
     return &d->frames[lo];
 }
 
+/* Two stacks' frames in order: by address, innermost first, then the
+ * shorter first. Inline: the dump sorts by it and so does the tree. */
+static inline int ra__prof_compare_frames(const struct ra__prof_stack *x,
+                                          const struct ra__prof_stack *y)
+{
+    unsigned n = x->nframes < y->nframes ? x->nframes : y->nframes;
+
+    for (unsigned i = 0; i < n; i++)
+        if (x->frames[i] != y->frames[i])
+            return (uintptr_t)x->frames[i] < (uintptr_t)y->frames[i] ? -1
+                                                                      : 1;
+    return x->nframes < y->nframes ? -1 : x->nframes > y->nframes;
+}
+
+/* -- prof_names.c: the names of a dump's frames ---------------------------- */
+/* Fills d->frames with every distinct address of d's stacks, named, and
+ * d->lines and d->names with what they point to. Returns true when out of
+ * memory (the caller frees what was set). */
+bool ra__prof_name_frames(struct ra__prof_dump *d);
 /* Room for a frame's name and its NUL; longer names are cut. */
 #define RA__PROF_NAME_MAX 1024
 /* Writes the name of f's line i (i < f->nlines, or 0 when it has none)
@@ -321,6 +341,12 @@ void ra__pb_bytes(struct ra__pb *b, unsigned field, const void *p, size_t n);
 void ra__pb_message(struct ra__pb *b, unsigned field, struct ra__pb *msg);
 /* Frees the buffer and zeroes it. */
 void ra__pb_free(struct ra__pb *b);
+
+/* -- prof_tree.c: RA_PROF_TREE --------------------------------------------- */
+/* Writes d as the tree of call paths: per tag with live samples, or the
+ * one tag asked for (even empty). Returns true when out of memory. */
+bool ra__prof_tree_write(struct ra__out *o, const struct ra__prof_dump *d,
+                         ra_tag_t tag);
 
 /* -- prof_pprof.c: the pprof output -------------------------------------------- */
 /* Writes d as a gzip-compressed profile.proto to o: one Sample per stack

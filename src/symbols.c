@@ -1,5 +1,5 @@
 /* Floor: services. The names of code addresses, for the profile's readers
- * (prof_dump.c): the function, file and line of the call before a return
+ * (prof_names.c): the function, file and line of the call before a return
  * address, with the functions inlined there, from the symbol tables
  * (.symtab: static functions included) and the DWARF of every object
  * mapped in the process, read with elfutils' libdw. A separate debug file
