@@ -5,7 +5,7 @@
  * first start: load_http.c) from a thread of its own behind the front door
  * (http_door.c, a thread of the library's that accepts the connections and
  * waits for each request's head), both with every signal blocked, as is
- * the page's sampler (history.c). Its thread is started through the
+ * the dashboard's sampler (history.c). Its thread is started through the
  * library's pthread_create as one of the library's threads, and
  * ra_http_start and ra_http_stop are quiet: the server's memory is the
  * library's own (untagged, never hooked or sampled). poll(2),

@@ -41,12 +41,12 @@ enum MHD_Result ra__http_send(struct MHD_Connection *c, const char *type,
                               int (*write)(FILE *f, const void *arg),
                               const void *arg);
 /* The documents, for ra__http_send (arg: a struct document): 0, or -1
- * with errno. The report and the checkpoints in doc->fmt, the page of
- * /debug/regionalloc/, its chart's samples, the allocation sites as
+ * with errno. The report and the checkpoints in doc->fmt, the dashboard
+ * (/debug/regionalloc/), its chart's samples, the allocation sites as
  * folded stacks, the pprof profile (of a tag, or its subtree). */
 int ra__http_doc_report(FILE *f, const void *arg);
 int ra__http_doc_checkpoints(FILE *f, const void *arg);
-int ra__http_doc_page(FILE *f, const void *arg);
+int ra__http_doc_dashboard(FILE *f, const void *arg);
 int ra__http_doc_history(FILE *f, const void *arg);
 int ra__http_doc_sites(FILE *f, const void *arg);
 int ra__http_doc_profile(FILE *f, const void *arg);

@@ -121,14 +121,14 @@ static int write_own(FILE *f,
     return 0;
 }
 
-static int page_of(struct ra__out *o, const struct document *doc)
+static int dashboard_of(struct ra__out *o, const struct document *doc)
 {
-    return ra__page_write(o, doc->top);
+    return ra__dashboard_write(o, doc->top);
 }
 
-int ra__http_doc_page(FILE *f, const void *arg)
+int ra__http_doc_dashboard(FILE *f, const void *arg)
 {
-    return write_own(f, page_of, arg);
+    return write_own(f, dashboard_of, arg);
 }
 
 static int history_of(struct ra__out *o, const struct document *doc)

@@ -138,7 +138,7 @@ static bool since_argument(struct MHD_Connection *c, uint64_t *since)
 
 /* ?top=N (decimal digits: list the N largest tags, roll the others up) or
  * ?top=all (every tag) into doc->top; absent, the format's default (50 in
- * text and on the page, every tag in JSON and Prometheus). Answers 400 if
+ * text and on the dashboard, every tag in JSON and Prometheus). Answers 400 if
  * bad; returns whether doc->top is set, else *answered holds what was
  * queued. */
 static bool top_argument(struct MHD_Connection *c, struct document *doc,
@@ -167,11 +167,12 @@ static bool top_argument(struct MHD_Connection *c, struct document *doc,
     return false;
 }
 
-/* The page's two sources besides the reports: the chart's samples
+/* The dashboard's two sources besides the reports: the chart's samples
  * (?since=SEQ, and ?tag=NAME to sample that tag too) and a tag's
  * allocation sites as folded stacks (?tag=NAME; every tag's without). */
-static enum MHD_Result serve_page_data(struct MHD_Connection *c,
-                                       const char *url, struct document *doc)
+static enum MHD_Result serve_dashboard_data(struct MHD_Connection *c,
+                                            const char *url,
+                                            struct document *doc)
 {
     enum MHD_Result answered;
     const char *v;
@@ -254,21 +255,21 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *url)
             return answered;
         return ra__http_send(c, type_of(doc.fmt), ra__http_doc_report, &doc);
     }
-    /* The page a person opens; its address without the slash leads to
-     * it, so that its relative links resolve. It lists tags as the text
+    /* The dashboard a person opens; its address without the slash leads
+     * to it, so that its relative links resolve. It lists tags as the text
      * report does. */
     if (strcmp(url, "/debug/regionalloc/") == 0) {
         doc.fmt = RA_FORMAT_TEXT;
         if (!top_argument(c, &doc, &answered))
             return answered;
         return ra__http_send(c, "text/html; charset=utf-8",
-                             ra__http_doc_page, &doc);
+                             ra__http_doc_dashboard, &doc);
     }
     if (strcmp(url, "/debug/regionalloc") == 0)
         return ra__http_redirect(c, "/debug/regionalloc/");
     if (strcmp(url, "/debug/regionalloc/history") == 0 ||
         strcmp(url, "/debug/regionalloc/profile") == 0)
-        return serve_page_data(c, url, &doc);
+        return serve_dashboard_data(c, url, &doc);
     if (strcmp(url, "/debug/pprof/heap") == 0 ||
         strcmp(url, "/debug/pprof/allocs") == 0)
         return serve_profile(c, &doc);

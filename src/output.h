@@ -15,7 +15,7 @@ enum ra__escape_style {
     RA__ESCAPE_PROMETHEUS, /* label value: \\ \" \n, other bytes as the
                               text \xNN (written \\xNN) */
     RA__ESCAPE_HTML /* as TEXT, with & < > " ' as entities: text or an
-                       attribute value in a page */
+                       attribute value in HTML */
 };
 /* Room for any escaped name or label (at most RA_TAG_NAME_MAX bytes): JSON's
  * \u00NN is the longest, 6 bytes per input byte, and the NUL. */
@@ -182,13 +182,13 @@ void ra__cell_bytes(char *cell, uint64_t bytes);
 void ra__cell_count(char *cell, uint64_t n);
 void ra__cell_ns(char *cell, uint64_t ns);
 
-/* -- page.c: GET /debug/regionalloc/ ------------------------------------------ */
-/* Writes the page (tagging on), its table listing top tags as
+/* -- dashboard.c: GET /debug/regionalloc/ ------------------------------------- */
+/* Writes the dashboard (tagging on), its table listing top tags as
  * ra_report_top does (its script asks the JSON report for as many): 0 or
  * an errno value (ENOMEM). */
-int ra__page_write(struct ra__out *o, size_t top);
+int ra__dashboard_write(struct ra__out *o, size_t top);
 
-/* -- history.c: the samples the page's chart draws ----------------------------- */
+/* -- history.c: the samples the dashboard's chart draws ------------------------ */
 /* Allocates the ring and starts the sampler thread (with the HTTP server).
  * Returns true on failure, errno set, nothing left behind. */
 bool ra__history_start(void);
@@ -489,7 +489,7 @@ bool ra__snapshot_take(struct ra__snapshot *snap, bool detail);
 void ra__snapshot_free(struct ra__snapshot *snap);
 
 /* -- listing.c: which tags a report lists ----------------------------------- */
-/* How many tags the text report and the page list unless told. */
+/* How many tags the text report and the dashboard list unless told. */
 #define RA__TOP_TEXT 50
 /* The roll-up's tag in Prometheus: tag="(rest)". A tag of that name is
  * never listed where the rest is rolled up. */
@@ -599,8 +599,8 @@ void ra__http_served(char out[RA__HTTP_ADDR_MAX]);
 void ra__http_prefork(void);
 void ra__http_postfork_parent(void);
 void ra__http_postfork_child(void);
-/* report_exit.c, at load: notes the process that loaded the library and keeps a
- * copy of stderr for the exit reports. Never allocates. */
+/* report_exit.c, at load: notes the process that loaded the library and
+ * keeps a copy of stderr for the exit reports. Never allocates. */
 void ra__report_at_load(void);
 /* report_exit.c, at exit: writes the reports REGIONALLOC_STATS,
  * REGIONALLOC_CHECKPOINTS and REGIONALLOC_PROF_DUMP ask for, in the process
