@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "instruments.h"
-#include "output.h"
+#include "prof_dump.h"
 
 
 /* -- the copy ------------------------------------------------------------------ */

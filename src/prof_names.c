@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "output.h"
+#include "prof_dump.h"
 
 static int compare_addrs(const void *a, const void *b)
 {

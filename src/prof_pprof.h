@@ -4,7 +4,7 @@
 #ifndef RA_PROF_PPROF_H
 #define RA_PROF_PPROF_H
 
-#include "output.h"
+#include "prof_dump.h"
 
 /* -- prof_strings.c: Profile.string_table ---------------------------------- */
 /* The table, encoded as it grows, and an index of its strings (open

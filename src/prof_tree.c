@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "output.h"
+#include "prof_dump.h"
 
 /* A call path of the tree: the allocation site under the root, its callers
  * below it. Children are linked by index; 0 (the root) ends a list. */

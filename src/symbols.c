@@ -13,7 +13,7 @@
  * library's own memory. Built without libdw (--without-libdw), or where it
  * cannot be loaded, it knows nothing, and dumps name frames with dladdr's
  * dynamic symbols alone. */
-#include "output.h"
+#include "prof_dump.h"
 
 #ifdef RA_LIBDW
 #include <dwarf.h>
