@@ -19,8 +19,8 @@ RA_BUILD_CHECK=(gcc g++ make autoconf automake libtool pkg-config
 # that names its threads) for the tags by thread name, git for make
 # distcheck's tree, cargo and rustc for the Rust binding (Debian's 1.63,
 # the crate's rust-version), strace to count the system calls that fail,
-# chromium (and a font for its screenshots) to test the page of
-# /debug/regionalloc/ in a real browser, golang-go for `go tool pprof` on
+# chromium (and a font for its screenshots) to test the dashboard,
+# /debug/regionalloc/, in a real browser, golang-go for `go tool pprof` on
 # the profile's pprof output, binutils' strip for a binary without symbols,
 # libc6-dbg (the C library's debug file, found by build ID) for its static
 # functions' names, sqlite3 and redis-server (redis-tools' redis-cli fills

@@ -290,6 +290,29 @@ static size_t field(const struct ra__checkpoint *cp, size_t offset)
     return v;
 }
 
+/* Each tag's allocated bytes at each checkpoint, where the figure is the
+ * tag's that holds its id now. */
+static void write_prometheus_tags(struct ra__emitter *e,
+                                  const struct ra__checkpoint_set *set)
+{
+    struct checkpoint_labels l;
+
+    ra__prom_family(e, "regionalloc_checkpoint_tag_allocated_bytes", "gauge",
+                    "Bytes in the tag's live blocks at the checkpoint.");
+    for (size_t i = 0; i < set->kept; i++) {
+        const struct ra__checkpoint *cp = &set->items[i];
+        for (ra_tag_t t = 1; t <= cp->ntags; t++) {
+            if (!ra__checkpoint_figure_current(set, cp, t))
+                continue;
+            labels_of(&l, cp);
+            l.labels[2] =
+                (struct ra__prom_label){"tag", set->holders[t].name};
+            ra__prom_sample(e, "regionalloc_checkpoint_tag_allocated_bytes",
+                            l.labels, 3, cp->tag_allocated[t - 1]);
+        }
+    }
+}
+
 static void write_prometheus(struct ra__emitter *e,
                              const struct ra__checkpoint_set *set)
 {
@@ -317,20 +340,7 @@ static void write_prometheus(struct ra__emitter *e,
                                 labels_of(&l, &set->items[i]), 2,
                                 set->items[i].phase_ns);
 
-    ra__prom_family(e, "regionalloc_checkpoint_tag_allocated_bytes", "gauge",
-                    "Bytes in the tag's live blocks at the checkpoint.");
-    for (size_t i = 0; i < set->kept; i++) {
-        const struct ra__checkpoint *cp = &set->items[i];
-        for (ra_tag_t t = 1; t <= cp->ntags; t++) {
-            if (!ra__checkpoint_figure_current(set, cp, t))
-                continue;
-            labels_of(&l, cp);
-            l.labels[2] =
-                (struct ra__prom_label){"tag", set->holders[t].name};
-            ra__prom_sample(e, "regionalloc_checkpoint_tag_allocated_bytes",
-                            l.labels, 3, cp->tag_allocated[t - 1]);
-        }
-    }
+    write_prometheus_tags(e, set);
 
     for (size_t f = 0; f < sizeof byte_families / sizeof byte_families[0];
          f++) {

@@ -1,5 +1,6 @@
-# Makes each line of a text file a line of a C string literal (the page's
-# stylesheet and script, embedded in the library by src/page.c).
+# Makes each line of a text file a line of a C string literal (the
+# dashboard's stylesheet and script, embedded in the library by
+# src/dashboard.c).
 s/\\/\\\\/g
 s/"/\\"/g
 s/^/"/

@@ -1,4 +1,4 @@
-/* Floor: services. What the page's chart draws (GET
+/* Floor: services. What the dashboard's chart draws (GET
  * /debug/regionalloc/history): a ring of samples, one a second (less often
  * when a sample is costly) over the last four minutes, of the process's
  * allocated and mapped bytes and of the largest tags'. It exists only while the HTTP server runs: ra_http_start
@@ -20,8 +20,8 @@
  * jemalloc's epoch). The sampler waits at least this many times as long as its last
  * sample took, so that it never takes more than 1% of a core. */
 #define HISTORY_COST_RATIO 100
-/* Tags in a sample: the largest by mapped bytes, and the one a page asked
- * to watch (?tag=NAME) when it is not among them. */
+/* Tags in a sample: the largest by mapped bytes, and the one a dashboard
+ * asked to watch (?tag=NAME) when it is not among them. */
 #define HISTORY_TAGS 32
 
 struct history_tag {
@@ -45,7 +45,7 @@ static uint64_t taken;              /* samples so far; the newest's seq */
 static uint64_t interval_ns;        /* between the last two samples */
 static bool stopping;
 static pthread_t sampler;
-/* The tag a page watches (RA_TAG_NONE: none), read by the sampler. */
+/* The tag a dashboard watches (RA_TAG_NONE: none), read by the sampler. */
 static _Atomic ra_tag_t watched;
 
 /* Keeps t in s if it is among the HISTORY_TAGS - 1 largest so far (sorted

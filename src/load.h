@@ -49,7 +49,7 @@ const void *ra__load(struct ra__library *lib);
 #ifdef RA_HTTP
 #include <microhttpd.h>
 
-/* Every function of libmicrohttpd's that http.c and http_door.c call. */
+/* Every function of libmicrohttpd's that http*.c call. */
 #define RA__MHD_FUNCTIONS(X)                                                \
     X(MHD_start_daemon)                                                     \
     X(MHD_stop_daemon)                                                      \

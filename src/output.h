@@ -1,8 +1,12 @@
 /* Floor: services. The output side's declarations: checked output, escaping,
- * tables, the checkpoint ring, the profile's dump, grouped by owning file.
- * The core (internal.h) never needs them. */
+ * tables, the checkpoint ring, the reports, the profile's entry points,
+ * grouped by owning file (what only the profile's writers share is
+ * prof_dump.h; the server's files, http.h). The core (internal.h) never
+ * needs them. */
 #ifndef RA_OUTPUT_H
 #define RA_OUTPUT_H
+
+#include <string.h>
 
 #include "internal.h"
 
@@ -13,7 +17,7 @@ enum ra__escape_style {
     RA__ESCAPE_PROMETHEUS, /* label value: \\ \" \n, other bytes as the
                               text \xNN (written \\xNN) */
     RA__ESCAPE_HTML /* as TEXT, with & < > " ' as entities: text or an
-                       attribute value in a page */
+                       attribute value in HTML */
 };
 /* Room for any escaped name or label (at most RA_TAG_NAME_MAX bytes): JSON's
  * \u00NN is the longest, 6 bytes per input byte, and the NUL. */
@@ -180,13 +184,13 @@ void ra__cell_bytes(char *cell, uint64_t bytes);
 void ra__cell_count(char *cell, uint64_t n);
 void ra__cell_ns(char *cell, uint64_t ns);
 
-/* -- page.c: GET /debug/regionalloc/ ------------------------------------------ */
-/* Writes the page (tagging on), its table listing top tags as
+/* -- dashboard.c: GET /debug/regionalloc/ ------------------------------------- */
+/* Writes the dashboard (tagging on), its table listing top tags as
  * ra_report_top does (its script asks the JSON report for as many): 0 or
  * an errno value (ENOMEM). */
-int ra__page_write(struct ra__out *o, size_t top);
+int ra__dashboard_write(struct ra__out *o, size_t top);
 
-/* -- history.c: the samples the page's chart draws ----------------------------- */
+/* -- history.c: the samples the dashboard's chart draws ------------------------ */
 /* Allocates the ring and starts the sampler thread (with the HTTP server).
  * Returns true on failure, errno set, nothing left behind. */
 bool ra__history_start(void);
@@ -213,121 +217,6 @@ int ra__prof_dump_write(struct ra__out *o, ra_prof_format_t fmt,
  * EINVAL when root is not live. */
 int ra__prof_dump_write_tree(struct ra__out *o, ra_prof_format_t fmt,
                              ra_tag_t root);
-/* -- symbols.c: the names of code addresses ------------------------------- */
-/* A function and, where debug information says, the source line in it. */
-struct ra__symbol_line {
-    const char *function; /* the symbol (mangled, for C++); NULL: unknown */
-    const char *file;     /* the source file's path; NULL: no line known */
-    unsigned line;        /* 0 when file is NULL */
-};
-/* The most lines one address has: the call, and each call inlined there. */
-#define RA__SYMBOL_LINES 16
-/* Between ra__symbols_begin and ra__symbols_end (a lock of symbols.c's,
- * which no allocation takes; the caller is in a quiet section),
- * ra__symbols_lookup names the call before return address addr: its
- * lines, innermost (the inlined function) first, valid until the end, and
- * *offset, addr less the outermost function's start (0: unknown). Returns
- * how many lines; 0 when nothing is known (a build without libdw, code no
- * object maps, an object without a symbol table). */
-void ra__symbols_begin(void);
-unsigned ra__symbols_lookup(uintptr_t addr,
-                            const struct ra__symbol_line **lines,
-                            uintptr_t *offset);
-void ra__symbols_end(void);
-void ra__symbols_prefork(void);
-void ra__symbols_postfork_parent(void);
-void ra__symbols_postfork_child(void);
-
-/* A distinct frame address of a dump, named once: the code at return
- * address addr (looked up at addr - 1, so that a call that ends a function
- * is not taken for the next function). Its lines come from symbols.c, or
- * else from dladdr's dynamic symbol (one line, no file); module is dladdr's.
- * Every string is the dump's copy. */
-struct ra__prof_frame {
-    uintptr_t addr;
-    const char *module;      /* the object's path; NULL: unknown */
-    uintptr_t module_offset; /* addr - the object's base */
-    uintptr_t offset;        /* addr - the outermost function; 0: unknown */
-    unsigned nlines;         /* 0: no function known */
-    const struct ra__symbol_line *lines; /* innermost first */
-};
-
-/* What a dump writes: the stacks copied out of the profile, and their
- * frames. */
-struct ra__prof_dump {
-    size_t interval;  /* the mean sampling interval, in bytes */
-    size_t nstacks;
-    struct ra__prof_stack *stacks; /* by tag, then live bytes, largest first */
-    size_t nframes;
-    struct ra__prof_frame *frames; /* every distinct address, ascending */
-    struct ra__symbol_line *lines; /* where the frames' lines are */
-    char *names;                   /* where the lines' strings point */
-};
-
-/* The entry of addr, one of the addresses of d's stacks (never NULL): a
- * binary search, inline so that both writers of frames (prof_dump.c's text
- * formats, prof_pprof.c) read the copy without calling each other. */
-static inline const struct ra__prof_frame *
-ra__prof_dump_frame(const struct ra__prof_dump *d, const void *addr)
-{
-    size_t lo = 0, hi = d->nframes;
-
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->frames[mid].addr <= (uintptr_t)addr)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    ra__assert(lo < d->nframes && d->frames[lo].addr == (uintptr_t)addr);
-    return &d->frames[lo];
-}
-
-/* Room for a frame's name and its NUL; longer names are cut. */
-#define RA__PROF_NAME_MAX 1024
-/* Writes the name of f's line i (i < f->nlines, or 0 when it has none)
- * into buf (len > 0): "function (file.c:42)" (the file's base name),
- * "function+0xoff" for the outermost function where no line is known,
- * "function" for an inlined one, "module+0xoff" (the base name of the
- * object) or "0x<addr>" when no function is known. Control bytes become
- * '_', and so does ';' when folded is true (the separator of folded
- * stacks' frames). Returns buf. Never allocates. */
-const char *ra__prof_line_name(char *buf, size_t len,
-                               const struct ra__prof_frame *f, unsigned i,
-                               bool folded);
-
-/* -- protobuf.c: protocol buffers' wire format ------------------------------ */
-/* A growable buffer of encoded fields, zeroed to start. failed: a write did
- * not fit (out of memory); later writes are dropped. */
-struct ra__pb {
-    uint8_t *data;
-    size_t len, cap;
-    bool failed;
-};
-/* Appends n raw bytes. */
-void ra__pb_raw(struct ra__pb *b, const void *p, size_t n);
-/* Appends v as a base-128 varint, low group first. */
-void ra__pb_varint(struct ra__pb *b, uint64_t v);
-/* A varint field (uint64, int64 of a non-negative value, bool); 0, the
- * default, is left out as proto3 does. */
-void ra__pb_uint(struct ra__pb *b, unsigned field, uint64_t v);
-/* A length-delimited field: bytes, a string, a message, a packed repeated
- * field. */
-void ra__pb_bytes(struct ra__pb *b, unsigned field, const void *p, size_t n);
-/* Appends msg as field of b and empties msg for the next one; a failure of
- * msg is b's. */
-void ra__pb_message(struct ra__pb *b, unsigned field, struct ra__pb *msg);
-/* Frees the buffer and zeroes it. */
-void ra__pb_free(struct ra__pb *b);
-
-/* -- prof_pprof.c: the pprof output -------------------------------------------- */
-/* Writes d as a gzip-compressed profile.proto to o: one Sample per stack
- * labelled with its tag, a Location per frame, the executable mappings of
- * /proc/self/maps. Returns true on failure (errno ENOMEM: nothing, or a cut
- * stream, written); write errors are recorded in o. Runs in a quiet
- * section. */
-bool ra__prof_pprof_write(struct ra__out *o, const struct ra__prof_dump *d);
-
 /* -- checkpoint.c: the ring of checkpoints -------------------------------- */
 #define RA__CHECKPOINTS_KEPT 1024u
 struct ra__checkpoint {
@@ -406,6 +295,17 @@ struct ra__usage {
             nmalloc, ndalloc;
     } tree;
 };
+/* A uint64_t figure of a usage by its offset (RA__USAGE_FIELD): the JSON
+ * and Prometheus reports name their fields in tables. */
+#define RA__USAGE_FIELD(f) offsetof(struct ra__usage, f)
+static inline uint64_t ra__usage_field(const struct ra__usage *u,
+                                       size_t offset)
+{
+    uint64_t v;
+
+    memcpy(&v, (const char *)u + offset, sizeof v);
+    return v;
+}
 /* Everything a report shows, read in one pass (after one statistics refresh
  * when detail is asked), so that the three formats (and the table's two
  * passes) show the same figures. global: the sum of the rows. */
@@ -450,7 +350,7 @@ bool ra__snapshot_take(struct ra__snapshot *snap, bool detail);
 void ra__snapshot_free(struct ra__snapshot *snap);
 
 /* -- listing.c: which tags a report lists ----------------------------------- */
-/* How many tags the text report and the page list unless told. */
+/* How many tags the text report and the dashboard list unless told. */
 #define RA__TOP_TEXT 50
 /* The roll-up's tag in Prometheus: tag="(rest)". A tag of that name is
  * never listed where the rest is rolled up. */
@@ -501,7 +401,7 @@ void ra__listing_free(struct ra__listing *l);
 void ra__rollup_name(char *buf, size_t len, const struct ra__snapshot *snap,
                      const struct ra__rollup *ru, enum ra__escape_style style);
 
-/* -- report.c: ra_report, and the reports printed at exit ------------------ */
+/* -- report.c: ra_report ---------------------------------------------------- */
 /* Writes every tag's usage now in fmt (valid, or'ed with RA_REPORT_DETAIL
  * for one statistics refresh and jemalloc's figures) to o, listing top
  * tags (ra_report_top). Returns 0, or -1 with errno ENOMEM (nothing
@@ -510,6 +410,35 @@ int ra__report_write(struct ra__out *o, ra_format_t fmt, size_t top);
 /* How many tags a report in fmt (without RA_REPORT_DETAIL) lists unless
  * told: RA__TOP_TEXT in text, every tag in JSON and Prometheus. */
 size_t ra__report_top_default(ra_format_t fmt);
+
+/* -- the report's formats: what they share ----------------------------------- */
+/* What a row shows: a tag, the tags a roll-up stands for, or the untagged
+ * arenas. */
+enum ra__row_kind { RA__ROW_TAG, RA__ROW_ROLLUP, RA__ROW_UNTAGGED };
+/* The memory limit's source and level, as the reports name them. */
+static inline const char *ra__limit_source_name(enum ra__limit_source s)
+{
+    static const char *const names[] = {"none", "call", "environment",
+                                        "cgroup"};
+    return names[s];
+}
+static inline const char *ra__pressure_level_name(ra_pressure_t level)
+{
+    static const char *const names[] = {"none", "high", "limit"};
+    return names[level];
+}
+/* report_text.c: the table and the lines under it. */
+void ra__report_text(struct ra__out *o, const struct ra__snapshot *snap,
+                     const struct ra__listing *l);
+/* report_json.c: the document (doc/json.md). */
+void ra__report_json(struct ra__emitter *e, const struct ra__snapshot *snap,
+                     const struct ra__listing *l);
+/* report_prometheus.c: the exposition. Returns false when written, true
+ * when the library had no memory for the escaped names (nothing
+ * written). */
+bool ra__report_prometheus(struct ra__emitter *e,
+                           const struct ra__snapshot *snap,
+                           const struct ra__listing *l);
 
 /* -- what init.c calls of the output side -------------------------------- */
 /* shm.c: with REGIONALLOC_SHM=1, at load: makes the stats segment and starts
@@ -531,14 +460,18 @@ void ra__http_served(char out[RA__HTTP_ADDR_MAX]);
 void ra__http_prefork(void);
 void ra__http_postfork_parent(void);
 void ra__http_postfork_child(void);
-/* report.c, at load: notes the process that loaded the library and keeps a
- * copy of stderr for the exit reports. Never allocates. */
+/* report_exit.c, at load: notes the process that loaded the library and
+ * keeps a copy of stderr for the exit reports. Never allocates. */
 void ra__report_at_load(void);
-/* report.c, at exit: writes the reports REGIONALLOC_STATS,
+/* report_exit.c, at exit: writes the reports REGIONALLOC_STATS,
  * REGIONALLOC_CHECKPOINTS and REGIONALLOC_PROF_DUMP ask for, in the process
  * that loaded the library, and in a forked child those whose path holds
  * %p. */
 void ra__report_at_exit(void);
+/* symbols.c: fork handlers for its lock (prof_dump.h). */
+void ra__symbols_prefork(void);
+void ra__symbols_postfork_parent(void);
+void ra__symbols_postfork_child(void);
 /* checkpoint.c: fork handlers for the ring's lock. */
 void ra__checkpoint_prefork(void);
 void ra__checkpoint_postfork(void);

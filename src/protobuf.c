@@ -3,7 +3,7 @@
  * (the library's own memory). */
 #include <string.h>
 
-#include "output.h"
+#include "prof_dump.h"
 
 enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
 

@@ -1,7 +1,8 @@
 /* Floor: services. What the reports call the tags' figures and the
  * process's parts: one list of each, which the process's own reports
- * (report.c) and the tool that writes them again from its live segment
- * (tools/) both expand, so that the text lines, the JSON keys and the
+ * (report_text.c, report_json.c, report_prometheus.c) and the tool that
+ * writes them again from its live segment (tools/) both expand, so that
+ * the text lines, the JSON keys and the
  * Prometheus families are the same wherever they come from. Each list is
  * an X macro over fields named alike in the reports' rows and parts
  * (output.h) and in the segment (shm_layout.h). */

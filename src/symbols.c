@@ -1,5 +1,5 @@
 /* Floor: services. The names of code addresses, for the profile's readers
- * (prof_dump.c): the function, file and line of the call before a return
+ * (prof_names.c): the function, file and line of the call before a return
  * address, with the functions inlined there, from the symbol tables
  * (.symtab: static functions included) and the DWARF of every object
  * mapped in the process, read with elfutils' libdw. A separate debug file
@@ -13,7 +13,7 @@
  * library's own memory. Built without libdw (--without-libdw), or where it
  * cannot be loaded, it knows nothing, and dumps name frames with dladdr's
  * dynamic symbols alone. */
-#include "output.h"
+#include "prof_dump.h"
 
 #ifdef RA_LIBDW
 #include <dwarf.h>

@@ -4,7 +4,7 @@ module): starts the browser, opens a page, evaluates expressions in it,
 moves and clicks the mouse, waits for the events it reports (a request
 held on its way, for one), and takes screenshots. Also reads a PNG's
 pixels, to tell a screenshot that shows something from a blank one.
-Used by tests/page_check.py; not a test itself."""
+Used by tests/dashboard_check.py; not a test itself."""
 
 import base64
 import json
@@ -95,7 +95,7 @@ class Browser:
     """A headless Chromium with one page, driven over the DevTools protocol."""
 
     def __init__(self, binary="chromium", width=1280, height=800):
-        self.profile = tempfile.mkdtemp(prefix="page_check.")
+        self.profile = tempfile.mkdtemp(prefix="dashboard_check.")
         self.proc = subprocess.Popen(
             [binary, "--headless", "--no-sandbox", "--disable-gpu",
              "--no-first-run", "--no-default-browser-check",

@@ -357,7 +357,8 @@ START_TEST(test_http_endpoints_answer)
 END_TEST
 
 /* The endpoints read the live figures; ?detail=1 refreshes jemalloc's
- * statistics once (and nothing else does, the page's sampler included). */
+ * statistics once (and nothing else does, the dashboard's sampler
+ * included). */
 START_TEST(test_http_detail_refreshes_once)
 {
     ra_tag_t tag = tu_tag_create("detailed");
@@ -565,10 +566,10 @@ static size_t content_length(const char *answer)
     return at != NULL ? (size_t)strtoull(at + 16, NULL, 10) : 0;
 }
 
-/* GET /debug/regionalloc/: one page, self-contained, the tags as a tree
+/* GET /debug/regionalloc/: the dashboard, self-contained, the tags as a tree
  * with their figures; names escaped for HTML; the address without the
  * slash leads to it. */
-START_TEST(test_http_page_of_the_tags)
+START_TEST(test_http_dashboard_of_the_tags)
 {
     int port = start_loopback();
     ra_tag_t tenant = tu_tag_create("tenant <&>");
@@ -632,8 +633,8 @@ START_TEST(test_http_page_of_the_tags)
 }
 END_TEST
 
-/* GET /debug/regionalloc/history: the samples the page draws, a sample a
- * second from the server's start; ?since; errors. */
+/* GET /debug/regionalloc/history: the samples the dashboard draws, a
+ * sample a second from the server's start; ?since; errors. */
 START_TEST(test_http_history_of_samples)
 {
     int port = start_loopback();
@@ -695,7 +696,7 @@ START_TEST(test_http_history_of_samples)
 END_TEST
 
 /* GET /debug/regionalloc/profile: a tag's allocation sites as folded
- * stacks for the page's icicle; 503 while the profiler is off. */
+ * stacks for the dashboard's icicle; 503 while the profiler is off. */
 START_TEST(test_http_sites_of_a_tag)
 {
     int port = start_loopback();
@@ -1772,7 +1773,7 @@ static Suite *http_suite(void)
     tcase_add_test(tc, test_http_purge_when_allowed);
     tcase_add_test(tc, test_http_arguments_without_values_are_400);
     tcase_add_test(tc, test_http_profile_of_a_subtree);
-    tcase_add_test(tc, test_http_page_of_the_tags);
+    tcase_add_test(tc, test_http_dashboard_of_the_tags);
     tcase_add_test(tc, test_http_history_of_samples);
     tcase_add_test(tc, test_http_sites_of_a_tag);
     suite_add_tcase(s, tc);

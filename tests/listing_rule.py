@@ -4,7 +4,7 @@ tag: the tags whose subtrees hold the most resident bytes (tree.resident),
 ties to the earlier in the report's order (the tree's), a tag named
 "(rest)" and its subtree never listed; each other tag rolled up under the
 nearest listed tag above it. Used by tests/test_formats.sh and
-tests/page_check.py to hold the library's choice against the rule; not a
+tests/dashboard_check.py to hold the library's choice against the rule; not a
 test itself."""
 
 

@@ -1,6 +1,6 @@
 /* regionalloc report's Prometheus text, written from a copy of the live
  * segment with the names, labels and order of the process's own /metrics
- * (report_names.h; report.c, the library's source). */
+ * (report_names.h; report_prometheus.c, the library's source). */
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "output.h"
+#include "prof_dump.h"
 #include "testutil.h"
 
 static void assert_bytes(const struct ra__pb *b, const uint8_t *want,

@@ -1,10 +1,11 @@
 #!/bin/bash
-# The page of GET /debug/regionalloc/ in a real browser: Debian's headless
-# Chromium, driven over the DevTools protocol by tests/page_check.py (with
-# the system's /usr/bin/python3), loads the page from examples/server and
-# checks what it shows with JavaScript off and live (see page_check.py);
+# The dashboard (GET /debug/regionalloc/) in a real browser: Debian's
+# headless Chromium, driven over the DevTools protocol by
+# tests/dashboard_check.py (with the system's /usr/bin/python3), loads the
+# dashboard from examples/server and checks what it shows with JavaScript
+# off and live (see dashboard_check.py);
 # then again with 300 tags more (--many), of which it lists 50.
-# The screenshots are kept when PAGE_SHOTS names a directory. Run by make
+# The screenshots are kept when DASHBOARD_SHOTS names a directory. Run by make
 # check with abs_top_builddir set.
 # Exit status: 0 pass, 1 fail, 77 skip (a tool missing outside CI).
 set -u
@@ -12,14 +13,14 @@ set -u
 # shellcheck source=tests/testlib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/testlib.sh"
 server=$builddir/examples/server
-checks=${abs_top_srcdir:-$(dirname "${BASH_SOURCE[0]}")/..}/tests/page_check.py
+checks=${abs_top_srcdir:-$(dirname "${BASH_SOURCE[0]}")/..}/tests/dashboard_check.py
 need_built "$server"
 need chromium chromium || exit 77
 need /usr/bin/python3 python3 || exit 77
 
 reset_env
 export LC_ALL=C
-make_tmp test_page
+make_tmp test_dashboard
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 
@@ -63,15 +64,15 @@ for ((i = 0; i < 100; i++)); do
     sleep 0.2
 done
 
-shots=${PAGE_SHOTS:-$tmp}
+shots=${DASHBOARD_SHOTS:-$tmp}
 mkdir -p "$shots"
-/usr/bin/python3 "$checks" "$url" "$shots" || fail "the page in Chromium: see above"
+/usr/bin/python3 "$checks" "$url" "$shots" || fail "the dashboard in Chromium: see above"
 kill -0 "$pid" 2>/dev/null || fail "the server died: $(cat "$tmp/server.err")"
 kill "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
 
-# Hundreds of tags: the page lists the 50 largest and rolls the others up.
+# Hundreds of tags: the dashboard lists the 50 largest and rolls the others up.
 start_server many REGIONALLOC_MAX_TAGS=400 REGIONALLOC_CGROUP_FS="$tmp/cgroupfs-max" -- --many 300
-/usr/bin/python3 "$checks" "$url" "$shots" --many || fail "the page of 300 tags in Chromium: see above"
+/usr/bin/python3 "$checks" "$url" "$shots" --many || fail "the dashboard of 300 tags in Chromium: see above"
 kill -0 "$pid" 2>/dev/null || fail "the server with --many died: $(cat "$tmp/many.err")"
 finish

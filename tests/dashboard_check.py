@@ -1,5 +1,5 @@
-"""The page of GET /debug/regionalloc/ in a real browser (headless Chromium
-over the DevTools protocol, tests/cdp.py), against a running
+"""The dashboard (GET /debug/regionalloc/) in a real browser (headless
+Chromium over the DevTools protocol, tests/cdp.py), against a running
 examples/server: what it shows with JavaScript off, then live: the tags
 and figures that /metrics serves, the bar of the process's parts (its
 RssAnon) and its cgroup's figures as the JSON report they were drawn
@@ -9,7 +9,7 @@ of the profile, the checkpoints, sorting and picking a tag by mouse clicks
 with no reload, the budget bars' colours, no request to another host, a
 narrow window, and screenshots that are not blank.
 
-Usage: page_check.py BASE_URL OUT_DIR [--many]   (BASE_URL: http://127.0.0.1:PORT)
+Usage: dashboard_check.py BASE_URL OUT_DIR [--many]   (BASE_URL: http://127.0.0.1:PORT)
 With --many, against a server run with --many (hundreds of tags), it
 checks the listing instead: the 50 tags whose subtrees hold the most
 resident bytes (as computed here from the JSON report of every tag), a
@@ -38,7 +38,7 @@ from listing_rule import listing  # noqa: E402
 
 base, out_dir = sys.argv[1], sys.argv[2]
 many = sys.argv[3:] == ["--many"]
-page = base + "/debug/regionalloc/"
+dashboard = base + "/debug/regionalloc/"
 failures = []
 
 
@@ -442,7 +442,7 @@ def check_many(b):
     check(len(full["tags"]) >= 300 and full["top"] is None, "many: %d tags in the report" % len(full["tags"]))
     # JavaScript off: the server's listing.
     b.call("Emulation.setScriptExecutionDisabled", value=True)
-    b.open(page)
+    b.open(dashboard)
     b.wait_for("document.readyState === 'complete' && !!document.getElementById('tags')")
     check_listing(b.evaluate(ALL_ROWS), full, 50, "static page")
     check(b.evaluate("document.getElementById('listed').textContent").startswith("The 50 tags whose subtrees"),
@@ -451,12 +451,12 @@ def check_many(b):
     check_parts(shown, None, "many, static page")
     check_cgroup(shown, full["process"]["cgroup"], "many, static page")
     for top, n in (("all", len(full["tags"])), ("0", 0)):
-        b.open(page + "?top=" + top)
+        b.open(dashboard + "?top=" + top)
         b.wait_for("document.readyState === 'complete' && !!document.getElementById('tags')")
         check_listing(b.evaluate(ALL_ROWS), full, n, "static page, ?top=" + top)
     b.call("Emulation.setScriptExecutionDisabled", value=False)
     # Live: the JSON report of the 50 largest, every 2 s.
-    b.open(page)
+    b.open(dashboard)
     b.wait_for("Number(document.body.dataset.polls) >= 2", 60)
     check_listing(b.evaluate(ALL_ROWS), full, 50, "live")
     asked = [e["params"]["request"]["url"] for e in b.events if e["method"] == "Network.requestWillBeSent"]
@@ -471,13 +471,13 @@ def check_many(b):
     b.wait_for("Number(document.body.dataset.polls) >= window.__polls + 1", 30)
     check_listing(b.evaluate(ALL_ROWS), full, 50, "live, sorted, polled again")
     check(failed_responses(b) == [], "live: requests failed: %s" % failed_responses(b))
-    b.open(page + "?top=0")
+    b.open(dashboard + "?top=0")
     b.wait_for("Number(document.body.dataset.polls) >= 1", 60)
     check_listing(b.evaluate(ALL_ROWS), full, 0, "live, ?top=0")
     b.resize(1280, 800)
-    b.open(page)
+    b.open(dashboard)
     b.wait_for("Number(document.body.dataset.polls) >= 1", 60)
-    b.screenshot(os.path.join(out_dir, "page-many.png"))
+    b.screenshot(os.path.join(out_dir, "dashboard-many.png"))
 
 
 b = cdp.Browser()
@@ -489,7 +489,7 @@ try:
 
     # -- JavaScript off: the server's static table -------------------------
     b.call("Emulation.setScriptExecutionDisabled", value=True)
-    b.open(page)
+    b.open(dashboard)
     b.wait_for("document.readyState === 'complete' && !!document.getElementById('tags')")
     static = b.evaluate(ROWS)
     tags = sorted({t for (_, t) in metrics()})
@@ -504,18 +504,18 @@ try:
     check(all(re.match(r"^\d+(\.\d)? (B|KiB|MiB|GiB)$", r["text"]) for r in static),
           "static page: figures not in B/KiB/MiB/GiB: %s" % [r["text"] for r in static])
     check_links(b, "static page")
-    # The cgroup's files never change while the server runs (test_page.sh).
+    # The cgroup's files never change while the server runs (test_dashboard.sh).
     shown = b.evaluate(PARTS_SHOWN)
     check_parts(shown, None, "static page")
     check_cgroup(shown, json.loads(fetch(REPORT))["process"]["cgroup"], "static page")
-    # The server runs under REGIONALLOC_MEMORY_LIMIT=64G (test_page.sh).
+    # The server runs under REGIONALLOC_MEMORY_LIMIT=64G (test_dashboard.sh).
     check(b.evaluate("document.getElementById('memory-limit').textContent") == " Memory limit 64.0 GiB.",
           "static page: the memory limit reads %r"
           % b.evaluate("document.getElementById('memory-limit').textContent"))
     b.call("Emulation.setScriptExecutionDisabled", value=False)
 
     # -- the whole process: the limit as a line on its chart ----------------
-    b.open(page)
+    b.open(dashboard)
     try:
         b.wait_for("document.querySelector('#chart line.limit') !== null", 30)
     except TimeoutError:
@@ -531,7 +531,7 @@ try:
     b.wait_for("location.href === 'about:blank'")
 
     # -- live ------------------------------------------------------------
-    b.open(page + "#tag=cache")
+    b.open(dashboard + "#tag=cache")
     b.wait_for("Number(document.body.dataset.polls) >= 2", 60)
     b.wait_for("document.querySelector('#flame .frame') !== null", 30)
     before = metrics()
@@ -665,7 +665,7 @@ try:
     # The address of that pick opens the page with the tag picked.
     b.open("about:blank")
     b.wait_for("location.href === 'about:blank'")
-    b.open(page + "#tag=" + BIN_URL)
+    b.open(dashboard + "#tag=" + BIN_URL)
     try:
         b.wait_for("Number(document.body.dataset.polls) >= 1 && "
                    "document.querySelector('#tags tbody tr.selected') !== null", 30)
@@ -681,7 +681,7 @@ try:
           "requests elsewhere: %s" % [u for u in urls if not u.startswith(base + "/")])
 
     # Screenshots at 1280x800 and in a narrow window, which the page fits.
-    for name, width, height in (("page-1280x800.png", 1280, 800), ("page-narrow.png", 420, 800)):
+    for name, width, height in (("dashboard-1280x800.png", 1280, 800), ("dashboard-narrow.png", 420, 800)):
         b.resize(width, height)
         time.sleep(0.5)
         if width < 700:

@@ -1,13 +1,13 @@
-/* Floor: services. GET /debug/regionalloc/: one self-contained HTML page of
- * the process's RssAnon as a bar of its parts, the tags (as a tree), with
- * each tag's allocated, resident and mapped bytes and its budget as
- * numbers and bars, the checkpoint table, and links to every other
- * endpoint, written here as a static page readable with JavaScript off.
- * Its script (page.js, inline like its style) makes it
- * live: it polls the server's JSON, updates the numbers in place, sorts,
- * picks a tag, and draws the chart of the samples (history.c) and the
- * icicle of a tag's allocation sites. The page asks nothing of any other
- * host. */
+/* Floor: services. The dashboard, GET /debug/regionalloc/: one
+ * self-contained HTML document of the process's RssAnon as a bar of its
+ * parts, the tags (as a tree), with each tag's allocated, resident and
+ * mapped bytes and its budget as numbers and bars, the checkpoint table,
+ * and links to every other endpoint, written here as a static document
+ * readable with JavaScript off. Its script (dashboard.js, inline like its
+ * style) makes it live: it polls the server's JSON, updates the numbers in
+ * place, sorts, picks a tag, and draws the chart of the samples
+ * (history.c) and the icicle of a tag's allocation sites. The dashboard
+ * asks nothing of any other host. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -123,9 +123,9 @@ static void out_bar(struct ra__out *o, const char *class_name, uint64_t value,
     ra__out_str(o, "%\"></span>");
 }
 
-/* page_style and page_script: src/page.css and src/page.js as C strings
- * (made by the build, src/embed.sed). */
-#include "page_assets.inc"
+/* dashboard_style and dashboard_script: src/dashboard.css and
+ * src/dashboard.js as C strings (made by the build, src/embed.sed). */
+#include "dashboard_assets.inc"
 
 /* The budget bar: the subtree's mapped bytes against the hard limit,
  * warning-coloured past the soft limit and red from 95% of the hard one (a
@@ -417,7 +417,7 @@ static void out_process_parts(struct ra__out *o,
     ra__out_str(o, "</div>\n");
 }
 
-int ra__page_write(struct ra__out *o, size_t top)
+int ra__dashboard_write(struct ra__out *o, size_t top)
 {
     struct ra__snapshot snap;
     struct ra__listing l;
@@ -433,7 +433,7 @@ int ra__page_write(struct ra__out *o, size_t top)
                    "<meta charset=\"utf-8\">"
                    "<meta name=\"viewport\" content=\"width=device-width\">"
                    "<title>regionalloc</title><style>");
-    ra__out_str(o, page_style);
+    ra__out_str(o, dashboard_style);
     ra__out_str(o, "</style></head><body>\n<h1>Memory by tag</h1>\n");
     ra__out_str(o, links);
     ra__out_str(o, "<p>Process: ");
@@ -468,7 +468,7 @@ int ra__page_write(struct ra__out *o, size_t top)
     if (err != 0)
         return err;
     ra__out_str(o, "<script>");
-    ra__out_str(o, page_script);
+    ra__out_str(o, dashboard_script);
     ra__out_str(o, "</script>\n</body></html>\n");
     return 0;
 }

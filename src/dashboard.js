@@ -78,7 +78,7 @@
     return upper ? h.toUpperCase() : h;
   }
 
-  // As a URL's query value, as page.c writes its links: unreserved bytes
+  // As a URL's query value, as dashboard.c writes its links: unreserved bytes
   // as they are, every other one as %XX. Also a tag's key: the exact bytes.
   function queryValue(bytes) {
     return bytes.map(function (c) {
@@ -153,7 +153,7 @@
 
   // -- the table ------------------------------------------------------------
 
-  // As the server colours them (page.c): red from 95% of the hard limit.
+  // As the server colours them (dashboard.c): red from 95% of the hard limit.
   function budgetClass(t) {
     if (t.limit && t.tree.mapped >= t.limit - t.limit / 20) return "full";
     if (t.soft_limit && t.tree.mapped >= t.soft_limit) return "warn";
@@ -369,7 +369,7 @@
   var PARTS = ["tags", "untagged", "metadata", "library", "other"];
 
   // The parts of the process's RssAnon (the report's process object), as
-  // the server draws them (page.c): one bar whose whole is their sum, which
+  // the server draws them (dashboard.c): one bar whose whole is their sum, which
   // is RssAnon unless the named parts exceed it (a line under it then says
   // by how much); beside it the kernel's other figures, and the cgroup's.
   function showParts(p) {
