@@ -95,7 +95,7 @@ static bool reclaim_idle(ra_tag_t tag)
 {
     if (!ra__tag_take_free(tag))
         return false;
-    ra__thread_wipe_tag(tag);
+    ra__pairs_wipe(tag);
     reset_arenas(tag);
     ra__pool_purge(tag);
     ra__tag_release_id(tag);
@@ -108,10 +108,10 @@ static bool reclaim_idle(ra_tag_t tag)
  * that keeps them allocates into them without a fault. */
 static bool reclaim_held(ra_tag_t tag)
 {
-    if (!ra__thread_hold_unused(tag))
+    if (!ra__pairs_hold(tag))
         return false;
     reset_arenas(tag);
-    ra__thread_release_held(tag);
+    ra__pairs_unhold(tag);
     return true;
 }
 
@@ -156,7 +156,7 @@ void ra__leftovers_reclaim_subtree(ra_tag_t root)
 void ra__leftovers_reset(ra_tag_t tag)
 {
     ra__lock(&reclaim_lock);
-    ra__thread_wipe_tag(tag);
+    ra__pairs_wipe(tag);
     reset_arenas(tag);
     ra__pool_purge(tag);
     ra__unlock(&reclaim_lock);

@@ -24,14 +24,14 @@ static void count_resized(struct ra__tag_slot *s, ra_tag_t tag,
     ra__untagged_tag_freed(old_size);
     ra__untagged_tag_made(new_size);
     if (s == NULL)
-        ra__thread_orphan_begin(tag);
+        ra__orphan_begin(tag);
     count_end(s, tag, old_size);
     if (s != NULL)
         ra__count_handed(s, new_size);
     else
         ra__count_orphan(tag, true, new_size);
     if (s == NULL)
-        ra__thread_orphan_end(tag);
+        ra__orphan_end(tag);
 }
 
 /* The new block, rallocx(size, flags)'s, may have left the region during
@@ -42,11 +42,11 @@ static void count_realloc(struct ra__tag_slot *s, ra_tag_t tag,
 {
     ra__untagged_tag_freed(old_size);
     if (s == NULL)
-        ra__thread_orphan_begin(tag);
+        ra__orphan_begin(tag);
     count_end(s, tag, old_size);
     ra__count_alloc(s, tag, p, ra__made_size(p, size, flags));
     if (s == NULL)
-        ra__thread_orphan_end(tag);
+        ra__orphan_end(tag);
 }
 
 /* A tagged block's usable size, before it moves. */
