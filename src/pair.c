@@ -211,13 +211,6 @@ bool ra__pair_adopt_tcache(struct ra__tag_slot *s, unsigned tcache)
     return taken;
 }
 
-/* The bin's capacity in the library's accounts: the return stacks'
- * bound. */
-static unsigned bin_cap(unsigned bin)
-{
-    return ra__fc_cap(ra__bin_size[bin]);
-}
-
 /* Called with threads_lock held. Its front cache's blocks go onto the
  * tag's return stacks (which anyone drains, and the next refill takes
  * whole), or when they are full through the pair's tcache; every bin's
@@ -230,7 +223,8 @@ void ra__pair_park(struct ra__tag_slot *s, ra_tag_t tag)
     if (s->bins != NULL)
         for (unsigned bin = 0; bin < ra__nbins; bin++) {
             struct ra__fc_bin *b = &s->bins[bin];
-            unsigned bound = RA__RETURNS_BINS * bin_cap(bin);
+            unsigned bound =
+                RA__RETURNS_BINS * ra__fc_cap(ra__bin_size[bin]);
             while (b->count != 0) {
                 unsigned n = b->count < RA__FC_SLOTS / 2 ? b->count
                                                          : RA__FC_SLOTS / 2;
