@@ -67,7 +67,7 @@ RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
     if (RA__LIKELY(s != NULL))
         return alloc_by(s, tag, size, flags);
     /* No slot (the thread exits): no reset of an unused tag meets the
-     * block between its making and its count (thread.c). */
+     * block between its making and its count (pairs_end.c). */
     ra__orphan_begin(tag);
     p = alloc_by(NULL, tag, size, flags);
     ra__orphan_end(tag);

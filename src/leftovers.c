@@ -12,7 +12,7 @@
  * charge a holder that cannot free them: a budget set on it, a purge of
  * it, a refused allocation's retry, the memory limit's give-back, its
  * creation in a tag tree. The reset of a live holder is only made when
- * nothing of it is live and nobody else has used it (thread.c holds it
+ * nothing of it is live and nobody else has used it (pairs_end.c holds it
  * still): else they stay until one of the others. Bounded per slot and
  * over the process; none are left in a tag tree or beside a hard limit,
  * whose commits must stay the holder's own. */
@@ -102,7 +102,7 @@ static bool reclaim_idle(ra_tag_t tag)
     return true;
 }
 
-/* A live holder's: only while thread.c holds it still. The pages stay,
+/* A live holder's: only while pairs_end.c holds it still. The pages stay,
  * free, the holder's kept pages: the caller purges them when it purges
  * (a budget below them, ra_tag_purge, a refusal's retry), and a holder
  * that keeps them allocates into them without a fault. */

@@ -17,7 +17,7 @@ static void count_end(struct ra__tag_slot *s, ra_tag_t tag, size_t old_size)
 /* In place (jemalloc's xallocx): the same block, new_size usable bytes
  * now. Without a slot, as for count_realloc, both counts at once: between
  * them the tag may count nothing live, which a reset of an unused tag must
- * not see (thread.c). */
+ * not see (pairs_end.c). */
 static void count_resized(struct ra__tag_slot *s, ra_tag_t tag,
                           size_t old_size, size_t new_size)
 {
