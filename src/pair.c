@@ -17,6 +17,7 @@
  *   UNUSED -> ACTIVE              ra__pair_start        (owner)
  *   ACTIVE -> ACTIVE, allocating  ra__pair_start_allocating (owner)
  *   ACTIVE -> ACTIVE, its tcache  ra__pair_take_tcache  (owner)
+ *   ACTIVE -> ACTIVE, a consumer's tcache  ra__pair_adopt_tcache (owner)
  *   ACTIVE -> PARKED              ra__pair_park         (any, lock)
  *   PARKED -> ACTIVE              ra__pair_unpark       (owner, no lock)
  *   PARKED -> FLUSHING -> PARKED  ra__pair_flush_parked (any, lock)

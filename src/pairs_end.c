@@ -33,6 +33,17 @@ static void new_holder(ra_tag_t tag)
     ra__orphans_forget(tag);
 }
 
+/* Called with threads_lock held: whether every pair of the tag left is
+ * PARKED (an end that kept what the caches hold). */
+static bool all_parked(ra_tag_t tag)
+{
+    for (struct ra__tag_slot *s = ra__users_first(tag); s != NULL;
+         s = s->users_next)
+        if (ra__pair_state(s) != RA__PAIR_PARKED)
+            return false;
+    return true;
+}
+
 /* Called with threads_lock held, nothing of the tag live (or no more than
  * the caller leaves): what the caches hold are free blocks of the slot's
  * arena, the next holder's as much as this one's. They stay, tcaches with
@@ -63,6 +74,7 @@ static void end_keeping(ra_tag_t tag)
         else
             ra__pair_park(s, tag);
     }
+    ra__assert(all_parked(tag));
     new_holder(tag);
 }
 

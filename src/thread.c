@@ -36,6 +36,15 @@ void ra__thread_postfork_child(void)
     ra__threads_unlock();
 }
 
+/* Whether every pair of ts is UNUSED: a state about to be freed. */
+static bool all_unused(const struct ra__thread_state *ts)
+{
+    for (unsigned t = 1; t < ts->nslots; t++)
+        if (ra__pair_state(&ts->slots[t]) != RA__PAIR_UNUSED)
+            return false;
+    return true;
+}
+
 void ra__thread_exit(void)
 {
     struct ra__thread_state *ts = ra__thread;
@@ -61,6 +70,7 @@ void ra__thread_exit(void)
         ra__returns_drain(t);
         ra__pair_leave(s, t);
     }
+    ra__assert(all_unused(ts));
     RA__RING_UNLINK(ts);
     ra__threads_unlock();
     ra__meta_free(ts);
