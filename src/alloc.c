@@ -67,10 +67,10 @@ RA__COLD static void *alloc_tagged_slow(ra_tag_t tag, size_t size, int flags)
     if (RA__LIKELY(s != NULL))
         return alloc_by(s, tag, size, flags);
     /* No slot (the thread exits): no reset of an unused tag meets the
-     * block between its making and its count (thread.c). */
-    ra__thread_orphan_begin(tag);
+     * block between its making and its count (pairs_end.c). */
+    ra__orphan_begin(tag);
     p = alloc_by(NULL, tag, size, flags);
-    ra__thread_orphan_end(tag);
+    ra__orphan_end(tag);
     return p;
 }
 
@@ -144,7 +144,7 @@ static void free_by_slot(struct ra__tag_slot *s, void *ptr, ra_tag_t tag,
     if (!s->allocates && RA__LIKELY(bin < RA__MAX_BINS)) {
         ra_tag_t over = ra__outbox_put(ra__thread, tag, bin, ptr);
         if (RA__UNLIKELY(over != RA_TAG_NONE))
-            ra__thread_send_overflowed(over);
+            ra__slot_send_overflowed(over);
         return;
     }
     /* A pair that only frees counts no miss: it never takes a tcache. */
@@ -169,10 +169,10 @@ RA__COLD static void free_tagged_slow(void *ptr, ra_tag_t tag,
         return;
     }
     size = ra__block_size_at(ptr, entry);
-    ra__thread_orphan_begin(tag);
+    ra__orphan_begin(tag);
     ra__count_orphan(tag, false, size);
     dalloc_tagged(ptr, MALLOCX_TCACHE_NONE, entry, size);
-    ra__thread_orphan_end(tag);
+    ra__orphan_end(tag);
 }
 
 /* A tagged free: into the thread's front cache when the block's class is

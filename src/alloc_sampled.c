@@ -17,7 +17,7 @@ static void *alloc_sampled(ra_tag_t tag, size_t size, int flags)
         !atomic_load_explicit(&ra__tagging, memory_order_relaxed))
         return NULL;
     /* A thread without a slot (exiting) is not sampled: its allocation
-     * takes the plain path, which keeps it apart from a reset (thread.c). */
+     * takes the plain path, which keeps it apart from a reset (pairs_end.c). */
     if ((s = ra__thread_slot(tag)) == NULL)
         return NULL;
     tag_flags = ra__slot_alloc_flags(s, tag);

@@ -126,7 +126,7 @@ static inline size_t ra__je_nallocx(size_t size, int flags)
  * (MALLOCX_TCACHE_NONE): never the automatic one. */
 #define RA__NAMES_TCACHE(flags) (((unsigned)(flags) & 0xfff00u) != 0)
 /* The flags that free through explicit tcache id, or past every tcache
- * for UINT16_MAX (thread.c's RA__NO_TCACHE). */
+ * for UINT16_MAX (types.h's RA__NO_TCACHE). */
 static inline int ra__be_tcache_flags(unsigned id)
 {
     return id == UINT16_MAX ? MALLOCX_TCACHE_NONE : MALLOCX_TCACHE(id);

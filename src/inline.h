@@ -132,7 +132,7 @@ static inline bool ra__tag_valid(ra_tag_t tag)
            __atomic_load_n(&ra__tag_live[tag], __ATOMIC_ACQUIRE);
 }
 
-/* -- thread.c: a thread's slot of a tag ---------------------------------------- */
+/* -- front_cache.c, thread.c: a thread's slot of a tag ------------------------- */
 /* How many blocks of size a front cache bin may hold: RA__FC_SLOTS, fewer
  * for big classes, so that a cache holds at most about 64 KiB per class.
  * A tag's return stack of the class holds RA__RETURNS_BINS times that. */

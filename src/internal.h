@@ -302,7 +302,7 @@ size_t ra__outbox_size(void);
 /* Frees ptr, of tag's small bin, on its way home, on ts's own thread: the
  * batch of (tag, bin) goes to the tag's return stack when full. Returns
  * the tag of a batch sent meanwhile that overflowed the stack without a
- * tcache (the caller calls ra__thread_send_overflowed), or RA_TAG_NONE. */
+ * tcache (the caller calls ra__slot_send_overflowed), or RA_TAG_NONE. */
 ra_tag_t ra__outbox_put(struct ra__thread_state *ts, ra_tag_t tag,
                         unsigned bin, void *ptr);
 /* Sends the batches of tag (RA_TAG_NONE: of every tag) in ts's outbox
@@ -328,7 +328,7 @@ void ra__tag_postfork(void);
  * name, which must be parent's child unless anywhere (ra_tag_create finds
  * a name at any level), or a new one under parent. A new one takes *own
  * (when own is not NULL and *own is not RA_TAG_NONE: an id of the calling
- * thread's, ra__thread_take_own) and sets *own to RA_TAG_NONE, else the
+ * thread's, ra__own_reuse) and sets *own to RA_TAG_NONE, else the
  * id destroyed longest ago, else a fresh id. RA_TAG_NONE with errno set
  * on failure (*own then untouched). */
 ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
@@ -401,65 +401,176 @@ void ra__tag_set_base(struct ra__tag_thread *t, ra_tag_t tag);
  * base, or its top while nothing is pushed. */
 bool ra__tag_thread_holds(struct ra__tag_thread *t, ra_tag_t tag);
 
-/* -- thread.c: per-thread, per-tag state ---------------------------------- */
-/* This thread's state, NULL until it first uses a tag. */
+/* -- users.c: each tag's users, orphans, threads_lock --------------------- */
+/* threads_lock: guards the users lists, every thread's pairs against
+ * other threads, and the list of threads. ra__threads_locked: whether the
+ * calling thread holds it (the debug build's checks; always true in a
+ * release, where nothing calls it). */
+void ra__threads_lock(void);
+void ra__threads_unlock(void);
+bool ra__threads_locked(void);
+/* This thread's state (thread.c makes it), NULL until it first uses a
+ * tag. */
 extern RA__TLS struct ra__thread_state *ra__thread;
+/* The thread whose slot of tag s is. */
+struct ra__thread_state *ra__users_thread(struct ra__tag_slot *s,
+                                          ra_tag_t tag);
+/* A set-up slot joins its tag's users, or leaves them. Called with
+ * threads_lock held. */
+void ra__users_add(struct ra__tag_slot *s, ra_tag_t tag);
+void ra__users_remove(struct ra__tag_slot *s, ra_tag_t tag);
+/* The tag's first user (then users_next), NULL when none. Called with
+ * threads_lock held. */
+struct ra__tag_slot *ra__users_first(ra_tag_t tag);
+/* Whether thread ts has the tag's only slot. Lock-free. */
+bool ra__users_lone(const struct ra__thread_state *ts, ra_tag_t tag);
+/* tag's allocations, frees and bytes live, over the orphans and the
+ * slots from first on (its users list: with threads_lock held), or that
+ * one slot alone (only: the caller's own, the tag's only one). */
+void ra__users_counts(const struct ra__tag_slot *first, bool only,
+                      ra_tag_t tag, struct ra__counts *out);
+/* Counts an allocation (alloc) or a free of tag made without a slot, of
+ * a block of size usable bytes. */
+void ra__count_orphan(ra_tag_t tag, bool alloc, size_t size);
+/* A pair leaving its tag leaves its counts to the orphans'. Called with
+ * threads_lock held. */
+void ra__orphans_adopt(const struct ra__tag_slot *s, ra_tag_t tag);
+/* The orphans' counts say every block of c (the tag's counts) was freed:
+ * at a wipe. */
+void ra__orphans_all_freed(ra_tag_t tag, const struct ra__counts *c);
+/* An ended tag's orphan counts start again from 0. */
+void ra__orphans_forget(ra_tag_t tag);
+/* Around an allocation, reallocation or free of tag on a thread without a
+ * slot, from before the block is made or freed to after it is counted:
+ * waits while the tag is held (ra__pairs_hold), and keeps it from being
+ * held meanwhile. */
+void ra__orphan_begin(ra_tag_t tag);
+void ra__orphan_end(ra_tag_t tag);
+/* The hold's word (ra__pairs_hold): hold marks the tag held and returns
+ * whether no orphan of it is in flight; held says whether it is; unhold
+ * clears it. hold and unhold are called with threads_lock held. */
+bool ra__orphans_hold(ra_tag_t tag);
+bool ra__orphans_held(ra_tag_t tag);
+void ra__orphans_unhold(ra_tag_t tag);
 
-/* At thread exit (init.c): the thread's caches are flushed, its tcaches
- * destroyed and its state freed; what it allocates afterwards goes
- * uncached. */
-void ra__thread_exit(void);
-/* Fork handlers for the list of threads that hold caches. */
-void ra__thread_prefork(void);
-void ra__thread_postfork_parent(void);
-void ra__thread_postfork_child(void);
-/* Returns this thread's slot for tag, set up, or NULL when the thread cannot
- * have one now (re-entered, exiting, out of memory). allocating: the slot
- * is made by an allocation, not a free (the tag's pool counts it). */
-struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag, bool allocating)
-    __attribute__((noinline, cold));
+/* -- fc_bins.c: a front cache's memory ------------------------------------ */
+/* A front cache's zeroed bins, or NULL when there can be none (it needs
+ * the page table to sort frees by size class) or no memory; and their
+ * release with the arrays they made. */
+struct ra__fc_bin *ra__fc_bins_make(void);
+void ra__fc_bins_free(struct ra__fc_bin *bins);
+/* Sets up bin b of class bin at its first use (or after its pair was
+ * parked): its array made if it has none, its capacity set. False when
+ * the library has no memory for it (the bin then caches nothing). */
+bool ra__fc_bin_open(struct ra__fc_bin *b, unsigned bin);
+/* At a refill (the bin empty), after the bin overflowed since the last:
+ * its array doubles, up to ra__fc_cap_max (unchanged without memory). */
+void ra__fc_bin_grow(struct ra__fc_bin *b, unsigned bin);
+/* Gives back the oldest n blocks of s's bin, through the slot's tcache. */
+void ra__fc_give_back(struct ra__tag_slot *s, unsigned bin, unsigned n);
+/* Flushes a tcache id, unless RA__NO_TCACHE. */
+void ra__fc_flush_tcache(unsigned tcache);
+/* Empties the slot's front cache and tcache: their blocks reach the arena,
+ * which is what makes `allocated` exact. Called with threads_lock held, so
+ * that no flush meets a reset of the same tag (which discards what the
+ * caches hold) whatever thread each runs on. */
+void ra__fc_flush(struct ra__tag_slot *s);
+/* The arena's reset frees what the slot's front cache holds: forgotten.
+ * Called with threads_lock held. */
+void ra__fc_forget(struct ra__tag_slot *s);
+
+/* -- pair.c: a (thread, tag) pair's life ---------------------------------- */
+/* The pair's state (enum ra__pair_state), as its owner or a holder of
+ * threads_lock reads it. */
+enum ra__pair_state ra__pair_state(const struct ra__tag_slot *s);
+/* The transitions (pair.c draws them; each checks the pair's invariant in
+ * the debug build). start: UNUSED to ACTIVE, the slot among the tag's
+ * users (allocating: made by an allocation, with a front cache). Takes
+ * threads_lock. */
+void ra__pair_start(struct ra__tag_slot *s, ra_tag_t tag, bool allocating);
+/* An active pair made by a free starts to allocate. Takes threads_lock. */
+void ra__pair_start_allocating(struct ra__tag_slot *s, ra_tag_t tag);
+/* An active pair, busy, goes through tcache (or RA__NO_TCACHE: refused)
+ * from now on. Takes threads_lock. */
+void ra__pair_take_tcache(struct ra__tag_slot *s, ra_tag_t tag,
+                          unsigned tcache);
+/* The same for a pair that only frees, whose sends overflowed: false when
+ * it is no longer such a pair (the caller destroys tcache). Takes
+ * threads_lock. */
+bool ra__pair_adopt_tcache(struct ra__tag_slot *s, unsigned tcache);
+/* ACTIVE to PARKED, its front cache's blocks on the tag's return stacks.
+ * Called with threads_lock held. */
+void ra__pair_park(struct ra__tag_slot *s, ra_tag_t tag);
+/* PARKED to ACTIVE, by the owner, waiting out a flush or a hold. */
+void ra__pair_unpark(struct ra__tag_slot *s);
+/* A parked pair's tcache flushed (through FLUSHING); nothing for another
+ * state. Called with threads_lock held. */
+void ra__pair_flush_parked(struct ra__tag_slot *s);
+/* PARKED to HELD: false, with nothing done, in another state; unhold: a
+ * held pair parked again, nothing for another. Called with threads_lock
+ * held. */
+bool ra__pair_hold(struct ra__tag_slot *s);
+void ra__pair_unhold(struct ra__tag_slot *s);
+/* ACTIVE or PARKED to ACTIVE anew for the slot's next holder: no tcache,
+ * no misses, refills from a few blocks. Called with threads_lock held. */
+void ra__pair_restart(struct ra__tag_slot *s, ra_tag_t tag);
+/* ACTIVE or PARKED to UNUSED: its blocks given back, its tcache destroyed,
+ * its counts left to the orphans'. Called with threads_lock held. */
+void ra__pair_leave(struct ra__tag_slot *s, ra_tag_t tag);
+/* The pair's counts start again from 0 for the slot's next holder, its
+ * age kept (made_before). Called with threads_lock held, or by the owner
+ * of the tag's only pair. */
+void ra__pair_new_holder(struct ra__tag_slot *s);
+
+/* -- front_cache.c: a front cache at work --------------------------------- */
 /* Fills bin of slot s (empty) from the tag's arena and returns one more block
  * for the caller: counted by nobody yet, maybe outside the region during
  * thread exit (jemalloc's thread-exit redirection, doc/design.md), NULL on failure. */
 void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     __attribute__((noinline, cold));
-void ra__slot_miss_slow(struct ra__tag_slot *s) __attribute__((noinline, cold));
-/* A send of the calling thread's batch of tag overflowed the tag's return
- * stack (ra__outbox_put): its pair of tag, if it only frees and is busy,
- * takes a tcache that the next overflows go through. Takes the threads'
- * lock. */
-void ra__thread_send_overflowed(ra_tag_t tag);
 /* Makes room in a full bin (or sets up one not used yet): half of it
  * goes to the tag's return stack, or to jemalloc when the stack is full.
  * False when the bin cannot cache (no memory for its array): the caller
  * frees the block through the slot. */
 bool ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
     __attribute__((noinline, cold));
-/* Counts an allocation (alloc) or a free of tag made without a slot, of
- * a block of size usable bytes. */
-void ra__count_orphan(ra_tag_t tag, bool alloc, size_t size);
-/* Around an allocation, reallocation or free of tag on a thread without a
- * slot, from before the block is made or freed to after it is counted:
- * waits while the tag is held (ra__thread_hold_unused), and keeps it from
- * being held meanwhile. */
-void ra__thread_orphan_begin(ra_tag_t tag);
-void ra__thread_orphan_end(ra_tag_t tag);
-/* Empties the calling thread's caches of tag, if it has any. */
-void ra__thread_flush_tag(ra_tag_t tag);
-/* Before the tag's arena is reset: the tag's sends are fenced
- * (ra__returns_fence), every thread's front cache of the tag is forgotten
- * and its tcache flushed (jemalloc requires it), live or blocked threads
- * alike, and the counts say every block was freed (nmalloc == ndalloc). */
-void ra__thread_wipe_tag(ra_tag_t tag);
-/* A live tag that nothing of is live and that no running thread but the
- * caller has used since its last destroy (every other pair of it parked)
- * is held still: no thread can allocate under it or free into it, and its
- * caches are wiped as ra__thread_wipe_tag does, so that its arenas may be
- * reset.
- * True: held, with the threads' lock kept until ra__thread_release_held.
- * False, with nothing done, otherwise. */
-bool ra__thread_hold_unused(ra_tag_t tag);
-void ra__thread_release_held(ra_tag_t tag);
+/* A miss of the calling thread's slot s (ra__slot_miss): a busy pair that
+ * has lived takes a tcache. */
+void ra__slot_miss_slow(struct ra__tag_slot *s) __attribute__((noinline, cold));
+/* A send of the calling thread's batch of tag overflowed the tag's return
+ * stack (ra__outbox_put): its pair of tag, if it only frees and is busy,
+ * takes a tcache that the next overflows go through. Takes threads_lock. */
+void ra__slot_send_overflowed(ra_tag_t tag);
+
+/* -- own_ids.c: threads' own ids ------------------------------------------ */
+/* At the destroy of tag (killed, without children), when the calling
+ * thread's pair is the tag's only one, allocates in it and finds nothing
+ * live, and the thread may own one more id: the counts start again from 0,
+ * the pair stays as it is (its caches full of the slot's free blocks),
+ * and true is returned; then the caller forgets the rest of the tag and
+ * gives its id to ra__own_keep. False, with nothing done, otherwise. */
+bool ra__own_end(ra_tag_t tag);
+/* The id of a tag that ra__own_end ended becomes the calling thread's
+ * own, for its next creation (ra__own_reuse). */
+void ra__own_keep(ra_tag_t tag);
+/* One of the calling thread's own ids, the newest, no longer its own (the
+ * caller creates a tag with it or gives it back with ra__own_keep), or
+ * RA_TAG_NONE. */
+ra_tag_t ra__own_reuse(void);
+/* Takes up to cap ids away from the threads that own them (idle_only:
+ * only among a few ids, those left unused for a second), parking the
+ * owners' pairs as a destroy does, into out: the caller queues them
+ * (ra__tag_release_id). Returns how many. Takes threads_lock. */
+unsigned ra__own_seize(ra_tag_t *out, unsigned cap, bool idle_only);
+/* Whether tag is a thread's own id. */
+bool ra__own_has_owner(ra_tag_t tag);
+/* At ts's exit (ts the calling thread's state): its own ids are no longer
+ * its (those another thread took away meanwhile excepted), into out
+ * (RA__OWN_MAX ids at most); returns how many. Called with threads_lock
+ * held. */
+unsigned ra__own_drop_all(struct ra__thread_state *ts, ra_tag_t *out);
+
+/* -- pairs_end.c: a tag's end, reset and purge over every thread's pairs -- */
 /* At the tag's destroy: its counts start again from 0, and *left is set to
  * the bytes of its blocks still live. Returns true when they are more than
  * leave: the tag's sends were then fenced (ra__returns_fence), the
@@ -468,39 +579,52 @@ void ra__thread_release_held(ra_tag_t tag);
  * False when none is live, or no more than leave (leftovers.c: they stay
  * allocated, nobody's): the pairs the holder used are parked (their front
  * caches' blocks on the return stacks, their tcaches kept), free blocks of
- * the slot for its next holder, and every other pair starts over. */
-bool ra__thread_end_tag(ra_tag_t tag, size_t leave, size_t *left);
-/* Sums the counters of tag over live and exited threads: without a lock
- * when the caller's slot is the tag's only one. */
-void ra__thread_counts(ra_tag_t tag, struct ra__counts *out);
-/* At the destroy of tag (killed, without children), when the calling
- * thread's pair is the tag's only one, allocates in it and finds nothing
- * live, and the thread may own one more id: the counts start again from 0,
- * the pair stays as it is (its caches full of the slot's free blocks),
- * and true is returned; then the caller forgets the rest of the tag and
- * gives its id to ra__thread_keep_own. False, with nothing done,
- * otherwise. */
-bool ra__thread_end_own(ra_tag_t tag);
-/* The id of a tag that ra__thread_end_own ended becomes the calling
- * thread's own, for its next creation (ra__thread_take_own). */
-void ra__thread_keep_own(ra_tag_t tag);
-/* One of the calling thread's own ids, the newest, no longer its own (the
- * caller creates a tag with it or gives it back with ra__thread_keep_own),
- * or RA_TAG_NONE. */
-ra_tag_t ra__thread_take_own(void);
-/* Takes up to cap ids away from the threads that own them (idle_only:
- * only among a few ids, those left unused for a second), parking the
- * owners' pairs as a destroy does, into out: the caller queues them
- * (ra__tag_release_id). Returns how many. Takes the threads' lock. */
-unsigned ra__thread_take_away(ra_tag_t *out, unsigned cap, bool idle_only);
-/* Whether tag is a thread's own id. */
-bool ra__thread_owned(ra_tag_t tag);
+ * the slot for its next holder, and every other pair leaves the tag. Takes
+ * threads_lock. */
+bool ra__pairs_end(ra_tag_t tag, size_t leave, size_t *left);
+/* Before the tag's arena is reset: the tag's sends are fenced
+ * (ra__returns_fence), every thread's front cache of the tag is forgotten
+ * and its tcache flushed (jemalloc requires it), live or blocked threads
+ * alike, and the counts say every block was freed (nmalloc == ndalloc).
+ * Takes threads_lock. */
+void ra__pairs_wipe(ra_tag_t tag);
+/* A live tag that nothing of is live and that no running thread but the
+ * caller has used since its last destroy (every other pair of it parked)
+ * is held still: no thread can allocate under it or free into it, and its
+ * caches are wiped as ra__pairs_wipe does, so that its arenas may be
+ * reset.
+ * True: held, with threads_lock kept until ra__pairs_unhold.
+ * False, with nothing done, otherwise. */
+bool ra__pairs_hold(ra_tag_t tag);
+void ra__pairs_unhold(ra_tag_t tag);
 /* The tcaches of tag's pairs parked at its last destroy (that left nothing
  * live) give their blocks back to the arena: what a purge of the tag must
  * reach, whatever thread calls, so that the slot's kept pages never hold
  * its next holder past a budget. A pair its owner took back meanwhile is
- * the owner's. */
-void ra__thread_release_kept(ra_tag_t tag);
+ * the owner's. Takes threads_lock. */
+void ra__pairs_flush_parked(ra_tag_t tag);
+
+/* -- thread.c: a thread's state ------------------------------------------- */
+
+/* At thread exit (init.c): the thread's caches are flushed, its pairs
+ * leave their tags and its state is freed; what it allocates afterwards
+ * goes uncached. */
+void ra__thread_exit(void);
+/* Fork handlers for threads_lock. */
+void ra__thread_prefork(void);
+void ra__thread_postfork_parent(void);
+void ra__thread_postfork_child(void);
+/* Returns this thread's slot for tag, set up, or NULL when the thread cannot
+ * have one now (re-entered, exiting, out of memory). allocating: the slot
+ * is made by an allocation, not a free (the tag's pool counts it). */
+struct ra__tag_slot *ra__thread_slot_slow(ra_tag_t tag, bool allocating)
+    __attribute__((noinline, cold));
+/* Empties the calling thread's caches of tag, if it has any. Takes
+ * threads_lock. */
+void ra__thread_flush_tag(ra_tag_t tag);
+/* Sums the counters of tag over live and exited threads: without a lock
+ * when the caller's slot is the tag's only one. */
+void ra__thread_counts(ra_tag_t tag, struct ra__counts *out);
 
 /* -- purge.c: what a purge can reach ------------------------------------------ */
 /* Everything of tag's that a purge can reach goes back to the OS: the
@@ -511,7 +635,7 @@ void ra__purge_kept(ra_tag_t tag);
 /* ra_tag_purge's work on root's subtree (tag trees): ra__purge_kept of
  * each tag. Reads the registry without a lock. */
 void ra__purge_subtree(ra_tag_t root);
-/* The ids threads own (ra__thread_end_own) are taken away from them, their
+/* The ids threads own (ra__own_end) are taken away from them, their
  * pairs parked, and queued, where a purge of kept pages and any creation
  * reach them; idle_only: only those of a few ids that were left unused for
  * a second. */
@@ -608,7 +732,7 @@ void ra__leftovers_forget(ra_tag_t tag);
 void ra__leftovers_decay_one(void);
 /* The leftovers in tag's slot freed, and its pages given back, when nobody
  * can be using the slot: an idle one (its id taken out of the registry's
- * queue meanwhile), or a live holder that ra__thread_hold_unused holds.
+ * queue meanwhile), or a live holder that ra__pairs_hold holds.
  * True when they were; false when there were none, or the holder has
  * something live or another thread used it. Takes the threads' lock. */
 bool ra__leftovers_reclaim(ra_tag_t tag);

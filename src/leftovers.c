@@ -12,7 +12,7 @@
  * charge a holder that cannot free them: a budget set on it, a purge of
  * it, a refused allocation's retry, the memory limit's give-back, its
  * creation in a tag tree. The reset of a live holder is only made when
- * nothing of it is live and nobody else has used it (thread.c holds it
+ * nothing of it is live and nobody else has used it (pairs_end.c holds it
  * still): else they stay until one of the others. Bounded per slot and
  * over the process; none are left in a tag tree or beside a hard limit,
  * whose commits must stay the holder's own. */
@@ -95,23 +95,23 @@ static bool reclaim_idle(ra_tag_t tag)
 {
     if (!ra__tag_take_free(tag))
         return false;
-    ra__thread_wipe_tag(tag);
+    ra__pairs_wipe(tag);
     reset_arenas(tag);
     ra__pool_purge(tag);
     ra__tag_release_id(tag);
     return true;
 }
 
-/* A live holder's: only while thread.c holds it still. The pages stay,
+/* A live holder's: only while pairs_end.c holds it still. The pages stay,
  * free, the holder's kept pages: the caller purges them when it purges
  * (a budget below them, ra_tag_purge, a refusal's retry), and a holder
  * that keeps them allocates into them without a fault. */
 static bool reclaim_held(ra_tag_t tag)
 {
-    if (!ra__thread_hold_unused(tag))
+    if (!ra__pairs_hold(tag))
         return false;
     reset_arenas(tag);
-    ra__thread_release_held(tag);
+    ra__pairs_unhold(tag);
     return true;
 }
 
@@ -156,7 +156,7 @@ void ra__leftovers_reclaim_subtree(ra_tag_t root)
 void ra__leftovers_reset(ra_tag_t tag)
 {
     ra__lock(&reclaim_lock);
-    ra__thread_wipe_tag(tag);
+    ra__pairs_wipe(tag);
     reset_arenas(tag);
     ra__pool_purge(tag);
     ra__unlock(&reclaim_lock);

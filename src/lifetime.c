@@ -19,7 +19,7 @@
 /* Two kinds of end. A destroy of a tag without children (every request's
  * tag) touches that tag alone, under the locks of what it empties, each
  * held for a step, and none when the calling thread's pair is the tag's
- * only one (ra__thread_end_own), so such ends run side by side: a lock of
+ * only one (ra__own_end), so such ends run side by side: a lock of
  * all tags on every request's end was what two threads serving requests
  * queued on (examples/requests: most of the futex waits, a destroy 10x
  * slower on 2 threads than on one). A reset, a destroy of a tree, and a
@@ -111,11 +111,11 @@ static ra_tag_t into_tree(ra_tag_t tag, ra_tag_t parent, const char *name)
  * thread that owns it rather than fail. */
 static ra_tag_t create(ra_tag_t parent, const char *name, bool anywhere)
 {
-    ra_tag_t own = ra__thread_take_own();
+    ra_tag_t own = ra__own_reuse();
     ra_tag_t tag = ra__tag_create(parent, name, anywhere, &own), taken;
 
     if (tag == RA_TAG_NONE && errno == ENOSPC &&
-        ra__thread_take_away(&taken, 1, false) == 1) {
+        ra__own_seize(&taken, 1, false) == 1) {
         ra__tag_release_id(taken);
         tag = ra__tag_create(parent, name, anywhere, NULL);
     }
@@ -129,7 +129,7 @@ static ra_tag_t create(ra_tag_t parent, const char *name, bool anywhere)
     if (parent != RA_TAG_NONE)
         tag = into_tree(tag, parent, name);
     if (own != RA_TAG_NONE)
-        ra__thread_keep_own(own);
+        ra__own_keep(own);
     return tag;
 }
 
@@ -182,7 +182,7 @@ static void forget_tag(ra_tag_t tag)
 static void end_tag(ra_tag_t tag)
 {
     size_t left;
-    bool reset = ra__thread_end_tag(tag, ra__leftovers_room(tag), &left);
+    bool reset = ra__pairs_end(tag, ra__leftovers_room(tag), &left);
 
     if (reset) {
         ra__returns_close(tag);
@@ -201,10 +201,10 @@ static void end_tag(ra_tag_t tag)
  * its next creation. False when it is not such a tag. */
 static bool end_own(ra_tag_t tag)
 {
-    if (!ra__thread_end_own(tag))
+    if (!ra__own_end(tag))
         return false;
     forget_tag(tag);
-    ra__thread_keep_own(tag);
+    ra__own_keep(tag);
     return true;
 }
 
@@ -226,7 +226,7 @@ void ra__lifetime_postfork_child(void)
 
     exclusive_end();
     for (ra_tag_t t = 1; t <= count; t++)
-        if (!ra__thread_owned(t) && ra__tag_in_limbo(t))
+        if (!ra__own_has_owner(t) && ra__tag_in_limbo(t))
             ra__tag_release_id(t);
 }
 

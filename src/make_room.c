@@ -73,7 +73,7 @@ size_t ra__give_back_by_priority(size_t below, bool every)
         if (!ra__leftovers_reclaim(t) &&
             !every && free_pages(t) < WORTH_A_PURGE)
             continue;
-        ra__thread_release_kept(t);
+        ra__pairs_flush_parked(t);
         ra__pool_purge(t);
         now = ra__proc_rss();
     }

@@ -60,7 +60,7 @@ static ra_tag_t way_tag(struct ra__outbox_way *w)
  * where block by block each took the bin's lock (bench/hot_tag 8 pairs:
  * 1-140 bin-lock operations per 1,000 blocks from one run to the next).
  * Returns whether it did so without a tcache: the pair then takes one
- * (ra__thread_send_overflowed, out of the gate: it takes the threads'
+ * (ra__slot_send_overflowed, out of the gate: it takes the threads'
  * lock, which a destroy holds while it waits at the gate). */
 static bool send(struct ra__thread_state *ts, struct ra__outbox_way *w,
                  ra_tag_t seen, bool owner)

@@ -8,7 +8,7 @@
 void ra__purge_kept(ra_tag_t tag)
 {
     ra__thread_flush_tag(tag);
-    ra__thread_release_kept(tag);
+    ra__pairs_flush_parked(tag);
     ra__returns_drain(tag);
     ra__pool_purge(tag);
 }
@@ -28,7 +28,7 @@ void ra__purge_owned(bool idle_only)
     unsigned n;
 
     do {
-        n = ra__thread_take_away(taken, 64, idle_only);
+        n = ra__own_seize(taken, 64, idle_only);
         for (unsigned i = 0; i < n; i++)
             ra__tag_release_id(taken[i]);
     } while (n == 64 && !idle_only);

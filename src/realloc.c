@@ -17,21 +17,21 @@ static void count_end(struct ra__tag_slot *s, ra_tag_t tag, size_t old_size)
 /* In place (jemalloc's xallocx): the same block, new_size usable bytes
  * now. Without a slot, as for count_realloc, both counts at once: between
  * them the tag may count nothing live, which a reset of an unused tag must
- * not see (thread.c). */
+ * not see (pairs_end.c). */
 static void count_resized(struct ra__tag_slot *s, ra_tag_t tag,
                           size_t old_size, size_t new_size)
 {
     ra__untagged_tag_freed(old_size);
     ra__untagged_tag_made(new_size);
     if (s == NULL)
-        ra__thread_orphan_begin(tag);
+        ra__orphan_begin(tag);
     count_end(s, tag, old_size);
     if (s != NULL)
         ra__count_handed(s, new_size);
     else
         ra__count_orphan(tag, true, new_size);
     if (s == NULL)
-        ra__thread_orphan_end(tag);
+        ra__orphan_end(tag);
 }
 
 /* The new block, rallocx(size, flags)'s, may have left the region during
@@ -42,11 +42,11 @@ static void count_realloc(struct ra__tag_slot *s, ra_tag_t tag,
 {
     ra__untagged_tag_freed(old_size);
     if (s == NULL)
-        ra__thread_orphan_begin(tag);
+        ra__orphan_begin(tag);
     count_end(s, tag, old_size);
     ra__count_alloc(s, tag, p, ra__made_size(p, size, flags));
     if (s == NULL)
-        ra__thread_orphan_end(tag);
+        ra__orphan_end(tag);
 }
 
 /* A tagged block's usable size, before it moves. */

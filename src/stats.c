@@ -351,7 +351,7 @@ int ra_purge_all(void)
     /* What destroyed tags' slots keep for their next holders too,
      * recycled or not: every page the process can give back. */
     for (ra_tag_t t = 1; t <= count; t++)
-        ra__thread_release_kept(t);
+        ra__pairs_flush_parked(t);
     ra__be_arena_purge(RA__BE_ALL_ARENAS);
     ra__measure_all();
     return 0;

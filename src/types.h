@@ -195,11 +195,18 @@ struct ra__free_gate {
  * starts on a page of its own (it is at least 4 KiB). */
 #define RA__PAGE_SAMPLED 0xfeu
 
-/* -- thread.c ------------------------------------------------------------- */
+/* -- pair.c, front_cache.c, fc_bins.c ------------------------------------ */
 #define RA__NO_TCACHE UINT16_MAX
-#define RA__PAIR_ACTIVE 0u
-#define RA__PAIR_PARKED 1u
-#define RA__PAIR_FLUSHING 2u
+/* A (thread, tag) pair's life (pair.c draws it; doc/design.md, "A pair's
+ * life"): the value of its state field. 0 is what a thread's zeroed slots
+ * read: a pair not set up. */
+enum ra__pair_state {
+    RA__PAIR_UNUSED = 0, /* not set up: no cache, not among the tag's users */
+    RA__PAIR_ACTIVE,     /* its owner uses it: alloc_flags names its arena */
+    RA__PAIR_PARKED,     /* a destroy kept it for the slot's next holder */
+    RA__PAIR_FLUSHING,   /* parked, its tcache being flushed by a purge */
+    RA__PAIR_HELD        /* parked, held still for a reset of its tag */
+};
 /* A front cache bin's capacity in the library's accounts (the return
  * stacks' bound, the batches'): RA__FC_SLOTS blocks of a class, fewer for
  * big classes (ra__fc_cap). A bin itself starts smaller and grows while
@@ -207,7 +214,9 @@ struct ra__free_gate {
 #define RA__FC_SLOTS 64
 #define RA__FC_FIRST (RA__FC_SLOTS / 2)
 #define RA__FC_MAX 256
-/* A pair's misses (thread.c) until it takes a tcache of its own. */
+/* A thread's own ids, at most (own_ids.c). */
+#define RA__OWN_MAX 16
+/* A pair's misses (front_cache.c) until it takes a tcache of its own. */
 #define RA__TCACHE_AFTER_MISSES 2
 /* A tag's return stack of a class holds this many front cache bins' worth
  * of blocks at most (returns.c): room for the surplus of several threads
@@ -215,7 +224,7 @@ struct ra__free_gate {
 #define RA__RETURNS_BINS 4
 
 /* A front cache bin: a stack of free blocks of one small size class, in
- * an array of the library's that the pair's use sizes (thread.c): room
+ * an array of the library's that the pair's use sizes (fc_bins.c): room
  * blocks, RA__FC_FIRST at first, doubled at a refill after the bin
  * overflowed, up to ra__fc_cap_max. The header is 32 bytes, a pair's
  * headers one array of them; the arrays come only for the classes the
@@ -241,7 +250,9 @@ struct ra__fc_bin {
  * certainly the tag's, behind it an explicit jemalloc tcache of its own (or
  * none when jemalloc has no tcache id left), then the tag's arena. */
 struct ra__tag_slot {
-    /* MALLOCX_ARENA | MALLOCX_TCACHE*; 0 = not set up, or parked. */
+    /* MALLOCX_ARENA | MALLOCX_TCACHE*, what the fast paths read: a cache
+     * of the state, written only by pair.c's transitions, non-zero exactly
+     * when the pair is RA__PAIR_ACTIVE. */
     int alloc_flags;
     /* Explicit tcache id, or RA__NO_TCACHE; its flags for a free are
      * ra__be_tcache_flags(tcache). */
@@ -254,13 +265,15 @@ struct ra__tag_slot {
      * frees go through the thread's outbox). Here, not at the end: the
      * slot keeps its size (64 bytes), and the fast paths their code. */
     bool allocates;
-    /* RA__PAIR_ACTIVE, or parked: between a destroy of its tag that left
-     * nothing live and the owner's next use, the pair holds no front-cache
-     * block and may not be used (alloc_flags 0, every bin's capacity 0),
-     * and only its tcache keeps blocks, which another thread may give back
-     * (RA__PAIR_FLUSHING) so that the slot's next holder is not charged for
-     * them. The owner takes it back with a compare-and-swap (thread.c). */
-    _Atomic uint8_t parked;
+    /* The pair's state (enum ra__pair_state), written only by pair.c's
+     * transitions. Parked (PARKED, FLUSHING, HELD): between a destroy of
+     * its tag that left nothing live and the owner's next use, the pair
+     * holds no front-cache block and may not be used (alloc_flags 0, every
+     * bin's capacity 0), and only its tcache keeps blocks, which another
+     * thread may give back (FLUSHING) so that the slot's next holder is
+     * not charged for them. The owner takes it back with a
+     * compare-and-swap from PARKED (pair.c). */
+    _Atomic uint8_t state;
     /* Counted in its tag's pool (pool.c), as a pair busy enough to have
      * reached for a tcache (ra__slot_miss_slow): until then it sits on the
      * pool's quietest arena and weighs on none, so that a tag that many
@@ -268,7 +281,7 @@ struct ra__tag_slot {
      * made_before. */
     bool busy;
     /* Blocks the pair made for the slot's earlier holders, since it last
-     * started over (thread.c: a destroy with nothing live keeps the pair's
+     * started over (pair.c: a destroy with nothing live keeps the pair's
      * caches, and its age counts towards a tcache of its own), up to
      * UINT32_MAX: only its crossing of a threshold matters. Under
      * threads_lock. */
@@ -285,12 +298,12 @@ struct ra__tag_slot {
     _Atomic uint64_t nmalloc;
     _Atomic uint64_t ndalloc;
     _Atomic uint64_t bytes;
-    /* The tag's slots over every thread (thread.c's users list, under its
+    /* The tag's slots over every thread (users.c: the users list, under its
      * lock): what a reset, a destroy and the counts walk. */
     struct ra__tag_slot *users_next, **users_prev;
 };
 
-/* A tag's counts over its slots (thread.c): blocks handed out and taken
+/* A tag's counts over its slots (users.c): blocks handed out and taken
  * back, and the usable bytes in the blocks live. */
 struct ra__counts {
     uint64_t nmalloc, ndalloc;

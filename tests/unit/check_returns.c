@@ -4,7 +4,7 @@
  * A drain takes a stack whole and frees its blocks one by one; a reset
  * that ran in between would find the stack empty and reset the arena under
  * the drain. The tests force that interleaving: the link wraps
- * ra__thread_wipe_tag and ra__thread_end_tag (the reset's and the
+ * ra__pairs_wipe and ra__pairs_end (the reset's and the
  * destroy's first step) and ra__be_arena_reset, and the test replaces
  * jemalloc's sdallocx with a spy; the drain, once it holds blocks of the
  * tag, waits for the reset to finish (a bounded wait: with the gate the
@@ -30,8 +30,8 @@
 #define HOLD_MS 300
 
 bool __real_ra__be_arena_reset(unsigned arena);
-void __real_ra__thread_wipe_tag(ra_tag_t tag);
-bool __real_ra__thread_end_tag(ra_tag_t tag, size_t leave, size_t *left);
+void __real_ra__pairs_wipe(ra_tag_t tag);
+bool __real_ra__pairs_end(ra_tag_t tag, size_t leave, size_t *left);
 
 enum drain_by { BY_FLUSH, BY_PURGE_ALL, BY_EXIT, BY_BUDGET };
 
@@ -71,16 +71,16 @@ static void after_caches(void)
     wait_for(&taken, HOLD_MS);
 }
 
-void __wrap_ra__thread_wipe_tag(ra_tag_t tag)
+void __wrap_ra__pairs_wipe(ra_tag_t tag)
 {
-    __real_ra__thread_wipe_tag(tag);
+    __real_ra__pairs_wipe(tag);
     if (tag == watched)
         after_caches();
 }
 
-bool __wrap_ra__thread_end_tag(ra_tag_t tag, size_t leave, size_t *left)
+bool __wrap_ra__pairs_end(ra_tag_t tag, size_t leave, size_t *left)
 {
-    bool live = __real_ra__thread_end_tag(tag, leave, left);
+    bool live = __real_ra__pairs_end(tag, leave, left);
 
     if (tag == watched)
         after_caches();
