@@ -376,12 +376,7 @@ bool ra__budget_attach(ra_tag_t tag, ra_tag_t parent)
 {
     if (link_to(tag, parent))
         return true;
-    /* A recycled slot's kept pages that do not fit an ancestor's budget
-     * are purged, and the tag tried again. */
-    ra__budget_refused = RA_TAG_NONE;
-    ra__purge_kept(tag);
-    if (link_to(tag, parent))
-        return true;
+    /* Not this thread's commit refused: nothing for a grow to retry. */
     ra__budget_refused = RA_TAG_NONE;
     errno = ENOMEM;
     return false;
@@ -413,22 +408,19 @@ static void set_limits(ra_tag_t tag, size_t hard, size_t soft)
 
 /* A recycled tag's slot keeps the pages its last holder left (a tag's end
  * does not purge): they must not put the new holder past a budget set on
- * it, so a budget below what the region holds purges them first.
- * subtree: the tag may have children (not at its creation, which holds
- * the stripe of its name: then its own pages are all there is to purge). */
-static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit,
-                       bool subtree)
+ * it, so a budget below what the subtree holds does not fit, and its
+ * caller purges them first (ra__budget_fits). */
+static bool limit_fits(ra_tag_t tag, const ra_tag_limit_t *limit)
 {
     size_t held = ra__budget_tree(tag);
 
     /* The budget bounds the tag's subtree (tag trees). */
-    if ((limit->hard != 0 && held > limit->hard) ||
-        (limit->soft != 0 && held >= limit->soft)) {
-        if (subtree)
-            ra__purge_subtree(tag);
-        else
-            ra__purge_kept(tag);
-    }
+    return !((limit->hard != 0 && held > limit->hard) ||
+             (limit->soft != 0 && held >= limit->soft));
+}
+
+static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit)
+{
     guard_lock(tag);
     budgets[tag].limit = *limit;
     set_limits(tag, limit->hard, limit->soft);
@@ -437,9 +429,14 @@ static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit,
 
 static const ra_tag_limit_t no_limit = {0, 0, NULL, NULL};
 
+bool ra__budget_fits(ra_tag_t tag, const ra_tag_limit_t *limit)
+{
+    return limit == NULL || limit_fits(tag, limit);
+}
+
 void ra__budget_set(ra_tag_t tag, const ra_tag_limit_t *limit)
 {
-    set_budget(tag, limit != NULL ? limit : &no_limit, true);
+    set_budget(tag, limit != NULL ? limit : &no_limit);
 }
 
 void ra__budget_get(ra_tag_t tag, ra_tag_limit_t *out)
@@ -467,17 +464,36 @@ bool ra__budget_allows_growth(ra_tag_t tag)
     return true;
 }
 
-void ra__budget_apply_config(ra_tag_t tag, const char *name)
+/* REGIONALLOC_LIMITS' entries for name, each in turn: visit returns
+ * false to stop. Returns whether every visit went on. */
+static bool each_configured(ra_tag_t tag, const char *name,
+                            bool (*visit)(ra_tag_t, const ra_tag_limit_t *))
 {
     const struct ra__config *config = ra__config();
 
     for (unsigned i = 0; i < config->nlimits; i++) {
         const struct ra__limit_entry *e = &config->limits[i];
-        if (strcmp(e->name, name) == 0) {
-            ra_tag_limit_t limit = {e->hard, e->soft, NULL, NULL};
-            set_budget(tag, &limit, false);
-        }
+        ra_tag_limit_t limit = {e->hard, e->soft, NULL, NULL};
+        if (strcmp(e->name, name) == 0 && !visit(tag, &limit))
+            return false;
     }
+    return true;
+}
+
+static bool set_configured(ra_tag_t tag, const ra_tag_limit_t *limit)
+{
+    set_budget(tag, limit);
+    return true;
+}
+
+bool ra__budget_config_fits(ra_tag_t tag, const char *name)
+{
+    return each_configured(tag, name, limit_fits);
+}
+
+void ra__budget_apply_config(ra_tag_t tag, const char *name)
+{
+    (void)each_configured(tag, name, set_configured);
 }
 
 void ra__budget_forget(ra_tag_t tag)
@@ -486,7 +502,7 @@ void ra__budget_forget(ra_tag_t tag)
     ra_tag_t up;
     size_t held;
 
-    set_budget(tag, &no_limit, false);
+    set_budget(tag, &no_limit);
     atomic_store_explicit(&b->failures, 0, memory_order_relaxed);
     atomic_store_explicit(&b->priority, 0, memory_order_relaxed);
     /* A destroyed tag has no children left (they go first): its subtree is

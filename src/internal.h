@@ -198,12 +198,13 @@ void ra__untagged_postfork_parent(void);
 void ra__untagged_postfork_child(void);
 
 /* -- pool.c: a tag's pool of arenas ------------------------------------- */
-/* Creates the first jemalloc arena of tag's region (ra__region_open),
- * then publishes the region. Returns the arena, or -1 with errno: ENOMEM
+/* Creates the first jemalloc arena of tag's region (ra__region_open, which
+ * is handed commits: what the region's commits count against, budget.c's
+ * given by tag.c), then publishes the region. Returns the arena, or -1 with errno: ENOMEM
  * (a later call may try the same tag again), ENOSPC (jemalloc has no
  * arena index left), EEXIST (the region is passed over: the next call
  * takes tag + 1). Called with the registry's ids_lock held. */
-int ra__pool_first_arena(ra_tag_t tag);
+int ra__pool_first_arena(ra_tag_t tag, const struct ra__commit_ops *commits);
 /* The first arena of a region passed over (ra__pool_first_arena's EEXIST)
  * whose space is free again: its index, or -1 with errno EEXIST (still
  * another mapping's), ENOMEM or ENOSPC as ra__pool_first_arena. Called
@@ -330,9 +331,12 @@ void ra__tag_postfork(void);
  * (when own is not NULL and *own is not RA_TAG_NONE: an id of the calling
  * thread's, ra__thread_take_own) and sets *own to RA_TAG_NONE, else the
  * id destroyed longest ago, else a fresh id. RA_TAG_NONE with errno set
- * on failure (*own then untouched). */
+ * on failure (*own then untouched). *unfit: in, the id the caller purged
+ * since its last call (RA_TAG_NONE at first); out, on failure, an id whose
+ * kept pages did not fit a budget (put back: the caller purges it and
+ * calls again, ra__purge_create), or RA_TAG_NONE. */
 ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
-                        ra_tag_t *own);
+                        ra_tag_t *own, ra_tag_t *unfit);
 /* Tag trees: root's live subtree (root and its descendants) into out
  * (room for REGIONALLOC_MAX_TAGS), deepest first, so that a tag comes
  * before its parent; 0 when root is not live. kill: the same, made dead
@@ -511,6 +515,14 @@ void ra__purge_kept(ra_tag_t tag);
 /* ra_tag_purge's work on root's subtree (tag trees): ra__purge_kept of
  * each tag. Reads the registry without a lock. */
 void ra__purge_subtree(ra_tag_t root);
+/* ra__tag_create's, for lifetime.c and thread_tags.c: a recycled slot's
+ * kept pages that do not fit the new tag's budgets (an ancestor's, or
+ * what REGIONALLOC_LIMITS sets for the name) are purged, under no lock of
+ * the registry's, and the creation tried again; when even then they do
+ * not fit an ancestor's, RA_TAG_NONE with errno ENOMEM. Returns as
+ * ra__tag_create. */
+ra_tag_t ra__purge_create(ra_tag_t parent, const char *name, bool anywhere,
+                          ra_tag_t *own);
 /* The ids threads own (ra__thread_end_own) are taken away from them, their
  * pairs parked, and queued, where a purge of kept pages and any creation
  * reach them; idle_only: only those of a few ids that were left unused for

@@ -117,11 +117,11 @@ static int make_arena(ra_tag_t tag)
     return arena;
 }
 
-int ra__pool_first_arena(ra_tag_t tag)
+int ra__pool_first_arena(ra_tag_t tag, const struct ra__commit_ops *commits)
 {
     int arena = -1;
 
-    if (ra__region_open(tag) != 0) {
+    if (ra__region_open(tag, commits) != 0) {
         if (errno != EEXIST)
             return -1;
     } else if ((arena = make_arena(tag)) < 0 && errno != EEXIST) {

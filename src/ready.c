@@ -11,7 +11,6 @@
 #include <stdlib.h>
 
 #include "backend.h"
-#include "budget.h"
 #include "internal.h"
 #include "region.h"
 
@@ -40,8 +39,7 @@ static void get_ready(void)
 
     ra__be_start();
     if (config->enabled)
-        tagging = !ra__region_reserve(config->max_tags, config->region_size,
-                                      &ra__budget_commits);
+        tagging = !ra__region_reserve(config->max_tags, config->region_size);
     if (tagging)
         warn_about_jemalloc_options();
     atomic_store_explicit(&ra__tagging, tagging, memory_order_release);

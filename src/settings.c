@@ -26,6 +26,10 @@ int ra_tag_set_limit(ra_tag_t tag, const ra_tag_limit_t *limit)
         (limit->hard != 0 ||
          (limit->soft != 0 && ra__budget_tree(tag) >= limit->soft)))
         ra__leftovers_reclaim_subtree(tag);
+    /* The slots' kept pages past the new budget go back first (a tag's end
+     * does not purge them). */
+    if (!ra__budget_fits(tag, limit))
+        ra__purge_subtree(tag);
     ra__budget_set(tag, limit);
     return 0;
 }

@@ -302,7 +302,7 @@ static ra_tag_t new_tag(bool tagging)
         }
         /* Every id published has its region handed out, and no other. */
         ra__assert(ra__region_count() == count);
-        arena = ra__pool_first_arena(count + 1);
+        arena = ra__pool_first_arena(count + 1, &ra__budget_commits);
         if (arena >= 0)
             break;
         if (errno != EEXIST)
@@ -408,50 +408,31 @@ static void id_unused(ra_tag_t tag, ra_tag_t *own, bool was_own)
     publish(tag);
 }
 
-ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
-                        ra_tag_t *own)
+/* With the stripes locked: whether tag (an id just taken for name) fits
+ * its budgets, REGIONALLOC_LIMITS' for name and its ancestors' (to which
+ * it is attached when it does). What a recycled slot keeps may not: unless
+ * the caller purged tag since its last try (purged), *unfit names it, for
+ * the caller to purge and try again. */
+static bool fits_budgets(ra_tag_t tag, ra_tag_t parent, const char *name,
+                         bool tagging, ra_tag_t purged, ra_tag_t *unfit)
 {
-    size_t len = valid_name_length(name);
-    bool tagging, made = false, was_own = own != NULL && *own != RA_TAG_NONE;
-    unsigned st, pst;
-    ra_tag_t tag;
+    if (tagging && tag != purged && !ra__budget_config_fits(tag, name)) {
+        *unfit = tag;
+        errno = ENOMEM;
+        return false;
+    }
+    if (ra__budget_attach(tag, parent))
+        return true;
+    if (tag != purged)
+        *unfit = tag;
+    return false;
+}
 
-    if (len == 0) {
-        errno = EINVAL;
-        return RA_TAG_NONE;
-    }
-    /* Checked again under the stripes; first so that a parent beyond
-     * every id is not read. */
-    if (parent != RA_TAG_NONE && parent > ra__tag_published()) {
-        errno = EINVAL;
-        return RA_TAG_NONE;
-    }
-    tagging = ra__init();
-    st = stripe_of_name(name);
-    lock_for_creation(st, parent, &pst);
-    if (parent != RA_TAG_NONE &&
-        (!ra__tag_valid(parent) ||
-         entries[parent].depth >= RA_TAG_DEPTH_MAX)) {
-        errno = EINVAL;
-        tag = RA_TAG_NONE;
-        goto out;
-    }
-    tag = find_tag(name);
-    if (tag != RA_TAG_NONE) {
-        if (!anywhere && ra__budget_parent(tag) != parent) {
-            errno = EEXIST;
-            tag = RA_TAG_NONE;
-        }
-        goto out;
-    }
-    if ((tag = id_for(own, tagging)) == RA_TAG_NONE)
-        goto out;
-    /* A recycled slot's kept pages may not fit an ancestor's budget. */
-    if (!ra__budget_attach(tag, parent)) {
-        id_unused(tag, own, was_own);
-        tag = RA_TAG_NONE;
-        goto out;
-    }
+/* With the stripes locked, parent valid and name not live: tag (an id
+ * just taken) made name's, a child of parent. */
+static void enter(ra_tag_t tag, ra_tag_t parent, const char *name,
+                  size_t len, unsigned st, bool tagging)
+{
     entries[tag].depth = parent == RA_TAG_NONE ? 1 : entries[parent].depth + 1;
     entries[tag].children = 0;
     if (parent != RA_TAG_NONE)
@@ -468,8 +449,44 @@ ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
         ra__budget_apply_config(tag, name);
     __atomic_store_n(&ra__tag_live[tag], 1, __ATOMIC_RELEASE);
     publish(tag);
-    made = true;
-out:
+}
+
+ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
+                        ra_tag_t *own, ra_tag_t *unfit)
+{
+    size_t len = valid_name_length(name);
+    bool tagging, made = false, was_own = own != NULL && *own != RA_TAG_NONE;
+    ra_tag_t tag, purged = *unfit;
+    unsigned st, pst;
+
+    *unfit = RA_TAG_NONE;
+    /* Checked again under the stripes; first so that a parent beyond
+     * every id is not read. */
+    if (len == 0 || (parent != RA_TAG_NONE && parent > ra__tag_published())) {
+        errno = EINVAL;
+        return RA_TAG_NONE;
+    }
+    tagging = ra__init();
+    st = stripe_of_name(name);
+    lock_for_creation(st, parent, &pst);
+    if (parent != RA_TAG_NONE &&
+        (!ra__tag_valid(parent) ||
+         entries[parent].depth >= RA_TAG_DEPTH_MAX)) {
+        errno = EINVAL;
+        tag = RA_TAG_NONE;
+    } else if ((tag = find_tag(name)) != RA_TAG_NONE) {
+        if (!anywhere && ra__budget_parent(tag) != parent) {
+            errno = EEXIST;
+            tag = RA_TAG_NONE;
+        }
+    } else if ((tag = id_for(own, tagging)) != RA_TAG_NONE) {
+        made = fits_budgets(tag, parent, name, tagging, purged, unfit);
+        if (made)
+            enter(tag, parent, name, len, st, tagging);
+        else
+            id_unused(tag, own, was_own);
+        tag = made ? tag : RA_TAG_NONE;
+    }
     two_stripes_unlock(st, pst);
     /* A system call where the kernel names regions: under no lock of ours.
      * Only a destroy of this tag, whose caller saw the creation return,

@@ -53,7 +53,7 @@ static ra_tag_t tag_for(const char *name)
             continue;
         if (r->by_name && name[0] == '\0')
             return RA_TAG_NONE;
-        tag = ra__tag_create(RA_TAG_NONE, r->by_name ? name : r->tag, true,
+        tag = ra__purge_create(RA_TAG_NONE, r->by_name ? name : r->tag, true,
                              NULL);
         if (tag == RA_TAG_NONE && !__atomic_exchange_n(&warned, true,
                                                         __ATOMIC_RELAXED)) {

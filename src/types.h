@@ -153,8 +153,10 @@ struct ra__carving {
     _Atomic uintptr_t reserved_end;
 };
 
-/* What a region's commits are counted against (budget.c's, given to the
- * region at the reservation, which is below the budgets): commit counts
+/* What a region's commits are counted against (budget.c's, handed to the
+ * region, which is below the budgets, as tag.c opens it for a tag through
+ * pool.c: a call through this table is a call of budget.c's, drawn in
+ * doc/design.md): commit counts
  * bytes newly committed in tag's region unless a hard limit up its chain
  * refuses (false); uncommit gives them back; refused: whether this
  * thread's last commit in tag was refused, so that jemalloc's uncommitted
