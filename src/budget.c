@@ -1,4 +1,4 @@
-/* Floor: state. Per-tag budgets, in one place: what each tag and its
+/* Floor: budgets. Per-tag budgets, in one place: what each tag and its
  * subtree hold committed (the extent hooks report every commit and
  * decommit here, so no allocation path pays for a budget), the charge up
  * the tag tree against each level's hard limit, the soft limits' crossings

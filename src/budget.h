@@ -1,4 +1,4 @@
-/* Floor: state. budget.c's declarations: commit counts, the charge up the
+/* Floor: budgets. budget.c's declarations: commit counts, the charge up the
  * tree, limits, soft callbacks; and the paths' inline check of
  * the soft limits. */
 #ifndef RA_BUDGET_H

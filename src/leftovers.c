@@ -1,4 +1,4 @@
-/* Floor: state. What destroyed tags leave live in their slots, and the
+/* Floor: ends. What destroyed tags leave live in their slots, and the
  * resets of a slot, which free them. A destroy that finds a few blocks
  * still live (a request that let its end free them) does not reset the
  * arena: jemalloc's reset walks every bin and frees every slab, and the

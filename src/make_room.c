@@ -1,4 +1,4 @@
-/* Floor: state. Making room: after an allocation was refused, before its
+/* Floor: ends. Making room: after an allocation was refused, before its
  * one retry, and on the memory limit watcher's looks. A budget's refusal
  * gets back what a purge reaches of the tag (and of the subtree whose
  * limit refused); the memory limit's gets back the process's free pages,

@@ -1,4 +1,4 @@
-/* Floor: state. The library's own memory: one allocator for its tables,
+/* Floor: base. The library's own memory: one allocator for its tables,
  * thread states, copies and snapshots, apart from every path that users hook
  * or tag. */
 #include "backend.h"

@@ -1,4 +1,4 @@
-/* Floor: state. A thread's outbox: the small blocks it frees of tags it
+/* Floor: pairs. A thread's outbox: the small blocks it frees of tags it
  * does not allocate in (a consumer of the blocks another thread makes),
  * gathered by (tag, bin) and sent home to the tag's return stacks a batch
  * at a time, where the tag's allocating threads look first. The thread's

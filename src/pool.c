@@ -1,4 +1,4 @@
-/* Floor: state. A tag's pool of arenas: every arena of it carves from the
+/* Floor: budgets. A tag's pool of arenas: every arena of it carves from the
  * tag's one region (ra_tag_of, budgets and the profiler see one tag), and
  * each (thread, tag) pair allocates through one of them, so that the
  * threads of a tag shared by many cores do not all queue on one arena's

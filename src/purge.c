@@ -1,4 +1,4 @@
-/* Floor: state. What a purge can reach of a tag: the calling thread's
+/* Floor: ends. What a purge can reach of a tag: the calling thread's
  * caches of it, the tcaches of its parked pairs, its return stacks, its
  * pool's dirty pages; the same over a subtree; the ids threads own,
  * queued; and a creation whose recycled slot's kept pages do not fit a

@@ -1,4 +1,4 @@
-/* Floor: state (its bottom). Whether the library is ready: its first use
+/* Floor: base. Whether the library is ready: its first use
  * (the configuration read, jemalloc's classes read, the reservation made)
  * done once, from any thread, at any time; the check every public call
  * makes first; and the thread-exit key, which a module arms for the

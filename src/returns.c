@@ -1,4 +1,4 @@
-/* Floor: state. A tag's return stacks: where a thread whose front cache of
+/* Floor: pairs. A tag's return stacks: where a thread whose front cache of
  * a small class is full leaves half of it, and a thread that only frees
  * the tag's blocks sends its outbox's batches (outbox.c), and where a
  * thread whose front cache of that class is empty looks first, before

@@ -1,4 +1,4 @@
-/* Floor: state. Registry of tag names and ids (created, destroyed,
+/* Floor: tags. Registry of tag names and ids (created, destroyed,
  * recycled), and the thread-local tag stack. */
 #include <errno.h>
 #include <pthread.h>

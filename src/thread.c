@@ -1,4 +1,4 @@
-/* Floor: state. Per-thread state: for each tag a thread uses, its jemalloc
+/* Floor: pairs. Per-thread state: for each tag a thread uses, its jemalloc
  * tcache, its front cache of small blocks (for a tag it allocates in) and
  * its counters, then the thread's outbox (outbox.c); released at thread
  * exit. */

@@ -1,4 +1,4 @@
-/* Floor: state. Tags by thread name (REGIONALLOC_THREAD_TAGS): a thread
+/* Floor: ends. Tags by thread name (REGIONALLOC_THREAD_TAGS): a thread
  * whose name matches a rule gets the rule's tag as its base tag, item 0 of
  * its stack, below whatever it pushes. Names come from the intercepted
  * pthread_setname_np and prctl(PR_SET_NAME) (override_thread.c) and, at a

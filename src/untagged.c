@@ -1,4 +1,4 @@
-/* Floor: state. The untagged row's allocated, live: every thread's own
+/* Floor: base. The untagged row's allocated, live: every thread's own
  * counts of the bytes jemalloc handed it and took back (jemalloc keeps them
  * on its fast paths), summed over the threads of the process, live ones
  * through their counters and exited ones as they left, less the bytes the
