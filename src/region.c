@@ -564,7 +564,7 @@ static bool note_mapping(char *text, size_t len, void *ctx)
  * first pages, and a tag would find the region full a few pages on. The
  * maps are read only for a region whose space was given back: once when
  * it is handed out, and again for a region passed over each time a
- * creation would otherwise find no id (tag.c); unreadable, they say
+ * creation would otherwise find no id (tag_ids.c); unreadable, they say
  * nothing is there. */
 static bool region_taken(unsigned idx)
 {

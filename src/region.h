@@ -74,7 +74,7 @@ unsigned ra__region_count(void);
  * program: the regions not handed to a tag yet, their part of the page
  * table, and what each tag's region has not carved. From then on regions
  * map what they carve as they carve it. Returns whether anything was given
- * back. Called with the registry's ids_lock held (tag.c). */
+ * back. Called with the registry's ids_lock held (tag_ids.c). */
 bool ra__region_give_back(void);
 /* Gives the pages of the block [ptr, ptr + size) back to the OS, before
  * the block is freed: they read as zero when used again. */
