@@ -29,12 +29,18 @@ void ra__purge_subtree(ra_tag_t root)
 ra_tag_t ra__purge_create(ra_tag_t parent, const char *name, bool anywhere,
                           ra_tag_t *own)
 {
-    ra_tag_t unfit = RA_TAG_NONE, tag;
+    ra_tag_t unfit = RA_TAG_NONE, purged = RA_TAG_NONE, tag;
 
     while ((tag = ra__tag_create(parent, name, anywhere, own, &unfit)) ==
                RA_TAG_NONE &&
-           unfit != RA_TAG_NONE)
+           unfit != RA_TAG_NONE) {
+        /* An id just purged is never found unfit again in a row. */
+        ra__assert(unfit != purged);
         ra__purge_kept(unfit);
+        purged = unfit;
+        (void)purged; /* read by the debug build's check only */
+    }
+    ra__assert(tag != RA_TAG_NONE || unfit == RA_TAG_NONE);
     return tag;
 }
 
