@@ -75,6 +75,8 @@ static void (*_Atomic thread_last)(void);
 
 void ra__thread_exit_set(void (*end)(void *), void (*last)(void))
 {
+    /* The lifecycle gives both, once, at load. */
+    ra__assert(end != NULL && last != NULL);
     atomic_store_explicit(&thread_last, last, memory_order_release);
     atomic_store_explicit(&thread_end, end, memory_order_release);
 }
@@ -112,6 +114,8 @@ static void run_thread_end(void *armed)
     void (*last)(void) =
         atomic_load_explicit(&thread_last, memory_order_acquire);
 
+    /* Rounds count from 1, and the key is armed again only below ROUNDS. */
+    ra__assert(round >= 1 && round <= ROUNDS);
     if (round == 1 && end != NULL)
         end(armed);
     if (last != NULL)

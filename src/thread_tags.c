@@ -76,6 +76,8 @@ void ra__thread_tags_thread_exit(void)
     if (e == NULL)
         return;
     ra__lock(&named_lock);
+    /* The entry is on the list of named threads, linked both ways. */
+    ra__assert(e->prev->next == e && e->next->prev == e);
     e->prev->next = e->next;
     e->next->prev = e->prev;
     ra__unlock(&named_lock);
@@ -114,9 +116,11 @@ static struct named_thread *me(void)
  * never was named, or it exited). */
 static struct named_thread *find_named(pthread_t thread)
 {
-    for (struct named_thread *t = named.next; t != &named; t = t->next)
+    for (struct named_thread *t = named.next; t != &named; t = t->next) {
+        ra__assert(t->next->prev == t);
         if (pthread_equal(t->id, thread))
             return t;
+    }
     return NULL;
 }
 
@@ -165,6 +169,8 @@ static void name_thread(pthread_t thread, struct named_thread *mine,
     ra_tag_t tag = tag_for(name);
     struct named_thread *e;
 
+    /* mine is the calling thread's own entry, or none. */
+    ra__assert(mine == NULL || mine == tls_me);
     ra__lock(&named_lock);
     e = mine != NULL ? mine : find_named(thread);
     if (tag != RA_TAG_NONE && !ra__tag_valid(tag))
