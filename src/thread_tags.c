@@ -107,6 +107,7 @@ static struct named_thread *me(void)
     e->prev = named.prev;
     named.prev->next = e;
     named.prev = e;
+    ra__assert(e->prev->next == e && e->next->prev == e);
     ra__unlock(&named_lock);
     tls_me = e;
     return e;
