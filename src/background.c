@@ -1,4 +1,4 @@
-/* Floor: state. The library's background threads (the stats segment's
+/* Floor: tags. The library's background threads (the stats segment's
  * publisher, the HTTP server): started with every signal blocked, so that
  * signals reach the program's own threads, and quiet for their whole life,
  * so that what they allocate (and what the libraries they call allocate for

@@ -1,4 +1,4 @@
-/* Floor: state. Per-tag budgets, in one place: what each tag and its
+/* Floor: budgets. Per-tag budgets, in one place: what each tag and its
  * subtree hold committed (the extent hooks report every commit and
  * decommit here, so no allocation path pays for a budget), the charge up
  * the tag tree against each level's hard limit, the soft limits' crossings
@@ -47,8 +47,6 @@ struct budget {
      * under the tag's guard; and the allocations the hard limit refused. */
     ra_tag_limit_t limit;
     _Atomic uint64_t failures;
-    /* ra_tag_set_priority's, until the tag is destroyed. */
-    _Atomic int priority;
 };
 
 static struct budget budgets[RA__MAX_TAGS_LIMIT + 1];
@@ -58,32 +56,6 @@ static RA__TLS bool tls_in_callback;
 
 RA__TLS ra_tag_t ra__budget_refused;
 RA__TLS unsigned ra__budget_soft_pending;
-
-/* Memory pressure (pressure.c). Without a limit (limit_bytes 0), every
- * commit reads limit_bytes and nothing else. With one, room is what may
- * still be committed
- * before the resident set reaches the limit: set at each of the watcher's
- * looks (the limit less the resident set), taken by every commit and
- * given back by every decommit, so that a burst of growth between two
- * looks stops at the limit rather than an interval's worth past it (what
- * it cannot see: untagged growth, and pages committed before a look and
- * first touched after it). Tags of negative priority are refused once the
- * room is under high_gap (the resident set past high). pressure: the
- * level of the last look, for the reports. Allocations it refused, and
- * whether this thread's last refusal was its. */
-static _Atomic size_t limit_bytes;
-static _Atomic int64_t room, high_gap;
-static _Atomic int pressure;
-static _Atomic uint64_t pressure_refusals;
-static RA__TLS bool tls_refused_by_pressure;
-
-/* The room and the high gap are signed (the room goes negative past the
- * limit) and are set from unsigned sizes, the limit under the address
- * space but the resident set whatever it is read as: a look sets them
- * within +-ROOM_BOUND, so that what commits take and decommits give back
- * between two looks (never more than the address space) cannot carry them
- * past what an int64_t holds and change their sign. */
-#define ROOM_BOUND ((int64_t)1 << 62)
 
 /* The soft limits this thread's commits crossed, oldest first, with the
  * holder each was crossed for: delivered by ra__budget_fire_soft once the
@@ -180,6 +152,7 @@ static void note_soft(ra_tag_t tag, size_t now)
         atomic_exchange_explicit(&b->soft_armed, false, memory_order_relaxed))
         tls_pending[ra__budget_soft_pending++] = (struct pending_crossing){
             tag, atomic_load_explicit(&b->holder, memory_order_relaxed)};
+    ra__assert(ra__budget_soft_pending <= PENDING_MAX);
 }
 
 /* Charges bytes to the subtree counts from `from` up to the top. On a
@@ -196,11 +169,15 @@ static bool charge_chain(ra_tag_t from, size_t bytes)
             break;
         }
     if (refused != RA_TAG_NONE) {
-        for (at = from; at != refused; at = parent_of(at))
-            atomic_fetch_sub_explicit(&budgets[at].tree_committed, bytes,
-                                      memory_order_relaxed);
+        for (at = from; at != refused; at = parent_of(at)) {
+            size_t had = atomic_fetch_sub_explicit(
+                &budgets[at].tree_committed, bytes, memory_order_relaxed);
+            /* Given back only what this charge took. */
+            ra__assert(had >= bytes);
+            (void)had;
+        }
         ra__budget_refused = refused;
-        tls_refused_by_pressure = false;
+        ra__budget_pressure_refused(false);
         return false;
     }
     for (at = from; at != RA_TAG_NONE; at = parent_of(at)) {
@@ -218,10 +195,12 @@ static void uncharge(ra_tag_t from, size_t bytes)
 {
     for (ra_tag_t at = from; at != RA_TAG_NONE; at = parent_of(at)) {
         struct budget *b = &budgets[at];
-        size_t now = atomic_fetch_sub_explicit(&b->tree_committed, bytes,
-                                               memory_order_relaxed) -
-                     bytes;
+        size_t had = atomic_fetch_sub_explicit(&b->tree_committed, bytes,
+                                               memory_order_relaxed),
+               now = had - bytes;
         size_t soft = atomic_load_explicit(&b->soft, memory_order_relaxed);
+        /* A subtree gives back no more than it holds. */
+        ra__assert(had >= bytes);
         if (soft != 0 && now < soft)
             atomic_store_explicit(&b->soft_armed, true,
                                   memory_order_relaxed);
@@ -240,40 +219,6 @@ static void link_unlock(struct budget *b)
     atomic_flag_clear_explicit(&b->linking, memory_order_release);
 }
 
-static void give_room(size_t bytes)
-{
-    if (RA__UNLIKELY(atomic_load_explicit(&limit_bytes,
-                                          memory_order_relaxed) != 0))
-        atomic_fetch_add_explicit(&room, (int64_t)bytes,
-                                  memory_order_relaxed);
-}
-
-/* Takes bytes of the room, or refuses: nothing taken. */
-static bool refused_by_pressure(ra_tag_t tag, size_t bytes)
-{
-    int64_t left, floor;
-
-    if (RA__LIKELY(atomic_load_explicit(&limit_bytes,
-                                        memory_order_relaxed) == 0))
-        return false;
-    /* A commit is an extent of one region: as an int64_t, it keeps its
-     * sign. */
-    ra__assert(bytes < (size_t)ROOM_BOUND);
-    left = atomic_fetch_sub_explicit(&room, (int64_t)bytes,
-                                     memory_order_relaxed) -
-           (int64_t)bytes;
-    floor = atomic_load_explicit(&budgets[tag].priority,
-                                 memory_order_relaxed) < 0
-                ? atomic_load_explicit(&high_gap, memory_order_relaxed)
-                : 0;
-    if (left >= floor)
-        return false;
-    give_room(bytes);
-    ra__budget_refused = tag;
-    tls_refused_by_pressure = true;
-    return true;
-}
-
 /* Counts bytes more committed in tag, once the memory limit's room has
  * them, and in the subtree of every tag up
  * its chain, unless that would pass one of their hard limits: then nothing
@@ -284,10 +229,12 @@ static bool commit(ra_tag_t tag, size_t bytes)
 {
     size_t now;
 
-    if (refused_by_pressure(tag, bytes))
+    if (ra__budget_room_refuses(tag, bytes)) {
+        ra__budget_refused = tag;
         return false;
+    }
     if (!charge_chain(tag, bytes)) {
-        give_room(bytes);
+        ra__budget_room_give(bytes);
         return false;
     }
     now = atomic_fetch_add_explicit(&budgets[tag].committed, bytes,
@@ -299,12 +246,17 @@ static bool commit(ra_tag_t tag, size_t bytes)
 static void uncommit(ra_tag_t tag, size_t bytes)
 {
     struct budget *b = &budgets[tag];
+    size_t had;
 
     link_lock(b);
-    atomic_fetch_sub_explicit(&b->committed, bytes, memory_order_relaxed);
+    had = atomic_fetch_sub_explicit(&b->committed, bytes,
+                                    memory_order_relaxed);
+    /* A decommit gives back what a commit counted. */
+    ra__assert(had >= bytes);
+    (void)had;
     uncharge(tag, bytes);
     link_unlock(b);
-    give_room(bytes);
+    ra__budget_room_give(bytes);
 }
 
 /* jemalloc grows (uncommitted) after a recycled extent's commit was
@@ -374,14 +326,11 @@ static bool link_to(ra_tag_t tag, ra_tag_t parent)
 
 bool ra__budget_attach(ra_tag_t tag, ra_tag_t parent)
 {
-    if (link_to(tag, parent))
+    if (link_to(tag, parent)) {
+        ra__assert(parent_of(tag) == parent);
         return true;
-    /* A recycled slot's kept pages that do not fit an ancestor's budget
-     * are purged, and the tag tried again. */
-    ra__budget_refused = RA_TAG_NONE;
-    ra__purge_kept(tag);
-    if (link_to(tag, parent))
-        return true;
+    }
+    /* Not this thread's commit refused: nothing for a grow to retry. */
     ra__budget_refused = RA_TAG_NONE;
     errno = ENOMEM;
     return false;
@@ -413,22 +362,19 @@ static void set_limits(ra_tag_t tag, size_t hard, size_t soft)
 
 /* A recycled tag's slot keeps the pages its last holder left (a tag's end
  * does not purge): they must not put the new holder past a budget set on
- * it, so a budget below what the region holds purges them first.
- * subtree: the tag may have children (not at its creation, which holds
- * the stripe of its name: then its own pages are all there is to purge). */
-static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit,
-                       bool subtree)
+ * it, so a budget below what the subtree holds does not fit, and its
+ * caller purges them first (ra__budget_fits). */
+static bool limit_fits(ra_tag_t tag, const ra_tag_limit_t *limit)
 {
     size_t held = ra__budget_tree(tag);
 
     /* The budget bounds the tag's subtree (tag trees). */
-    if ((limit->hard != 0 && held > limit->hard) ||
-        (limit->soft != 0 && held >= limit->soft)) {
-        if (subtree)
-            ra__purge_subtree(tag);
-        else
-            ra__purge_kept(tag);
-    }
+    return !((limit->hard != 0 && held > limit->hard) ||
+             (limit->soft != 0 && held >= limit->soft));
+}
+
+static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit)
+{
     guard_lock(tag);
     budgets[tag].limit = *limit;
     set_limits(tag, limit->hard, limit->soft);
@@ -437,9 +383,14 @@ static void set_budget(ra_tag_t tag, const ra_tag_limit_t *limit,
 
 static const ra_tag_limit_t no_limit = {0, 0, NULL, NULL};
 
+bool ra__budget_fits(ra_tag_t tag, const ra_tag_limit_t *limit)
+{
+    return limit == NULL || limit_fits(tag, limit);
+}
+
 void ra__budget_set(ra_tag_t tag, const ra_tag_limit_t *limit)
 {
-    set_budget(tag, limit != NULL ? limit : &no_limit, true);
+    set_budget(tag, limit != NULL ? limit : &no_limit);
 }
 
 void ra__budget_get(ra_tag_t tag, ra_tag_limit_t *out)
@@ -467,17 +418,36 @@ bool ra__budget_allows_growth(ra_tag_t tag)
     return true;
 }
 
-void ra__budget_apply_config(ra_tag_t tag, const char *name)
+/* REGIONALLOC_LIMITS' entries for name, each in turn: visit returns
+ * false to stop. Returns whether every visit went on. */
+static bool each_configured(ra_tag_t tag, const char *name,
+                            bool (*visit)(ra_tag_t, const ra_tag_limit_t *))
 {
     const struct ra__config *config = ra__config();
 
     for (unsigned i = 0; i < config->nlimits; i++) {
         const struct ra__limit_entry *e = &config->limits[i];
-        if (strcmp(e->name, name) == 0) {
-            ra_tag_limit_t limit = {e->hard, e->soft, NULL, NULL};
-            set_budget(tag, &limit, false);
-        }
+        ra_tag_limit_t limit = {e->hard, e->soft, NULL, NULL};
+        if (strcmp(e->name, name) == 0 && !visit(tag, &limit))
+            return false;
     }
+    return true;
+}
+
+static bool set_configured(ra_tag_t tag, const ra_tag_limit_t *limit)
+{
+    set_budget(tag, limit);
+    return true;
+}
+
+bool ra__budget_config_fits(ra_tag_t tag, const char *name)
+{
+    return each_configured(tag, name, limit_fits);
+}
+
+void ra__budget_apply_config(ra_tag_t tag, const char *name)
+{
+    (void)each_configured(tag, name, set_configured);
 }
 
 void ra__budget_forget(ra_tag_t tag)
@@ -486,9 +456,9 @@ void ra__budget_forget(ra_tag_t tag)
     ra_tag_t up;
     size_t held;
 
-    set_budget(tag, &no_limit, false);
+    set_budget(tag, &no_limit);
     atomic_store_explicit(&b->failures, 0, memory_order_relaxed);
-    atomic_store_explicit(&b->priority, 0, memory_order_relaxed);
+    ra__budget_set_priority(tag, 0);
     /* A destroyed tag has no children left (they go first): its subtree is
      * itself, and it leaves its ancestors' subtrees with what it holds. */
     link_lock(b);
@@ -508,93 +478,7 @@ void ra__budget_count_failure(ra_tag_t tag)
 {
     atomic_fetch_add_explicit(&budgets[tag].failures, 1,
                               memory_order_relaxed);
-    if (tls_refused_by_pressure) {
-        tls_refused_by_pressure = false;
-        atomic_fetch_add_explicit(&pressure_refusals, 1,
-                                  memory_order_relaxed);
-    }
-}
-
-/* a - b as a room: negative when b is the larger, within +-ROOM_BOUND. */
-static int64_t room_between(size_t a, size_t b)
-{
-    size_t gap = a >= b ? a - b : b - a;
-    int64_t bounded = gap < (size_t)ROOM_BOUND ? (int64_t)gap : ROOM_BOUND;
-
-    return a >= b ? bounded : -bounded;
-}
-
-void ra__budget_set_pressure(ra_pressure_t level, size_t limit,
-                             size_t high, size_t resident)
-{
-    /* A limit at or above the address space is none in effect (sizes.h):
-     * none here either, whoever passes it. */
-    if (!ra__limit_in_effect(limit))
-        limit = 0;
-    atomic_store_explicit(&room, room_between(limit, resident),
-                          memory_order_relaxed);
-    atomic_store_explicit(&high_gap, room_between(limit, high),
-                          memory_order_relaxed);
-    atomic_store_explicit(&pressure, (int)level, memory_order_relaxed);
-    /* Last: a commit that sees the limit sees its room. */
-    atomic_store_explicit(&limit_bytes, limit, memory_order_release);
-}
-
-bool ra__budget_pressure_on(void)
-{
-    return atomic_load_explicit(&limit_bytes, memory_order_relaxed) != 0;
-}
-
-void ra__budget_pressure_reset_room(size_t resident)
-{
-    size_t limit = atomic_load_explicit(&limit_bytes, memory_order_relaxed);
-
-    if (limit != 0)
-        atomic_store_explicit(&room, room_between(limit, resident),
-                              memory_order_relaxed);
-}
-
-/* The limit less the room, in size_t: a room past the limit (negative)
- * adds to it, up to SIZE_MAX; a room above the limit leaves 0. */
-size_t ra__budget_pressure_estimate(void)
-{
-    size_t limit = atomic_load_explicit(&limit_bytes, memory_order_relaxed);
-    int64_t left;
-
-    if (limit == 0)
-        return 0;
-    left = atomic_load_explicit(&room, memory_order_relaxed);
-    /* -left is safe: the room never goes below -2 * ROOM_BOUND. */
-    return left >= 0 ? ra__size_sub(limit, (size_t)left)
-                     : ra__size_add(limit, (size_t)-left);
-}
-
-bool ra__budget_refused_by_pressure(void)
-{
-    return tls_refused_by_pressure;
-}
-
-ra_pressure_t ra__budget_pressure(void)
-{
-    return (ra_pressure_t)atomic_load_explicit(&pressure,
-                                               memory_order_relaxed);
-}
-
-void ra__budget_set_priority(ra_tag_t tag, int priority)
-{
-    atomic_store_explicit(&budgets[tag].priority, priority,
-                          memory_order_relaxed);
-}
-
-int ra__budget_priority(ra_tag_t tag)
-{
-    return atomic_load_explicit(&budgets[tag].priority,
-                                memory_order_relaxed);
-}
-
-uint64_t ra__budget_pressure_refusals(void)
-{
-    return atomic_load_explicit(&pressure_refusals, memory_order_relaxed);
+    ra__budget_pressure_count_failure();
 }
 
 void ra__budget_read(ra_tag_t tag, size_t *hard, size_t *soft,
@@ -617,6 +501,9 @@ static ra_tag_t take_crossing(void)
 {
     while (ra__budget_soft_pending > 0) {
         struct pending_crossing c = tls_pending[0];
+        /* A crossing is noted only for a tag with a soft limit. */
+        ra__assert(c.tag != RA_TAG_NONE && c.tag <= RA__MAX_TAGS_LIMIT &&
+                   ra__budget_soft_pending <= PENDING_MAX);
         ra__budget_soft_pending--;
         memmove(&tls_pending[0], &tls_pending[1],
                 ra__budget_soft_pending * sizeof tls_pending[0]);

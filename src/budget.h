@@ -1,13 +1,14 @@
-/* Floor: state. budget.c's declarations: commit counts, the charge up the
- * tree, limits, soft callbacks, the retry; and the paths' inline check of
- * the soft limits. */
+/* Floor: budgets. budget.c's declarations: commit counts, the charge up the
+ * tree, limits, soft callbacks; budget_pressure.c's: the memory limit's
+ * room; and the paths' inline check of the soft limits. */
 #ifndef RA_BUDGET_H
 #define RA_BUDGET_H
 
 #include "internal.h"
 
 /* -- budget.c: per-tag budgets and commit counts ---------------------------- */
-/* What the region's extent hooks report (ra__region_reserve). */
+/* What the region's extent hooks report (handed to ra__region_open by
+ * tag.c, through ra__pool_first_arena). */
 extern const struct ra__commit_ops ra__budget_commits;
 /* What tag's region holds committed and its high-water mark since the
  * tag's creation; the same over its subtree (tag trees); its hard limit
@@ -25,12 +26,18 @@ bool ra__budget_any_hard(void);
 ra_tag_t ra__budget_parent(ra_tag_t tag);
 /* Makes tag (being created, nothing allocating under it) a child of
  * parent (RA_TAG_NONE: top level): what it holds joins every ancestor's
- * subtree, after a purge of its kept pages if they do not fit. Returns
- * false (errno ENOMEM, nothing changed) when even then they do not.
- * Called with the stripes of its name and its parent locked (tag.c). */
+ * subtree. Returns false (errno ENOMEM, nothing changed) when it does not
+ * fit their budgets: the creation's caller purges the slot's kept pages
+ * and tries again (purge.c). Called with the stripes of its name and its
+ * parent locked (tag.c). */
 bool ra__budget_attach(ra_tag_t tag, ra_tag_t parent);
+/* Whether what tag (a slot being recycled) holds fits the budget
+ * REGIONALLOC_LIMITS names for name: false when it is past the hard limit
+ * or at the soft one, so that the creation's caller purges it first. */
+bool ra__budget_config_fits(ra_tag_t tag, const char *name);
 /* Sets the budgets REGIONALLOC_LIMITS names for a tag just created (or
- * recycled) under name. Called with the stripe of its name locked. */
+ * recycled) under name, fitting or not (the caller purged what it could).
+ * Called with the stripe of its name locked. */
 void ra__budget_apply_config(ra_tag_t tag, const char *name);
 /* Fork handlers for the budgets' guards. */
 void ra__budget_prefork(void);
@@ -55,6 +62,20 @@ extern RA__TLS unsigned ra__budget_soft_pending;
  * commit crossed; inside a callback, nothing (the crossings it makes are
  * delivered when it returns). */
 void ra__budget_fire_soft(void) __attribute__((noinline, cold));
+/* Whether limit (NULL: none) fits what tag's subtree holds: false when
+ * it is past the hard limit or at the soft one; ra_tag_set_limit purges
+ * the subtree first then. */
+bool ra__budget_fits(ra_tag_t tag, const ra_tag_limit_t *limit);
+/* settings.c's ra_tag_set_limit (limit NULL: none), set whether it fits
+ * or not, and ra_tag_get_limit, checked. */
+void ra__budget_set(ra_tag_t tag, const ra_tag_limit_t *limit);
+void ra__budget_get(ra_tag_t tag, ra_tag_limit_t *out);
+/* Whether the budgets up tag's chain leave room for one more arena of its
+ * pool: 8 MiB free under every hard limit of the tag's and its ancestors'
+ * subtrees. */
+bool ra__budget_allows_growth(ra_tag_t tag);
+
+/* -- budget_pressure.c: the memory limit's share of each commit ------------- */
 /* Memory pressure (pressure.c's watcher sets it at each look): with a
  * limit, commits take their bytes from the room left under it (the limit
  * less the resident set at the look) and decommits give them back; a
@@ -79,14 +100,17 @@ bool ra__budget_refused_by_pressure(void);
 void ra__budget_set_priority(ra_tag_t tag, int priority);
 int ra__budget_priority(ra_tag_t tag);
 uint64_t ra__budget_pressure_refusals(void);
-/* settings.c's ra_tag_set_limit (limit NULL: none; a limit below what the
- * subtree holds purges it first) and ra_tag_get_limit, checked. */
-void ra__budget_set(ra_tag_t tag, const ra_tag_limit_t *limit);
-void ra__budget_get(ra_tag_t tag, ra_tag_limit_t *out);
-/* Whether the budgets up tag's chain leave room for one more arena of its
- * pool: 8 MiB free under every hard limit of the tag's and its ancestors'
- * subtrees. */
-bool ra__budget_allows_growth(ra_tag_t tag);
+/* A commit of bytes in tag takes them from the room, or is refused
+ * (true: nothing taken; this thread's refusal is then the pressure's);
+ * a decommit, or a commit refused further on, gives them back. */
+bool ra__budget_room_refuses(ra_tag_t tag, size_t bytes);
+void ra__budget_room_give(size_t bytes);
+/* Whether this thread's last refusal was the pressure's (budget.c says
+ * false when a hard limit refused). */
+void ra__budget_pressure_refused(bool by_pressure);
+/* An allocation was refused: counted as the pressure's if its refusal
+ * was, once. */
+void ra__budget_pressure_count_failure(void);
 
 /* -- budget.c: the soft limits' check ---------------------------------------- */
 /* After an allocation that jemalloc may have committed memory for: the

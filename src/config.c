@@ -1,4 +1,4 @@
-/* Floor: state. Environment parsing: REGIONALLOC, _MAX_TAGS, _REGION_SIZE,
+/* Floor: base. Environment parsing: REGIONALLOC, _MAX_TAGS, _REGION_SIZE,
  * _STATS, _STATS_FORMAT, _CHECKPOINTS, _PROF, _PROF_DUMP, _LIMITS, _SHM,
  * _SHM_INTERVAL, _HTTP, _HTTP_WRITE, _HTTP_ALLOW_REMOTE, _THREAD_TAGS,
  * _PROGRAM_PID, _CHILDREN, _MEMORY_LIMIT. The syntax of the values that

@@ -1,4 +1,4 @@
-/* Floor: state. A pair's front cache as memory: its bins' arrays, made at
+/* Floor: pairs. A pair's front cache as memory: its bins' arrays, made at
  * first use and grown, and the blocks the bins and the pair's tcache give
  * back to the arena. */
 #include <string.h>

@@ -1,4 +1,4 @@
-/* Floor: state. A pair's front cache at work: a bin's refill from the
+/* Floor: pairs. A pair's front cache at work: a bin's refill from the
  * return stacks or the arena, room made in a full bin, and when a busy
  * pair takes a jemalloc tcache of its own (at a miss, or when its sends
  * overflow). */

@@ -115,7 +115,7 @@ static inline void ra__untagged_tag_freed(size_t bytes)
                           memory_order_relaxed);
 }
 
-/* -- tag.c: published and live tags ------------------------------------------- */
+/* -- tag_ids.c: published and live tags --------------------------------------- */
 /* Number of tags published so far (acquire). ra__tags_published is exported
  * data: a program's copy relocation may move it, so the library reaches it
  * through the GOT too. */

@@ -198,12 +198,13 @@ void ra__untagged_postfork_parent(void);
 void ra__untagged_postfork_child(void);
 
 /* -- pool.c: a tag's pool of arenas ------------------------------------- */
-/* Creates the first jemalloc arena of tag's region (ra__region_open),
- * then publishes the region. Returns the arena, or -1 with errno: ENOMEM
- * (a later call may try the same tag again), ENOSPC (jemalloc has no
+/* Creates the first jemalloc arena of tag's region (ra__region_open, which
+ * is handed commits: what the region's commits count against, budget.c's
+ * given by tag_ids.c), then publishes the region. Returns the arena, or -1
+ * with errno: ENOMEM (a later call may try the same tag again), ENOSPC (jemalloc has no
  * arena index left), EEXIST (the region is passed over: the next call
  * takes tag + 1). Called with the registry's ids_lock held. */
-int ra__pool_first_arena(ra_tag_t tag);
+int ra__pool_first_arena(ra_tag_t tag, const struct ra__commit_ops *commits);
 /* The first arena of a region passed over (ra__pool_first_arena's EEXIST)
  * whose space is free again: its index, or -1 with errno EEXIST (still
  * another mapping's), ENOMEM or ENOSPC as ra__pool_first_arena. Called
@@ -313,38 +314,26 @@ void ra__outbox_flush(struct ra__thread_state *ts, ra_tag_t tag, bool owner);
 /* Frees the records the calling thread kept for its next pushes. */
 void ra__returns_thread_exit(void);
 
-/* -- tag.c: registry of names and ids, thread-local stack ------------------ */
-/* struct ra__tag_stack and the thread's ra__tag_stack are declared in
- * regionalloc.h for the inline push and pop. */
+/* -- tag_ids.c: a tag's ids ------------------------------------------------ */
 /* ra__region_give_back under the registry's ids_lock, when tagging is on: the
  * process's address-space limit was lowered (override_limits.c). Returns
  * whether anything was given back. */
 bool ra__tag_give_back_address_space(void);
-/* Fork handlers for the registry's locks (its stripes, then ids_lock). */
-void ra__tag_prefork(void);
-void ra__tag_postfork(void);
-
-/* ra_tag_create_in's work (lifetime.c's public calls): the live tag called
- * name, which must be parent's child unless anywhere (ra_tag_create finds
- * a name at any level), or a new one under parent. A new one takes *own
- * (when own is not NULL and *own is not RA_TAG_NONE: an id of the calling
- * thread's, ra__own_reuse) and sets *own to RA_TAG_NONE, else the
- * id destroyed longest ago, else a fresh id. RA_TAG_NONE with errno set
- * on failure (*own then untouched). */
-ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
-                        ra_tag_t *own);
-/* Tag trees: root's live subtree (root and its descendants) into out
- * (room for REGIONALLOC_MAX_TAGS), deepest first, so that a tag comes
- * before its parent; 0 when root is not live. kill: the same, made dead
- * in the same hold of every stripe of the registry (no child can be created in
- * between): pushes, lookups and every call on them fail from now on. */
-unsigned ra__tag_subtree(ra_tag_t root, ra_tag_t *out);
-/* Whether tag is live and root or below it. */
-bool ra__tag_in_subtree(ra_tag_t tag, ra_tag_t root);
-unsigned ra__tag_kill_subtree(ra_tag_t root, ra_tag_t *out);
-/* The kill of a tag without children (its parent loses a child): 0, EINVAL
- * when it is not live, -1 (nothing done) when it has children. */
-int ra__tag_kill_leaf(ra_tag_t tag);
+/* ids published so far (ra__tags_published) rise to tag, never fall. */
+void ra__tag_publish(ra_tag_t tag);
+/* Fork handlers for ids_lock (taken after the registry's stripes). */
+void ra__tag_ids_prefork(void);
+void ra__tag_ids_postfork(void);
+/* An id for a new tag: the one destroyed longest ago, else a fresh one
+ * with its region and first arena (a region another mapping holds passed
+ * over, and, when none is fresh, one passed over taken back), or
+ * RA_TAG_NONE with errno ENOSPC (none left) or as ra__pool_first_arena.
+ * tagging: whether regions are reserved (else ids only). Called with the
+ * registry's stripes of the creation locked. */
+ra_tag_t ra__tag_ids_take(bool tagging);
+/* An id ra__tag_ids_take gave and the creation did not use, back at the
+ * queue's front (the next creation takes it), and published. */
+void ra__tag_ids_put_back(ra_tag_t tag);
 /* Queues a dead tag's id, its region and arena emptied, for reuse by
  * ra_tag_create (oldest first). */
 void ra__tag_release_id(ra_tag_t tag);
@@ -361,6 +350,38 @@ unsigned ra__tag_passed_over(void);
 /* One of the queued ids, a different one at each call (round robin), or
  * RA_TAG_NONE when none is queued: whose kept pages may decay. */
 ra_tag_t ra__tag_next_idle(void);
+
+/* -- tag.c: registry of names, trees, creation numbers ------------------------ */
+/* struct ra__tag_stack and the thread's ra__tag_stack (tag_stack.c's) are
+ * declared in regionalloc.h for the inline push and pop. */
+/* Fork handlers for the registry's locks (its stripes, then ids_lock). */
+void ra__tag_prefork(void);
+void ra__tag_postfork(void);
+
+/* ra_tag_create_in's work (lifetime.c's public calls): the live tag called
+ * name, which must be parent's child unless anywhere (ra_tag_create finds
+ * a name at any level), or a new one under parent. A new one takes *own
+ * (when own is not NULL and *own is not RA_TAG_NONE: an id of the calling
+ * thread's, ra__own_reuse) and sets *own to RA_TAG_NONE, else the
+ * id destroyed longest ago, else a fresh id. RA_TAG_NONE with errno set
+ * on failure (*own then untouched). *unfit: in, the id the caller purged
+ * since its last call (RA_TAG_NONE at first); out, on failure, an id whose
+ * kept pages did not fit a budget (put back: the caller purges it and
+ * calls again, ra__purge_create), or RA_TAG_NONE. */
+ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
+                        ra_tag_t *own, ra_tag_t *unfit);
+/* Tag trees: root's live subtree (root and its descendants) into out
+ * (room for REGIONALLOC_MAX_TAGS), deepest first, so that a tag comes
+ * before its parent; 0 when root is not live. kill: the same, made dead
+ * in the same hold of every stripe of the registry (no child can be created in
+ * between): pushes, lookups and every call on them fail from now on. */
+unsigned ra__tag_subtree(ra_tag_t root, ra_tag_t *out);
+/* Whether tag is live and root or below it. */
+bool ra__tag_in_subtree(ra_tag_t tag, ra_tag_t root);
+unsigned ra__tag_kill_subtree(ra_tag_t root, ra_tag_t *out);
+/* The kill of a tag without children (its parent loses a child): 0, EINVAL
+ * when it is not live, -1 (nothing done) when it has children. */
+int ra__tag_kill_leaf(ra_tag_t tag);
 /* Copies tag's name into name and, when born_at is not NULL, its
  * creation number (see ra__tag_creations), together under the
  * tag's stripe (names change when tags are destroyed and ids
@@ -382,6 +403,7 @@ uint64_t ra__tag_creations(void);
  * for an id whose tag is gone. */
 const char *ra__tag_label(ra_tag_t tag, char buf[RA_TAG_NAME_MAX + 1]);
 
+/* -- tag_stack.c: the thread-local stack, and who writes a thread's top --- */
 /* Makes the calling thread's allocations untagged until the matching
  * ra__tag_resume() (they nest). The stack itself is untouched: a push/pop
  * in between still pairs up. The end sets the top from the stack as it is
@@ -635,6 +657,14 @@ void ra__purge_kept(ra_tag_t tag);
 /* ra_tag_purge's work on root's subtree (tag trees): ra__purge_kept of
  * each tag. Reads the registry without a lock. */
 void ra__purge_subtree(ra_tag_t root);
+/* ra__tag_create's, for lifetime.c and thread_tags.c: a recycled slot's
+ * kept pages that do not fit the new tag's budgets (an ancestor's, or
+ * what REGIONALLOC_LIMITS sets for the name) are purged, under no lock of
+ * the registry's, and the creation tried again; when even then they do
+ * not fit an ancestor's, RA_TAG_NONE with errno ENOMEM. Returns as
+ * ra__tag_create. */
+ra_tag_t ra__purge_create(ra_tag_t parent, const char *name, bool anywhere,
+                          ra_tag_t *own);
 /* The ids threads own (ra__own_end) are taken away from them, their
  * pairs parked, and queued, where a purge of kept pages and any creation
  * reach them; idle_only: only those of a few ids that were left unused for

@@ -1,4 +1,4 @@
-/* Floor: state. What destroyed tags leave live in their slots, and the
+/* Floor: ends. What destroyed tags leave live in their slots, and the
  * resets of a slot, which free them. A destroy that finds a few blocks
  * still live (a request that let its end free them) does not reset the
  * arena: jemalloc's reset walks every bin and frees every slab, and the
@@ -64,6 +64,7 @@ void ra__leftovers_add(ra_tag_t tag, size_t bytes)
     ra__lock(&leftover_lock);
     left[tag] += bytes;
     atomic_fetch_add_explicit(&left_total, bytes, memory_order_relaxed);
+    ra__assert(atomic_load(&left_total) >= left[tag]);
     idle_since[tag] = ra__clock_ns();
     ra__unlock(&leftover_lock);
 }
@@ -71,6 +72,8 @@ void ra__leftovers_add(ra_tag_t tag, size_t bytes)
 void ra__leftovers_forget(ra_tag_t tag)
 {
     ra__lock(&leftover_lock);
+    /* The total is the sum of the slots'. */
+    ra__assert(atomic_load(&left_total) >= left[tag]);
     atomic_fetch_sub_explicit(&left_total, left[tag], memory_order_relaxed);
     left[tag] = 0;
     idle_since[tag] = ra__clock_ns();
@@ -95,6 +98,8 @@ static bool reclaim_idle(ra_tag_t tag)
 {
     if (!ra__tag_take_free(tag))
         return false;
+    /* Invariant 13: a dead tag's arenas are reset only out of the queue. */
+    ra__assert(!ra__tag_valid(tag));
     ra__pairs_wipe(tag);
     reset_arenas(tag);
     ra__pool_purge(tag);

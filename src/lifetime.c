@@ -102,7 +102,7 @@ static ra_tag_t into_tree(ra_tag_t tag, ra_tag_t parent, const char *name)
     if (errno != ENOMEM || ra__leftovers_total() == 0)
         return RA_TAG_NONE;
     ra__leftovers_reclaim_all();
-    return ra__tag_create(parent, name, false, NULL);
+    return ra__purge_create(parent, name, false, NULL);
 }
 
 /* A tag's creation takes an id of the calling thread's own first (one its
@@ -112,19 +112,19 @@ static ra_tag_t into_tree(ra_tag_t tag, ra_tag_t parent, const char *name)
 static ra_tag_t create(ra_tag_t parent, const char *name, bool anywhere)
 {
     ra_tag_t own = ra__own_reuse();
-    ra_tag_t tag = ra__tag_create(parent, name, anywhere, &own), taken;
+    ra_tag_t tag = ra__purge_create(parent, name, anywhere, &own), taken;
 
     if (tag == RA_TAG_NONE && errno == ENOSPC &&
         ra__own_seize(&taken, 1, false) == 1) {
         ra__tag_release_id(taken);
-        tag = ra__tag_create(parent, name, anywhere, NULL);
+        tag = ra__purge_create(parent, name, anywhere, NULL);
     }
     /* The new arena's first pages were refused by the memory limit: what
      * the process frees goes back, and one more try, as an allocation. */
     if (tag == RA_TAG_NONE && errno == ENOMEM &&
         ra__budget_refused_by_pressure()) {
         ra__make_room(RA_TAG_NONE);
-        tag = ra__tag_create(parent, name, anywhere, NULL);
+        tag = ra__purge_create(parent, name, anywhere, NULL);
     }
     if (parent != RA_TAG_NONE)
         tag = into_tree(tag, parent, name);

@@ -1,4 +1,4 @@
-/* Floor: state. The libraries the library loads when first needed rather
+/* Floor: tags. The libraries the library loads when first needed rather
  * than links (load.h): a program that never serves HTTP or names a frame
  * maps none of them, nor what they need (gnutls and its eight, libelf,
  * lzma, bz2), and never meets their symbols. Each is loaded on the thread

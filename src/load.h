@@ -1,4 +1,4 @@
-/* Floor: state. load.c, load_http.c, load_dw.c: the libraries the library
+/* Floor: tags. load.c, load_http.c, load_dw.c: the libraries the library
  * loads when first needed rather than links (libmicrohttpd for the HTTP
  * endpoints, libdw for the profile's frame names), each reached through a
  * table of its functions. Included by the files that call them, after

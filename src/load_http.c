@@ -1,4 +1,4 @@
-/* Floor: state. libmicrohttpd, loaded when the HTTP server first starts
+/* Floor: tags. libmicrohttpd, loaded when the HTTP server first starts
  * (REGIONALLOC_HTTP at load, ra_http_start): it brings gnutls and eight
  * more libraries with it, which a program that never serves pays for in
  * start-up time and memory. */

@@ -1,4 +1,4 @@
-/* Floor: state. Making room: after an allocation was refused, before its
+/* Floor: ends. Making room: after an allocation was refused, before its
  * one retry, and on the memory limit watcher's looks. A budget's refusal
  * gets back what a purge reaches of the tag (and of the subtree whose
  * limit refused); the memory limit's gets back the process's free pages,
@@ -80,6 +80,7 @@ size_t ra__give_back_by_priority(size_t below, bool every)
     for (ra_tag_t t = 1; t <= count; t++)
         if (ra__tag_valid(t))
             order[n++] = t;
+    ra__assert(n <= count);
     qsort(order, n, sizeof *order, by_priority);
     for (unsigned i = 0; i < n && now >= below; i++) {
         if (!ra__leftovers_reclaim(order[i]) && !every &&
@@ -123,6 +124,9 @@ void ra__make_room(ra_tag_t tag)
         make_room_under_limit();
         return;
     }
+    /* A budget's refusal names a tag handed out (its own or an
+     * ancestor's), or none. */
+    ra__assert(refused == RA_TAG_NONE || refused <= ra__tag_published());
     /* A slot's leftovers first (leftovers.c): freed only when nothing of
      * the tag is live, this allocation aside, and nobody else uses it. */
     ra__leftovers_reclaim(tag);

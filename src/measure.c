@@ -1,4 +1,4 @@
-/* Floor: state. The tags' regions as the kernel counts them, measured off
+/* Floor: tags. The tags' regions as the kernel counts them, measured off
  * the callers' paths: a thread of the library's measures every region
  * handed out in turn (resident.c: the pages it owns, its arenas' metadata
  * apart), on a budget of CPU time each round, the regions whose pages

@@ -1,4 +1,4 @@
-/* Floor: state. What the kernel counts resident, measured (resident.c)
+/* Floor: tags. What the kernel counts resident, measured (resident.c)
  * and kept for the reports (measure.c): the declarations of both. */
 #ifndef RA_MEASURE_H
 #define RA_MEASURE_H

@@ -1,4 +1,4 @@
-/* Floor: state. The library's own memory: one allocator for its tables,
+/* Floor: base. The library's own memory: one allocator for its tables,
  * thread states, copies and snapshots, apart from every path that users hook
  * or tag. */
 #include "backend.h"
@@ -42,6 +42,8 @@ static _Atomic int64_t foreign;
 
 static void *counted(void *p)
 {
+    /* Invariant 4: the library's own memory is never a tag's. */
+    ra__assert(p == NULL || ra_tag_of(p) == RA_TAG_NONE);
     if (p != NULL)
         atomic_fetch_add_explicit(&held, BLOCK_SIZE(p), memory_order_relaxed);
     return p;
@@ -49,7 +51,12 @@ static void *counted(void *p)
 
 static void uncount(void *p)
 {
-    atomic_fetch_sub_explicit(&held, BLOCK_SIZE(p), memory_order_relaxed);
+    size_t size = BLOCK_SIZE(p);
+    size_t had = atomic_fetch_sub_explicit(&held, size, memory_order_relaxed);
+
+    /* held is the sum of the live blocks' sizes: one of them leaves. */
+    ra__assert(had >= size);
+    (void)had;
 }
 
 void *ra__meta_alloc(size_t size)

@@ -1,4 +1,4 @@
-/* Floor: state. A thread's outbox: the small blocks it frees of tags it
+/* Floor: pairs. A thread's outbox: the small blocks it frees of tags it
  * does not allocate in (a consumer of the blocks another thread makes),
  * gathered by (tag, bin) and sent home to the tag's return stacks a batch
  * at a time, where the tag's allocating threads look first. The thread's
@@ -76,7 +76,12 @@ static bool send(struct ra__thread_state *ts, struct ra__outbox_way *w,
         return false;
     bin = w->bin;
     n = w->n;
+    /* A way holds one (tag, bin)'s batch, within its bound. */
+    ra__assert(seen != RA_TAG_NONE && seen != WAY_BUSY &&
+               n <= w->max && w->max <= RA__OUTBOX_BATCH);
     memcpy(items, w->items, n * sizeof items[0]);
+    /* Invariant 14: the batch goes on only if its stamp is still the
+     * tag's count of resets, inside the gate (ra__returns_enter). */
     entered = n != 0 && ra__returns_enter(seen, w->stamp);
     w->n = 0;
     atomic_store_explicit(&w->tag, RA_TAG_NONE, memory_order_release);
@@ -113,9 +118,14 @@ ra_tag_t ra__outbox_put(struct ra__thread_state *ts, ra_tag_t tag,
         w->bin = bin;
         w->stamp = resets;
         w->max = ra__fc_cap(ra__bin_size[bin]) / 2; /* <= the batch */
+        ra__assert(w->max >= 1 && w->max <= RA__OUTBOX_BATCH);
         w->n = 0;
         atomic_store_explicit(&w->tag, tag, memory_order_release);
     }
+    /* Invariant 14: the batch's blocks are of its tag and class, all
+     * freed since its stamp; it is sent before it is full. */
+    ra__assert(ra_tag_of(ptr) == tag && w->stamp == resets &&
+               w->bin == bin && w->n < w->max);
     w->items[w->n++] = ptr;
     if (w->n >= w->max && send(ts, w, tag, true))
         over = tag;
@@ -130,5 +140,10 @@ void ra__outbox_flush(struct ra__thread_state *ts, ra_tag_t tag,
         ra_tag_t seen = way_tag(w);
         if (seen != RA_TAG_NONE && (tag == RA_TAG_NONE || seen == tag))
             send(ts, w, seen, owner);
+        /* Only the owner fills a way: once it sent a tag's batch, or
+         * another sender took it, the way is not that tag's. */
+        ra__assert(!owner || tag == RA_TAG_NONE ||
+                   atomic_load_explicit(&w->tag, memory_order_relaxed) !=
+                       tag);
     }
 }

@@ -323,7 +323,7 @@ struct ra__snapshot {
     uint64_t leftovers;
     /* Regions passed over now: another mapping holds their space, so that
      * many fewer tags than REGIONALLOC_MAX_TAGS can be had until it goes
-     * (tag.c). */
+     * (tag_ids.c). */
     uint64_t regions_lost;
     /* The kernel's counts of the regions (measure.c): how old the oldest
      * is, and how many live tags have none yet. */

@@ -1,4 +1,4 @@
-/* Floor: state. Threads' own ids: a tag that ended alone on its thread
+/* Floor: pairs. Threads' own ids: a tag that ended alone on its thread
  * (its pair the tag's only one, nothing live) keeps its id for that
  * thread's next creation, until another thread takes it away.
  *

@@ -1,4 +1,4 @@
-/* Floor: state. A (thread, tag) pair's life: its states and the one
+/* Floor: pairs. A (thread, tag) pair's life: its states and the one
  * function of each transition, each ending in a check of the pair's
  * invariant in the debug build (doc/design.md, "A pair's life").
  *

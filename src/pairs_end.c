@@ -1,4 +1,4 @@
-/* Floor: state. What a tag's end, a reset and a purge do to every
+/* Floor: ends. What a tag's end, a reset and a purge do to every
  * thread's pairs of the tag: the end parks, restarts or lets go of each
  * pair; a wipe empties their caches before the arenas are reset; a hold
  * keeps a live but unused tag still for such a reset; and a flush gives

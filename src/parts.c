@@ -1,4 +1,4 @@
-/* Floor: state. The process's resident memory as the kernel counts it, and
+/* Floor: base. The process's resident memory as the kernel counts it, and
  * the parts the library can name in it, measured rather than inferred:
  * jemalloc's memory outside the tags' regions (mappings.c: the untagged
  * arenas' extents, and jemalloc's metadata, its bases' blocks, which begin

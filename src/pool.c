@@ -1,4 +1,4 @@
-/* Floor: state. A tag's pool of arenas: every arena of it carves from the
+/* Floor: budgets. A tag's pool of arenas: every arena of it carves from the
  * tag's one region (ra_tag_of, budgets and the profiler see one tag), and
  * each (thread, tag) pair allocates through one of them, so that the
  * threads of a tag shared by many cores do not all queue on one arena's
@@ -57,6 +57,9 @@ void ra__pool_start(ra_tag_t tag, unsigned arena)
 {
     struct pool *p = &pools[tag];
 
+    /* Invariant 10: an arena is one tag's, for good. */
+    ra__assert(arena < RA__BE_ALL_ARENAS &&
+               ra__pool_owner(arena) == RA_TAG_NONE);
     ra__tag_arena[tag] = arena;
     p->arenas[0] = (uint16_t)arena;
     atomic_store_explicit(&arena_tag[arena], (uint16_t)tag,
@@ -117,11 +120,11 @@ static int make_arena(ra_tag_t tag)
     return arena;
 }
 
-int ra__pool_first_arena(ra_tag_t tag)
+int ra__pool_first_arena(ra_tag_t tag, const struct ra__commit_ops *commits)
 {
     int arena = -1;
 
-    if (ra__region_open(tag) != 0) {
+    if (ra__region_open(tag, commits) != 0) {
         if (errno != EEXIST)
             return -1;
     } else if ((arena = make_arena(tag)) < 0 && errno != EEXIST) {
@@ -161,6 +164,8 @@ static bool grow(ra_tag_t tag)
         atomic_store_explicit(&p->changed, true, memory_order_relaxed);
         return false;
     }
+    ra__assert(n < RA__POOL_MAX &&
+               ra__pool_owner((unsigned)arena) == RA_TAG_NONE);
     p->arenas[n] = (uint16_t)arena;
     p->load[n] = 0;
     atomic_store_explicit(&arena_tag[arena], (uint16_t)tag,
@@ -189,6 +194,7 @@ unsigned ra__pool_bind(ra_tag_t tag, bool budget_allows)
         if (p->load[k] < p->load[best])
             best = k;
     p->load[best]++;
+    ra__assert(best < n && ra__pool_owner(p->arenas[best]) == tag);
     ra__unlock(&pool_lock);
     return p->arenas[best];
 }
@@ -240,8 +246,11 @@ static void each_arena(ra_tag_t tag, bool (*verb)(unsigned arena))
 {
     unsigned n = ra__pool_count(tag);
 
-    for (unsigned k = 0; k < n; k++)
+    for (unsigned k = 0; k < n; k++) {
+        /* Invariant 10: a pool's arenas are its tag's alone. */
+        ra__assert(ra__pool_owner(pools[tag].arenas[k]) == tag);
         verb(pools[tag].arenas[k]);
+    }
 }
 
 void ra__pool_purge(ra_tag_t tag)

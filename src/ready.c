@@ -1,4 +1,4 @@
-/* Floor: state (its bottom). Whether the library is ready: its first use
+/* Floor: base. Whether the library is ready: its first use
  * (the configuration read, jemalloc's classes read, the reservation made)
  * done once, from any thread, at any time; the check every public call
  * makes first; and the thread-exit key, which a module arms for the
@@ -11,7 +11,6 @@
 #include <stdlib.h>
 
 #include "backend.h"
-#include "budget.h"
 #include "internal.h"
 #include "region.h"
 
@@ -40,8 +39,7 @@ static void get_ready(void)
 
     ra__be_start();
     if (config->enabled)
-        tagging = !ra__region_reserve(config->max_tags, config->region_size,
-                                      &ra__budget_commits);
+        tagging = !ra__region_reserve(config->max_tags, config->region_size);
     if (tagging)
         warn_about_jemalloc_options();
     atomic_store_explicit(&ra__tagging, tagging, memory_order_release);
@@ -77,6 +75,8 @@ static void (*_Atomic thread_last)(void);
 
 void ra__thread_exit_set(void (*end)(void *), void (*last)(void))
 {
+    /* The lifecycle gives both, once, at load. */
+    ra__assert(end != NULL && last != NULL);
     atomic_store_explicit(&thread_last, last, memory_order_release);
     atomic_store_explicit(&thread_end, end, memory_order_release);
 }
@@ -114,6 +114,8 @@ static void run_thread_end(void *armed)
     void (*last)(void) =
         atomic_load_explicit(&thread_last, memory_order_acquire);
 
+    /* Rounds count from 1, and the key is armed again only below ROUNDS. */
+    ra__assert(round >= 1 && round <= ROUNDS);
     if (round == 1 && end != NULL)
         end(armed);
     if (last != NULL)

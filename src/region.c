@@ -230,8 +230,9 @@ uintptr_t ra__carve_extent(struct ra__carving *r, uintptr_t new_addr,
     return addr;
 }
 
-/* What the region's commits are counted against (budget.c's, given at the
- * reservation): every commit and decommit of the hooks reaches it. */
+/* What the region's commits are counted against (budget.c's, handed by
+ * the first ra__region_open, before any hook can run): every commit and
+ * decommit of the hooks reaches it. */
 static const struct ra__commit_ops *commits;
 
 static ra_tag_t tag_of_region(const struct region *r)
@@ -489,8 +490,7 @@ static void init_regions(size_t region_size)
     }
 }
 
-bool ra__region_reserve(unsigned max_tags, size_t region_size,
-                        const struct ra__commit_ops *ops)
+bool ra__region_reserve(unsigned max_tags, size_t region_size)
 {
     size_t wanted = region_size;
     char msg[256], a[32], b[32];
@@ -523,7 +523,6 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size,
     }
 
     nregions = max_tags;
-    commits = ops;
     ra__layout.base = (uintptr_t)base;
     ra__layout.shift = (unsigned)__builtin_ctzll(region_size);
     ra__free_gate.base = ra__layout.base;
@@ -565,7 +564,7 @@ static bool note_mapping(char *text, size_t len, void *ctx)
  * first pages, and a tag would find the region full a few pages on. The
  * maps are read only for a region whose space was given back: once when
  * it is handed out, and again for a region passed over each time a
- * creation would otherwise find no id (tag.c); unreadable, they say
+ * creation would otherwise find no id (tag_ids.c); unreadable, they say
  * nothing is there. */
 static bool region_taken(unsigned idx)
 {
@@ -579,11 +578,16 @@ static bool region_taken(unsigned idx)
     return p.start < p.end && !ra__proc_maps(note_mapping, &p) && p.taken;
 }
 
-int ra__region_open(ra_tag_t tag)
+int ra__region_open(ra_tag_t tag, const struct ra__commit_ops *ops)
 {
     unsigned idx = tag - 1;
 
     ra__assert(idx == __atomic_load_n(&ra__layout.count, __ATOMIC_RELAXED));
+    /* Set once, under the registry's ids_lock as every open is, before any
+     * region is carved from; every tag hands the same. */
+    if (commits == NULL)
+        commits = ops;
+    ra__assert(commits == ops);
     /* A region whose part of the page table cannot be had cannot be
      * skipped either: free reads the part of every region below the count.
      * The creation fails (ENOMEM), and the next one tries again. */

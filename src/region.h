@@ -23,11 +23,9 @@ uintptr_t ra__carve_extent(struct ra__carving *c, uintptr_t new_addr,
  * (region.c's growth lock). */
 size_t ra__carving_give_back(struct ra__carving *c);
 /* Reserves max_tags regions of region_size bytes (retrying with smaller
- * regions when the address space is short). Every commit and decommit of
- * the extent hooks is counted through ops (budget.c's). Returns true on
- * failure, after printing one line on stderr. Called once, from ra__init. */
-bool ra__region_reserve(unsigned max_tags, size_t region_size,
-                        const struct ra__commit_ops *ops);
+ * regions when the address space is short). Returns true on failure,
+ * after printing one line on stderr. Called once, from ra__init. */
+bool ra__region_reserve(unsigned max_tags, size_t region_size);
 /* Readies tag's region, the first not handed out yet (tag - 1 ==
  * ra__region_count()), for its first arena (pool.c makes it): 0, or -1
  * with errno ENOMEM (its part of the page table cannot be mapped: the
@@ -35,7 +33,7 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size,
  * (another mapping holds the region's own space: it is published anyway,
  * never to have a tag). publish: the region is handed out; addresses in
  * it resolve to tag. Called with the registry's ids_lock held. */
-int ra__region_open(ra_tag_t tag);
+int ra__region_open(ra_tag_t tag, const struct ra__commit_ops *ops);
 void ra__region_publish(ra_tag_t tag);
 /* Readies a region passed over earlier (ra__region_open's EEXIST, so
  * published) for a first arena, once the mapping that held its space is
@@ -76,7 +74,7 @@ unsigned ra__region_count(void);
  * program: the regions not handed to a tag yet, their part of the page
  * table, and what each tag's region has not carved. From then on regions
  * map what they carve as they carve it. Returns whether anything was given
- * back. Called with the registry's ids_lock held (tag.c). */
+ * back. Called with the registry's ids_lock held (tag_ids.c). */
 bool ra__region_give_back(void);
 /* Gives the pages of the block [ptr, ptr + size) back to the OS, before
  * the block is freed: they read as zero when used again. */

@@ -1,4 +1,4 @@
-/* Floor: state. A tag's return stacks: where a thread whose front cache of
+/* Floor: pairs. A tag's return stacks: where a thread whose front cache of
  * a small class is full leaves half of it, and a thread that only frees
  * the tag's blocks sends its outbox's batches (outbox.c), and where a
  * thread whose front cache of that class is empty looks first, before
@@ -55,6 +55,11 @@ struct stack {
  * the same word, so either the drain is counted before the reset looks, or
  * it sees the gate closed. */
 #define GATE_CLOSED (1u << 31)
+/* The gate's states, checked at each verb in the debug build: open or
+ * closed (GATE_CLOSED, set by close and cleared by open, one reset at a
+ * time), and the count below it of drains and sends inside (enter adds
+ * one, leave takes it off; a closed gate's enter takes it back at once). */
+#define GATE_INSIDE(state) ((state) & ~GATE_CLOSED)
 
 /* Each tag's gate, and its resets so far: a batch that waited in a
  * thread's outbox (outbox.c) since before the last reset holds blocks the
@@ -99,6 +104,8 @@ static struct returns *returns_make(ra_tag_t tag)
         return NULL;
     r = (struct returns *)(((uintptr_t)raw + alignof(struct stack) - 1) &
                            ~(uintptr_t)(alignof(struct stack) - 1));
+    ra__assert((uintptr_t)r % alignof(struct stack) == 0 &&
+               (char *)r + size <= (char *)raw + size + alignof(struct stack));
     memset(r, 0, size);
     if (!atomic_compare_exchange_strong_explicit(&returns_of[tag], &none, r,
                                                  memory_order_acq_rel,
@@ -166,6 +173,10 @@ bool ra__returns_push(ra_tag_t tag, unsigned bin, void *const *items,
 
     if (n == 0 || n > BATCH_MAX || (r = returns_make(tag)) == NULL)
         return false;
+    /* Invariant 10: a stack holds only free blocks of its tag and class. */
+    ra__assert(bin < ra__nbins);
+    for (unsigned i = 0; i < n; i++)
+        ra__assert(ra_tag_of(items[i]) == tag);
     st = &r->bins[bin];
     if (atomic_fetch_add_explicit(&st->count, n, memory_order_relaxed) + n >
             bound ||
@@ -184,8 +195,9 @@ unsigned ra__returns_take(ra_tag_t tag, unsigned bin, void **items,
 {
     struct returns *r = returns_get(tag);
     struct batch *b, *last = NULL, *rest;
-    unsigned got = 0;
+    unsigned got = 0, before;
 
+    ra__assert(bin < ra__nbins);
     if (r == NULL || (b = take_all(&r->bins[bin])) == NULL)
         return 0;
     rest = b;
@@ -203,19 +215,29 @@ unsigned ra__returns_take(ra_tag_t tag, unsigned bin, void **items,
             tail = tail->next;
         push_chain(&r->bins[bin], rest, tail);
     }
-    atomic_fetch_sub_explicit(&r->bins[bin].count, got, memory_order_relaxed);
+    /* The count is at least the blocks on the stack. */
+    before = atomic_fetch_sub_explicit(&r->bins[bin].count, got,
+                                       memory_order_relaxed);
+    ra__assert(before >= got && got <= max);
+    (void)before; /* read by the debug build's checks only */
+    for (unsigned i = 0; i < got; i++)
+        ra__assert(ra_tag_of(items[i]) == tag);
     if (last != NULL)
         push_chain(&r->spare, b, last);
     return got;
 }
 
-/* Takes every stack of r whole; gives each block back to jemalloc (give)
- * or drops it (the caller resets the arenas). */
-static void empty_stacks(struct returns *r, bool give)
+/* Takes every stack of tag's (r) whole; gives each block back to jemalloc
+ * (give: a drain, inside the gate) or drops it (a close: the caller resets
+ * the arenas). */
+static void empty_stacks(ra_tag_t tag, struct returns *r, bool give)
 {
+    /* Given back only from inside the gate; dropped only behind it closed. */
+    ra__assert(give ? GATE_INSIDE(atomic_load(&gates[tag].state)) != 0
+                    : (atomic_load(&gates[tag].state) & GATE_CLOSED) != 0);
     for (unsigned bin = 0; bin < ra__nbins; bin++) {
         struct batch *b = take_all(&r->bins[bin]), *last = b;
-        unsigned n = 0;
+        unsigned n = 0, before;
         if (b == NULL)
             continue;
         for (struct batch *x = b; x != NULL; last = x, x = x->next) {
@@ -227,8 +249,10 @@ static void empty_stacks(struct returns *r, bool give)
         }
         if (give)
             ra__untagged_tag_freed(n * ra__bin_size[bin]);
-        atomic_fetch_sub_explicit(&r->bins[bin].count, n,
-                                  memory_order_relaxed);
+        before = atomic_fetch_sub_explicit(&r->bins[bin].count, n,
+                                           memory_order_relaxed);
+        ra__assert(before >= n);
+        (void)before;
         push_chain(&r->spare, b, last);
     }
 }
@@ -237,11 +261,16 @@ static void empty_stacks(struct returns *r, bool give)
  * whatever the caller would give back. */
 static bool gate_enter(ra_tag_t tag)
 {
-    if (atomic_fetch_add_explicit(&gates[tag].state, 1,
-                                  memory_order_seq_cst) &
-        GATE_CLOSED) {
-        atomic_fetch_sub_explicit(&gates[tag].state, 1,
-                                  memory_order_relaxed);
+    unsigned state = atomic_fetch_add_explicit(&gates[tag].state, 1,
+                                               memory_order_seq_cst);
+
+    /* enter: the count never reaches the closed bit. */
+    ra__assert(GATE_INSIDE(state) < GATE_CLOSED - 1);
+    if (state & GATE_CLOSED) {
+        state = atomic_fetch_sub_explicit(&gates[tag].state, 1,
+                                          memory_order_relaxed);
+        ra__assert(GATE_INSIDE(state) != 0);
+        (void)state;
         return false;
     }
     return true;
@@ -250,7 +279,12 @@ static bool gate_enter(ra_tag_t tag)
 static void gate_leave(ra_tag_t tag)
 {
     /* Release: the frees come before a waiting reset goes on. */
-    atomic_fetch_sub_explicit(&gates[tag].state, 1, memory_order_release);
+    unsigned state = atomic_fetch_sub_explicit(&gates[tag].state, 1,
+                                               memory_order_release);
+
+    /* leave: only what entered leaves. */
+    ra__assert(GATE_INSIDE(state) != 0);
+    (void)state;
 }
 
 void ra__returns_drain(ra_tag_t tag)
@@ -259,7 +293,7 @@ void ra__returns_drain(ra_tag_t tag)
 
     if (r == NULL || !gate_enter(tag))
         return;
-    empty_stacks(r, true);
+    empty_stacks(tag, r, true);
     gate_leave(tag);
 }
 
@@ -280,6 +314,8 @@ bool ra__returns_enter(ra_tag_t tag, uint32_t stamp)
         gate_leave(tag);
         return false;
     }
+    /* Invariant 14: a batch goes on only with the count its stamp names. */
+    ra__assert(GATE_INSIDE(atomic_load(&gates[tag].state)) != 0);
     return true;
 }
 
@@ -297,6 +333,9 @@ bool ra__returns_send(ra_tag_t tag, unsigned bin, void *const *items,
      * producer waited for a core, each block then a bin lock of its own
      * (bench/hot_tag 8 pairs: 114-452 bin-lock operations per 1,000
      * blocks, 0.6-48 bounded so). */
+    /* Sent from inside the gate (ra__returns_enter). */
+    ra__assert(n <= BATCH_MAX && bin < ra__nbins &&
+               GATE_INSIDE(atomic_load(&gates[tag].state)) != 0);
     if (ra__returns_push(tag, bin, items, n,
                          RA__RETURNS_BINS * ra__fc_cap_max(ra__bin_size[bin])))
         return false;
@@ -308,8 +347,8 @@ bool ra__returns_send(ra_tag_t tag, unsigned bin, void *const *items,
 
 void ra__returns_quiesce(ra_tag_t tag)
 {
-    while ((atomic_load_explicit(&gates[tag].state, memory_order_acquire) &
-            ~GATE_CLOSED) != 0)
+    while (GATE_INSIDE(atomic_load_explicit(&gates[tag].state,
+                                            memory_order_acquire)) != 0)
         sched_yield();
 }
 
@@ -317,8 +356,14 @@ void ra__returns_fence(ra_tag_t tag)
 {
     /* Counted as a reset: a sender that enters after it finds its stamp
      * old; one already in is waited for. */
-    atomic_fetch_add_explicit(&gates[tag].resets, 1, memory_order_seq_cst);
+    uint32_t before = atomic_fetch_add_explicit(&gates[tag].resets, 1,
+                                                memory_order_seq_cst);
+
     ra__returns_quiesce(tag);
+    /* Invariant 15: the count moved on, so no stamp from before it is
+     * current any more. */
+    ra__assert(atomic_load(&gates[tag].resets) != before);
+    (void)before;
 }
 
 void ra__returns_drain_all(void)
@@ -333,23 +378,33 @@ void ra__returns_close(ra_tag_t tag)
 {
     struct returns *r = returns_get(tag);
     struct gate *g = &gates[tag];
+    unsigned state;
 
     atomic_fetch_add_explicit(&g->resets, 1, memory_order_seq_cst);
-    atomic_fetch_or_explicit(&g->state, GATE_CLOSED, memory_order_seq_cst);
+    state = atomic_fetch_or_explicit(&g->state, GATE_CLOSED,
+                                     memory_order_seq_cst);
+    /* close: resets take turns (invariant 13), so it was open. */
+    ra__assert((state & GATE_CLOSED) == 0);
+    (void)state;
     /* A drain or send in flight frees at most four bins' worth of blocks a
      * class: microseconds, and never waits for a lock of ours (the threads'
      * lock a thread's exit may hold is not the caller's). */
-    while ((atomic_load_explicit(&g->state, memory_order_acquire) &
-            ~GATE_CLOSED) != 0)
+    while (GATE_INSIDE(atomic_load_explicit(&g->state,
+                                            memory_order_acquire)) != 0)
         sched_yield();
     if (r != NULL)
-        empty_stacks(r, false);
+        empty_stacks(tag, r, false);
 }
 
 void ra__returns_open(ra_tag_t tag)
 {
-    atomic_fetch_and_explicit(&gates[tag].state, ~GATE_CLOSED,
-                              memory_order_release);
+    unsigned state = atomic_fetch_and_explicit(&gates[tag].state,
+                                               ~GATE_CLOSED,
+                                               memory_order_release);
+
+    /* open: only the close before it opens the gate. */
+    ra__assert((state & GATE_CLOSED) != 0);
+    (void)state;
 }
 
 void ra__returns_postfork_child(void)
@@ -358,8 +413,10 @@ void ra__returns_postfork_child(void)
      * child: the blocks they held are lost to it, their count must not be.
      * No reset runs at a fork (a fork is an exclusive end, lifetime.c),
      * so no gate is closed. */
-    for (ra_tag_t t = 1; t <= RA__MAX_TAGS_LIMIT; t++)
+    for (ra_tag_t t = 1; t <= RA__MAX_TAGS_LIMIT; t++) {
+        ra__assert((atomic_load(&gates[t].state) & GATE_CLOSED) == 0);
         atomic_store_explicit(&gates[t].state, 0, memory_order_relaxed);
+    }
 }
 
 void ra__returns_thread_exit(void)

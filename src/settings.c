@@ -20,12 +20,16 @@ int ra_tag_set_limit(ra_tag_t tag, const ra_tag_limit_t *limit)
      * cannot free them. Freed first, when nobody uses the tag yet, for a
      * hard limit (once: destroys leave none beside one), and for a soft
      * limit that what the subtree holds has reached, as its kept pages
-     * are purged (budget.c): a soft limit above it would pay a reset at
+     * are purged (below): a soft limit above it would pay a reset at
      * every request that sets one. */
     if (limit != NULL &&
         (limit->hard != 0 ||
          (limit->soft != 0 && ra__budget_tree(tag) >= limit->soft)))
         ra__leftovers_reclaim_subtree(tag);
+    /* The slots' kept pages past the new budget go back first (a tag's end
+     * does not purge them). */
+    if (!ra__budget_fits(tag, limit))
+        ra__purge_subtree(tag);
     ra__budget_set(tag, limit);
     return 0;
 }

@@ -1,5 +1,6 @@
-/* Floor: state. Registry of tag names and ids (created, destroyed,
- * recycled), and the thread-local tag stack. */
+/* Floor: tags. Registry of tag names (created, destroyed, found by name),
+ * their trees, creation numbers and identities; the ids they take are
+ * tag_ids.c's, the thread-local stack tag_stack.c's. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -12,9 +13,6 @@
 #include "internal.h"
 #include "region.h"
 
-__thread struct ra__tag_stack ra__tag_stack;
-unsigned ra__tags_published;
-unsigned char ra__tag_live[RA__MAX_TAGS_LIMIT + 1];
 
 /* The registry has no lock of all tags on a tag's creation and end: a tag
  * per request would queue every thread on it (with one mutex, most of the
@@ -41,7 +39,6 @@ static struct stripe {
     alignas(64) atomic_flag held;
     uint16_t heads[NAME_BUCKETS / STRIPES];
 } stripes[STRIPES];
-static pthread_mutex_t ids_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Each id's fields, under its stripe, a cache line of their own: a
  * request's creation and end write them, and ids side by side would
@@ -77,19 +74,6 @@ static struct entry {
 static _Atomic uint64_t creations; /* numbers handed out in blocks */
 static _Atomic uint64_t marks;
 static RA__TLS uint64_t tls_born_next, tls_born_end, tls_born_marks;
-/* Under ids_lock: destroyed ids ready for reuse, oldest first (a ring),
- * and which ids are in it; ids passed over for good (new_tag); the ids
- * handed out so far, fresh or passed over (published may lag behind: it
- * moves once a creation is done). */
-static unsigned free_ids[RA__MAX_TAGS_LIMIT];
-static unsigned free_head, free_count;
-static bool queued[RA__MAX_TAGS_LIMIT + 1];
-static bool passed_over[RA__MAX_TAGS_LIMIT + 1];
-static unsigned handed_out;
-/* How many ids are passed over now: written under ids_lock, read by the
- * reports without it. */
-static _Atomic unsigned npassed_over;
-
 static void stripe_lock(unsigned i)
 {
     ra__spin_lock(&stripes[i].held);
@@ -127,26 +111,15 @@ static void two_stripes_unlock(unsigned a, unsigned b)
         stripe_unlock(b);
 }
 
-/* ids published so far rise to tag, never fall. */
-static void publish(ra_tag_t tag)
-{
-    unsigned now = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
-
-    while (tag > now &&
-           !__atomic_compare_exchange_n(&ra__tags_published, &now, tag, true,
-                                        __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-        ;
-}
-
 void ra__tag_prefork(void)
 {
     all_stripes_lock();
-    ra__lock(&ids_lock);
+    ra__tag_ids_prefork();
 }
 
 void ra__tag_postfork(void)
 {
-    ra__unlock(&ids_lock);
+    ra__tag_ids_postfork();
     all_stripes_unlock();
 }
 
@@ -247,102 +220,6 @@ ra_tag_t ra_tag_lookup(const char *name)
     return tag;
 }
 
-/* With ids_lock held: the lowest id passed over whose region is free
- * again, with its first arena, or RA_TAG_NONE with errno ENOSPC (none is)
- * or as ra__pool_take_back. Tried only when no fresh id is left, so that
- * the maps are read only by creations that would fail otherwise. */
-static ra_tag_t taken_back_tag(void)
-{
-    for (ra_tag_t t = 1;
-         t <= handed_out &&
-         atomic_load_explicit(&npassed_over, memory_order_relaxed) != 0;
-         t++) {
-        int arena;
-        if (!passed_over[t])
-            continue;
-        arena = ra__pool_take_back(t);
-        if (arena < 0) {
-            if (errno == EEXIST)
-                continue;
-            return RA_TAG_NONE;
-        }
-        passed_over[t] = false;
-        atomic_fetch_sub_explicit(&npassed_over, 1, memory_order_relaxed);
-        ra__pool_start(t, (unsigned)arena);
-        return t;
-    }
-    errno = ENOSPC;
-    return RA_TAG_NONE;
-}
-
-/* With ids_lock held: a new id, with its arena, or RA_TAG_NONE with errno
- * set. An id whose region another mapping took (given-back space, the
- * region's EEXIST) is published dead and passed over: never live, never
- * recycled, failing every call as a destroyed id does, so that one region
- * lost does not stop every creation after it. Once every fresh id is
- * handed out, a creation takes back a region passed over whose space is
- * free again (taken_back_tag). */
-static ra_tag_t new_tag(bool tagging)
-{
-    unsigned count = handed_out;
-    int arena, saved = errno;
-
-    for (;; count++) {
-        if (count >= ra__config()->max_tags) {
-            ra_tag_t tag = tagging ? taken_back_tag() : RA_TAG_NONE;
-            if (tag != RA_TAG_NONE)
-                errno = saved;
-            else if (!tagging)
-                errno = ENOSPC;
-            return tag;
-        }
-        if (!tagging) {
-            handed_out = count + 1;
-            return count + 1;
-        }
-        /* Every id published has its region handed out, and no other. */
-        ra__assert(ra__region_count() == count);
-        arena = ra__pool_first_arena(count + 1);
-        if (arena >= 0)
-            break;
-        if (errno != EEXIST)
-            return RA_TAG_NONE;
-        passed_over[count + 1] = true;
-        atomic_fetch_add_explicit(&npassed_over, 1, memory_order_relaxed);
-        handed_out = count + 1;
-        publish(count + 1);
-    }
-    errno = saved; /* a region passed over is no error of the caller's */
-    ra__pool_start(count + 1, (unsigned)arena);
-    handed_out = count + 1;
-    return count + 1;
-}
-
-/* With ids_lock held: the id destroyed longest ago, its region and arena
- * empty (ra__tag_wipe), or RA_TAG_NONE. */
-static ra_tag_t recycled_tag(void)
-{
-    ra_tag_t tag;
-
-    if (free_count == 0)
-        return RA_TAG_NONE;
-    tag = free_ids[free_head];
-    free_head = (free_head + 1) % RA__MAX_TAGS_LIMIT;
-    free_count--;
-    queued[tag] = false;
-    return tag;
-}
-
-/* With ids_lock held: the id destroyed longest ago goes back to the front
- * of the queue (a creation that could not finish). */
-static void unrecycle(ra_tag_t tag)
-{
-    free_head = (free_head + RA__MAX_TAGS_LIMIT - 1) % RA__MAX_TAGS_LIMIT;
-    free_ids[free_head] = tag;
-    free_count++;
-    queued[tag] = true;
-}
-
 /* The next creation number of this thread's block, a new block when it
  * is used up or a mark came since it was taken. */
 static uint64_t next_born(void)
@@ -385,73 +262,49 @@ static ra_tag_t id_for(ra_tag_t *own, bool tagging)
         *own = RA_TAG_NONE;
         return tag;
     }
-    ra__lock(&ids_lock);
-    tag = recycled_tag();
-    if (tag == RA_TAG_NONE)
-        tag = new_tag(tagging);
-    ra__unlock(&ids_lock);
-    return tag;
+    return ra__tag_ids_take(tagging);
 }
 
 /* With the stripes locked: an id that id_for gave, unused. */
 static void id_unused(ra_tag_t tag, ra_tag_t *own, bool was_own)
 {
-    if (was_own) {
+    if (was_own)
         *own = tag;
-        return;
-    }
-    /* Back to the queue's front, a fresh one too: its arena is made, the
-     * next creation takes it. */
-    ra__lock(&ids_lock);
-    unrecycle(tag);
-    ra__unlock(&ids_lock);
-    publish(tag);
+    else
+        ra__tag_ids_put_back(tag);
 }
 
-ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
-                        ra_tag_t *own)
+/* With the stripes locked: whether tag (an id just taken for name) fits
+ * its budgets, REGIONALLOC_LIMITS' for name and its ancestors' (to which
+ * it is attached when it does). What a recycled slot keeps may not: unless
+ * the caller purged tag since its last try (purged), *unfit names it, for
+ * the caller to purge and try again. */
+static bool fits_budgets(ra_tag_t tag, ra_tag_t parent, const char *name,
+                         bool tagging, ra_tag_t purged, ra_tag_t *unfit)
 {
-    size_t len = valid_name_length(name);
-    bool tagging, made = false, was_own = own != NULL && *own != RA_TAG_NONE;
-    unsigned st, pst;
-    ra_tag_t tag;
+    if (tagging && tag != purged && !ra__budget_config_fits(tag, name)) {
+        *unfit = tag;
+        errno = ENOMEM;
+        return false;
+    }
+    if (ra__budget_attach(tag, parent))
+        return true;
+    if (tag != purged)
+        *unfit = tag;
+    return false;
+}
 
-    if (len == 0) {
-        errno = EINVAL;
-        return RA_TAG_NONE;
-    }
-    /* Checked again under the stripes; first so that a parent beyond
-     * every id is not read. */
-    if (parent != RA_TAG_NONE && parent > ra__tag_published()) {
-        errno = EINVAL;
-        return RA_TAG_NONE;
-    }
-    tagging = ra__init();
-    st = stripe_of_name(name);
-    lock_for_creation(st, parent, &pst);
-    if (parent != RA_TAG_NONE &&
-        (!ra__tag_valid(parent) ||
-         entries[parent].depth >= RA_TAG_DEPTH_MAX)) {
-        errno = EINVAL;
-        tag = RA_TAG_NONE;
-        goto out;
-    }
-    tag = find_tag(name);
-    if (tag != RA_TAG_NONE) {
-        if (!anywhere && ra__budget_parent(tag) != parent) {
-            errno = EEXIST;
-            tag = RA_TAG_NONE;
-        }
-        goto out;
-    }
-    if ((tag = id_for(own, tagging)) == RA_TAG_NONE)
-        goto out;
-    /* A recycled slot's kept pages may not fit an ancestor's budget. */
-    if (!ra__budget_attach(tag, parent)) {
-        id_unused(tag, own, was_own);
-        tag = RA_TAG_NONE;
-        goto out;
-    }
+/* With the stripes locked, parent valid and name not live: tag (an id
+ * just taken) made name's, a child of parent. */
+static void enter(ra_tag_t tag, ra_tag_t parent, const char *name,
+                  size_t len, unsigned st, bool tagging)
+{
+    /* Invariant 12: an id taken is not live; a live name names one tag;
+     * trees stop at RA_TAG_DEPTH_MAX. */
+    ra__assert(!ra__tag_live[tag] && find_tag(name) == RA_TAG_NONE);
+    ra__assert(parent == RA_TAG_NONE ||
+               (ra__tag_live[parent] &&
+                entries[parent].depth < RA_TAG_DEPTH_MAX));
     entries[tag].depth = parent == RA_TAG_NONE ? 1 : entries[parent].depth + 1;
     entries[tag].children = 0;
     if (parent != RA_TAG_NONE)
@@ -467,9 +320,45 @@ ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
     if (tagging)
         ra__budget_apply_config(tag, name);
     __atomic_store_n(&ra__tag_live[tag], 1, __ATOMIC_RELEASE);
-    publish(tag);
-    made = true;
-out:
+    ra__tag_publish(tag);
+}
+
+ra_tag_t ra__tag_create(ra_tag_t parent, const char *name, bool anywhere,
+                        ra_tag_t *own, ra_tag_t *unfit)
+{
+    size_t len = valid_name_length(name);
+    bool tagging, made = false, was_own = own != NULL && *own != RA_TAG_NONE;
+    ra_tag_t tag, purged = *unfit;
+    unsigned st, pst;
+
+    *unfit = RA_TAG_NONE;
+    /* Checked again under the stripes; first so that a parent beyond
+     * every id is not read. */
+    if (len == 0 || (parent != RA_TAG_NONE && parent > ra__tag_published())) {
+        errno = EINVAL;
+        return RA_TAG_NONE;
+    }
+    tagging = ra__init();
+    st = stripe_of_name(name);
+    lock_for_creation(st, parent, &pst);
+    if (parent != RA_TAG_NONE &&
+        (!ra__tag_valid(parent) ||
+         entries[parent].depth >= RA_TAG_DEPTH_MAX)) {
+        errno = EINVAL;
+        tag = RA_TAG_NONE;
+    } else if ((tag = find_tag(name)) != RA_TAG_NONE) {
+        if (!anywhere && ra__budget_parent(tag) != parent) {
+            errno = EEXIST;
+            tag = RA_TAG_NONE;
+        }
+    } else if ((tag = id_for(own, tagging)) != RA_TAG_NONE) {
+        made = fits_budgets(tag, parent, name, tagging, purged, unfit);
+        if (made)
+            enter(tag, parent, name, len, st, tagging);
+        else
+            id_unused(tag, own, was_own);
+        tag = made ? tag : RA_TAG_NONE;
+    }
     two_stripes_unlock(st, pst);
     /* A system call where the kernel names regions: under no lock of ours.
      * Only a destroy of this tag, whose caller saw the creation return,
@@ -524,6 +413,8 @@ static unsigned subtree_locked(ra_tag_t root, ra_tag_t *out)
             if (ra__tag_live[t] && entries[t].depth == d &&
                 in_subtree(t, root))
                 out[n++] = t;
+    /* Deepest first: the root, shallowest, comes last. */
+    ra__assert(n >= 1 && out[n - 1] == root);
     return n;
 }
 
@@ -548,6 +439,8 @@ unsigned ra__tag_subtree(ra_tag_t root, ra_tag_t *out)
 /* With tag's stripe locked: tag dead, its name free. */
 static void kill_locked(ra_tag_t tag)
 {
+    /* Invariant 12: only a live tag dies, and only once. */
+    ra__assert(ra__tag_live[tag]);
     __atomic_store_n(&ra__tag_live[tag], 0, __ATOMIC_RELEASE);
     name_remove(tag);
     memset(entries[tag].name, 0, sizeof entries[tag].name);
@@ -563,8 +456,10 @@ unsigned ra__tag_kill_subtree(ra_tag_t root, ra_tag_t *out)
         n = subtree_locked(root, out);
         /* The subtree's tags go with it: only the root's parent loses a
          * live child. */
-        if (parent != RA_TAG_NONE)
+        if (parent != RA_TAG_NONE) {
+            ra__assert(entries[parent].children > 0);
             entries[parent].children--;
+        }
         for (unsigned i = 0; i < n; i++)
             kill_locked(out[i]);
     }
@@ -602,89 +497,14 @@ int ra__tag_kill_leaf(ra_tag_t tag)
     } else if (entries[tag].children != 0) {
         rc = -1;
     } else {
+        /* A live child is counted in its live parent. */
+        ra__assert(parent == RA_TAG_NONE || entries[parent].children > 0);
         if (parent != RA_TAG_NONE)
             entries[parent].children--;
         kill_locked(tag);
     }
     two_stripes_unlock(st, pst);
     return rc;
-}
-
-bool ra__tag_give_back_address_space(void)
-{
-    bool given;
-
-    if (!atomic_load_explicit(&ra__tagging, memory_order_acquire))
-        return false;
-    /* No region is handed to a new tag meanwhile. */
-    ra__lock(&ids_lock);
-    given = ra__region_give_back();
-    ra__unlock(&ids_lock);
-    return given;
-}
-
-/* The next free id that ra__tag_next_idle names, as a position counted from
- * free_head. */
-static unsigned idle_cursor;
-
-void ra__tag_release_id(ra_tag_t tag)
-{
-    ra__lock(&ids_lock);
-    ra__assert(!queued[tag]);
-    free_ids[(free_head + free_count) % RA__MAX_TAGS_LIMIT] = tag;
-    free_count++;
-    queued[tag] = true;
-    ra__unlock(&ids_lock);
-}
-
-bool ra__tag_take_free(ra_tag_t tag)
-{
-    bool found = false;
-
-    ra__lock(&ids_lock);
-    for (unsigned i = 0; i < free_count && !found; i++) {
-        unsigned at = (free_head + i) % RA__MAX_TAGS_LIMIT;
-        if (free_ids[at] != tag)
-            continue;
-        /* The ids after it move up one: the queue keeps its order. */
-        for (unsigned j = i; j + 1 < free_count; j++)
-            free_ids[(free_head + j) % RA__MAX_TAGS_LIMIT] =
-                free_ids[(free_head + j + 1) % RA__MAX_TAGS_LIMIT];
-        free_count--;
-        queued[tag] = false;
-        found = true;
-    }
-    ra__unlock(&ids_lock);
-    return found;
-}
-
-unsigned ra__tag_passed_over(void)
-{
-    return atomic_load_explicit(&npassed_over, memory_order_relaxed);
-}
-
-bool ra__tag_in_limbo(ra_tag_t tag)
-{
-    bool limbo;
-
-    ra__lock(&ids_lock);
-    limbo = tag <= __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED) &&
-            !ra__tag_live[tag] && !queued[tag] && !passed_over[tag];
-    ra__unlock(&ids_lock);
-    return limbo;
-}
-
-ra_tag_t ra__tag_next_idle(void)
-{
-    ra_tag_t tag = RA_TAG_NONE;
-
-    ra__lock(&ids_lock);
-    if (free_count != 0) {
-        idle_cursor %= free_count;
-        tag = free_ids[(free_head + idle_cursor++) % RA__MAX_TAGS_LIMIT];
-    }
-    ra__unlock(&ids_lock);
-    return tag;
 }
 
 bool ra__tag_identity(ra_tag_t tag, char name[RA_TAG_NAME_MAX + 1],
@@ -761,163 +581,4 @@ const char *ra_tag_name(ra_tag_t tag)
 unsigned ra_tag_count(void)
 {
     return ra__tag_published();
-}
-
-/* Sets errno for a push or pop that cannot be done. Returns -1. */
-RA__COLD static int stack_error(int error)
-{
-    errno = error;
-    return -1;
-}
-
-int(ra_tag_push)(ra_tag_t tag)
-{
-    struct ra__tag_stack *s = &ra__tag_stack;
-    unsigned depth = s->depth;
-
-    /* tag - 1 wraps for RA_TAG_NONE: one compare checks both ends. */
-    if (RA__UNLIKELY(tag - 1u >= ra__tag_published()) ||
-        RA__UNLIKELY(!__atomic_load_n(&ra__tag_live[tag], __ATOMIC_ACQUIRE)))
-        return stack_error(EINVAL);
-    if (RA__UNLIKELY(depth >= RA_TAG_STACK_MAX))
-        return stack_error(EOVERFLOW);
-    s->items[depth + 1] = tag;
-    s->depth = depth + 1;
-    s->top = tag;
-    ra__assert(s->depth <= RA_TAG_STACK_MAX && ra__tag_valid(s->top));
-    return 0;
-}
-
-int(ra_tag_pop)(ra_tag_t tag)
-{
-    struct ra__tag_stack *s = &ra__tag_stack;
-    unsigned depth = s->depth;
-
-    /* Only created tags are ever pushed, so a tag on top is valid. */
-    if (RA__UNLIKELY(tag == RA_TAG_NONE || depth == 0 ||
-                     s->items[depth] != tag))
-        return stack_error(EINVAL);
-    s->depth = depth - 1;
-    s->top = s->items[depth - 1];
-    return 0;
-}
-
-ra_tag_t ra_tag_current(void)
-{
-    return ra__tag_stack.top;
-}
-
-/* -- who writes a thread's top ----------------------------------------------
- * The thread itself (push, pop, suspension) with plain stores, and another
- * thread that gives it a new base (ra__tag_set_base) with a compare-and-
- * swap. The suspension count and the top change together under a
- * per-thread lock that only those two take, for a few instructions: so a
- * base given while the tag is suspended never becomes the top inside the
- * suspension, and the suspension's end reads the base as it is then. */
-struct ra__tag_thread {
-    struct ra__tag_stack *stack;
-    atomic_flag lock;
-    unsigned suspended; /* nesting depth of ra__tag_suspend */
-};
-
-static RA__TLS struct ra__tag_thread tls_thread = {NULL, ATOMIC_FLAG_INIT, 0};
-
-/* Held for a few instructions at a time: spinning beats sleeping. */
-static void lock_thread(struct ra__tag_thread *t)
-{
-    while (atomic_flag_test_and_set_explicit(&t->lock, memory_order_acquire)) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
-}
-
-static void unlock_thread(struct ra__tag_thread *t)
-{
-    atomic_flag_clear_explicit(&t->lock, memory_order_release);
-}
-
-struct ra__tag_thread *ra__tag_thread_self(void)
-{
-    tls_thread.stack = &ra__tag_stack;
-    return &tls_thread;
-}
-
-static ra_tag_t load_tag(const ra_tag_t *p)
-{
-    return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-
-void ra__tag_suspend(void)
-{
-    struct ra__tag_thread *t = &tls_thread;
-
-    lock_thread(t);
-    if (t->suspended++ == 0)
-        __atomic_store_n(&ra__tag_stack.top, RA_TAG_NONE, __ATOMIC_RELAXED);
-    unlock_thread(t);
-}
-
-void ra__tag_resume(void)
-{
-    struct ra__tag_thread *t = &tls_thread;
-    struct ra__tag_stack *s = &ra__tag_stack;
-
-    lock_thread(t);
-    ra__assert(t->suspended > 0 && s->depth <= RA_TAG_STACK_MAX);
-    if (--t->suspended == 0)
-        __atomic_store_n(&s->top, load_tag(&s->items[s->depth]),
-                         __ATOMIC_RELAXED);
-    unlock_thread(t);
-}
-
-/* The top is the base whenever nothing is pushed (and the tag is not
- * suspended); any other value there is stale (a pop that read the base
- * just before a rename stored it) and is replaced. The top is read before
- * the depth: a push stores the depth first, so a top that a push wrote is
- * seen with its depth, and left alone. */
-void ra__tag_set_base(struct ra__tag_thread *t, ra_tag_t tag)
-{
-    struct ra__tag_stack *s = t->stack;
-
-    lock_thread(t);
-    __atomic_store_n(&s->items[0], tag, __ATOMIC_RELAXED);
-    if (t->suspended == 0) {
-        if (t == &tls_thread) {
-            if (s->depth == 0)
-                s->top = tag;
-        } else {
-            ra_tag_t top;
-            atomic_thread_fence(memory_order_seq_cst);
-            top = __atomic_load_n(&s->top, __ATOMIC_ACQUIRE);
-            if (top != tag && __atomic_load_n(&s->depth, __ATOMIC_RELAXED) == 0)
-                __atomic_compare_exchange_n(&s->top, &top, tag, false,
-                                            __ATOMIC_RELAXED,
-                                            __ATOMIC_RELAXED);
-        }
-    }
-    unlock_thread(t);
-}
-
-bool ra__tag_thread_holds(struct ra__tag_thread *t, ra_tag_t tag)
-{
-    const struct ra__tag_stack *s = t->stack;
-
-    return load_tag(&s->items[0]) == tag ||
-           (__atomic_load_n(&s->depth, __ATOMIC_RELAXED) == 0 &&
-            load_tag(&s->top) == tag);
-}
-
-ra_tag_t ra__tag_scope_begin(ra_tag_t tag)
-{
-    return ra_tag_push(tag) == 0 ? tag : RA_TAG_NONE;
-}
-
-void ra__tag_scope_end(const ra_tag_t *pushed)
-{
-    int saved = errno;
-
-    if (*pushed != RA_TAG_NONE)
-        ra_tag_pop(*pushed);
-    errno = saved;
 }

@@ -1,4 +1,4 @@
-/* Floor: state. A thread's state: its slots (one pair per tag, pair.c),
+/* Floor: pairs. A thread's state: its slots (one pair per tag, pair.c),
  * made at its first tagged request and released at its exit; the list of
  * threads; the flushes of a thread's caches; a tag's counts over its
  * pairs. */

@@ -1,4 +1,4 @@
-/* Floor: state. Tags by thread name (REGIONALLOC_THREAD_TAGS): a thread
+/* Floor: ends. Tags by thread name (REGIONALLOC_THREAD_TAGS): a thread
  * whose name matches a rule gets the rule's tag as its base tag, item 0 of
  * its stack, below whatever it pushes. Names come from the intercepted
  * pthread_setname_np and prctl(PR_SET_NAME) (override_thread.c) and, at a
@@ -53,7 +53,7 @@ static ra_tag_t tag_for(const char *name)
             continue;
         if (r->by_name && name[0] == '\0')
             return RA_TAG_NONE;
-        tag = ra__tag_create(RA_TAG_NONE, r->by_name ? name : r->tag, true,
+        tag = ra__purge_create(RA_TAG_NONE, r->by_name ? name : r->tag, true,
                              NULL);
         if (tag == RA_TAG_NONE && !__atomic_exchange_n(&warned, true,
                                                         __ATOMIC_RELAXED)) {
@@ -76,6 +76,8 @@ void ra__thread_tags_thread_exit(void)
     if (e == NULL)
         return;
     ra__lock(&named_lock);
+    /* The entry is on the list of named threads, linked both ways. */
+    ra__assert(e->prev->next == e && e->next->prev == e);
     e->prev->next = e->next;
     e->next->prev = e->prev;
     ra__unlock(&named_lock);
@@ -105,6 +107,7 @@ static struct named_thread *me(void)
     e->prev = named.prev;
     named.prev->next = e;
     named.prev = e;
+    ra__assert(e->prev->next == e && e->next->prev == e);
     ra__unlock(&named_lock);
     tls_me = e;
     return e;
@@ -114,9 +117,11 @@ static struct named_thread *me(void)
  * never was named, or it exited). */
 static struct named_thread *find_named(pthread_t thread)
 {
-    for (struct named_thread *t = named.next; t != &named; t = t->next)
+    for (struct named_thread *t = named.next; t != &named; t = t->next) {
+        ra__assert(t->next->prev == t);
         if (pthread_equal(t->id, thread))
             return t;
+    }
     return NULL;
 }
 
@@ -165,6 +170,8 @@ static void name_thread(pthread_t thread, struct named_thread *mine,
     ra_tag_t tag = tag_for(name);
     struct named_thread *e;
 
+    /* mine is the calling thread's own entry, or none. */
+    ra__assert(mine == NULL || mine == tls_me);
     ra__lock(&named_lock);
     e = mine != NULL ? mine : find_named(thread);
     if (tag != RA_TAG_NONE && !ra__tag_valid(tag))

@@ -1,4 +1,4 @@
-/* Floor: state. thread_tags.c's declarations: tags by thread name, for the
+/* Floor: ends. thread_tags.c's declarations: tags by thread name, for the
  * thread wrappers, a tag's end and the lifecycle. */
 #ifndef RA_THREAD_TAGS_H
 #define RA_THREAD_TAGS_H

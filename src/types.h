@@ -153,8 +153,10 @@ struct ra__carving {
     _Atomic uintptr_t reserved_end;
 };
 
-/* What a region's commits are counted against (budget.c's, given to the
- * region at the reservation, which is below the budgets): commit counts
+/* What a region's commits are counted against (budget.c's, handed to the
+ * region, which is below the budgets, as tag_ids.c opens it for a tag
+ * through pool.c: a call through this table is a call of budget.c's, drawn in
+ * doc/design.md): commit counts
  * bytes newly committed in tag's region unless a hard limit up its chain
  * refuses (false); uncommit gives them back; refused: whether this
  * thread's last commit in tag was refused, so that jemalloc's uncommitted
@@ -357,7 +359,7 @@ struct ra__untagged_thread {
     enum ra__untagged_state state;
 };
 
-/* -- tag.c ---------------------------------------------------------------- */
+/* -- tag_stack.c ---------------------------------------------------------- */
 /* A thread's tag stack as other threads reach it, to give it a base tag
  * (thread_tags.c): valid until the thread exits. */
 struct ra__tag_thread;

@@ -1,4 +1,4 @@
-/* Floor: state. The untagged row's allocated, live: every thread's own
+/* Floor: base. The untagged row's allocated, live: every thread's own
  * counts of the bytes jemalloc handed it and took back (jemalloc keeps them
  * on its fast paths), summed over the threads of the process, live ones
  * through their counters and exited ones as they left, less the bytes the
@@ -42,6 +42,9 @@ static void fold(struct ra__untagged_thread *t)
 {
     uint64_t now = held_by(t);
 
+    /* Only a record with counters is folded: listed, or gone already. */
+    ra__assert(t->state == RA__UNTAGGED_LISTED ||
+               t->state == RA__UNTAGGED_GONE);
     if (t->state == RA__UNTAGGED_LISTED) {
         RA__RING_UNLINK(t);
         t->state = RA__UNTAGGED_GONE;
@@ -124,6 +127,8 @@ bool ra__untagged_thread_start(void)
     if (ra__thread_exit_arm())
         return true;
     ra__spin_lock(&lock);
+    /* unseen -> listed, once, with its counters found. */
+    ra__assert(me->state == RA__UNTAGGED_UNSEEN && me->allocated != NULL);
     RA__RING_PUSH(&listed, me);
     me->state = RA__UNTAGGED_LISTED;
     ra__spin_unlock(&lock);
@@ -167,6 +172,8 @@ void ra__untagged_find_self(void)
         me->state = RA__UNTAGGED_UNSEEN;
         atomic_store_explicit(&uncounted, true, memory_order_relaxed);
     } else {
+        /* unfound -> listed: its counters are found now. */
+        ra__assert(me->allocated != NULL && me->deallocated != NULL);
         me->state = RA__UNTAGGED_LISTED;
     }
     ra__spin_unlock(&lock);

@@ -1,4 +1,4 @@
-/* Floor: state. Each tag's users (its pairs over the threads, and the one
+/* Floor: pairs. Each tag's users (its pairs over the threads, and the one
  * thread whose pair is its only one), the counts of threads without a
  * pair (orphans), the calling thread's state (ra__thread, which thread.c
  * makes), and threads_lock, which guards the users lists, every thread's

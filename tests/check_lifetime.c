@@ -990,6 +990,30 @@ START_TEST(test_lifetime_environment_budget_purges_kept_pages)
 }
 END_TEST
 
+/* The same for a parent's budget: a child made in a recycled slot whose
+ * kept pages do not fit what the parent's budget leaves is made all the
+ * same, the kept pages purged first (a budget says "does not fit", and the
+ * creation purges and tries again). */
+START_TEST(test_lifetime_parent_budget_purges_kept_pages)
+{
+    size_t floor = empty_tag_mapped(), bytes = 0;
+    ra_tag_t parent = tu_tag_create("parent"), first, child;
+    /* Room for the parent's metadata, a child's and 1 MiB. */
+    ra_tag_limit_t limit = {2 * floor + MIB, 0, NULL, NULL};
+
+    first = tu_tag_create("spender");
+    (void)fill_and_write(first, &bytes);
+    ck_assert_uint_gt(usage_of(first).mapped, floor + 2 * MIB);
+    ck_assert_int_eq(ra_tag_destroy(first), 0);
+    ck_assert_int_eq(ra_tag_set_limit(parent, &limit), 0);
+    child = ra_tag_create_in(parent, "child");
+    ck_assert_msg(child != RA_TAG_NONE, "%s", strerror(errno));
+    ck_assert_uint_eq(child, first);
+    ck_assert_uint_eq(usage_of(child).mapped, floor);
+    ck_assert_uint_eq(ra_tag_parent(child), parent);
+}
+END_TEST
+
 /* Blocks made on this thread and freed on another, which then lives on
  * with its caches of them: a consumer of a producer's blocks. The blocks
  * have random sizes up to max (many classes: each block the consumer's
@@ -1844,6 +1868,7 @@ static Suite *lifetime_suite(void)
     tcase_add_test(tc, test_lifetime_recycled_slot_reuses_pages_without_faults);
     tcase_add_test(tc, test_lifetime_budget_purges_kept_pages);
     tcase_add_test(tc, test_lifetime_environment_budget_purges_kept_pages);
+    tcase_add_test(tc, test_lifetime_parent_budget_purges_kept_pages);
     tcase_add_test(tc, test_lifetime_big_slot_keeps_nothing);
     tcase_add_test(tc, test_lifetime_freed_oversize_block_leaves_the_resident_set);
     tcase_add_test(tc, test_lifetime_budget_purges_what_other_threads_kept);

@@ -154,7 +154,7 @@ START_TEST(test_pool_unit_first_arena_opens_and_publishes_the_region)
     ck_assert(ra__init());
     idx = ra__region_count();
     before = ra__be_arena_count();
-    arena = ra__pool_first_arena(idx + 1);
+    arena = ra__pool_first_arena(idx + 1, &ra__budget_commits);
     ck_assert_int_ge(arena, 0);
     ck_assert_uint_eq(ra__region_count(), idx + 1);
     ck_assert_uint_eq(ra__be_arena_count(), before + 1);
@@ -176,13 +176,13 @@ START_TEST(test_pool_unit_first_arena_refused_by_jemalloc)
     ck_assert(ra__init());
     idx = ra__region_count();
     refusals = 1;
-    TU_FAILS_WITH(ra__pool_first_arena(idx + 1), ENOSPC);
+    TU_FAILS_WITH(ra__pool_first_arena(idx + 1, &ra__budget_commits), ENOSPC);
     ck_assert_uint_eq(ra__region_count(), idx);
     refusals = 1;
     refusal_errno = EINVAL;
-    TU_FAILS_WITH(ra__pool_first_arena(idx + 1), EINVAL);
+    TU_FAILS_WITH(ra__pool_first_arena(idx + 1, &ra__budget_commits), EINVAL);
     ck_assert_uint_eq(ra__region_count(), idx);
-    ck_assert_int_ge(ra__pool_first_arena(idx + 1), 0);
+    ck_assert_int_ge(ra__pool_first_arena(idx + 1, &ra__budget_commits), 0);
     ck_assert_uint_eq(ra__region_count(), idx + 1);
 }
 END_TEST
@@ -198,13 +198,13 @@ START_TEST(test_pool_unit_first_arena_says_why_the_carving_refused)
     idx = ra__region_count();
     refusals = 1;
     refusal_reason = ENOMEM;
-    TU_FAILS_WITH(ra__pool_first_arena(idx + 1), ENOMEM);
+    TU_FAILS_WITH(ra__pool_first_arena(idx + 1, &ra__budget_commits), ENOMEM);
     ck_assert_uint_eq(ra__region_count(), idx);
     refusals = 1;
     refusal_reason = EEXIST;
-    TU_FAILS_WITH(ra__pool_first_arena(idx + 1), EEXIST);
+    TU_FAILS_WITH(ra__pool_first_arena(idx + 1, &ra__budget_commits), EEXIST);
     ck_assert_uint_eq(ra__region_count(), idx + 1);
-    ck_assert_int_ge(ra__pool_first_arena(idx + 2), 0);
+    ck_assert_int_ge(ra__pool_first_arena(idx + 2, &ra__budget_commits), 0);
     ck_assert_uint_eq(ra__region_count(), idx + 2);
 }
 END_TEST

@@ -27,7 +27,8 @@
 #include "testutil.h"
 
 ra_tag_t __real_ra__tag_create(ra_tag_t parent, const char *name,
-                               bool anywhere, ra_tag_t *own);
+                               bool anywhere, ra_tag_t *own,
+                               ra_tag_t *unfit);
 void __real_ra__tag_set_base(struct ra__tag_thread *t, ra_tag_t tag);
 
 static pthread_t victim;
@@ -80,7 +81,8 @@ static const char *gap_name;
 static void (*gap)(void);
 
 ra_tag_t __wrap_ra__tag_create(ra_tag_t parent, const char *name,
-                               bool anywhere, ra_tag_t *own)
+                               bool anywhere, ra_tag_t *own,
+                               ra_tag_t *unfit)
 {
     if (gap != NULL && strcmp(name, gap_name) == 0) {
         void (*run)(void) = gap;
@@ -92,7 +94,7 @@ ra_tag_t __wrap_ra__tag_create(ra_tag_t parent, const char *name,
         ck_assert_int_eq(pthread_join(victim, NULL), 0);
         atomic_store(&victim_gone, true);
     }
-    return __real_ra__tag_create(parent, name, anywhere, own);
+    return __real_ra__tag_create(parent, name, anywhere, own, unfit);
 }
 
 void __wrap_ra__tag_set_base(struct ra__tag_thread *t, ra_tag_t tag)
