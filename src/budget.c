@@ -42,7 +42,7 @@ struct budget {
      * and not yet delivered is dropped. */
     _Atomic uint32_t holder;
     atomic_bool soft_armed;
-    atomic_flag linking;
+    struct ra__spin linking;
     /* What ra_tag_set_limit was given (callback and context included),
      * under the tag's guard; and the allocations the hard limit refused. */
     ra_tag_limit_t limit;
@@ -51,7 +51,8 @@ struct budget {
     _Atomic int priority;
 };
 
-static struct budget budgets[RA__MAX_TAGS_LIMIT + 1];
+static struct budget budgets[RA__MAX_TAGS_LIMIT + 1] = {
+    [0 ... RA__MAX_TAGS_LIMIT] = {.linking = RA__SPIN_INIT(RA__RANK_LINKING)}};
 /* Set while this thread runs a soft limit's callback: a crossing that the
  * callback's own allocations cause waits until it returns. */
 static RA__TLS bool tls_in_callback;
@@ -104,8 +105,9 @@ static RA__TLS struct pending_crossing {
  * yield, taken in order at a fork. */
 #define GUARDS 64u
 static struct {
-    alignas(64) atomic_flag held;
-} guards[GUARDS];
+    alignas(64) struct ra__spin held;
+} guards[GUARDS] = {
+    [0 ... GUARDS - 1] = {.held = RA__SPIN_INIT(RA__RANK_GUARD)}};
 
 static void guard_lock(ra_tag_t tag)
 {
@@ -230,14 +232,12 @@ static void uncharge(ra_tag_t from, size_t bytes)
 
 static void link_lock(struct budget *b)
 {
-    while (atomic_flag_test_and_set_explicit(&b->linking,
-                                             memory_order_acquire))
-        ;
+    ra__spin_lock_busy(&b->linking);
 }
 
 static void link_unlock(struct budget *b)
 {
-    atomic_flag_clear_explicit(&b->linking, memory_order_release);
+    ra__spin_unlock(&b->linking);
 }
 
 static void give_room(size_t bytes)

@@ -17,7 +17,7 @@ static uint64_t last_time_ns;   /* time of the newest checkpoint */
  * first, the peak counts from the process's start, which is the first
  * phase's start too. */
 static bool peak_was_reset = true;
-static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex ring_lock = RA__MUTEX_INIT(RA__RANK_RING);
 
 void ra__checkpoint_prefork(void)
 {

@@ -38,7 +38,7 @@ static unsigned draining_mask;
 static ra_hooks_t slots[RA__HOOKS_MAX];
 static struct reader readers[READERS];
 static _Atomic unsigned overflow_inflight;
-static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex install_lock = RA__MUTEX_INIT(RA__RANK_INSTALL);
 /* Set once, before the first hook is installed, when membarrier is not
  * available (or in a ThreadSanitizer build): then every dispatch pays a
  * sequentially consistent increment (a locked instruction) instead. */

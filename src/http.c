@@ -89,7 +89,7 @@ void ra__http_postfork_child(void)
 
 /* The running server, under http_lock; only ra_http_start and ra_http_stop
  * (and a forked child's handler) change it. */
-static pthread_mutex_t http_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex http_lock = RA__MUTEX_INIT(RA__RANK_HTTP);
 static struct MHD_Daemon *daemon_;
 static int listen_fd = -1;
 /* What it listens on, as HOST:PORT ("" when stopped). */

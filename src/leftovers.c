@@ -34,10 +34,10 @@
 
 /* One reclaim at a time, and none across a fork (the return stacks' gates
  * must all be open in a child): taken after lifetime.c's fork gate. */
-static pthread_mutex_t reclaim_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex reclaim_lock = RA__MUTEX_INIT(RA__RANK_RECLAIM);
 /* Under leftover_lock, a leaf: bytes left live in each slot, their sum,
  * and when each slot's last holder was destroyed. */
-static pthread_mutex_t leftover_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex leftover_lock = RA__MUTEX_INIT(RA__RANK_LEFTOVER);
 static size_t left[RA__MAX_TAGS_LIMIT + 1];
 /* Read without the lock too: most calls that may reclaim find none. */
 static _Atomic size_t left_total;

@@ -33,7 +33,7 @@
  * a leaf end that counts itself on a line after that sees the exclusive
  * end and backs off. */
 #define LEAF_LINES 64u
-static pthread_mutex_t lifetime_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex lifetime_lock = RA__MUTEX_INIT(RA__RANK_LIFETIME);
 static atomic_uint exclusive;
 static struct {
     alignas(64) atomic_uint ends;

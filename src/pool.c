@@ -35,7 +35,7 @@ static struct pool pools[RA__MAX_TAGS_LIMIT + 1];
 static _Atomic uint16_t arena_tag[RA__BE_ALL_ARENAS];
 /* Growth and binding; jemalloc's own locks are taken under it (an
  * arena's creation), none of the library's. */
-static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex pool_lock = RA__MUTEX_INIT(RA__RANK_POOL);
 
 /* jemalloc allows 4095 arena indices; a pool never takes one that a tag
  * yet to be created would need. */

@@ -34,7 +34,7 @@ struct sample_table {
     size_t cap, count;
 };
 
-static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex prof_lock = RA__MUTEX_INIT(RA__RANK_PROF);
 atomic_bool ra__prof_sampling;
 static _Atomic size_t mean_interval; /* 0: never started */
 

@@ -64,7 +64,7 @@ struct ra__layout ra__layout;
 static unsigned nregions;
 /* Until the reservation: base 0, shift 0, count 0: every block untagged. */
 struct ra__free_gate ra__free_gate;
-static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex gate_lock = RA__MUTEX_INIT(RA__RANK_GATE);
 
 /* Whether a hook is installed (hooks.c says so): then every free goes
  * through the tagged path, which dispatches to the hooks. */
@@ -115,7 +115,7 @@ static bool region_contains(const struct region *r, const void *addr,
 /* Growth of a carving's writable part, and the give-back, one at a time:
  * growth is rare (jemalloc grows an arena by large extents), and a give-back
  * must not unmap what a growth just made writable. */
-static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex grow_lock = RA__MUTEX_INIT(RA__RANK_GROW);
 /* Why this thread's last carving could not map given-back space (see
  * map_anew) or its commit was refused (ENOMEM), 0 when none failed, for the
  * errno of an arena that could not be made (ra__region_refusal):

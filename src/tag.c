@@ -38,10 +38,11 @@ unsigned char ra__tag_live[RA__MAX_TAGS_LIMIT + 1];
  * different stripes share no line. */
 #define NAME_BUCKETS 4096u
 static struct stripe {
-    alignas(64) atomic_flag held;
+    alignas(64) struct ra__spin held;
     uint16_t heads[NAME_BUCKETS / STRIPES];
-} stripes[STRIPES];
-static pthread_mutex_t ids_lock = PTHREAD_MUTEX_INITIALIZER;
+} stripes[STRIPES] = {
+    [0 ... STRIPES - 1] = {.held = RA__SPIN_INIT(RA__RANK_STRIPE)}};
+static struct ra__mutex ids_lock = RA__MUTEX_INIT(RA__RANK_IDS);
 
 /* Each id's fields, under its stripe, a cache line of their own: a
  * request's creation and end write them, and ids side by side would
@@ -816,25 +817,22 @@ ra_tag_t ra_tag_current(void)
  * suspension, and the suspension's end reads the base as it is then. */
 struct ra__tag_thread {
     struct ra__tag_stack *stack;
-    atomic_flag lock;
+    struct ra__spin lock;
     unsigned suspended; /* nesting depth of ra__tag_suspend */
 };
 
-static RA__TLS struct ra__tag_thread tls_thread = {NULL, ATOMIC_FLAG_INIT, 0};
+static RA__TLS struct ra__tag_thread tls_thread = {
+    NULL, RA__SPIN_INIT(RA__RANK_TAG_THREAD), 0};
 
 /* Held for a few instructions at a time: spinning beats sleeping. */
 static void lock_thread(struct ra__tag_thread *t)
 {
-    while (atomic_flag_test_and_set_explicit(&t->lock, memory_order_acquire)) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
+    ra__spin_lock_busy(&t->lock);
 }
 
 static void unlock_thread(struct ra__tag_thread *t)
 {
-    atomic_flag_clear_explicit(&t->lock, memory_order_release);
+    ra__spin_unlock(&t->lock);
 }
 
 struct ra__tag_thread *ra__tag_thread_self(void)

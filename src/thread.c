@@ -27,7 +27,7 @@ static RA__TLS bool tls_exited;
 _Static_assert(sizeof(struct ra__tag_slot) == 64, "a slot is 64 bytes");
 _Static_assert(sizeof(struct ra__fc_bin) == 32, "a bin's header is 32 bytes");
 
-static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex threads_lock = RA__MUTEX_INIT(RA__RANK_THREADS);
 static struct ra__thread_state all_threads = {
     .prev = &all_threads, .next = &all_threads, .nslots = 0};
 /* Counts of exited threads and of requests served without a slot, as a

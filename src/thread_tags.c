@@ -29,7 +29,7 @@ struct named_thread {
     struct ra__tag_thread *stack; /* its base is set under named_lock */
 };
 
-static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex named_lock = RA__MUTEX_INIT(RA__RANK_NAMED);
 static struct named_thread named = {&named, &named, 0, 0, NULL};
 static RA__TLS struct named_thread *tls_me;
 

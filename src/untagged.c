@@ -17,7 +17,7 @@ RA__TLS struct ra__untagged_thread ra__untagged_self;
  * join or leave and a read only to sum. A leaf: nothing else is taken
  * under it. A spin lock, held across a fork (a mutex more there passed
  * ThreadSanitizer's bound of 64 held). */
-static atomic_flag lock = ATOMIC_FLAG_INIT;
+static struct ra__spin lock = RA__SPIN_INIT(RA__RANK_UNTAGGED);
 static struct ra__untagged_thread listed = {.prev = &listed,
                                             .next = &listed};
 static uint64_t gone;
