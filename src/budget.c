@@ -374,6 +374,7 @@ static bool link_to(ra_tag_t tag, ra_tag_t parent)
 
 bool ra__budget_attach(ra_tag_t tag, ra_tag_t parent)
 {
+    ra__assert_rank_held(RA__RANK_STRIPE);
     if (link_to(tag, parent))
         return true;
     /* A recycled slot's kept pages that do not fit an ancestor's budget
@@ -471,6 +472,7 @@ void ra__budget_apply_config(ra_tag_t tag, const char *name)
 {
     const struct ra__config *config = ra__config();
 
+    ra__assert_rank_held(RA__RANK_STRIPE);
     for (unsigned i = 0; i < config->nlimits; i++) {
         const struct ra__limit_entry *e = &config->limits[i];
         if (strcmp(e->name, name) == 0) {

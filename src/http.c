@@ -772,6 +772,7 @@ static void name_bound(const struct sockaddr_storage *bound, int port)
         v6 ? (const void *)&((const struct sockaddr_in6 *)bound)->sin6_addr
            : (const void *)&((const struct sockaddr_in *)bound)->sin_addr;
 
+    ra__assert_held(&http_lock);
     if (inet_ntop(bound->ss_family, in, host, sizeof host) == NULL)
         snprintf(host, sizeof host, "?");
     snprintf(served, sizeof served, v6 ? "[%s]:%d" : "%s:%d", host, port);
@@ -817,6 +818,7 @@ static int start_locked(const char *addr, const char **why)
     sigset_t old;
     int fd, port = 0, e;
 
+    ra__assert_held(&http_lock);
     if (daemon_ != NULL) {
         errno = EBUSY;
         return -1;

@@ -81,6 +81,7 @@ void ra__leftovers_forget(ra_tag_t tag)
  * able to use its slot: its arenas reset, whatever they held. */
 static void reset_arenas(ra_tag_t tag)
 {
+    ra__assert_held(&reclaim_lock);
     ra__returns_close(tag);
     ra__pool_reset(tag);
     ra__returns_open(tag);

@@ -276,6 +276,7 @@ static bool subtree_on_my_stack(ra_tag_t root)
 {
     unsigned n;
 
+    ra__assert_held(&lifetime_lock);
     /* Nothing pushed (a request's tag popped before its destroy): nothing
      * to find, and the registry need not gather the subtree a second time
      * (the kill does). A thread's base tag is checked by the kill. */

@@ -71,6 +71,7 @@ static bool measure_locked(ra_tag_t tag, struct ra__measure *out)
     size_t bytes, mapped;
     unsigned n;
 
+    ra__assert_held(&measure_lock);
     if (pagemap < 0 && (pagemap = ra__resident_open()) < 0)
         return true;
     /* The metadata first, then the region around it: threads of the tag

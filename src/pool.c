@@ -95,6 +95,7 @@ static bool may_grow(void)
 {
     unsigned unborn = ra__config()->max_tags - ra__region_count();
 
+    ra__assert_held(&pool_lock);
     return ra__be_arena_count() + unborn + 1 < ARENA_INDICES;
 }
 
@@ -121,6 +122,7 @@ int ra__pool_first_arena(ra_tag_t tag)
 {
     int arena = -1;
 
+    ra__assert_rank_held(RA__RANK_IDS);
     if (ra__region_open(tag) != 0) {
         if (errno != EEXIST)
             return -1;
@@ -137,6 +139,7 @@ int ra__pool_take_back(ra_tag_t tag)
 {
     int arena;
 
+    ra__assert_rank_held(RA__RANK_IDS);
     if (ra__region_reopen(tag) != 0)
         return -1;
     arena = make_arena(tag);
@@ -152,6 +155,7 @@ static bool grow(ra_tag_t tag)
     unsigned n = atomic_load_explicit(&p->n, memory_order_relaxed);
     int arena;
 
+    ra__assert_held(&pool_lock);
     if (p->stuck || !may_grow())
         return false;
     ra__assert(tag - 1 < ra__region_count());

@@ -217,6 +217,7 @@ static bool set_limit(size_t bytes, enum ra__limit_source from)
     bool watched = ra__limit_in_effect(bytes);
     size_t rss;
 
+    ra__assert_held(&pressure_lock);
     if (watched && !watcher_runs) {
         pthread_t thread;
         pthread_condattr_t attr;

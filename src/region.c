@@ -148,6 +148,7 @@ static bool map_table_for(unsigned idx)
 {
     size_t need = page_round_up(table_part(idx + 1));
 
+    ra__assert_rank_held(RA__RANK_IDS);
     if (need > table_size)
         need = table_size;
     if (need <= table_mapped)
@@ -164,6 +165,7 @@ bool ra__region_give_back(void)
     unsigned used = __atomic_load_n(&ra__layout.count, __ATOMIC_ACQUIRE);
     size_t given = 0, keep;
 
+    ra__assert_rank_held(RA__RANK_IDS);
     /* Without the page table, free could not tell another mapping's blocks
      * in given-back space from a tag's: nothing is given back. */
     if (ra__page_bin == NULL)
@@ -273,6 +275,7 @@ int ra__region_open(ra_tag_t tag)
 {
     unsigned idx = tag - 1;
 
+    ra__assert_rank_held(RA__RANK_IDS);
     ra__assert(idx == __atomic_load_n(&ra__layout.count, __ATOMIC_RELAXED));
     /* A region whose part of the page table cannot be had cannot be
      * skipped either: free reads the part of every region below the count.
@@ -292,6 +295,7 @@ int ra__region_reopen(ra_tag_t tag)
 {
     unsigned idx = tag - 1;
 
+    ra__assert_rank_held(RA__RANK_IDS);
     ra__assert(idx < __atomic_load_n(&ra__layout.count, __ATOMIC_RELAXED));
     if (region_taken(idx)) {
         errno = EEXIST;
@@ -304,6 +308,7 @@ void ra__region_publish(ra_tag_t tag)
 {
     unsigned idx = tag - 1;
 
+    ra__assert_rank_held(RA__RANK_IDS);
     ra__assert(idx == __atomic_load_n(&ra__layout.count, __ATOMIC_RELAXED));
     /* Regions are handed out in order, under the registry's ids_lock:
      * publishing

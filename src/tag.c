@@ -113,6 +113,13 @@ static void all_stripes_unlock(void)
         stripe_unlock(i);
 }
 
+/* Every stripe held, as a view of the whole registry wants. */
+static void assert_all_stripes_held(void)
+{
+    for (unsigned i = 0; i < STRIPES; i++)
+        ra__assert_held(&stripes[i].held);
+}
+
 /* Locks stripes a and b (the same or not), lower first. */
 static void two_stripes_lock(unsigned a, unsigned b)
 {
@@ -207,6 +214,7 @@ static void name_insert(ra_tag_t tag)
 {
     uint16_t *head = head_of(entries[tag].name);
 
+    ra__assert_held(&stripes[stripe_of_name(entries[tag].name)].held);
     entries[tag].next = *head;
     *head = (uint16_t)tag;
 }
@@ -226,6 +234,7 @@ static void name_remove(ra_tag_t tag)
  * RA_TAG_NONE. */
 static ra_tag_t find_tag(const char *name)
 {
+    ra__assert_held(&stripes[stripe_of_name(name)].held);
     for (unsigned t = *head_of(name); t != 0; t = entries[t].next)
         if (strcmp(entries[t].name, name) == 0)
             return t;
@@ -254,6 +263,7 @@ ra_tag_t ra_tag_lookup(const char *name)
  * the maps are read only by creations that would fail otherwise. */
 static ra_tag_t taken_back_tag(void)
 {
+    ra__assert_held(&ids_lock);
     for (ra_tag_t t = 1;
          t <= handed_out &&
          atomic_load_explicit(&npassed_over, memory_order_relaxed) != 0;
@@ -288,6 +298,7 @@ static ra_tag_t new_tag(bool tagging)
     unsigned count = handed_out;
     int arena, saved = errno;
 
+    ra__assert_held(&ids_lock);
     for (;; count++) {
         if (count >= ra__config()->max_tags) {
             ra_tag_t tag = tagging ? taken_back_tag() : RA_TAG_NONE;
@@ -325,6 +336,7 @@ static ra_tag_t recycled_tag(void)
 {
     ra_tag_t tag;
 
+    ra__assert_held(&ids_lock);
     if (free_count == 0)
         return RA_TAG_NONE;
     tag = free_ids[free_head];
@@ -338,6 +350,7 @@ static ra_tag_t recycled_tag(void)
  * of the queue (a creation that could not finish). */
 static void unrecycle(ra_tag_t tag)
 {
+    ra__assert_held(&ids_lock);
     free_head = (free_head + RA__MAX_TAGS_LIMIT - 1) % RA__MAX_TAGS_LIMIT;
     free_ids[free_head] = tag;
     free_count++;
@@ -382,6 +395,7 @@ static ra_tag_t id_for(ra_tag_t *own, bool tagging)
 {
     ra_tag_t tag = own != NULL ? *own : RA_TAG_NONE;
 
+    ra__assert_rank_held(RA__RANK_STRIPE);
     if (tag != RA_TAG_NONE) {
         *own = RA_TAG_NONE;
         return tag;
@@ -397,6 +411,7 @@ static ra_tag_t id_for(ra_tag_t *own, bool tagging)
 /* With the stripes locked: an id that id_for gave, unused. */
 static void id_unused(ra_tag_t tag, ra_tag_t *own, bool was_own)
 {
+    ra__assert_rank_held(RA__RANK_STRIPE);
     if (was_own) {
         *own = tag;
         return;
@@ -516,6 +531,7 @@ static unsigned subtree_locked(ra_tag_t root, ra_tag_t *out)
     unsigned count = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
     unsigned n = 0;
 
+    assert_all_stripes_held();
     if (entries[root].children == 0) {
         out[0] = root;
         return 1;
@@ -549,6 +565,7 @@ unsigned ra__tag_subtree(ra_tag_t root, ra_tag_t *out)
 /* With tag's stripe locked: tag dead, its name free. */
 static void kill_locked(ra_tag_t tag)
 {
+    ra__assert_held(&stripes[stripe_of_name(entries[tag].name)].held);
     __atomic_store_n(&ra__tag_live[tag], 0, __ATOMIC_RELEASE);
     name_remove(tag);
     memset(entries[tag].name, 0, sizeof entries[tag].name);

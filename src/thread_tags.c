@@ -114,6 +114,7 @@ static struct named_thread *me(void)
  * never was named, or it exited). */
 static struct named_thread *find_named(pthread_t thread)
 {
+    ra__assert_held(&named_lock);
     for (struct named_thread *t = named.next; t != &named; t = t->next)
         if (pthread_equal(t->id, thread))
             return t;
@@ -133,6 +134,7 @@ static bool has_name(const struct named_thread *e, const char *name)
     ssize_t n;
     int fd;
 
+    ra__assert_held(&named_lock);
     if (e == tls_me) {
         if (syscall(SYS_prctl, PR_GET_NAME, (unsigned long)now, 0UL, 0UL,
                     0UL) != 0)

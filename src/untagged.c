@@ -42,6 +42,7 @@ static void fold(struct ra__untagged_thread *t)
 {
     uint64_t now = held_by(t);
 
+    ra__assert_held(&lock);
     if (t->state == RA__UNTAGGED_LISTED) {
         RA__RING_UNLINK(t);
         t->state = RA__UNTAGGED_GONE;
