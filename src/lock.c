@@ -101,10 +101,14 @@ void ra__witness_assert(const struct ra__witness *w, bool held,
 void ra__witness_assert_rank(enum ra__lock_rank rank, const char *file,
                              int line)
 {
+    char name[32];
+    struct ra__witness asked = {rank, name, NULL};
+
     for (const struct ra__witness *h = tls_held; h != NULL; h = h->below)
         if (h->rank == rank)
             return;
-    fail("no lock held of the rank asked", NULL, NULL, file, line);
+    snprintf(name, sizeof name, "of rank %d", (int)rank);
+    fail("no lock held", &asked, NULL, file, line);
 }
 
 void ra__witness_jemalloc(const char *file, int line)

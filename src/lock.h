@@ -117,6 +117,17 @@ struct ra__spin {
 };
 #define RA__SPIN_INIT(rank) {ATOMIC_FLAG_INIT RA__WITNESS_INIT(rank)}
 
+#ifndef RA_DEBUG
+/* The lock words' size and alignment, where they sit beside hot data (the
+ * registry's stripes, the budgets' guards), are those of what they wrap. */
+_Static_assert(sizeof(struct ra__spin) == sizeof(atomic_flag) &&
+                   _Alignof(struct ra__spin) == _Alignof(atomic_flag),
+               "a spin lock is an atomic_flag");
+_Static_assert(sizeof(struct ra__mutex) == sizeof(pthread_mutex_t) &&
+                   _Alignof(struct ra__mutex) == _Alignof(pthread_mutex_t),
+               "a mutex is a pthread_mutex_t");
+#endif
+
 #ifdef RA_DEBUG
 /* lock.c: the check. Each aborts, naming the locks, when the rule breaks. */
 void ra__witness_lock(struct ra__witness *w);
