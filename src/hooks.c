@@ -119,6 +119,7 @@ static struct reader *my_reader(void)
  * membarrier, so its builds take the second way. */
 static void choose_barrier(void)
 {
+    ra__assert_held(&install_lock);
     if (barrier_checked)
         return;
     barrier_checked = true;

@@ -61,6 +61,7 @@ static bool maybe_jemallocs(const void *caller)
 /* With the table locked: whether a mapping noted overlaps [lo, hi). */
 static bool overlaps(uintptr_t lo, uintptr_t hi)
 {
+    ra__assert_held(&table_lock);
     for (unsigned i = 0; i < nmappings; i++)
         if (mappings[i].start < hi && mappings[i].end > lo)
             return true;
@@ -96,6 +97,7 @@ static void cut(unsigned i, uintptr_t lo, uintptr_t hi)
 {
     struct mapping m = mappings[i];
 
+    ra__assert_held(&table_lock);
     if (lo <= m.start && hi >= m.end) {
         mappings[i] = mappings[--nmappings];
         return;
