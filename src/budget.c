@@ -644,6 +644,7 @@ void ra__budget_fire_soft(void)
         guard_unlock(tag);
         if (on_soft == NULL)
             continue;
+        ra__assert_no_lock_held();
         tls_in_callback = true;
         on_soft(ctx, tag, ra__budget_tree(tag));
         tls_in_callback = false;

@@ -121,6 +121,13 @@ void ra__witness_jemalloc(const char *file, int line)
             fail("lock order:", &jemalloc, h, file, line);
 }
 
+void ra__witness_assert_none(const char *file, int line)
+{
+    if (tls_held != NULL)
+        fail("user code or a library's load under", tls_held, NULL, file,
+             line);
+}
+
 /* A hook inside a hook (jemalloc's base allocator under an arena's
  * growth) takes nothing the outer one holds: it is checked as the outer
  * one was, with nothing taken since. */

@@ -139,6 +139,7 @@ void ra__witness_assert(const struct ra__witness *w, bool held,
 void ra__witness_assert_rank(enum ra__lock_rank rank, const char *file,
                              int line);
 void ra__witness_jemalloc(const char *file, int line);
+void ra__witness_assert_none(const char *file, int line);
 void ra__witness_hook_enter(void);
 void ra__witness_hook_leave(void);
 #define RA__WITNESS(call) call
@@ -243,6 +244,9 @@ static inline void ra__spin_remake(struct ra__spin *s)
 /* The calling thread may call into jemalloc: it holds no lock ranked
  * above RA__RANK_JEMALLOC. */
 #define ra__assert_may_call_jemalloc() ra__witness_jemalloc(__FILE__, __LINE__)
+/* The calling thread holds no lock of ours (nor is inside a hook): where
+ * user code runs (a callback, a caller's FILE) or a library loads. */
+#define ra__assert_no_lock_held() ra__witness_assert_none(__FILE__, __LINE__)
 #define ra__extent_hook_enter() ra__witness_hook_enter()
 #define ra__extent_hook_leave() ra__witness_hook_leave()
 #else
@@ -250,6 +254,7 @@ static inline void ra__spin_remake(struct ra__spin *s)
 #define ra__assert_not_held(lock) ((void)sizeof(*(lock)))
 #define ra__assert_rank_held(rank) ((void)sizeof(rank))
 #define ra__assert_may_call_jemalloc() ((void)0)
+#define ra__assert_no_lock_held() ((void)0)
 #define ra__extent_hook_enter() ((void)0)
 #define ra__extent_hook_leave() ((void)0)
 #endif

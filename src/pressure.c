@@ -143,6 +143,7 @@ static void call_back(ra_pressure_t level, size_t rss, size_t lim)
     n = ncallbacks;
     memcpy(copy, callbacks, n * sizeof copy[0]);
     ra__unlock(&pressure_lock);
+    ra__assert_no_lock_held();
     for (unsigned i = 0; i < n; i++)
         copy[i].cb(copy[i].ctx, level, rss, lim);
 }

@@ -1,8 +1,8 @@
 /* Suite "lock (unit)": the debug build's check of the library's locks
  * (src/lock.h, src/lock.c): a lock taken out of rank order, a lock said to
- * be held that is not, and a call into jemalloc or an extent hook entered
- * under a lock that the hooks rank above, each abort naming the locks; the
- * orders the library keeps pass.
+ * be held that is not, a call into jemalloc or an extent hook entered
+ * under a lock that the hooks rank above, and user code run under a lock,
+ * each abort naming the locks; the orders the library keeps pass.
  *
  * A lock order that two threads take the other way round deadlocks only
  * when they meet; the check finds the inversion on one thread, every run.
@@ -185,6 +185,18 @@ START_TEST(test_lock_unit_hook_under_a_hook_lock_aborts)
 }
 END_TEST
 
+static void user_code_under_pool(void)
+{
+    ra__lock(&pool_like);
+    ra__assert_no_lock_held();
+}
+
+START_TEST(test_lock_unit_user_code_under_a_lock_aborts)
+{
+    ck_assert(aborts_saying(user_code_under_pool, "user code", "POOL"));
+}
+END_TEST
+
 START_TEST(test_lock_unit_the_order_passes)
 {
     ra__spin_lock(&family[0]);
@@ -208,6 +220,7 @@ START_TEST(test_lock_unit_the_order_passes)
     ra__spin_unlock(&family[1]);
     ra__assert_not_held(&family[1]);
     ra__assert_not_held(&pool_like);
+    ra__assert_no_lock_held();
 }
 END_TEST
 
@@ -225,6 +238,7 @@ static Suite *lock_suite(void)
     tcase_add_test(tc, test_lock_unit_jemalloc_under_a_hook_lock_aborts);
     tcase_add_test(tc, test_lock_unit_jemalloc_inside_a_hook_aborts);
     tcase_add_test(tc, test_lock_unit_hook_under_a_hook_lock_aborts);
+    tcase_add_test(tc, test_lock_unit_user_code_under_a_lock_aborts);
     tcase_add_test(tc, test_lock_unit_the_order_passes);
     suite_add_tcase(s, tc);
     return s;
