@@ -41,6 +41,8 @@ static void *alloc_by(struct ra__tag_slot *s, ra_tag_t tag, size_t size,
     int tag_flags = ra__slot_alloc_flags(s, tag);
     void *p;
 
+    /* A tag's arena may grow here: its extent hooks run (lock.h). */
+    ra__assert_may_call_jemalloc();
     ra__budget_refused = RA_TAG_NONE;
     p = ra__je_mallocx(ra__at_least_one(size), tag_flags | flags);
     if (p == NULL) {

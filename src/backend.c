@@ -9,6 +9,30 @@
 #define RA__MALLCTL_ALLOWED
 #include "backend.h"
 
+/* Every call of mallctl is a call into jemalloc, under its control lock
+ * and, for an arena's creation, purge, reset or decay, its arenas' locks,
+ * under which it calls the extent hooks: the caller holds no lock that the
+ * hooks could wait for (lock.h's RA__RANK_JEMALLOC). */
+static int ctl(const char *name, void *out, size_t *len, void *in,
+               size_t inlen)
+{
+    ra__assert_may_call_jemalloc();
+    return mallctl(name, out, len, in, inlen);
+}
+
+static int ctl_by_mib(const size_t *mib, size_t miblen, void *out,
+                      size_t *len, void *in, size_t inlen)
+{
+    ra__assert_may_call_jemalloc();
+    return mallctlbymib(mib, miblen, out, len, in, inlen);
+}
+
+static int ctl_name_to_mib(const char *name, size_t *mib, size_t *len)
+{
+    ra__assert_may_call_jemalloc();
+    return mallctlnametomib(name, mib, len);
+}
+
 /* mallctl of a name made with a format and an unsigned (an arena's
  * index), for what is called once per arena. */
 static int ctl_arena(const char *fmt, unsigned arena, void *out, size_t *len,
@@ -17,7 +41,7 @@ static int ctl_arena(const char *fmt, unsigned arena, void *out, size_t *len,
     char name[96];
 
     snprintf(name, sizeof name, fmt, arena);
-    return mallctl(name, out, len, in, inlen);
+    return ctl(name, out, len, in, inlen);
 }
 
 bool ra__be_option(const char *name)
@@ -25,14 +49,14 @@ bool ra__be_option(const char *name)
     bool on = false;
     size_t len = sizeof on;
 
-    return mallctl(name, &on, &len, NULL, 0) == 0 && on;
+    return ctl(name, &on, &len, NULL, 0) == 0 && on;
 }
 
 int ra__be_arena_create(extent_hooks_t *hooks, size_t grow_limit)
 {
     unsigned arena;
     size_t len = sizeof arena;
-    int rc = mallctl("arenas.create", &arena, &len, &hooks,
+    int rc = ctl("arenas.create", &arena, &len, &hooks,
                      sizeof(extent_hooks_t *));
 
     if (rc != 0) {
@@ -56,7 +80,7 @@ static size_t mib_of(struct ra__be_name *n, size_t *mib, int *rc)
     size_t len = RA__BE_NAME_PARTS;
 
     if (!atomic_load_explicit(&n->ready, memory_order_acquire)) {
-        *rc = mallctlnametomib(n->name, mib, &len);
+        *rc = ctl_name_to_mib(n->name, mib, &len);
         if (*rc != 0)
             return 0;
         for (size_t i = 0; i < len; i++)
@@ -79,7 +103,7 @@ int ra__be_by_arena(struct ra__be_name *n, unsigned arena, void *out,
     if ((len = mib_of(n, mib, &rc)) == 0)
         return rc;
     mib[n->at] = arena;
-    return mallctlbymib(mib, len, out, outlen, in, inlen);
+    return ctl_by_mib(mib, len, out, outlen, in, inlen);
 }
 
 /* A name without an index, read by its MIB (n->at unused). */
@@ -90,7 +114,7 @@ static int read_by_mib(struct ra__be_name *n, void *out, size_t outlen)
 
     if ((len = mib_of(n, mib, &rc)) == 0)
         return rc;
-    return mallctlbymib(mib, len, out, &outlen, NULL, 0);
+    return ctl_by_mib(mib, len, out, &outlen, NULL, 0);
 }
 
 static struct ra__be_name purge_verb = {.name = "arena.0.purge", .at = 1};
@@ -122,7 +146,7 @@ unsigned ra__be_arena_count(void)
     unsigned n = 0;
     size_t len = sizeof n;
 
-    mallctl("arenas.narenas", &n, &len, NULL, 0);
+    ctl("arenas.narenas", &n, &len, NULL, 0);
     return n;
 }
 
@@ -130,7 +154,7 @@ size_t ra__be_page(void)
 {
     size_t page = 0, len = sizeof page;
 
-    mallctl("arenas.page", &page, &len, NULL, 0);
+    ctl("arenas.page", &page, &len, NULL, 0);
     return page;
 }
 
@@ -156,22 +180,22 @@ bool ra__be_tcache_create(unsigned *id)
 {
     size_t len = sizeof *id;
 
-    return mallctl("tcache.create", id, &len, NULL, 0) != 0;
+    return ctl("tcache.create", id, &len, NULL, 0) != 0;
 }
 
 void ra__be_tcache_flush(unsigned id)
 {
-    mallctl("tcache.flush", NULL, NULL, &id, sizeof id);
+    ctl("tcache.flush", NULL, NULL, &id, sizeof id);
 }
 
 void ra__be_tcache_destroy(unsigned id)
 {
-    mallctl("tcache.destroy", NULL, NULL, &id, sizeof id);
+    ctl("tcache.destroy", NULL, NULL, &id, sizeof id);
 }
 
 void ra__be_flush_thread_cache(void)
 {
-    mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
+    ctl("thread.tcache.flush", NULL, NULL, NULL, 0);
 }
 
 bool ra__be_caches = true;
@@ -191,7 +215,7 @@ static void read_size_classes(void)
     unsigned n = 0;
     size_t len = sizeof n;
 
-    if (mallctl("arenas.nbins", &n, &len, NULL, 0) != 0 || n == 0)
+    if (ctl("arenas.nbins", &n, &len, NULL, 0) != 0 || n == 0)
         return;
     if (n > RA__MAX_BINS)
         n = RA__MAX_BINS;
@@ -220,7 +244,7 @@ void ra__be_start(void)
     size_t oversize, len = sizeof oversize;
 
     /* 0 turns jemalloc's oversize arena off: so nothing is oversize. */
-    if (mallctl("opt.oversize_threshold", &oversize, &len, NULL, 0) == 0)
+    if (ctl("opt.oversize_threshold", &oversize, &len, NULL, 0) == 0)
         ra__be_oversize = oversize != 0 ? oversize : SIZE_MAX;
     /* MALLOC_CONF=tcache:false: no (thread, tag) pair caches either. */
     ra__be_caches = ra__be_option("opt.tcache");

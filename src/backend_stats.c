@@ -12,6 +12,7 @@ void ra__be_refresh(void)
     uint64_t epoch = 1;
     size_t len = sizeof epoch;
 
+    ra__assert_may_call_jemalloc();
     mallctl("epoch", &epoch, &len, &epoch, sizeof epoch);
 }
 

@@ -60,7 +60,7 @@ int ra__thread_create(pthread_t *thread, const pthread_attr_t *attr,
 struct start {
     void *(*fn)(void *);
     void *arg;
-    pthread_mutex_t lock;
+    struct ra__mutex lock;
     pthread_cond_t taken_cond;
     bool taken;
 };
@@ -98,7 +98,7 @@ void ra__spawn_end(const sigset_t *old)
 
 bool ra__background_start(void *(*fn)(void *), void *arg, pthread_t *thread)
 {
-    struct start s = {fn, arg, PTHREAD_MUTEX_INITIALIZER,
+    struct start s = {fn, arg, RA__MUTEX_INIT(RA__RANK_START),
                       PTHREAD_COND_INITIALIZER, false};
     sigset_t old;
     int rc;
@@ -116,9 +116,9 @@ bool ra__background_start(void *(*fn)(void *), void *arg, pthread_t *thread)
     }
     ra__lock(&s.lock);
     while (!s.taken)
-        pthread_cond_wait(&s.taken_cond, &s.lock);
+        ra__cond_wait(&s.taken_cond, &s.lock);
     ra__unlock(&s.lock);
     pthread_cond_destroy(&s.taken_cond);
-    pthread_mutex_destroy(&s.lock);
+    pthread_mutex_destroy(&s.lock.m);
     return false;
 }

@@ -42,14 +42,15 @@ struct budget {
      * and not yet delivered is dropped. */
     _Atomic uint32_t holder;
     atomic_bool soft_armed;
-    atomic_flag linking;
+    struct ra__spin linking;
     /* What ra_tag_set_limit was given (callback and context included),
      * under the tag's guard; and the allocations the hard limit refused. */
     ra_tag_limit_t limit;
     _Atomic uint64_t failures;
 };
 
-static struct budget budgets[RA__MAX_TAGS_LIMIT + 1];
+static struct budget budgets[RA__MAX_TAGS_LIMIT + 1] = {
+    [0 ... RA__MAX_TAGS_LIMIT] = {.linking = RA__SPIN_INIT(RA__RANK_LINKING)}};
 /* Set while this thread runs a soft limit's callback: a crossing that the
  * callback's own allocations cause waits until it returns. */
 static RA__TLS bool tls_in_callback;
@@ -76,8 +77,9 @@ static RA__TLS struct pending_crossing {
  * yield, taken in order at a fork. */
 #define GUARDS 64u
 static struct {
-    alignas(64) atomic_flag held;
-} guards[GUARDS];
+    alignas(64) struct ra__spin held;
+} guards[GUARDS] = {
+    [0 ... GUARDS - 1] = {.held = RA__SPIN_INIT(RA__RANK_GUARD)}};
 
 static void guard_lock(ra_tag_t tag)
 {
@@ -209,14 +211,12 @@ static void uncharge(ra_tag_t from, size_t bytes)
 
 static void link_lock(struct budget *b)
 {
-    while (atomic_flag_test_and_set_explicit(&b->linking,
-                                             memory_order_acquire))
-        ;
+    ra__spin_lock_busy(&b->linking);
 }
 
 static void link_unlock(struct budget *b)
 {
-    atomic_flag_clear_explicit(&b->linking, memory_order_release);
+    ra__spin_unlock(&b->linking);
 }
 
 /* Counts bytes more committed in tag, once the memory limit's room has
@@ -309,6 +309,7 @@ static bool link_to(ra_tag_t tag, ra_tag_t parent)
     struct budget *b = &budgets[tag];
     bool fits = true;
 
+    ra__assert_rank_held(RA__RANK_STRIPE);
     link_lock(b);
     ra__assert(parent_of(tag) == RA_TAG_NONE &&
                ra__budget_tree(tag) == ra__budget_committed(tag));
@@ -447,6 +448,7 @@ bool ra__budget_config_fits(ra_tag_t tag, const char *name)
 
 void ra__budget_apply_config(ra_tag_t tag, const char *name)
 {
+    ra__assert_rank_held(RA__RANK_STRIPE);
     (void)each_configured(tag, name, set_configured);
 }
 
@@ -529,6 +531,7 @@ void ra__budget_fire_soft(void)
         guard_unlock(tag);
         if (on_soft == NULL)
             continue;
+        ra__assert_no_lock_held();
         tls_in_callback = true;
         on_soft(ctx, tag, ra__budget_tree(tag));
         tls_in_callback = false;

@@ -17,7 +17,7 @@ static uint64_t last_time_ns;   /* time of the newest checkpoint */
  * first, the peak counts from the process's start, which is the first
  * phase's start too. */
 static bool peak_was_reset = true;
-static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex ring_lock = RA__MUTEX_INIT(RA__RANK_RING);
 
 void ra__checkpoint_prefork(void)
 {
@@ -36,6 +36,7 @@ static const struct ra__checkpoint *kept_checkpoint(size_t i)
                          ? recorded - RA__CHECKPOINTS_KEPT
                          : 0;
 
+    ra__assert_held(&ring_lock);
     ra__assert(first + i < recorded);
     return &ring[(first + i) % RA__CHECKPOINTS_KEPT];
 }
@@ -83,6 +84,7 @@ static int record(const char *label, bool reset_peak)
     size_t tagged = 0;
     ra_tag_stats_t row;
 
+    ra__assert_held(&ring_lock);
     /* Allocate before measuring, so that the figures include it. */
     if (reserve_tags(slot, ntags)) {
         errno = ENOMEM;

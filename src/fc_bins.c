@@ -105,7 +105,7 @@ void ra__fc_flush_tcache(unsigned tcache)
 
 void ra__fc_flush(struct ra__tag_slot *s)
 {
-    ra__assert(ra__threads_locked());
+    ra__threads_assert_held();
     if (s->bins != NULL)
         for (unsigned bin = 0; bin < ra__nbins; bin++)
             if (s->bins[bin].count != 0)
@@ -115,7 +115,7 @@ void ra__fc_flush(struct ra__tag_slot *s)
 
 void ra__fc_forget(struct ra__tag_slot *s)
 {
-    ra__assert(ra__threads_locked());
+    ra__threads_assert_held();
     if (s->bins != NULL)
         for (unsigned bin = 0; bin < ra__nbins; bin++)
             s->bins[bin].count = 0;

@@ -12,8 +12,10 @@
  * suspended. */
 static void leave_quiet(const struct ra__out *o)
 {
-    if (o->callers)
+    if (o->callers) {
+        ra__assert_no_lock_held();
         ra__hooks_muted--;
+    }
 }
 
 static void enter_quiet(const struct ra__out *o)

@@ -35,7 +35,7 @@ struct history_sample {
 };
 
 /* Under history_lock, a leaf: nothing else is taken while it is held. */
-static pthread_mutex_t history_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex history_lock = RA__MUTEX_INIT(RA__RANK_HISTORY);
 static pthread_cond_t wake;
 static struct history_sample *ring; /* HISTORY_SAMPLES; NULL when stopped */
 /* A forked child's copy of its parent's ring, freed when it starts a server
@@ -129,7 +129,7 @@ static void *sample_every_interval(void *arg)
         ra__lock(&history_lock);
         interval_ns = wait;
         while (!stopping &&
-               pthread_cond_timedwait(&wake, &history_lock, &next) == 0)
+               ra__cond_timedwait(&wake, &history_lock, &next) == 0)
             ;
     }
     ra__unlock(&history_lock);
@@ -285,5 +285,5 @@ void ra__history_postfork_child(void)
         orphan = ring;
     ring = NULL;
     taken = 0;
-    pthread_mutex_init(&history_lock, NULL);
+    ra__mutex_remake(&history_lock);
 }

@@ -38,7 +38,7 @@ static unsigned draining_mask;
 static ra_hooks_t slots[RA__HOOKS_MAX];
 static struct reader readers[READERS];
 static _Atomic unsigned overflow_inflight;
-static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex install_lock = RA__MUTEX_INIT(RA__RANK_INSTALL);
 /* Set once, before the first hook is installed, when membarrier is not
  * available (or in a ThreadSanitizer build): then every dispatch pays a
  * sequentially consistent increment (a locked instruction) instead. */
@@ -119,6 +119,7 @@ static struct reader *my_reader(void)
  * membarrier, so its builds take the second way. */
 static void choose_barrier(void)
 {
+    ra__assert_held(&install_lock);
     if (barrier_checked)
         return;
     barrier_checked = true;

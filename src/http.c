@@ -90,7 +90,7 @@ void ra__http_postfork_child(void)
 
 /* The running server, under http_lock; only ra_http_start and ra_http_stop
  * (and a forked child's handler) change it. */
-static pthread_mutex_t http_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex http_lock = RA__MUTEX_INIT(RA__RANK_HTTP);
 static struct MHD_Daemon *daemon_;
 static int listen_fd = -1;
 /* What it listens on, as HOST:PORT ("" when stopped). */
@@ -152,6 +152,7 @@ static void name_bound(const struct sockaddr_storage *bound, int port)
         v6 ? (const void *)&((const struct sockaddr_in6 *)bound)->sin6_addr
            : (const void *)&((const struct sockaddr_in *)bound)->sin_addr;
 
+    ra__assert_held(&http_lock);
     if (inet_ntop(bound->ss_family, in, host, sizeof host) == NULL)
         snprintf(host, sizeof host, "?");
     snprintf(served, sizeof served, v6 ? "[%s]:%d" : "%s:%d", host, port);
@@ -197,6 +198,7 @@ static int start_locked(const char *addr, const char **why)
     sigset_t old;
     int fd, port = 0, e;
 
+    ra__assert_held(&http_lock);
     if (daemon_ != NULL) {
         errno = EBUSY;
         return -1;

@@ -92,12 +92,12 @@ static struct door {
      * holds while it shuts one down: libmicrohttpd tells of a close before
      * it closes the socket, so an fd in the table is still its socket, not
      * a number reused by whatever the process opened since. */
-    pthread_mutex_t started_lock;
+    struct ra__mutex started_lock;
     unsigned nstarted;
     struct started started[STARTED_MAX];
 } door = {.listen_fd = -1,
           .wake = {-1, -1},
-          .started_lock = PTHREAD_MUTEX_INITIALIZER};
+          .started_lock = RA__MUTEX_INIT(RA__RANK_DOOR)};
 
 static uint64_t now_ns(void)
 {
@@ -495,7 +495,7 @@ void ra__http_door_close(void)
 void ra__http_door_forget(void)
 {
     /* The parent's threads may have held the lock at the fork. */
-    pthread_mutex_init(&door.started_lock, NULL);
+    ra__mutex_remake(&door.started_lock);
     door.nstarted = 0;
     if (door.daemon != NULL)
         close_connections();

@@ -1,39 +1,9 @@
-/* The hot paths' inlines: locks, the page table, a block's tag, a tag's
+/* The hot paths' inlines: the page table, a block's tag, a tag's
  * liveness, a thread's slot, the instrumentation word, the soft limit's
  * check, the library's quiet sections, the profiler's countdown. Included
  * at the end of internal.h, whose declarations they use. */
 #ifndef RA_INLINE_H
 #define RA_INLINE_H
-
-/* The library's locks are plain mutexes, never taken twice by one thread
- * and never held across user code: a failure to take or release one is a
- * broken invariant, and aborts. */
-static inline void ra__lock(pthread_mutex_t *m)
-{
-    if (pthread_mutex_lock(m) != 0)
-        abort();
-}
-
-static inline void ra__unlock(pthread_mutex_t *m)
-{
-    if (pthread_mutex_unlock(m) != 0)
-        abort();
-}
-
-/* A spin lock that yields, for what is held briefly and must be held
- * across a fork where mutexes cannot be: ThreadSanitizer's deadlock
- * detector aborts with 64 mutexes held at once, and a fork holds the
- * library's and every arena's of jemalloc's. */
-static inline void ra__spin_lock(atomic_flag *f)
-{
-    while (atomic_flag_test_and_set_explicit(f, memory_order_acquire))
-        sched_yield();
-}
-
-static inline void ra__spin_unlock(atomic_flag *f)
-{
-    atomic_flag_clear_explicit(f, memory_order_release);
-}
 
 /* -- region.c: the page table, a block's tag -------------------------------- */
 static inline uint8_t *ra__page_bin_entry(const void *ptr)

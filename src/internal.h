@@ -425,12 +425,15 @@ bool ra__tag_thread_holds(struct ra__tag_thread *t, ra_tag_t tag);
 
 /* -- users.c: each tag's users, orphans, threads_lock --------------------- */
 /* threads_lock: guards the users lists, every thread's pairs against
- * other threads, and the list of threads. ra__threads_locked: whether the
- * calling thread holds it (the debug build's checks; always true in a
- * release, where nothing calls it). */
+ * other threads, and the list of threads. ra__threads_assert_held: the
+ * debug build's check that the calling thread holds it (lock.h's). */
 void ra__threads_lock(void);
 void ra__threads_unlock(void);
-bool ra__threads_locked(void);
+#ifdef RA_DEBUG
+void ra__threads_assert_held(void);
+#else
+#define ra__threads_assert_held() ((void)0)
+#endif
 /* This thread's state (thread.c makes it), NULL until it first uses a
  * tag. */
 extern RA__TLS struct ra__thread_state *ra__thread;

@@ -34,10 +34,10 @@
 
 /* One reclaim at a time, and none across a fork (the return stacks' gates
  * must all be open in a child): taken after lifetime.c's fork gate. */
-static pthread_mutex_t reclaim_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex reclaim_lock = RA__MUTEX_INIT(RA__RANK_RECLAIM);
 /* Under leftover_lock, a leaf: bytes left live in each slot, their sum,
  * and when each slot's last holder was destroyed. */
-static pthread_mutex_t leftover_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex leftover_lock = RA__MUTEX_INIT(RA__RANK_LEFTOVER);
 static size_t left[RA__MAX_TAGS_LIMIT + 1];
 /* Read without the lock too: most calls that may reclaim find none. */
 static _Atomic size_t left_total;
@@ -84,6 +84,7 @@ void ra__leftovers_forget(ra_tag_t tag)
  * able to use its slot: its arenas reset, whatever they held. */
 static void reset_arenas(ra_tag_t tag)
 {
+    ra__assert_held(&reclaim_lock);
     ra__returns_close(tag);
     ra__pool_reset(tag);
     ra__returns_open(tag);

@@ -33,7 +33,7 @@
  * a leaf end that counts itself on a line after that sees the exclusive
  * end and backs off. */
 #define LEAF_LINES 64u
-static pthread_mutex_t lifetime_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex lifetime_lock = RA__MUTEX_INIT(RA__RANK_LIFETIME);
 static atomic_uint exclusive;
 static struct {
     alignas(64) atomic_uint ends;
@@ -276,6 +276,7 @@ static bool subtree_on_my_stack(ra_tag_t root)
 {
     unsigned n;
 
+    ra__assert_held(&lifetime_lock);
     /* Nothing pushed (a request's tag popped before its destroy): nothing
      * to find, and the registry need not gather the subtree a second time
      * (the kill does). A thread's base tag is checked by the kill. */

@@ -85,6 +85,8 @@ const void *ra__load(struct ra__library *lib)
     if (atomic_load_explicit(&lib->failed, memory_order_relaxed) ||
         atomic_load_explicit(&stopped, memory_order_relaxed))
         return NULL;
+    /* No lock of ours is held while a library loads (load.h). */
+    ra__assert_no_lock_held();
     table = open_library(lib, why, sizeof why);
     if (table == NULL) {
         tell_failure(lib, why);

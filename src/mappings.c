@@ -30,7 +30,7 @@ static uint64_t changes; /* moves whenever the table does */
 /* The span of what is noted: an unmapping outside it (the program's own)
  * takes no lock. */
 static _Atomic uintptr_t span_lo = UINTPTR_MAX, span_hi;
-static atomic_flag table_lock = ATOMIC_FLAG_INIT;
+static struct ra__spin table_lock = RA__SPIN_INIT(RA__RANK_MAPPINGS);
 
 /* jemalloc's code, once known (ra__mappings_start): [code_start, code_end).
  * Until then a mapping is noted with its caller, sorted out at the start. */
@@ -38,14 +38,12 @@ static _Atomic uintptr_t code_start, code_end;
 
 static void lock_table(void)
 {
-    while (atomic_flag_test_and_set_explicit(&table_lock,
-                                             memory_order_acquire))
-        sched_yield();
+    ra__spin_lock(&table_lock);
 }
 
 static void table_unlock(void)
 {
-    atomic_flag_clear_explicit(&table_lock, memory_order_release);
+    ra__spin_unlock(&table_lock);
 }
 
 /* Whether code at caller is jemalloc's: true when not known yet (noted
@@ -63,6 +61,7 @@ static bool maybe_jemallocs(const void *caller)
 /* With the table locked: whether a mapping noted overlaps [lo, hi). */
 static bool overlaps(uintptr_t lo, uintptr_t hi)
 {
+    ra__assert_held(&table_lock);
     for (unsigned i = 0; i < nmappings; i++)
         if (mappings[i].start < hi && mappings[i].end > lo)
             return true;
@@ -98,6 +97,7 @@ static void cut(unsigned i, uintptr_t lo, uintptr_t hi)
 {
     struct mapping m = mappings[i];
 
+    ra__assert_held(&table_lock);
     if (lo <= m.start && hi >= m.end) {
         mappings[i] = mappings[--nmappings];
         return;
@@ -212,5 +212,5 @@ bool ra__mappings_known(void)
  * nothing does: the child takes it back. */
 void ra__mappings_postfork_child(void)
 {
-    atomic_flag_clear_explicit(&table_lock, memory_order_release);
+    ra__spin_remake(&table_lock);
 }

@@ -43,7 +43,7 @@ static struct measured {
 /* One measure at a time (the sweeper's or a caller's), and pagemap's
  * descriptor, opened at the first and kept: a leaf, held for a region's
  * reading, no user code, no allocation. */
-static pthread_mutex_t measure_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex measure_lock = RA__MUTEX_INIT(RA__RANK_MEASURE);
 static int pagemap = -1;
 static atomic_bool sweeping;
 static ra_tag_t cursor;
@@ -71,6 +71,7 @@ static bool measure_locked(ra_tag_t tag, struct ra__measure *out)
     size_t bytes, mapped;
     unsigned n;
 
+    ra__assert_held(&measure_lock);
     if (pagemap < 0 && (pagemap = ra__resident_open()) < 0)
         return true;
     /* The metadata first, then the region around it: threads of the tag

@@ -40,6 +40,8 @@ static _Atomic int64_t foreign;
 #define FREE(p) ra__je_dallocx(p, META_FLAGS)
 #endif
 
+/* The library's own memory comes from jemalloc, which may take its locks
+ * (lock.h's RA__RANK_JEMALLOC): so does every call here. */
 static void *counted(void *p)
 {
     /* Invariant 4: the library's own memory is never a tag's. */
@@ -61,6 +63,7 @@ static void uncount(void *p)
 
 void *ra__meta_alloc(size_t size)
 {
+    ra__assert_may_call_jemalloc();
     return counted(ALLOC(size == 0 ? 1 : size, false));
 }
 
@@ -70,6 +73,7 @@ void *ra__meta_calloc(size_t n, size_t size)
 
     if (__builtin_mul_overflow(n, size, &total))
         return NULL;
+    ra__assert_may_call_jemalloc();
     return counted(ALLOC(total == 0 ? 1 : total, true));
 }
 
@@ -80,6 +84,7 @@ void *ra__meta_realloc(void *ptr, size_t size)
 
     if (ptr == NULL)
         return ra__meta_alloc(size);
+    ra__assert_may_call_jemalloc();
     old = BLOCK_SIZE(ptr);
     p = REALLOC(ptr, size == 0 ? 1 : size);
     if (p != NULL) {
@@ -92,6 +97,7 @@ void *ra__meta_realloc(void *ptr, size_t size)
 void ra__meta_free(void *ptr)
 {
     if (ptr != NULL) {
+        ra__assert_may_call_jemalloc();
         uncount(ptr);
         FREE(ptr);
     }

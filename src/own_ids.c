@@ -93,7 +93,7 @@ ra_tag_t ra__own_reuse(void)
  * (false when o took it back first) and o's pair parked. */
 static bool seize_one(ra_tag_t tag, struct ra__thread_state *o)
 {
-    ra__assert(ra__threads_locked());
+    ra__threads_assert_held();
     if (!atomic_compare_exchange_strong_explicit(&owned[tag].owner, &o, NULL,
                                                  memory_order_acquire,
                                                  memory_order_relaxed))
@@ -140,7 +140,7 @@ unsigned ra__own_drop_all(struct ra__thread_state *ts, ra_tag_t *out)
 {
     unsigned n = 0;
 
-    ra__assert(ra__threads_locked());
+    ra__threads_assert_held();
     while (own_count > 0) {
         ra_tag_t tag = own_ids[--own_count];
         struct ra__thread_state *want = ts;

@@ -219,7 +219,7 @@ bool ra__pair_adopt_tcache(struct ra__tag_slot *s, unsigned tcache)
  * of the pair, from any path, goes through ra__pair_unpark first. */
 void ra__pair_park(struct ra__tag_slot *s, ra_tag_t tag)
 {
-    ra__assert(ra__threads_locked());
+    ra__threads_assert_held();
     ra__assert(state_of(s) == RA__PAIR_ACTIVE);
     if (s->bins != NULL)
         for (unsigned bin = 0; bin < ra__nbins; bin++) {
@@ -267,7 +267,7 @@ void ra__pair_flush_parked(struct ra__tag_slot *s)
 {
     uint8_t want = RA__PAIR_PARKED;
 
-    ra__assert(ra__threads_locked());
+    ra__threads_assert_held();
     if (s->tcache == RA__NO_TCACHE ||
         !atomic_compare_exchange_strong_explicit(
             &s->state, &want, RA__PAIR_FLUSHING, memory_order_acquire,
@@ -283,7 +283,7 @@ bool ra__pair_hold(struct ra__tag_slot *s)
 {
     uint8_t want = RA__PAIR_PARKED;
 
-    ra__assert(ra__threads_locked());
+    ra__threads_assert_held();
     if (!atomic_compare_exchange_strong_explicit(
             &s->state, &want, RA__PAIR_HELD, memory_order_acquire,
             memory_order_relaxed))
@@ -295,7 +295,7 @@ bool ra__pair_hold(struct ra__tag_slot *s)
 /* Called with threads_lock held, by the holder. */
 void ra__pair_unhold(struct ra__tag_slot *s)
 {
-    ra__assert(ra__threads_locked());
+    ra__threads_assert_held();
     if (atomic_load_explicit(&s->state, memory_order_relaxed) !=
         RA__PAIR_HELD)
         return;
@@ -310,7 +310,7 @@ void ra__pair_unhold(struct ra__tag_slot *s)
  * misses, no counts. Its front cache was forgotten (ra__fc_forget). */
 void ra__pair_restart(struct ra__tag_slot *s, ra_tag_t tag)
 {
-    ra__assert(ra__threads_locked());
+    ra__threads_assert_held();
     ra__assert(state_of(s) == RA__PAIR_ACTIVE ||
                state_of(s) == RA__PAIR_PARKED);
     if (s->tcache != RA__NO_TCACHE)
@@ -338,7 +338,7 @@ void ra__pair_restart(struct ra__tag_slot *s, ra_tag_t tag)
  * it, and a thread visits many tags without keeping a pair in each). */
 void ra__pair_leave(struct ra__tag_slot *s, ra_tag_t tag)
 {
-    ra__assert(ra__threads_locked());
+    ra__threads_assert_held();
     ra__assert(state_of(s) == RA__PAIR_ACTIVE ||
                state_of(s) == RA__PAIR_PARKED);
     ra__fc_flush(s);

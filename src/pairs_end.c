@@ -127,7 +127,7 @@ static void wipe_locked(ra_tag_t tag)
 {
     struct ra__counts c;
 
-    ra__assert(ra__threads_locked());
+    ra__threads_assert_held();
     ra__users_counts(ra__users_first(tag), false, tag, &c);
     for (struct ra__tag_slot *s = ra__users_first(tag); s != NULL;
          s = s->users_next) {

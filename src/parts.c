@@ -90,6 +90,7 @@ static void finish_pass(int pagemap)
 
 bool ra__parts_measure(int pagemap, bool (*spent)(void))
 {
+    ra__assert_rank_held(RA__RANK_MEASURE);
     if (next == 0) {
         npass = ra__mappings_copy(pass, PASS_MAX, &pass_version);
         pass_extents = pass_metadata = 0;

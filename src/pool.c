@@ -35,7 +35,7 @@ static struct pool pools[RA__MAX_TAGS_LIMIT + 1];
 static _Atomic uint16_t arena_tag[RA__BE_ALL_ARENAS];
 /* Growth and binding; jemalloc's own locks are taken under it (an
  * arena's creation), none of the library's. */
-static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex pool_lock = RA__MUTEX_INIT(RA__RANK_POOL);
 
 /* jemalloc allows 4095 arena indices; a pool never takes one that a tag
  * yet to be created would need. */
@@ -98,6 +98,7 @@ static bool may_grow(void)
 {
     unsigned unborn = ra__config()->max_tags - ra__region_count();
 
+    ra__assert_held(&pool_lock);
     return ra__be_arena_count() + unborn + 1 < ARENA_INDICES;
 }
 
@@ -124,6 +125,7 @@ int ra__pool_first_arena(ra_tag_t tag, const struct ra__commit_ops *commits)
 {
     int arena = -1;
 
+    ra__assert_rank_held(RA__RANK_IDS);
     if (ra__region_open(tag, commits) != 0) {
         if (errno != EEXIST)
             return -1;
@@ -140,6 +142,7 @@ int ra__pool_take_back(ra_tag_t tag)
 {
     int arena;
 
+    ra__assert_rank_held(RA__RANK_IDS);
     if (ra__region_reopen(tag) != 0)
         return -1;
     arena = make_arena(tag);
@@ -155,6 +158,7 @@ static bool grow(ra_tag_t tag)
     unsigned n = atomic_load_explicit(&p->n, memory_order_relaxed);
     int arena;
 
+    ra__assert_held(&pool_lock);
     if (p->stuck || !may_grow())
         return false;
     ra__assert(tag - 1 < ra__region_count());

@@ -48,7 +48,7 @@ struct callback {
 
 /* Under pressure_lock: the limit and where it came from, the callbacks,
  * whether the watcher runs, and the condition that wakes it. */
-static pthread_mutex_t pressure_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex pressure_lock = RA__MUTEX_INIT(RA__RANK_PRESSURE);
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static struct callback callbacks[CALLBACKS_MAX];
 static unsigned ncallbacks;
@@ -143,6 +143,7 @@ static void call_back(ra_pressure_t level, size_t rss, size_t lim)
     n = ncallbacks;
     memcpy(copy, callbacks, n * sizeof copy[0]);
     ra__unlock(&pressure_lock);
+    ra__assert_no_lock_held();
     for (unsigned i = 0; i < n; i++)
         copy[i].cb(copy[i].ctx, level, rss, lim);
 }
@@ -193,7 +194,7 @@ static void *watch(void *unused)
              * read. */
             shown = RA_PRESSURE_NONE;
             set_room(RA_PRESSURE_NONE, 0, 0);
-            pthread_cond_wait(&wake, &pressure_lock);
+            ra__cond_wait(&wake, &pressure_lock);
             continue;
         }
         ra__unlock(&pressure_lock);
@@ -204,7 +205,7 @@ static void *watch(void *unused)
                                                 : WATCH_FAR_NS);
         ra__lock(&pressure_lock);
         if (atomic_load_explicit(&limit, memory_order_relaxed) == lim)
-            pthread_cond_timedwait(&wake, &pressure_lock, &until);
+            ra__cond_timedwait(&wake, &pressure_lock, &until);
     }
     return NULL;
 }
@@ -217,6 +218,7 @@ static bool set_limit(size_t bytes, enum ra__limit_source from)
     bool watched = ra__limit_in_effect(bytes);
     size_t rss;
 
+    ra__assert_held(&pressure_lock);
     if (watched && !watcher_runs) {
         pthread_t thread;
         pthread_condattr_t attr;

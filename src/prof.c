@@ -34,7 +34,7 @@ struct sample_table {
     size_t cap, count;
 };
 
-static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex prof_lock = RA__MUTEX_INIT(RA__RANK_PROF);
 atomic_bool ra__prof_sampling;
 static _Atomic size_t mean_interval; /* 0: never started */
 
@@ -333,6 +333,7 @@ void ra__prof_on_free(const void *ptr)
  * probing table moves the rest of its cluster, so collect, then re-add. */
 static void drop_samples_of(ra_tag_t tag)
 {
+    ra__assert_held(&prof_lock);
     for (size_t i = 0; i < samples.cap; i++) {
         struct sample *s = &samples.slots[i];
         while (s->ptr != NULL && s->stack->tag == tag) {

@@ -1,6 +1,8 @@
-/* Floor: region. The reservation, tag <-> address math and the extent hooks:
- * the address space the tags live in, reserved, carved, and given back under
- * a lowered address-space limit. */
+/* Floor: region. The reservation, tag <-> address math, the page table and
+ * the free gate: the address space the tags live in, reserved, handed out a
+ * region at a time, and given back under a lowered address-space limit.
+ * A region's carving is region_carve.c's, its extent hooks
+ * region_hooks.c's. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,23 +12,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "backend.h"
-
 #include "internal.h"
 #include "region.h"
-
-/* The system calls themselves: where the library stands in front of mmap
- * and munmap (override_mmap.c, a floor above), the reservation's mappings
- * need no note: they are not jemalloc's. */
-static void *sys_mmap(void *addr, size_t len, int prot, int flags)
-{
-    return (void *)syscall(SYS_mmap, addr, len, prot, flags, -1, (off_t)0);
-}
-
-static int sys_munmap(void *addr, size_t len)
-{
-    return (int)syscall(SYS_munmap, addr, len);
-}
 
 /* Linux 5.17 names anonymous mappings; older headers lack the constants. */
 #ifndef PR_SET_VMA
@@ -36,35 +23,12 @@ static int sys_munmap(void *addr, size_t len)
 #define PR_SET_VMA_ANON_NAME 0
 #endif
 
-/* The hooks struct is the first member so that a hook finds its region from
- * the extent_hooks_t pointer jemalloc passes back. It must outlive the arena:
- * the table is static and regions are never torn down. */
-struct region {
-    extent_hooks_t hooks;
-    struct ra__carving carving;
-    /* Bytes of its arenas' metadata blocks (ra__region_metadata). */
-    _Atomic size_t metadata;
-};
-
-/* jemalloc's metadata (its base allocator's blocks) comes through the
- * hooks as whole committed huge pages, at no address asked, huge-page
- * aligned: extents of blocks are asked page-aligned (opt.retain's growth)
- * or at the blocks' own alignment. */
-#define METADATA_ALIGN ((size_t)2 << 20)
-
-static bool looks_like_metadata(const void *new_addr, size_t size,
-                                size_t alignment, bool commit)
-{
-    return new_addr == NULL && commit && alignment >= METADATA_ALIGN &&
-           size % METADATA_ALIGN == 0;
-}
-
 struct ra__layout ra__layout;
 /* The regions of the reservation (REGIONALLOC_MAX_TAGS). */
 static unsigned nregions;
 /* Until the reservation: base 0, shift 0, count 0: every block untagged. */
 struct ra__free_gate ra__free_gate;
-static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex gate_lock = RA__MUTEX_INIT(RA__RANK_GATE);
 
 /* Whether a hook is installed (hooks.c says so): then every free goes
  * through the tagged path, which dispatches to the hooks. */
@@ -97,256 +61,17 @@ void ra__free_gate_hooks(bool any)
 
 uint8_t *ra__page_bin;
 
-static struct region regions[RA__MAX_TAGS_LIMIT];
-
-static struct region *region_of_hooks(extent_hooks_t *hooks)
+static void print_size(char *buf, size_t len, size_t bytes)
 {
-    return (struct region *)(void *)hooks;
-}
+    static const char units[] = "KMGT";
+    unsigned u = 0;
 
-static bool region_contains(const struct region *r, const void *addr,
-                            size_t size)
-{
-    uintptr_t a = (uintptr_t)addr;
-    return a >= r->carving.start && a <= r->carving.end &&
-           size <= r->carving.end - a;
-}
-
-/* Growth of a carving's writable part, and the give-back, one at a time:
- * growth is rare (jemalloc grows an arena by large extents), and a give-back
- * must not unmap what a growth just made writable. */
-static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Why this thread's last carving could not map given-back space (see
- * map_anew) or its commit was refused (ENOMEM), 0 when none failed, for the
- * errno of an arena that could not be made (ra__region_refusal):
- * the limit's refusal may pass, another mapping's space is not ours. */
-static RA__TLS int tls_space_refusal;
-
-/* Maps [addr, addr + len) readable and writable where nothing is mapped.
- * Returns 0, EEXIST when another mapping holds part of the range (a kernel
- * before 4.17, which takes the address as a hint, maps elsewhere only
- * then), or ENOMEM when the kernel refuses (the address-space limit). */
-static int map_anew(uintptr_t addr, size_t len)
-{
-    void *p = sys_mmap((void *)addr, len, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
-                           MAP_FIXED_NOREPLACE);
-
-    if (p == MAP_FAILED)
-        return errno == EEXIST ? EEXIST : ENOMEM;
-    if (p != (void *)addr) {
-        sys_munmap(p, len);
-        return EEXIST;
+    bytes >>= 10;
+    while (bytes >= 1024 && (bytes & 1023) == 0 && u < 3) {
+        bytes >>= 10;
+        u++;
     }
-    return 0;
-}
-
-/* Makes the region writable up to end, as far as it is not yet: reserved
- * space by mprotect, space given back by a new mapping. Returns true when
- * the kernel refuses (RLIMIT_DATA, RLIMIT_AS, overcommit_memory=2,
- * max_map_count) or the space is taken: then nothing was carved, and
- * nothing is lost. */
-static bool make_writable(struct ra__carving *r, uintptr_t end)
-{
-    uintptr_t done, reserved, from;
-    bool failed = false;
-    int refusal;
-
-    if (end <= atomic_load_explicit(&r->writable_end, memory_order_acquire))
-        return false;
-    ra__lock(&grow_lock);
-    done = atomic_load_explicit(&r->writable_end, memory_order_relaxed);
-    reserved = atomic_load_explicit(&r->reserved_end, memory_order_relaxed);
-    from = reserved > done ? reserved : done;
-    if (end > done) {
-        if (reserved > done &&
-            mprotect((void *)done, (end < reserved ? end : reserved) - done,
-                     PROT_READ | PROT_WRITE) != 0) {
-            failed = true;
-        } else if (end > from &&
-                   (refusal = map_anew(from, end - from)) != 0) {
-            tls_space_refusal = refusal;
-            failed = true;
-        } else {
-            atomic_store_explicit(&r->writable_end, end,
-                                  memory_order_release);
-        }
-    }
-    ra__unlock(&grow_lock);
-    return failed;
-}
-
-void ra__carving_init(struct ra__carving *c, uintptr_t start, size_t size)
-{
-    c->start = start;
-    c->end = start + size;
-    atomic_init(&c->next, start);
-    atomic_init(&c->writable_end, start);
-    atomic_init(&c->reserved_end, start + size);
-}
-
-size_t ra__carving_give_back(struct ra__carving *c)
-{
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), keep, reserved;
-    size_t given = 0;
-
-    ra__lock(&grow_lock);
-    keep = (atomic_load_explicit(&c->writable_end, memory_order_relaxed) +
-            page - 1) & ~(page - 1);
-    reserved = atomic_load_explicit(&c->reserved_end, memory_order_relaxed);
-    if (keep < reserved && sys_munmap((void *)keep, reserved - keep) == 0) {
-        atomic_store_explicit(&c->reserved_end, keep, memory_order_relaxed);
-        given = reserved - keep;
-    }
-    ra__unlock(&grow_lock);
-    return given;
-}
-
-uintptr_t ra__carve_extent(struct ra__carving *r, uintptr_t new_addr,
-                           size_t size, size_t alignment)
-{
-    uintptr_t cur = atomic_load_explicit(&r->next, memory_order_relaxed);
-    uintptr_t addr;
-
-    do {
-        if (new_addr != 0) {
-            if (new_addr != cur)
-                return 0;
-            addr = cur;
-        } else {
-            addr = (cur + alignment - 1) & ~(uintptr_t)(alignment - 1);
-            if (addr < cur)
-                return 0;
-        }
-        if (addr > r->end || size > r->end - addr ||
-            make_writable(r, addr + size))
-            return 0;
-    } while (!atomic_compare_exchange_weak_explicit(
-        &r->next, &cur, addr + size, memory_order_relaxed,
-        memory_order_relaxed));
-    /* Invariant 1: what is carved lies inside the region, writable. */
-    ra__assert(addr >= r->start && addr + size <= r->end &&
-               addr + size <= atomic_load(&r->writable_end));
-    return addr;
-}
-
-/* What the region's commits are counted against (budget.c's, handed by
- * the first ra__region_open, before any hook can run): every commit and
- * decommit of the hooks reaches it. */
-static const struct ra__commit_ops *commits;
-
-static ra_tag_t tag_of_region(const struct region *r)
-{
-    return (ra_tag_t)(r - regions) + 1;
-}
-
-static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
-                          size_t alignment, bool *zero, bool *commit,
-                          unsigned arena_ind)
-{
-    struct region *r = region_of_hooks(hooks);
-    uintptr_t addr;
-    (void)arena_ind;
-
-    /* Fresh pages are writable for good (see extent_commit) and, never
-     * touched before, read as zero. Whether jemalloc counts them committed
-     * is its choice: growth asks for uncommitted space and commits what it
-     * uses, and only that counts towards peak_mapped and the budget. The
-     * commitment is taken first, so that a refusal carves nothing. */
-    if (*commit && !commits->commit(tag_of_region(r), size)) {
-        /* A budget or the memory limit: an arena that cannot be made
-         * for it fails with ENOMEM, not as if jemalloc had no index. */
-        tls_space_refusal = ENOMEM;
-        return NULL;
-    }
-    /* jemalloc grows (uncommitted) after a recycled extent's commit was
-     * refused, and keeps a grown extent whose commit fails: every refused
-     * attempt would strand fresh address space until the region ran out.
-     * The grown extent's commit would be refused as well: carve nothing. */
-    if (!*commit && commits->refused(tag_of_region(r)))
-        return NULL;
-    addr = ra__carve_extent(&r->carving, (uintptr_t)new_addr, size,
-                            alignment);
-    if (addr == 0) {
-        if (*commit)
-            commits->uncommit(tag_of_region(r), size);
-        return NULL;
-    }
-    *zero = true;
-    /* Base blocks are kept for the arena's life: never uncounted. */
-    if (looks_like_metadata(new_addr, size, alignment, *commit)) {
-        atomic_fetch_add_explicit(&r->metadata, size, memory_order_relaxed);
-        ra__metadata_block_add(tag_of_region(r), addr, size);
-    }
-    return (void *)addr;
-}
-
-/* Opting out of dalloc makes jemalloc retain the extent for reuse: the region
- * is never unmapped piecemeal. */
-static bool extent_dalloc(extent_hooks_t *hooks, void *addr, size_t size,
-                          bool committed, unsigned arena_ind)
-{
-    (void)hooks; (void)addr; (void)size; (void)committed; (void)arena_ind;
-    return true;
-}
-
-/* Called only if an arena is destroyed: give the pages back, keep the
- * address space reserved. */
-static void extent_destroy(extent_hooks_t *hooks, void *addr, size_t size,
-                           bool committed, unsigned arena_ind)
-{
-    (void)hooks; (void)committed; (void)arena_ind;
-    madvise(addr, size, MADV_DONTNEED);
-}
-
-/* Carved memory stays readable and writable for good, so the region is one
- * writable mapping rather than a patchwork of protections (the kernel limits
- * mappings per process). Decommit returns the pages to the OS at once
- * (MADV_DONTNEED: they read as zero next time) and commit has nothing left
- * to do but count: physical pages come back on first touch. */
-static bool extent_commit(extent_hooks_t *hooks, void *addr, size_t size,
-                          size_t offset, size_t length, unsigned arena_ind)
-{
-    (void)addr; (void)size; (void)offset; (void)arena_ind;
-    return !commits->commit(tag_of_region(region_of_hooks(hooks)), length);
-}
-
-static bool extent_decommit(extent_hooks_t *hooks, void *addr, size_t size,
-                            size_t offset, size_t length, unsigned arena_ind)
-{
-    (void)size; (void)arena_ind;
-    if (madvise((char *)addr + offset, length, MADV_DONTNEED) != 0)
-        return true;
-    commits->uncommit(tag_of_region(region_of_hooks(hooks)), length);
-    return false;
-}
-
-/* Forced purge is the only purge (no lazy MADV_FREE): ra_tag_purge() must
- * show in RSS at once. */
-static bool extent_purge_forced(extent_hooks_t *hooks, void *addr,
-                                size_t size, size_t offset, size_t length,
-                                unsigned arena_ind)
-{
-    (void)hooks; (void)size; (void)arena_ind;
-    return madvise((char *)addr + offset, length, MADV_DONTNEED) != 0;
-}
-
-static bool extent_split(extent_hooks_t *hooks, void *addr, size_t size,
-                         size_t size_a, size_t size_b, bool committed,
-                         unsigned arena_ind)
-{
-    (void)size_a; (void)size_b; (void)committed; (void)arena_ind;
-    return !region_contains(region_of_hooks(hooks), addr, size);
-}
-
-static bool extent_merge(extent_hooks_t *hooks, void *addr_a, size_t size_a,
-                         void *addr_b, size_t size_b, bool committed,
-                         unsigned arena_ind)
-{
-    struct region *r = region_of_hooks(hooks);
-    (void)committed; (void)arena_ind;
-    return !region_contains(r, addr_a, size_a) ||
-           !region_contains(r, addr_b, size_b);
+    snprintf(buf, len, "%zu%c", bytes, units[u]);
 }
 
 static size_t page_round_up(size_t n)
@@ -373,16 +98,16 @@ static void *reserve_aligned(size_t size, size_t align, size_t below)
     if (size > SIZE_MAX - align || below > SIZE_MAX - align - size)
         return NULL;
     span = below + size + align;
-    raw = sys_mmap(NULL, span, PROT_NONE,
+    raw = ra__sys_mmap(NULL, span, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
     if (raw == MAP_FAILED)
         return NULL;
     aligned = (char *)(((uintptr_t)raw + below + align - 1) &
                        ~(uintptr_t)(align - 1));
     if (aligned - below != raw)
-        sys_munmap(raw, (size_t)(aligned - below - raw));
+        ra__sys_munmap(raw, (size_t)(aligned - below - raw));
     if (aligned + size != raw + span)
-        sys_munmap(aligned + size, (size_t)(raw + span - (aligned + size)));
+        ra__sys_munmap(aligned + size, (size_t)(raw + span - (aligned + size)));
     return aligned;
 }
 
@@ -403,7 +128,7 @@ static size_t table_mapped, table_size;
 static void map_page_table(char *at, size_t bytes)
 {
     if (mprotect(at, bytes, PROT_READ | PROT_WRITE) != 0) {
-        sys_munmap(at, bytes);
+        ra__sys_munmap(at, bytes);
         return;
     }
     /* Entries are 0 (RA__PAGE_NONE) until written. */
@@ -423,11 +148,12 @@ static bool map_table_for(unsigned idx)
 {
     size_t need = page_round_up(table_part(idx + 1));
 
+    ra__assert_rank_held(RA__RANK_IDS);
     if (need > table_size)
         need = table_size;
     if (need <= table_mapped)
         return false;
-    if (map_anew((uintptr_t)ra__page_bin + table_mapped,
+    if (ra__map_anew((uintptr_t)ra__page_bin + table_mapped,
                  need - table_mapped) != 0)
         return true;
     table_mapped = need;
@@ -439,55 +165,20 @@ bool ra__region_give_back(void)
     unsigned used = __atomic_load_n(&ra__layout.count, __ATOMIC_ACQUIRE);
     size_t given = 0, keep;
 
+    ra__assert_rank_held(RA__RANK_IDS);
     /* Without the page table, free could not tell another mapping's blocks
      * in given-back space from a tag's: nothing is given back. */
     if (ra__page_bin == NULL)
         return false;
     for (unsigned i = 0; i < nregions; i++)
-        given += ra__carving_give_back(&regions[i].carving);
+        given += ra__carving_give_back(ra__region_carving(i + 1));
     keep = page_round_up(table_part(used));
     if (keep < table_mapped &&
-        sys_munmap(ra__page_bin + keep, table_mapped - keep) == 0) {
+        ra__sys_munmap(ra__page_bin + keep, table_mapped - keep) == 0) {
         given += table_mapped - keep;
         table_mapped = keep;
     }
     return given != 0;
-}
-
-static void print_size(char *buf, size_t len, size_t bytes)
-{
-    static const char units[] = "KMGT";
-    unsigned u = 0;
-
-    bytes >>= 10;
-    while (bytes >= 1024 && (bytes & 1023) == 0 && u < 3) {
-        bytes >>= 10;
-        u++;
-    }
-    snprintf(buf, len, "%zu%c", bytes, units[u]);
-}
-
-/* Region i (tag i + 1) of nregions: its hooks, and its carving of the
- * reservation. */
-static void init_regions(size_t region_size)
-{
-    for (unsigned i = 0; i < nregions; i++) {
-        struct region *r = &regions[i];
-        r->hooks = (extent_hooks_t){
-            .alloc = extent_alloc,
-            .dalloc = extent_dalloc,
-            .destroy = extent_destroy,
-            .commit = extent_commit,
-            .decommit = extent_decommit,
-            .purge_lazy = NULL,
-            .purge_forced = extent_purge_forced,
-            .split = extent_split,
-            .merge = extent_merge,
-        };
-        ra__carving_init(&r->carving,
-                         ra__layout.base + ((uintptr_t)i << ra__layout.shift),
-                         region_size);
-    }
 }
 
 bool ra__region_reserve(unsigned max_tags, size_t region_size)
@@ -529,7 +220,8 @@ bool ra__region_reserve(unsigned max_tags, size_t region_size)
     ra__free_gate.shift = ra__layout.shift;
     map_page_table((char *)base - table_bytes(max_tags, region_size),
                    table_bytes(max_tags, region_size));
-    init_regions(region_size);
+    ra__regions_init(max_tags, ra__layout.base, ra__layout.shift,
+                     region_size);
     return false;
 }
 
@@ -568,7 +260,7 @@ static bool note_mapping(char *text, size_t len, void *ctx)
  * nothing is there. */
 static bool region_taken(unsigned idx)
 {
-    const struct ra__carving *c = &regions[idx].carving;
+    const struct ra__carving *c = ra__region_carving(idx + 1);
     uintptr_t done = atomic_load_explicit(&c->writable_end,
                                           memory_order_relaxed);
     uintptr_t reserved = atomic_load_explicit(&c->reserved_end,
@@ -582,12 +274,9 @@ int ra__region_open(ra_tag_t tag, const struct ra__commit_ops *ops)
 {
     unsigned idx = tag - 1;
 
+    ra__assert_rank_held(RA__RANK_IDS);
+    ra__regions_count_through(ops);
     ra__assert(idx == __atomic_load_n(&ra__layout.count, __ATOMIC_RELAXED));
-    /* Set once, under the registry's ids_lock as every open is, before any
-     * region is carved from; every tag hands the same. */
-    if (commits == NULL)
-        commits = ops;
-    ra__assert(commits == ops);
     /* A region whose part of the page table cannot be had cannot be
      * skipped either: free reads the part of every region below the count.
      * The creation fails (ENOMEM), and the next one tries again. */
@@ -606,6 +295,7 @@ int ra__region_reopen(ra_tag_t tag)
 {
     unsigned idx = tag - 1;
 
+    ra__assert_rank_held(RA__RANK_IDS);
     ra__assert(idx < __atomic_load_n(&ra__layout.count, __ATOMIC_RELAXED));
     if (region_taken(idx)) {
         errno = EEXIST;
@@ -618,6 +308,7 @@ void ra__region_publish(ra_tag_t tag)
 {
     unsigned idx = tag - 1;
 
+    ra__assert_rank_held(RA__RANK_IDS);
     ra__assert(idx == __atomic_load_n(&ra__layout.count, __ATOMIC_RELAXED));
     /* Regions are handed out in order, under the registry's ids_lock:
      * publishing
@@ -629,11 +320,6 @@ void ra__region_publish(ra_tag_t tag)
     ra__free_gate_update();
 }
 
-struct extent_hooks_s *ra__region_hooks(ra_tag_t tag)
-{
-    return &regions[tag - 1].hooks;
-}
-
 size_t ra__region_grow_limit(void)
 {
     /* jemalloc grows a retained arena by an exponential series of extents;
@@ -642,19 +328,9 @@ size_t ra__region_grow_limit(void)
     return (size_t)1 << (ra__layout.shift - 3);
 }
 
-void ra__region_refusal_clear(void)
-{
-    tls_space_refusal = 0;
-}
-
-int ra__region_refusal(void)
-{
-    return tls_space_refusal;
-}
-
 void ra__region_carved(ra_tag_t tag, uintptr_t *start, uintptr_t *end)
 {
-    const struct ra__carving *c = &regions[tag - 1].carving;
+    const struct ra__carving *c = ra__region_carving(tag);
 
     *start = c->start;
     *end = atomic_load_explicit(&c->next, memory_order_relaxed);
@@ -666,12 +342,6 @@ void ra__region_page_table(uintptr_t *start, uintptr_t *end)
      * resident. */
     *start = (uintptr_t)ra__page_bin;
     *end = *start + (ra__page_bin != NULL ? table_size : 0);
-}
-
-size_t ra__region_metadata(ra_tag_t tag)
-{
-    return atomic_load_explicit(&regions[tag - 1].metadata,
-                                memory_order_relaxed);
 }
 
 unsigned ra__region_count(void)
@@ -701,7 +371,7 @@ void ra__region_name(ra_tag_t tag, const char *tag_name)
 {
     /* The kernel takes 80 bytes at most, printable ASCII but \`$[]. */
     char name[80];
-    const struct region *r = &regions[tag - 1];
+    const struct ra__carving *c = ra__region_carving(tag);
     size_t n;
 
     if (__atomic_load_n(&naming_works, __ATOMIC_RELAXED) < 0)
@@ -716,8 +386,8 @@ void ra__region_name(ra_tag_t tag, const char *tag_name)
     }
     /* The system call itself: prctl is the library's own (it tags a thread
      * on PR_SET_NAME, override_thread.c), a floor above this one. */
-    if (syscall(SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME, r->carving.start,
-                r->carving.end - r->carving.start, (unsigned long)name) == 0)
+    if (syscall(SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME, c->start,
+                c->end - c->start, (unsigned long)name) == 0)
         __atomic_store_n(&naming_works, 1, __ATOMIC_RELAXED);
     else if (errno == EINVAL &&
              __atomic_load_n(&naming_works, __ATOMIC_RELAXED) == 0)

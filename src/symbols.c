@@ -51,7 +51,7 @@ struct generation {
     unsigned long long adds, subs;
 };
 
-static pthread_mutex_t symbols_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex symbols_lock = RA__MUTEX_INIT(RA__RANK_SYMBOLS);
 /* Whether the fork handler took the lock (nobody was naming frames). */
 static bool locked_for_fork;
 
@@ -450,7 +450,7 @@ void ra__symbols_end(void)
  * is the parent's. The handler never waits for a dump. */
 void ra__symbols_prefork(void)
 {
-    locked_for_fork = pthread_mutex_trylock(&symbols_lock) == 0;
+    locked_for_fork = ra__trylock(&symbols_lock);
 }
 
 void ra__symbols_postfork_parent(void)
@@ -465,7 +465,7 @@ void ra__symbols_postfork_child(void)
         ra__unlock(&symbols_lock);
         return;
     }
-    pthread_mutex_init(&symbols_lock, NULL);
+    ra__mutex_remake(&symbols_lock);
     dwfl = NULL;
     cache = NULL;
     cache_cap = cache_count = 0;

@@ -36,9 +36,10 @@
  * different stripes share no line. */
 #define NAME_BUCKETS 4096u
 static struct stripe {
-    alignas(64) atomic_flag held;
+    alignas(64) struct ra__spin held;
     uint16_t heads[NAME_BUCKETS / STRIPES];
-} stripes[STRIPES];
+} stripes[STRIPES] = {
+    [0 ... STRIPES - 1] = {.held = RA__SPIN_INIT(RA__RANK_STRIPE)}};
 
 /* Each id's fields, under its stripe, a cache line of their own: a
  * request's creation and end write them, and ids side by side would
@@ -94,6 +95,13 @@ static void all_stripes_unlock(void)
 {
     for (unsigned i = STRIPES; i-- > 0;)
         stripe_unlock(i);
+}
+
+/* Every stripe held, as a view of the whole registry wants. */
+static void assert_all_stripes_held(void)
+{
+    for (unsigned i = 0; i < STRIPES; i++)
+        ra__assert_held(&stripes[i].held);
 }
 
 /* Locks stripes a and b (the same or not), lower first. */
@@ -179,6 +187,7 @@ static void name_insert(ra_tag_t tag)
 {
     uint16_t *head = head_of(entries[tag].name);
 
+    ra__assert_held(&stripes[stripe_of_name(entries[tag].name)].held);
     entries[tag].next = *head;
     *head = (uint16_t)tag;
 }
@@ -187,6 +196,7 @@ static void name_remove(ra_tag_t tag)
 {
     uint16_t *link = head_of(entries[tag].name);
 
+    ra__assert_held(&stripes[stripe_of_name(entries[tag].name)].held);
     while (*link != tag) {
         ra__assert(*link != 0);
         link = &entries[*link].next;
@@ -198,6 +208,7 @@ static void name_remove(ra_tag_t tag)
  * RA_TAG_NONE. */
 static ra_tag_t find_tag(const char *name)
 {
+    ra__assert_held(&stripes[stripe_of_name(name)].held);
     for (unsigned t = *head_of(name); t != 0; t = entries[t].next)
         if (strcmp(entries[t].name, name) == 0)
             return t;
@@ -258,6 +269,7 @@ static ra_tag_t id_for(ra_tag_t *own, bool tagging)
 {
     ra_tag_t tag = own != NULL ? *own : RA_TAG_NONE;
 
+    ra__assert_rank_held(RA__RANK_STRIPE);
     if (tag != RA_TAG_NONE) {
         *own = RA_TAG_NONE;
         return tag;
@@ -268,6 +280,7 @@ static ra_tag_t id_for(ra_tag_t *own, bool tagging)
 /* With the stripes locked: an id that id_for gave, unused. */
 static void id_unused(ra_tag_t tag, ra_tag_t *own, bool was_own)
 {
+    ra__assert_rank_held(RA__RANK_STRIPE);
     if (was_own)
         *own = tag;
     else
@@ -404,6 +417,7 @@ static unsigned subtree_locked(ra_tag_t root, ra_tag_t *out)
     unsigned count = __atomic_load_n(&ra__tags_published, __ATOMIC_RELAXED);
     unsigned n = 0;
 
+    assert_all_stripes_held();
     if (entries[root].children == 0) {
         out[0] = root;
         return 1;
@@ -439,6 +453,7 @@ unsigned ra__tag_subtree(ra_tag_t root, ra_tag_t *out)
 /* With tag's stripe locked: tag dead, its name free. */
 static void kill_locked(ra_tag_t tag)
 {
+    ra__assert_held(&stripes[stripe_of_name(entries[tag].name)].held);
     /* Invariant 12: only a live tag dies, and only once. */
     ra__assert(ra__tag_live[tag]);
     __atomic_store_n(&ra__tag_live[tag], 0, __ATOMIC_RELEASE);

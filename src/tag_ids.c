@@ -15,7 +15,7 @@
 unsigned ra__tags_published;
 unsigned char ra__tag_live[RA__MAX_TAGS_LIMIT + 1];
 
-static pthread_mutex_t ids_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex ids_lock = RA__MUTEX_INIT(RA__RANK_IDS);
 /* Under ids_lock: destroyed ids ready for reuse, oldest first (a ring),
  * and which ids are in it; ids passed over for good (new_tag); the ids
  * handed out so far, fresh or passed over (published may lag behind: it
@@ -58,6 +58,7 @@ void ra__tag_ids_postfork(void)
  * the maps are read only by creations that would fail otherwise. */
 static ra_tag_t taken_back_tag(void)
 {
+    ra__assert_held(&ids_lock);
     for (ra_tag_t t = 1;
          t <= handed_out &&
          atomic_load_explicit(&npassed_over, memory_order_relaxed) != 0;
@@ -93,6 +94,7 @@ static ra_tag_t new_tag(bool tagging)
     unsigned count = handed_out;
     int arena, saved = errno;
 
+    ra__assert_held(&ids_lock);
     for (;; count++) {
         if (count >= ra__config()->max_tags) {
             ra_tag_t tag = tagging ? taken_back_tag() : RA_TAG_NONE;
@@ -130,6 +132,7 @@ static ra_tag_t recycled_tag(void)
 {
     ra_tag_t tag;
 
+    ra__assert_held(&ids_lock);
     if (free_count == 0)
         return RA_TAG_NONE;
     tag = free_ids[free_head];
@@ -145,6 +148,7 @@ static ra_tag_t recycled_tag(void)
  * of the queue (a creation that could not finish). */
 static void unrecycle(ra_tag_t tag)
 {
+    ra__assert_held(&ids_lock);
     ra__assert(!queued[tag] && !ra__tag_live[tag] &&
                free_count < RA__MAX_TAGS_LIMIT);
     free_head = (free_head + RA__MAX_TAGS_LIMIT - 1) % RA__MAX_TAGS_LIMIT;

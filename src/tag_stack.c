@@ -64,25 +64,22 @@ ra_tag_t ra_tag_current(void)
  * suspension, and the suspension's end reads the base as it is then. */
 struct ra__tag_thread {
     struct ra__tag_stack *stack;
-    atomic_flag lock;
+    struct ra__spin lock;
     unsigned suspended; /* nesting depth of ra__tag_suspend */
 };
 
-static RA__TLS struct ra__tag_thread tls_thread = {NULL, ATOMIC_FLAG_INIT, 0};
+static RA__TLS struct ra__tag_thread tls_thread = {
+    NULL, RA__SPIN_INIT(RA__RANK_TAG_THREAD), 0};
 
 /* Held for a few instructions at a time: spinning beats sleeping. */
 static void lock_thread(struct ra__tag_thread *t)
 {
-    while (atomic_flag_test_and_set_explicit(&t->lock, memory_order_acquire)) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
+    ra__spin_lock_busy(&t->lock);
 }
 
 static void unlock_thread(struct ra__tag_thread *t)
 {
-    atomic_flag_clear_explicit(&t->lock, memory_order_release);
+    ra__spin_unlock(&t->lock);
 }
 
 struct ra__tag_thread *ra__tag_thread_self(void)

@@ -29,7 +29,7 @@ struct named_thread {
     struct ra__tag_thread *stack; /* its base is set under named_lock */
 };
 
-static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ra__mutex named_lock = RA__MUTEX_INIT(RA__RANK_NAMED);
 static struct named_thread named = {&named, &named, 0, 0, NULL};
 static RA__TLS struct named_thread *tls_me;
 
@@ -117,6 +117,7 @@ static struct named_thread *me(void)
  * never was named, or it exited). */
 static struct named_thread *find_named(pthread_t thread)
 {
+    ra__assert_held(&named_lock);
     for (struct named_thread *t = named.next; t != &named; t = t->next) {
         ra__assert(t->next->prev == t);
         if (pthread_equal(t->id, thread))
@@ -138,6 +139,7 @@ static bool has_name(const struct named_thread *e, const char *name)
     ssize_t n;
     int fd;
 
+    ra__assert_held(&named_lock);
     if (e == tls_me) {
         if (syscall(SYS_prctl, PR_GET_NAME, (unsigned long)now, 0UL, 0UL,
                     0UL) != 0)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <sys/types.h>
 
+#include "lock.h"
 #include "regionalloc.h"
 #include "sizes.h"
 #include "values.h"

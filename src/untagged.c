@@ -17,7 +17,7 @@ RA__TLS struct ra__untagged_thread ra__untagged_self;
  * join or leave and a read only to sum. A leaf: nothing else is taken
  * under it. A spin lock, held across a fork (a mutex more there passed
  * ThreadSanitizer's bound of 64 held). */
-static atomic_flag lock = ATOMIC_FLAG_INIT;
+static struct ra__spin lock = RA__SPIN_INIT(RA__RANK_UNTAGGED);
 static struct ra__untagged_thread listed = {.prev = &listed,
                                             .next = &listed};
 static uint64_t gone;
@@ -42,6 +42,7 @@ static void fold(struct ra__untagged_thread *t)
 {
     uint64_t now = held_by(t);
 
+    ra__assert_held(&lock);
     /* Only a record with counters is folded: listed, or gone already. */
     ra__assert(t->state == RA__UNTAGGED_LISTED ||
                t->state == RA__UNTAGGED_GONE);

@@ -10,14 +10,7 @@
 
 RA__TLS struct ra__thread_state *ra__thread;
 
-static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
-#ifdef RA_DEBUG
-/* Who holds threads_lock (an address of the holder's thread-local
- * storage), for the debug build's checks of "Called with threads_lock
- * held." */
-static _Atomic(const void *) lock_owner;
-static RA__TLS char lock_self;
-#endif
+static struct ra__mutex threads_lock = RA__MUTEX_INIT(RA__RANK_THREADS);
 
 /* Counts of exited threads and of requests served without a slot, as a
  * slot's (bytes modulo 2^64), a line a tag: ids side by side are often
@@ -47,29 +40,19 @@ static _Atomic(struct ra__thread_state *) lone[RA__MAX_TAGS_LIMIT + 1];
 void ra__threads_lock(void)
 {
     ra__lock(&threads_lock);
-#ifdef RA_DEBUG
-    atomic_store_explicit(&lock_owner, &lock_self, memory_order_relaxed);
-#endif
 }
 
 void ra__threads_unlock(void)
 {
-    ra__assert(ra__threads_locked());
-#ifdef RA_DEBUG
-    atomic_store_explicit(&lock_owner, NULL, memory_order_relaxed);
-#endif
     ra__unlock(&threads_lock);
 }
 
-bool ra__threads_locked(void)
-{
 #ifdef RA_DEBUG
-    return atomic_load_explicit(&lock_owner, memory_order_relaxed) ==
-           &lock_self;
-#else
-    return true;
-#endif
+void ra__threads_assert_held(void)
+{
+    ra__assert_held(&threads_lock);
 }
+#endif
 
 struct ra__thread_state *ra__users_thread(struct ra__tag_slot *s,
                                           ra_tag_t tag)
@@ -89,7 +72,7 @@ static void set_lone(ra_tag_t tag)
 
 void ra__users_add(struct ra__tag_slot *s, ra_tag_t tag)
 {
-    ra__assert(ra__threads_locked());
+    ra__threads_assert_held();
     /* A slot is listed once: it joins at its pair's start only. */
     ra__assert(s != users[tag] && s->users_prev == NULL);
     s->users_next = users[tag];
@@ -103,7 +86,7 @@ void ra__users_add(struct ra__tag_slot *s, ra_tag_t tag)
 
 void ra__users_remove(struct ra__tag_slot *s, ra_tag_t tag)
 {
-    ra__assert(ra__threads_locked());
+    ra__threads_assert_held();
     ra__assert(nusers[tag] > 0 && *s->users_prev == s);
     *s->users_prev = s->users_next;
     if (s->users_next != NULL)
@@ -118,7 +101,7 @@ void ra__users_remove(struct ra__tag_slot *s, ra_tag_t tag)
 
 struct ra__tag_slot *ra__users_first(ra_tag_t tag)
 {
-    ra__assert(ra__threads_locked());
+    ra__threads_assert_held();
     return users[tag];
 }
 
@@ -140,7 +123,7 @@ void ra__count_orphan(ra_tag_t tag, bool alloc, size_t size)
 
 void ra__orphans_adopt(const struct ra__tag_slot *s, ra_tag_t tag)
 {
-    ra__assert(ra__threads_locked());
+    ra__threads_assert_held();
     atomic_fetch_add_explicit(&orphans[tag].nmalloc,
                               atomic_load_explicit(&s->nmalloc,
                                                    memory_order_relaxed),
@@ -189,7 +172,8 @@ void ra__users_counts(const struct ra__tag_slot *first, bool only,
                                           memory_order_relaxed);
 
     /* A walk of the list needs the lock; one slot alone is its owner's. */
-    ra__assert(only || ra__threads_locked());
+    if (!only)
+        ra__threads_assert_held();
     for (const struct ra__tag_slot *s = first; s != NULL;
          s = only ? NULL : s->users_next) {
         m += atomic_load_explicit(&s->nmalloc, memory_order_relaxed);
@@ -230,7 +214,7 @@ void ra__orphan_end(ra_tag_t tag)
 
 bool ra__orphans_hold(ra_tag_t tag)
 {
-    ra__assert(ra__threads_locked());
+    ra__threads_assert_held();
     /* One hold at a time: the lock is kept from here to its release. */
     ra__assert(atomic_load_explicit(&holding, memory_order_relaxed) ==
                RA_TAG_NONE);
@@ -245,6 +229,7 @@ bool ra__orphans_held(ra_tag_t tag)
 
 void ra__orphans_unhold(ra_tag_t tag)
 {
-    ra__assert(ra__threads_locked() && ra__orphans_held(tag));
+    ra__threads_assert_held();
+    ra__assert(ra__orphans_held(tag));
     atomic_store(&holding, RA_TAG_NONE);
 }
