@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "ends.h"
+#include "pairs.h"
 #include "paths.h"
 #include "region.h"
 

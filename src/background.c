@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "dynsym.h"
 #include "internal.h"
+#include "tags.h"
 
 RA__TLS bool ra__library_thread;
 RA__TLS bool ra__library_spawning;

@@ -1,6 +1,7 @@
 /* Floor: budgets. budget.c's declarations: commit counts, the charge up the
  * tree, limits, soft callbacks; budget_pressure.c's: the memory limit's
- * room; and the paths' inline check of the soft limits. */
+ * room; the paths' inline check of the soft limits; and pool.c's: a tag's
+ * pool of arenas. */
 #ifndef RA_BUDGET_H
 #define RA_BUDGET_H
 
@@ -120,5 +121,56 @@ static inline void ra__budget_check_soft(void)
     if (RA__UNLIKELY(ra__budget_soft_pending != 0))
         ra__budget_fire_soft();
 }
+
+/* -- pool.c: a tag's pool of arenas ------------------------------------- */
+/* Creates the first jemalloc arena of tag's region (ra__region_open, which
+ * is handed commits: what the region's commits count against, budget.c's
+ * given by tag_ids.c), then publishes the region. Returns the arena, or -1
+ * with errno: ENOMEM (a later call may try the same tag again), ENOSPC (jemalloc has no
+ * arena index left), EEXIST (the region is passed over: the next call
+ * takes tag + 1). Called with the registry's ids_lock held. */
+int ra__pool_first_arena(ra_tag_t tag, const struct ra__commit_ops *commits);
+/* The first arena of a region passed over (ra__pool_first_arena's EEXIST)
+ * whose space is free again: its index, or -1 with errno EEXIST (still
+ * another mapping's), ENOMEM or ENOSPC as ra__pool_first_arena. Called
+ * with the registry's ids_lock held. */
+int ra__pool_take_back(ra_tag_t tag);
+/* The pool's first arena, the one ra__tag_arena names: set as the tag's id
+ * is first made, before it is published. */
+void ra__pool_start(ra_tag_t tag, unsigned arena);
+/* The first arena of each created tag's pool, indexed by tag id; 0 in
+ * pass-through mode (no arena). Written by ra__pool_start, before the tag
+ * id is published; read by the paths. */
+extern unsigned ra__tag_arena[RA__MAX_TAGS_LIMIT + 1];
+/* Arenas in the tag's pool (0 in pass-through mode), and the k-th: every
+ * arena that holds the tag's blocks. Lock-free; the pool only grows. */
+unsigned ra__pool_count(ra_tag_t tag);
+unsigned ra__pool_arena(ra_tag_t tag, unsigned k);
+/* The tag whose pool has arena, or RA_TAG_NONE. O(1). */
+ra_tag_t ra__pool_owner(unsigned arena);
+/* The arena a new (thread, tag) pair allocates through: the pool's least
+ * loaded, after one more arena is made if the pool's arenas already have
+ * REGIONALLOC_THREADS_PER_ARENA pairs each, the pool's bound and
+ * jemalloc's indices allow, and budget_allows (the caller asks the budget:
+ * ra__budget_allows_growth). unbind: the pair is gone. */
+unsigned ra__pool_bind(ra_tag_t tag, bool budget_allows);
+/* The arena with the fewest pairs, for a pair that only frees so far: no
+ * count taken, no growth. */
+unsigned ra__pool_quietest(ra_tag_t tag);
+void ra__pool_unbind(ra_tag_t tag, unsigned arena);
+/* The tag's id is queued for reuse: its next holder has the default
+ * bound, and may try to grow again. The arenas stay with the slot. */
+void ra__pool_recycle(ra_tag_t tag);
+/* settings.c's ra_tag_set_arenas (max >= 1, capped at RA__POOL_MAX) and
+ * ra_tag_arenas (up to cap of the pool's arenas into out; returns how
+ * many the pool has). */
+void ra__pool_set_bound(ra_tag_t tag, unsigned max);
+unsigned ra__pool_arenas(ra_tag_t tag, unsigned *out, unsigned cap);
+/* arena.<i>.purge, .reset, .decay of every arena of the tag's pool. */
+void ra__pool_purge(ra_tag_t tag);
+void ra__pool_reset(ra_tag_t tag);
+void ra__pool_decay(ra_tag_t tag);
+void ra__pool_prefork(void);
+void ra__pool_postfork(void);
 
 #endif /* RA_BUDGET_H */

@@ -7,6 +7,7 @@
 #include "backend.h"
 
 #include "internal.h"
+#include "pairs.h"
 
 /* A pair gets its jemalloc tcache only once it is busy and has lived: at a
  * miss (a refill at full size, a full bin, or a block no front cache

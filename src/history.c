@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "output.h"
+#include "tags.h"
 
 #define HISTORY_SAMPLES 240
 #define HISTORY_INTERVAL_NS 1000000000u

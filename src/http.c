@@ -78,6 +78,7 @@ void ra__http_postfork_child(void)
 
 #include <arpa/inet.h>
 #include "http.h"
+#include "tags.h"
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>

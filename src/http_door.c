@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include "load.h"
+#include "tags.h"
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>

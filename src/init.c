@@ -5,11 +5,15 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "api.h"
 #include "backend.h"
 #include "budget.h"
+#include "ends.h"
 #include "instruments.h"
 #include "measure.h"
 #include "output.h"
+#include "pairs.h"
+#include "tags.h"
 #include "thread_tags.h"
 
 /* Forks this thread is inside: a signal handler that forks while this

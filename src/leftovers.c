@@ -21,6 +21,9 @@
 
 #include "budget.h"
 #include "internal.h"
+#include "tags.h"
+#include "pairs.h"
+#include "ends.h"
 
 #define LEFTOVER_SLOT_MAX ((size_t)64 << 10)
 #define LEFTOVER_TOTAL_MAX ((size_t)8 << 20)

@@ -13,6 +13,10 @@
 #include "budget.h"
 #include "instruments.h"
 #include "internal.h"
+#include "tags.h"
+#include "pairs.h"
+#include "ends.h"
+#include "api.h"
 #include "measure.h"
 #include "thread_tags.h"
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "internal.h"
+#include "tags.h"
 #include "load.h"
 
 /* Set by the process's end: a load then would run constructors in a

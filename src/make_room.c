@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "budget.h"
 #include "internal.h"
+#include "ends.h"
 #include "region.h"
 
 /* Below this, a tag's free pages are not worth a purge on a pass that is

@@ -16,6 +16,7 @@
 #include "budget.h"
 #include "measure.h"
 #include "region.h"
+#include "tags.h"
 
 /* A round: at most ROUND_BUDGET_NS of the thread's CPU time, every
  * ROUND_NS: 0.2% of a core at most, whatever the number of tags; a

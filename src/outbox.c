@@ -22,6 +22,7 @@
 
 #include "backend.h"
 #include "internal.h"
+#include "pairs.h"
 
 #define WAY_BUSY ((ra_tag_t)-1)
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "api.h"
 
 /* -- escape.c: tag names and labels made safe for each output format ----- */
 enum ra__escape_style {

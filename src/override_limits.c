@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "tags.h"
 
 /* A finite limit on the calling process's own address space. */
 static void before(pid_t pid, int resource, const struct rlimit *limit)

@@ -17,6 +17,7 @@
 #include "backend.h"
 #include "dynsym.h"
 #include "internal.h"
+#include "tags.h"
 #include "thread_tags.h"
 
 typedef int (*setname_fn)(pthread_t, const char *);

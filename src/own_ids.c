@@ -22,6 +22,7 @@
 #include <stdalign.h>
 
 #include "internal.h"
+#include "pairs.h"
 
 #define OWN_IDLE_NS 1000000000u
 /* How many ids one look at the idle ones reads. */

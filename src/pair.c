@@ -37,6 +37,7 @@
 #include "budget.h"
 
 #include "internal.h"
+#include "pairs.h"
 
 static enum ra__pair_state state_of(const struct ra__tag_slot *s)
 {

@@ -5,6 +5,8 @@
  * back what the parked pairs' tcaches keep. Beside purge.c and
  * leftovers.c, which call it. */
 #include "internal.h"
+#include "pairs.h"
+#include "ends.h"
 
 /* Whether the pair did nothing for the tag's holder now ending. */
 static bool idle_pair(const struct ra__tag_slot *s)

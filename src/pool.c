@@ -11,6 +11,7 @@
 
 #include "backend.h"
 #include "internal.h"
+#include "budget.h"
 #include "region.h"
 
 struct pool {

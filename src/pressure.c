@@ -25,6 +25,8 @@
 
 #include "budget.h"
 #include "internal.h"
+#include "tags.h"
+#include "ends.h"
 #include "output.h"
 
 /* 10 ms: an allocation burst faults pages in at a few GB/s at most, so one

@@ -13,6 +13,7 @@
 
 #include "instruments.h"
 #include "internal.h"
+#include "tags.h"
 
 /* One live sampled block. */
 struct sample {

@@ -6,6 +6,10 @@
  * and the registry, which it calls in that order, so that none of them
  * calls another back. */
 #include "internal.h"
+#include "tags.h"
+#include "pairs.h"
+#include "ends.h"
+#include "budget.h"
 
 void ra__purge_kept(ra_tag_t tag)
 {

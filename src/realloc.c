@@ -2,6 +2,7 @@
  * its tag whatever is pushed. Hooks see a realloc as the free of the old
  * block, reported before anything can reuse it, then the allocation of the
  * new one; a realloc that fails reports nothing. */
+#include "ends.h"
 #include "paths.h"
 
 /* A realloc ends one block and starts another, as hooks see it: the old

@@ -7,6 +7,7 @@
 
 #include "budget.h"
 #include "internal.h"
+#include "ends.h"
 
 int ra_tag_set_limit(ra_tag_t tag, const ra_tag_limit_t *limit)
 {

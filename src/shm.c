@@ -19,6 +19,7 @@
 
 #include "output.h"
 #include "shm_layout.h"
+#include "tags.h"
 
 #define SHM_DIR "/dev/shm"
 

@@ -4,8 +4,10 @@
 #include <string.h>
 
 #include "budget.h"
+#include "ends.h"
 #include "measure.h"
 #include "output.h"
+#include "tags.h"
 
 /* Of a snapshot's time, what it may spend having the kernel count the
  * regions of tags never counted yet (new since the library's thread last

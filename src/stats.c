@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "budget.h"
 #include "internal.h"
+#include "ends.h"
 #include "measure.h"
 #include "region.h"
 

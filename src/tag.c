@@ -11,6 +11,7 @@
 
 #include "budget.h"
 #include "internal.h"
+#include "tags.h"
 #include "region.h"
 
 

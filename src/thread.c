@@ -7,6 +7,8 @@
 #include "backend.h"
 
 #include "internal.h"
+#include "tags.h"
+#include "pairs.h"
 
 /* Set while this thread sets up its state: allocations it causes (glibc's
  * pthread_setspecific may call calloc) are served uncached, not recursively. */

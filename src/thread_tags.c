@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "tags.h"
+#include "ends.h"
 #include "thread_tags.h"
 
 /* A thread whose name can give it a tag: its stack is reachable from the

@@ -17,6 +17,8 @@
 #include <time.h>
 
 #include "backend.h"
+#include "budget.h"
+#include "ends.h"
 #include "internal.h"
 #include "testutil.h"
 

@@ -17,6 +17,7 @@
 
 #include "backend.h"
 #include "internal.h"
+#include "pairs.h"
 #include "testutil.h"
 
 #define SIZE 64

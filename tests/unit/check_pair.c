@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "internal.h"
+#include "pairs.h"
 #include "testutil.h"
 
 #define BLOCK 48

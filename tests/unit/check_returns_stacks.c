@@ -22,7 +22,9 @@
 #include <string.h>
 
 #include "backend.h"
+#include "budget.h"
 #include "internal.h"
+#include "pairs.h"
 #include "testutil.h"
 
 /* returns.c's: the most blocks a batch holds. */
