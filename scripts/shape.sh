@@ -69,7 +69,7 @@ for f in "${files[@]}"; do
 	[ -n "$floor" ] && grep -qx "$floor" <<< "$state" && state_files+=("$f")
 done
 if [ "${#state_files[@]}" = 0 ]; then
-	echo "shape: no file on the state's floors ($(echo $state))" >&2
+	echo "shape: no file on the state's floors (${state//$'\n'/ })" >&2
 	exit 2
 fi
 
