@@ -20,15 +20,11 @@ case $srcdir in
 esac
 check="$srcdir/scripts/shape.sh"
 
-out=$("$BASH" "$check" "$srcdir" 2>&1)
-rc=$?
-[ "$rc" = 0 ] || fail "the source tree: exit $rc: $out"
-case $out in
-*"functions within 60"*"assertions per 1,000 lines"*) ;;
-*) fail "no summary on success: $out" ;;
-esac
-
 make_tmp shape
+
+expect_status 0 "the source tree" "$BASH" "$check" "$srcdir" || cat "$tmp/out"
+grep -q 'functions within 60.*assertions per 1,000 lines' "$tmp/out" ||
+    fail "no summary on success: $(cat "$tmp/out")"
 
 # lines N [TEXT]: N lines of TEXT (a statement by default).
 lines() {
@@ -160,11 +156,10 @@ expect sparse "the state floor: 4.8 assertions per 1,000 lines (2 in 420, 2 file
 # Bad input: no drawing, no tree.
 shape nodrawing
 echo "# no drawing" > "$t/doc/design.md"
-"$BASH" "$check" "$t" > "$tmp/out" 2>&1
-[ $? = 2 ] || fail "no drawing: not exit 2: $(cat "$tmp/out")"
-"$BASH" "$check" "$tmp/none" > "$tmp/out" 2>&1
-[ $? = 2 ] || fail "no tree: not exit 2: $(cat "$tmp/out")"
-"$BASH" "$check" > "$tmp/out" 2>&1
-[ $? = 2 ] || fail "no argument: not exit 2"
+expect_status 2 "no drawing" "$BASH" "$check" "$t"
+grep -q 'no floors between' "$tmp/err" || fail "no drawing: not said: $(cat "$tmp/err")"
+expect_status 2 "no tree" "$BASH" "$check" "$tmp/none"
+expect_status 2 "no argument" "$BASH" "$check"
+grep -q '^usage: shape.sh' "$tmp/err" || fail "no argument: no usage: $(cat "$tmp/err")"
 
 finish
