@@ -118,10 +118,14 @@ static bool never_spent(void)
     return false;
 }
 
-/* A whole pass over the process's parts, on the caller's time. */
+/* A whole pass over the process's parts, on the caller's time, from its
+ * start: not on from where the library's thread left one when its round's
+ * budget was spent (a busy machine stops it mid-pass), whose counts are
+ * of then, and of the mappings of then. */
 static void measure_parts_now(void)
 {
     ra__lock(&measure_lock);
+    ra__parts_restart();
     if (pagemap >= 0 || (pagemap = ra__resident_open()) >= 0)
         while (!ra__parts_measure(pagemap, never_spent))
             ;
@@ -283,7 +287,7 @@ void ra__measure_postfork_child(void)
     if (pagemap >= 0)
         close(pagemap);
     pagemap = -1;
-    ra__parts_postfork_child();
+    ra__parts_restart();
     atomic_store(&sweeping, false);
     ra__unlock(&measure_lock);
 }

@@ -75,6 +75,10 @@ void ra__parts_read(struct ra__parts *out);
  * call goes on) or the pass is done and published (true). Called with
  * measure.c's lock held. */
 bool ra__parts_measure(int pagemap, bool (*spent)(void));
-void ra__parts_postfork_child(void);
+/* Drops the pass under way: the next ra__parts_measure starts one from a
+ * new copy of jemalloc's mappings. What the pass counted so far was the
+ * kernel's count of then; a pass on a caller's time counts now. With
+ * measure.c's lock held, or in a child after a fork. */
+void ra__parts_restart(void);
 
 #endif /* RA_MEASURE_H */

@@ -113,7 +113,7 @@ bool ra__parts_measure(int pagemap, bool (*spent)(void))
     return true;
 }
 
-void ra__parts_postfork_child(void)
+void ra__parts_restart(void)
 {
     next = 0;
 }

@@ -284,21 +284,48 @@ static unsigned char pattern_byte(size_t i, unsigned seed)
     return (unsigned char)((i * 131u + seed * 7u + (i >> 12)) & 0xffu);
 }
 
+/* Within a 4 KiB page the pattern repeats every PATTERN_LINE bytes (131
+ * times 256 is 0 modulo 256): a page's line is made once and copied or
+ * compared whole. Byte by byte, the churn of check_alloc's front caches
+ * (4.6 GB written and read back) spent 97% of its 3.5 s of CPU here. */
+#define PATTERN_LINE 256u
+#define PATTERN_PAGE 4096u
+
+/* The line of the page at page_at: its first byte, then 131 more each
+ * byte (a loop the compiler makes vector code of). */
+static void pattern_line(unsigned char *line, size_t page_at, unsigned seed)
+{
+    unsigned first = pattern_byte(page_at, seed);
+
+    for (unsigned j = 0; j < PATTERN_LINE; j++)
+        line[j] = (unsigned char)(first + j * 131u);
+}
+
 void tu_fill_pattern(void *p, size_t len, unsigned seed)
 {
-    unsigned char *b = p;
+    unsigned char *b = p, line[PATTERN_LINE];
 
-    for (size_t i = 0; i < len; i++)
-        b[i] = pattern_byte(i, seed);
+    for (size_t i = 0; i < len; i += PATTERN_LINE) {
+        if (i % PATTERN_PAGE == 0)
+            pattern_line(line, i, seed);
+        memcpy(b + i, line, len - i < PATTERN_LINE ? len - i : PATTERN_LINE);
+    }
 }
 
 size_t tu_check_pattern(const void *p, size_t len, unsigned seed)
 {
     const unsigned char *b = p;
+    unsigned char line[PATTERN_LINE];
 
-    for (size_t i = 0; i < len; i++)
-        if (b[i] != pattern_byte(i, seed))
-            return i;
+    for (size_t i = 0; i < len; i += PATTERN_LINE) {
+        size_t n = len - i < PATTERN_LINE ? len - i : PATTERN_LINE;
+        if (i % PATTERN_PAGE == 0)
+            pattern_line(line, i, seed);
+        if (memcmp(b + i, line, n) != 0)
+            for (size_t j = 0;; j++)
+                if (b[i + j] != line[j])
+                    return i + j;
+    }
     return len;
 }
 
