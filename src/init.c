@@ -85,7 +85,7 @@ static void postfork_child(void)
     ra__untagged_postfork_child();
     ra__measure_postfork_child();
     ra__pressure_postfork_child();
-    ra__make_room_postfork_child();
+    ra__give_back_postfork_child();
     ra__history_postfork_child();
     ra__returns_postfork_child();
     ra__pool_postfork();

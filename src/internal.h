@@ -335,11 +335,11 @@ void ra__orphans_unhold(ra_tag_t tag);
  * thread exit (jemalloc's thread-exit redirection, doc/design.md), NULL on failure. */
 void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     __attribute__((noinline, cold));
-/* Makes room in a full bin (or sets up one not used yet): half of it
- * goes to the tag's return stack, or to jemalloc when the stack is full.
+/* Spills a full bin (or sets up one not used yet): half of it goes to the
+ * tag's return stack, or to jemalloc when the stack is full.
  * False when the bin cannot cache (no memory for its array): the caller
  * frees the block through the slot. */
-bool ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
+bool ra__fc_spill(struct ra__tag_slot *s, unsigned bin)
     __attribute__((noinline, cold));
 /* A miss of the calling thread's slot s (ra__slot_miss): a busy pair that
  * has lived takes a tcache. */
