@@ -140,7 +140,7 @@ size_t ra__meta_held(void);
  * ra__quiet_begin, inline.h): no hook sees what it allocates. */
 extern RA__TLS unsigned ra__hooks_muted;
 
-/* -- ready.c: the library's first use, and the thread-exit key ------------- */
+/* -- first_use.c: the library's first use, a public call's first check ---- */
 /* Reads the configuration and jemalloc's classes and makes the reservation,
  * once. Returns whether tagging is on (false: pass-through mode). Safe to
  * call from any thread, at any time, often. */
@@ -150,6 +150,8 @@ bool ra__init(void);
 int ra__check_call(bool arguments_valid);
 /* The state ra__init settled on; false before ra__init has run. */
 extern atomic_bool ra__tagging;
+
+/* -- thread_exit.c: the one thread-exit key ------------------------------- */
 /* The calling thread holds state to release at its exit: arms the one
  * thread-exit key, whose destructor calls what ra__thread_exit_set gave
  * (init.c's, at load): end in the first round of the thread's
@@ -181,11 +183,11 @@ void ra__untagged_load_start(void);
  * (pthread_create, the library's threads), and on the thread's own read
  * and end. Until then no other thread can read the row. */
 void ra__untagged_find_self(void);
-/* The thread's last step, in every round of its destructors (ready.c):
- * the first time it leaves the list, what it holds added to what exited
- * threads left; each later time, what it moved since (other destructors
- * free after the library's thread end). Its record is read by no other
- * thread once it has left. */
+/* The thread's last step, in every round of its destructors
+ * (thread_exit.c): the first time it leaves the list, what it holds added
+ * to what exited threads left; each later time, what it moved since
+ * (other destructors free after the library's thread end). Its record is
+ * read by no other thread once it has left. */
 void ra__untagged_thread_end(void);
 /* The usable bytes of the process's live untagged blocks: what jemalloc
  * handed out and did not take back, over every thread counted, less what
