@@ -1,8 +1,9 @@
 /* The prototypes every floor shares, grouped by the file that owns them,
  * from the bottom (the kernel, the library's base, the registry and the
  * stack, a thread's pairs as the hot paths' inlines need them) up to
- * init.c; the types are types.h's, the locks lock.h's, the hot paths'
- * inlines inline.h's (included at the end), jemalloc's part backend.h's.
+ * init.c; the types are types.h's, the locks lock.h's, the state as the
+ * hot paths read it hot_state.h's (included at the end), jemalloc's part
+ * backend.h's.
  * A floor's declarations that only some files use are in a header of
  * its own, included by those files: region.h (the address space),
  * budget.h (budgets, pools), tags.h (ids, the library's threads, loaded
@@ -137,7 +138,7 @@ int64_t ra__meta_thread_net(void);
  * untagged figures. */
 size_t ra__meta_held(void);
 /* Non-zero while the calling thread does the library's own work (see
- * ra__quiet_begin, inline.h): no hook sees what it allocates. */
+ * ra__quiet_begin, hot_state.h): no hook sees what it allocates. */
 extern RA__TLS unsigned ra__hooks_muted;
 
 /* -- first_use.c: the library's first use, a public call's first check ---- */
@@ -387,6 +388,6 @@ void ra__thread_counts(ra_tag_t tag, struct ra__counts *out);
  * and ra__hooks_thread_exit, in this order; its last step is
  * ra__untagged_thread_end. */
 
-#include "inline.h"
+#include "hot_state.h"
 
 #endif /* RA_INTERNAL_H */

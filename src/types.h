@@ -1,6 +1,7 @@
 /* The core's types, constants and attribute macros: what the library's
  * files share besides functions. Prototypes are internal.h's (by owning
- * file), the hot paths' inlines inline.h's, jemalloc's part backend.h's. */
+ * file), the state as the hot paths read it hot_state.h's, jemalloc's
+ * part backend.h's. */
 #ifndef RA_TYPES_H
 #define RA_TYPES_H
 
