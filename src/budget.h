@@ -1,6 +1,6 @@
 /* Floor: budgets. budget.c's declarations: commit counts, the charge up the
  * tree, limits, soft callbacks; budget_pressure.c's: the memory limit's
- * room; the paths' inline check of the soft limits; and pool.c's: a tag's
+ * headroom; the paths' inline check of the soft limits; and pool.c's: a tag's
  * pool of arenas. */
 #ifndef RA_BUDGET_H
 #define RA_BUDGET_H
