@@ -24,14 +24,14 @@
 #define READS_MAX_TAGS 3100u
 #define CONTENDER "libregionalloc tagged" /* as bench/run.sh judges it */
 
-static void make_room(char **argv, bool shm)
+static void reexec_with_tags(char **argv, bool shm)
 {
     char n[16];
 
-    if (getenv("BENCH_READS_ROOM") != NULL)
+    if (getenv("BENCH_READS_REEXECUTED") != NULL)
         return;
     snprintf(n, sizeof n, "%u", READS_MAX_TAGS);
-    setenv("BENCH_READS_ROOM", "1", 1);
+    setenv("BENCH_READS_REEXECUTED", "1", 1);
     setenv("REGIONALLOC_MAX_TAGS", n, 1);
     setenv("REGIONALLOC_REGION_SIZE", "4G", 1);
     if (shm)
@@ -244,7 +244,7 @@ int main(int argc, char **argv)
                 argv[0], READS_MAX_TAGS, READS_MAX_THREADS);
         return 2;
     }
-    make_room(argv, idle_mode);
+    reexec_with_tags(argv, idle_mode);
     if (idle_mode)
         idle(n);
     else

@@ -48,7 +48,7 @@ static void *alloc_by(struct ra__tag_slot *s, ra_tag_t tag, size_t size,
     ra__budget_refused = RA_TAG_NONE;
     p = ra__je_mallocx(ra__at_least_one(size), tag_flags | flags);
     if (p == NULL) {
-        ra__make_room(tag);
+        ra__give_back_after_refusal(tag);
         ra__budget_refused = RA_TAG_NONE;
         p = ra__je_mallocx(ra__at_least_one(size), tag_flags | flags);
         if (p == NULL)
@@ -207,7 +207,7 @@ void ra__free_tagged(void *ptr, ra_tag_t tag)
         unsigned bin = ra__page_entry_bin(entry);
         if (RA__LIKELY(bin < RA__MAX_BINS)) {
             struct ra__fc_bin *b = &s->bins[bin];
-            if (RA__LIKELY(b->count < b->cap) || ra__fc_make_room(s, bin)) {
+            if (RA__LIKELY(b->count < b->cap) || ra__fc_spill(s, bin)) {
                 b->items[b->count++] = ptr;
                 ra__count_taken(s, b->size);
                 return;

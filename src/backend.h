@@ -265,7 +265,7 @@ bool ra__mappings_known(void);
 void ra__mappings_postfork_child(void);
 
 /* Reads what the library needs of jemalloc's configuration, once, at the
- * library's first use (ready.c), before any tag exists. */
+ * library's first use (first_use.c), before any tag exists. */
 void ra__be_start(void);
 /* false under MALLOC_CONF=tcache:false: then no (thread, tag) pair caches,
  * neither in a front cache nor in a tcache of its own. */

@@ -219,7 +219,7 @@ static void link_unlock(struct budget *b)
     ra__spin_unlock(&b->linking);
 }
 
-/* Counts bytes more committed in tag, once the memory limit's room has
+/* Counts bytes more committed in tag, once the memory limit's headroom has
  * them, and in the subtree of every tag up
  * its chain, unless that would pass one of their hard limits: then nothing
  * is counted anywhere. Each level's count is taken with its own
@@ -229,12 +229,12 @@ static bool commit(ra_tag_t tag, size_t bytes)
 {
     size_t now;
 
-    if (ra__budget_room_refuses(tag, bytes)) {
+    if (ra__budget_headroom_refuses(tag, bytes)) {
         ra__budget_refused = tag;
         return false;
     }
     if (!charge_chain(tag, bytes)) {
-        ra__budget_room_give(bytes);
+        ra__budget_headroom_give(bytes);
         return false;
     }
     now = atomic_fetch_add_explicit(&budgets[tag].committed, bytes,
@@ -256,7 +256,7 @@ static void uncommit(ra_tag_t tag, size_t bytes)
     (void)had;
     uncharge(tag, bytes);
     link_unlock(b);
-    ra__budget_room_give(bytes);
+    ra__budget_headroom_give(bytes);
 }
 
 /* jemalloc grows (uncommitted) after a recycled extent's commit was
@@ -405,7 +405,7 @@ void ra__budget_get(ra_tag_t tag, ra_tag_limit_t *out)
  * chain is free: each arena's metadata (its first 2 MiB block) is committed
  * in the tag's region, charged to every ancestor's subtree, and would
  * otherwise eat the budget of their blocks. */
-#define GROW_HEADROOM ((size_t)8 << 20)
+#define GROW_MARGIN ((size_t)8 << 20)
 
 bool ra__budget_allows_growth(ra_tag_t tag)
 {
@@ -413,7 +413,7 @@ bool ra__budget_allows_growth(ra_tag_t tag)
         size_t hard = ra__budget_hard(at);
         /* What is free under the limit, 0 past it: no sum to wrap. */
         if (hard != 0 &&
-            ra__size_sub(hard, ra__budget_tree(at)) < GROW_HEADROOM)
+            ra__size_sub(hard, ra__budget_tree(at)) < GROW_MARGIN)
             return false;
     }
     return true;

@@ -1,6 +1,6 @@
 /* Floor: budgets. budget.c's declarations: commit counts, the charge up the
  * tree, limits, soft callbacks; budget_pressure.c's: the memory limit's
- * room; the paths' inline check of the soft limits; and pool.c's: a tag's
+ * headroom; the paths' inline check of the soft limits; and pool.c's: a tag's
  * pool of arenas. */
 #ifndef RA_BUDGET_H
 #define RA_BUDGET_H
@@ -71,41 +71,41 @@ bool ra__budget_fits(ra_tag_t tag, const ra_tag_limit_t *limit);
  * or not, and ra_tag_get_limit, checked. */
 void ra__budget_set(ra_tag_t tag, const ra_tag_limit_t *limit);
 void ra__budget_get(ra_tag_t tag, ra_tag_limit_t *out);
-/* Whether the budgets up tag's chain leave room for one more arena of its
+/* Whether the budgets up tag's chain allow one more arena of its
  * pool: 8 MiB free under every hard limit of the tag's and its ancestors'
  * subtrees. */
 bool ra__budget_allows_growth(ra_tag_t tag);
 
 /* -- budget_pressure.c: the memory limit's share of each commit ------------- */
 /* Memory pressure (pressure.c's watcher sets it at each look): with a
- * limit, commits take their bytes from the room left under it (the limit
+ * limit, commits take their bytes from the headroom left under it (the limit
  * less the resident set at the look) and decommits give them back; a
- * commit that finds no room is refused, in a tag of negative priority as
- * soon as the room is under the limit less high. limit 0, or at or above
+ * commit that finds no headroom is refused, in a tag of negative priority as
+ * soon as the headroom is under the limit less high. limit 0, or at or above
  * the address space (ra__limit_in_effect): none, nothing refused, one load
- * a commit. The room saturates: no limit, resident set or commit makes it
+ * a commit. The headroom saturates: no limit, resident set or commit makes it
  * wrap. Refused like a hard limit's (the tag's limit_failures), and
  * counted apart. Lock-free. */
 void ra__budget_set_pressure(ra_pressure_t level, size_t limit, size_t high,
                              size_t resident);
 ra_pressure_t ra__budget_pressure(void);
-/* Whether there is a limit; the room set again from a resident set read
- * since the last look (make_room.c); and whether this thread's last
+/* Whether there is a limit; the headroom set again from a resident set read
+ * since the last look (give_back.c); and whether this thread's last
  * refusal was the pressure's. */
 bool ra__budget_pressure_on(void);
-/* The resident set the room stands for: the last look's, plus what was
+/* The resident set the headroom stands for: the last look's, plus what was
  * committed since, less what was decommitted (0 without a limit). */
 size_t ra__budget_pressure_estimate(void);
-void ra__budget_pressure_reset_room(size_t resident);
+void ra__budget_pressure_reset_headroom(size_t resident);
 bool ra__budget_refused_by_pressure(void);
 void ra__budget_set_priority(ra_tag_t tag, int priority);
 int ra__budget_priority(ra_tag_t tag);
 uint64_t ra__budget_pressure_refusals(void);
-/* A commit of bytes in tag takes them from the room, or is refused
+/* A commit of bytes in tag takes them from the headroom, or is refused
  * (true: nothing taken; this thread's refusal is then the pressure's);
  * a decommit, or a commit refused further on, gives them back. */
-bool ra__budget_room_refuses(ra_tag_t tag, size_t bytes);
-void ra__budget_room_give(size_t bytes);
+bool ra__budget_headroom_refuses(ra_tag_t tag, size_t bytes);
+void ra__budget_headroom_give(size_t bytes);
 /* Whether this thread's last refusal was the pressure's (budget.c says
  * false when a hard limit refused). */
 void ra__budget_pressure_refused(bool by_pressure);

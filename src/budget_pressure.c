@@ -1,5 +1,5 @@
 /* Floor: budgets. The memory limit's share of each commit (pressure.c
- * sets the limit and watches the resident set): the room left under the
+ * sets the limit and watches the resident set): the headroom left under the
  * limit, which every commit takes and every decommit gives back, the tags'
  * priorities that decide who is refused first, and the refusals counted.
  * budget.c asks it before it charges a commit up the tree. */
@@ -9,7 +9,7 @@
 #include "internal.h"
 
 /* Memory pressure (pressure.c). Without a limit (limit_bytes 0), every
- * commit reads limit_bytes and nothing else. With one, room is what may
+ * commit reads limit_bytes and nothing else. With one, headroom is what may
  * still be committed
  * before the resident set reaches the limit: set at each of the watcher's
  * looks (the limit less the resident set), taken by every commit and
@@ -17,35 +17,35 @@
  * looks stops at the limit rather than an interval's worth past it (what
  * it cannot see: untagged growth, and pages committed before a look and
  * first touched after it). Tags of negative priority are refused once the
- * room is under high_gap (the resident set past high). pressure: the
+ * headroom is under high_gap (the resident set past high). pressure: the
  * level of the last look, for the reports. Allocations it refused, and
  * whether this thread's last refusal was its. */
 static _Atomic size_t limit_bytes;
-static _Atomic int64_t room, high_gap;
+static _Atomic int64_t headroom, high_gap;
 static _Atomic int pressure;
 static _Atomic uint64_t pressure_refusals;
 static RA__TLS bool tls_refused_by_pressure;
 
-/* The room and the high gap are signed (the room goes negative past the
- * limit) and are set from unsigned sizes, the limit under the address
+/* The headroom and the high gap are signed (the headroom goes negative
+ * past the limit) and are set from unsigned sizes, the limit under the address
  * space but the resident set whatever it is read as: a look sets them
- * within +-ROOM_BOUND, so that what commits take and decommits give back
+ * within +-HEADROOM_BOUND, so that what commits take and decommits give back
  * between two looks (never more than the address space) cannot carry them
  * past what an int64_t holds and change their sign. */
-#define ROOM_BOUND ((int64_t)1 << 62)
+#define HEADROOM_BOUND ((int64_t)1 << 62)
 
 /* ra_tag_set_priority's, per tag, until the tag is destroyed. */
 static _Atomic int priorities[RA__MAX_TAGS_LIMIT + 1];
 
-void ra__budget_room_give(size_t bytes)
+void ra__budget_headroom_give(size_t bytes)
 {
     if (RA__UNLIKELY(atomic_load_explicit(&limit_bytes,
                                           memory_order_relaxed) != 0))
-        atomic_fetch_add_explicit(&room, (int64_t)bytes,
+        atomic_fetch_add_explicit(&headroom, (int64_t)bytes,
                                   memory_order_relaxed);
 }
 
-bool ra__budget_room_refuses(ra_tag_t tag, size_t bytes)
+bool ra__budget_headroom_refuses(ra_tag_t tag, size_t bytes)
 {
     int64_t left, floor;
 
@@ -54,8 +54,8 @@ bool ra__budget_room_refuses(ra_tag_t tag, size_t bytes)
         return false;
     /* A commit is an extent of one region: as an int64_t, it keeps its
      * sign. */
-    ra__assert(bytes < (size_t)ROOM_BOUND);
-    left = atomic_fetch_sub_explicit(&room, (int64_t)bytes,
+    ra__assert(bytes < (size_t)HEADROOM_BOUND);
+    left = atomic_fetch_sub_explicit(&headroom, (int64_t)bytes,
                                      memory_order_relaxed) -
            (int64_t)bytes;
     floor = atomic_load_explicit(&priorities[tag],
@@ -64,7 +64,7 @@ bool ra__budget_room_refuses(ra_tag_t tag, size_t bytes)
                 : 0;
     if (left >= floor)
         return false;
-    ra__budget_room_give(bytes);
+    ra__budget_headroom_give(bytes);
     tls_refused_by_pressure = true;
     return true;
 }
@@ -83,13 +83,15 @@ void ra__budget_pressure_count_failure(void)
     }
 }
 
-/* a - b as a room: negative when b is the larger, within +-ROOM_BOUND. */
-static int64_t room_between(size_t a, size_t b)
+/* a - b as a headroom: negative when b is the larger, within
+ * +-HEADROOM_BOUND. */
+static int64_t headroom_between(size_t a, size_t b)
 {
     size_t gap = a >= b ? a - b : b - a;
-    int64_t bounded = gap < (size_t)ROOM_BOUND ? (int64_t)gap : ROOM_BOUND;
+    int64_t bounded =
+        gap < (size_t)HEADROOM_BOUND ? (int64_t)gap : HEADROOM_BOUND;
 
-    ra__assert(bounded >= 0 && bounded <= ROOM_BOUND);
+    ra__assert(bounded >= 0 && bounded <= HEADROOM_BOUND);
     return a >= b ? bounded : -bounded;
 }
 
@@ -100,12 +102,12 @@ void ra__budget_set_pressure(ra_pressure_t level, size_t limit,
      * none here either, whoever passes it. */
     if (!ra__limit_in_effect(limit))
         limit = 0;
-    atomic_store_explicit(&room, room_between(limit, resident),
+    atomic_store_explicit(&headroom, headroom_between(limit, resident),
                           memory_order_relaxed);
-    atomic_store_explicit(&high_gap, room_between(limit, high),
+    atomic_store_explicit(&high_gap, headroom_between(limit, high),
                           memory_order_relaxed);
     atomic_store_explicit(&pressure, (int)level, memory_order_relaxed);
-    /* Last: a commit that sees the limit sees its room. */
+    /* Last: a commit that sees the limit sees its headroom. */
     atomic_store_explicit(&limit_bytes, limit, memory_order_release);
 }
 
@@ -114,17 +116,18 @@ bool ra__budget_pressure_on(void)
     return atomic_load_explicit(&limit_bytes, memory_order_relaxed) != 0;
 }
 
-void ra__budget_pressure_reset_room(size_t resident)
+void ra__budget_pressure_reset_headroom(size_t resident)
 {
     size_t limit = atomic_load_explicit(&limit_bytes, memory_order_relaxed);
 
     if (limit != 0)
-        atomic_store_explicit(&room, room_between(limit, resident),
+        atomic_store_explicit(&headroom, headroom_between(limit, resident),
                               memory_order_relaxed);
 }
 
-/* The limit less the room, in size_t: a room past the limit (negative)
- * adds to it, up to SIZE_MAX; a room above the limit leaves 0. */
+/* The limit less the headroom, in size_t: a headroom past the limit
+ * (negative) adds to it, up to SIZE_MAX; a headroom above the limit
+ * leaves 0. */
 size_t ra__budget_pressure_estimate(void)
 {
     size_t limit = atomic_load_explicit(&limit_bytes, memory_order_relaxed);
@@ -132,9 +135,9 @@ size_t ra__budget_pressure_estimate(void)
 
     if (limit == 0)
         return 0;
-    left = atomic_load_explicit(&room, memory_order_relaxed);
-    ra__assert(left >= -2 * ROOM_BOUND);
-    /* -left is safe: the room never goes below -2 * ROOM_BOUND. */
+    left = atomic_load_explicit(&headroom, memory_order_relaxed);
+    ra__assert(left >= -2 * HEADROOM_BOUND);
+    /* -left is safe: the headroom never goes below -2 * HEADROOM_BOUND. */
     return left >= 0 ? ra__size_sub(limit, (size_t)left)
                      : ra__size_add(limit, (size_t)-left);
 }

@@ -1,7 +1,7 @@
 /* Floor: ends. The ends floor's declarations: what a tag's end, a reset
  * and a purge do to every thread's pairs (pairs_end.c), what a purge
- * reaches (purge.c), the room a refusal or the memory limit makes
- * (make_room.c), and the blocks a destroy left live (leftovers.c).
+ * reaches (purge.c), what goes back after a refusal and under the memory
+ * limit (give_back.c), and the blocks a destroy left live (leftovers.c).
  * Included by the files above that end, reset, purge or reclaim. */
 #ifndef RA_ENDS_H
 #define RA_ENDS_H
@@ -65,13 +65,13 @@ ra_tag_t ra__purge_create(ra_tag_t parent, const char *name, bool anywhere,
  * a second. */
 void ra__purge_owned(bool idle_only);
 
-/* -- make_room.c: what goes back after a refusal, and under pressure ------- */
+/* -- give_back.c: what goes back after a refusal, and under pressure ------- */
 /* After an allocation in tag was refused, before its one retry: a budget's
  * refusal purges what the tag keeps (and the refusing ancestor's subtree);
  * the memory limit's gives back every tag's free pages worth a purge, by
- * priority, then sets the commits' room again (one pass at a time, which
+ * priority, then sets the commits' headroom again (one pass at a time, which
  * the others wait for). */
-RA__COLD void ra__make_room(ra_tag_t tag);
+RA__COLD void ra__give_back_after_refusal(ra_tag_t tag);
 /* The tags' free pages back to the OS, lowest priority first, until the
  * resident set is under below (0: all of them); every: every tag, whatever
  * it holds free, else only those with some tens of KiB free. Returns the
@@ -81,12 +81,12 @@ size_t ra__give_back_by_priority(size_t below, bool every);
 void ra__give_back_note(size_t before, size_t after);
 uint64_t ra__given_back(void);
 /* In a forked child: no pass is under way. */
-void ra__make_room_postfork_child(void);
+void ra__give_back_postfork_child(void);
 
 /* -- leftovers.c: blocks a destroy left live in the slot, and its resets ---- */
 /* The bytes a destroy of tag may leave live in its slot rather than reset
  * its arenas: 0 in a tag tree, or while any hard limit exists. */
-size_t ra__leftovers_room(ra_tag_t tag);
+size_t ra__leftovers_allowance(ra_tag_t tag);
 /* A destroy left bytes live in tag's slot (0: none); or a reset freed
  * what the slot held. */
 void ra__leftovers_add(ra_tag_t tag, size_t bytes);

@@ -12,13 +12,13 @@ _Static_assert(sizeof(struct ra__tag_slot) == 64, "a slot is 64 bytes");
 _Static_assert(sizeof(struct ra__fc_bin) == 32, "a bin's header is 32 bytes");
 
 /* What every bin keeps: count <= cap, and cap is 0 (not used yet, or its
- * pair parked) or its room, within the class's bound. */
+ * pair parked) or its length, within the class's bound. */
 static void check_bin(const struct ra__fc_bin *b, unsigned bin)
 {
     ra__assert(b->count <= b->cap);
-    ra__assert(b->cap == 0 || b->cap == b->room);
-    ra__assert(b->room <= ra__fc_cap_max(ra__bin_size[bin]));
-    ra__assert((b->items == NULL) == (b->room == 0));
+    ra__assert(b->cap == 0 || b->cap == b->length);
+    ra__assert(b->length <= ra__fc_cap_max(ra__bin_size[bin]));
+    ra__assert((b->items == NULL) == (b->length == 0));
 }
 
 struct ra__fc_bin *ra__fc_bins_make(void)
@@ -45,15 +45,15 @@ void ra__fc_bins_free(struct ra__fc_bin *bins)
 bool ra__fc_bin_open(struct ra__fc_bin *b, unsigned bin)
 {
     if (b->items == NULL) {
-        unsigned room = ra__fc_cap_max(ra__bin_size[bin]);
-        if (room > RA__FC_FIRST)
-            room = RA__FC_FIRST;
-        b->items = ra__meta_alloc(room * sizeof b->items[0]);
+        unsigned length = ra__fc_cap_max(ra__bin_size[bin]);
+        if (length > RA__FC_FIRST)
+            length = RA__FC_FIRST;
+        b->items = ra__meta_alloc(length * sizeof b->items[0]);
         if (b->items == NULL)
             return false;
-        b->room = room;
+        b->length = length;
     }
-    b->cap = b->room;
+    b->cap = b->length;
     b->size = (unsigned)ra__bin_size[bin];
     check_bin(b, bin);
     return true;
@@ -63,21 +63,21 @@ bool ra__fc_bin_open(struct ra__fc_bin *b, unsigned bin)
  * would allocate. */
 void ra__fc_bin_grow(struct ra__fc_bin *b, unsigned bin)
 {
-    unsigned room = b->room * 2, max = ra__fc_cap_max(ra__bin_size[bin]);
+    unsigned length = b->length * 2, max = ra__fc_cap_max(ra__bin_size[bin]);
     void **items;
 
     b->overflowed = 0;
-    if (b->room >= max)
+    if (b->length >= max)
         return;
-    if (room > max)
-        room = max;
+    if (length > max)
+        length = max;
     ra__assert(b->count == 0);
-    items = ra__meta_alloc(room * sizeof items[0]);
+    items = ra__meta_alloc(length * sizeof items[0]);
     if (items == NULL)
         return;
     ra__meta_free(b->items);
     b->items = items;
-    b->room = b->cap = room;
+    b->length = b->cap = length;
     check_bin(b, bin);
 }
 

@@ -1,5 +1,5 @@
 /* Floor: pairs. A pair's front cache at work: a bin's refill from the
- * return stacks or the arena, room made in a full bin, and when a busy
+ * return stacks or the arena, a full bin's spill, and when a busy
  * pair takes a jemalloc tcache of its own (at a miss, or when its sends
  * overflow). */
 #include <string.h>
@@ -34,7 +34,7 @@ static unsigned bin_cap(unsigned bin)
     return ra__fc_cap(ra__bin_size[bin]);
 }
 
-bool ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
+bool ra__fc_spill(struct ra__tag_slot *s, unsigned bin)
 {
     struct ra__fc_bin *b = &s->bins[bin];
     /* Half a bin, but never more than half of the bins the return stacks
@@ -141,7 +141,7 @@ void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     /* Only a pair that allocates has a front cache
      * (ra__pair_start_allocating). */
     ra__assert(s->allocates);
-    /* First use, maybe (ra__fc_make_room); without memory for the bin, one
+    /* First use, maybe (ra__fc_spill); without memory for the bin, one
      * block, uncached. */
     if (!ra__fc_bin_open(b, bin))
         return made_one(s, tag, size);

@@ -1,7 +1,7 @@
 /* Floor: lifecycle (the top: it calls every floor, none calls it). The
  * process's start and end (the library's one constructor and destructor),
  * fork, and a thread's end, each calling the modules in a stated order.
- * The library's first use is ready.c's. */
+ * The library's first use is first_use.c's. */
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -85,7 +85,7 @@ static void postfork_child(void)
     ra__untagged_postfork_child();
     ra__measure_postfork_child();
     ra__pressure_postfork_child();
-    ra__make_room_postfork_child();
+    ra__give_back_postfork_child();
     ra__history_postfork_child();
     ra__returns_postfork_child();
     ra__pool_postfork();
@@ -102,14 +102,14 @@ static void postfork_child(void)
     ra__symbols_postfork_child();
 }
 
-/* A thread's end (what the destructor of ready.c's key calls in the first
- * round of the thread's destructors; a module arms the key when it gives
+/* A thread's end (what the destructor of thread_exit.c's key calls in the
+ * first round of the thread's destructors; a module arms the key when it gives
  * the thread state): first its tag stack leaves the named threads (no
  * rename reaches it any more), then its caches and tag state go (they may
  * still dispatch frees), then the spare records it took for the return
  * stacks, last its hooks' reader word. What it allocates afterwards (other
  * destructors) goes uncached. The last step, in that round and each later
- * one (ready.c), takes the thread's jemalloc counts out of the untagged
+ * one (thread_exit.c), takes the thread's jemalloc counts out of the untagged
  * row's sum, with what it freed in the destructors run before. */
 static void thread_end(void *armed)
 {

@@ -1,8 +1,9 @@
 /* The prototypes every floor shares, grouped by the file that owns them,
  * from the bottom (the kernel, the library's base, the registry and the
  * stack, a thread's pairs as the hot paths' inlines need them) up to
- * init.c; the types are types.h's, the locks lock.h's, the hot paths'
- * inlines inline.h's (included at the end), jemalloc's part backend.h's.
+ * init.c; the types are types.h's, the locks lock.h's, the state as the
+ * hot paths read it hot_state.h's (included at the end), jemalloc's part
+ * backend.h's.
  * A floor's declarations that only some files use are in a header of
  * its own, included by those files: region.h (the address space),
  * budget.h (budgets, pools), tags.h (ids, the library's threads, loaded
@@ -137,10 +138,10 @@ int64_t ra__meta_thread_net(void);
  * untagged figures. */
 size_t ra__meta_held(void);
 /* Non-zero while the calling thread does the library's own work (see
- * ra__quiet_begin, inline.h): no hook sees what it allocates. */
+ * ra__quiet_begin, hot_state.h): no hook sees what it allocates. */
 extern RA__TLS unsigned ra__hooks_muted;
 
-/* -- ready.c: the library's first use, and the thread-exit key ------------- */
+/* -- first_use.c: the library's first use, a public call's first check ---- */
 /* Reads the configuration and jemalloc's classes and makes the reservation,
  * once. Returns whether tagging is on (false: pass-through mode). Safe to
  * call from any thread, at any time, often. */
@@ -150,6 +151,8 @@ bool ra__init(void);
 int ra__check_call(bool arguments_valid);
 /* The state ra__init settled on; false before ra__init has run. */
 extern atomic_bool ra__tagging;
+
+/* -- thread_exit.c: the one thread-exit key ------------------------------- */
 /* The calling thread holds state to release at its exit: arms the one
  * thread-exit key, whose destructor calls what ra__thread_exit_set gave
  * (init.c's, at load): end in the first round of the thread's
@@ -181,11 +184,11 @@ void ra__untagged_load_start(void);
  * (pthread_create, the library's threads), and on the thread's own read
  * and end. Until then no other thread can read the row. */
 void ra__untagged_find_self(void);
-/* The thread's last step, in every round of its destructors (ready.c):
- * the first time it leaves the list, what it holds added to what exited
- * threads left; each later time, what it moved since (other destructors
- * free after the library's thread end). Its record is read by no other
- * thread once it has left. */
+/* The thread's last step, in every round of its destructors
+ * (thread_exit.c): the first time it leaves the list, what it holds added
+ * to what exited threads left; each later time, what it moved since
+ * (other destructors free after the library's thread end). Its record is
+ * read by no other thread once it has left. */
 void ra__untagged_thread_end(void);
 /* The usable bytes of the process's live untagged blocks: what jemalloc
  * handed out and did not take back, over every thread counted, less what
@@ -335,11 +338,11 @@ void ra__orphans_unhold(ra_tag_t tag);
  * thread exit (jemalloc's thread-exit redirection, doc/design.md), NULL on failure. */
 void *ra__fc_refill(struct ra__tag_slot *s, ra_tag_t tag, unsigned bin)
     __attribute__((noinline, cold));
-/* Makes room in a full bin (or sets up one not used yet): half of it
- * goes to the tag's return stack, or to jemalloc when the stack is full.
+/* Spills a full bin (or sets up one not used yet): half of it goes to the
+ * tag's return stack, or to jemalloc when the stack is full.
  * False when the bin cannot cache (no memory for its array): the caller
  * frees the block through the slot. */
-bool ra__fc_make_room(struct ra__tag_slot *s, unsigned bin)
+bool ra__fc_spill(struct ra__tag_slot *s, unsigned bin)
     __attribute__((noinline, cold));
 /* A miss of the calling thread's slot s (ra__slot_miss): a busy pair that
  * has lived takes a tcache. */
@@ -385,6 +388,6 @@ void ra__thread_counts(ra_tag_t tag, struct ra__counts *out);
  * and ra__hooks_thread_exit, in this order; its last step is
  * ra__untagged_thread_end. */
 
-#include "inline.h"
+#include "hot_state.h"
 
 #endif /* RA_INTERNAL_H */

@@ -48,18 +48,19 @@ static uint64_t idle_since[RA__MAX_TAGS_LIMIT + 1];
 /* When the last decay step began: read by every destroy, so no lock. */
 static _Atomic uint64_t decayed_at;
 
-size_t ra__leftovers_room(ra_tag_t tag)
+size_t ra__leftovers_allowance(ra_tag_t tag)
 {
-    size_t room, total_room;
+    size_t slot_allowance, total_allowance;
 
     if (ra__budget_parent(tag) != RA_TAG_NONE || ra__budget_any_hard())
         return 0;
     ra__lock(&leftover_lock);
-    room = LEFTOVER_SLOT_MAX - left[tag];
-    total_room = LEFTOVER_TOTAL_MAX -
-                 atomic_load_explicit(&left_total, memory_order_relaxed);
+    slot_allowance = LEFTOVER_SLOT_MAX - left[tag];
+    total_allowance = LEFTOVER_TOTAL_MAX -
+                      atomic_load_explicit(&left_total, memory_order_relaxed);
     ra__unlock(&leftover_lock);
-    return room < total_room ? room : total_room;
+    return slot_allowance < total_allowance ? slot_allowance
+                                            : total_allowance;
 }
 
 void ra__leftovers_add(ra_tag_t tag, size_t bytes)

@@ -127,7 +127,7 @@ static ra_tag_t create(ra_tag_t parent, const char *name, bool anywhere)
      * the process frees goes back, and one more try, as an allocation. */
     if (tag == RA_TAG_NONE && errno == ENOMEM &&
         ra__budget_refused_by_pressure()) {
-        ra__make_room(RA_TAG_NONE);
+        ra__give_back_after_refusal(RA_TAG_NONE);
         tag = ra__purge_create(parent, name, anywhere, NULL);
     }
     if (parent != RA_TAG_NONE)
@@ -186,7 +186,7 @@ static void forget_tag(ra_tag_t tag)
 static void end_tag(ra_tag_t tag)
 {
     size_t left;
-    bool reset = ra__pairs_end(tag, ra__leftovers_room(tag), &left);
+    bool reset = ra__pairs_end(tag, ra__leftovers_allowance(tag), &left);
 
     if (reset) {
         ra__returns_close(tag);

@@ -3,7 +3,7 @@
  * outbox (outbox.c), a front cache's memory (fc_bins.c), a pair's
  * transitions (pair.c) and threads' own ids (own_ids.c). The rest of
  * the floor (users.c, front_cache.c, thread.c) is internal.h's, for
- * inline.h. */
+ * hot_state.h. */
 #ifndef RA_PAIRS_H
 #define RA_PAIRS_H
 

@@ -243,7 +243,7 @@ static inline void ra__free_untagged(void *ptr)
 }
 
 /* The hot path of a tagged free: a push on the thread's front cache when
- * the page table knows the block's class and the bin has room. */
+ * the page table knows the block's class and the bin is not full. */
 static inline void ra__free_tagged_fast(void *ptr, ra_tag_t tag)
 {
     struct ra__thread_state *ts = ra__thread;

@@ -11,8 +11,8 @@
  * reads the resident set (/proc/self/statm: one read, some microseconds)
  * every WATCH_NEAR_NS once it is past half the limit, every WATCH_FAR_NS
  * below; at high (90%) it gives back free pages, the tags of lowest
- * priority first (make_room.c), on a rise then everything a purge reaches
- * (the untagged arenas, the caches, what destroys left); it sets the room
+ * priority first (give_back.c), on a rise then everything a purge reaches
+ * (the untagged arenas, the caches, what destroys left); it sets the headroom
  * and level the commits read, and on a rise calls the callbacks, outside
  * every lock. */
 #include <errno.h>
@@ -37,7 +37,7 @@
 #define WATCH_NEAR_NS 10000000u
 #define WATCH_FAR_NS 100000000u
 #define HIGH_PERCENT 90u
-/* A give-back aims 10% under high: what a pass stops at is some room for
+/* A give-back aims 10% under high: what a pass stops at is some headroom for
  * the next burst, not the edge of high again, whose next commit would
  * start another pass. */
 #define TARGET_PERCENT 80u
@@ -104,7 +104,7 @@ static size_t cgroup_limit(void)
 /* -- giving back ---------------------------------------------------------------- */
 
 /* Free pages back to the OS, the tags of lowest priority first, until the
- * resident set is under target (make_room.c). On a rise (full) every tag is
+ * resident set is under target (give_back.c). On a rise (full) every tag is
  * purged, threads' caches and kept blocks included, and then whatever a
  * purge reaches (the untagged arenas, what destroys left); on a later look
  * still above high, only the tags whose free pages are worth a purge, so
@@ -150,21 +150,21 @@ static void call_back(ra_pressure_t level, size_t rss, size_t lim)
         copy[i].cb(copy[i].ctx, level, rss, lim);
 }
 
-/* The commits' room and level under lim (0: none) for the resident set
+/* The commits' headroom and level under lim (0: none) for the resident set
  * rss. */
-static void set_room(ra_pressure_t level, size_t lim, size_t rss)
+static void set_headroom(ra_pressure_t level, size_t lim, size_t rss)
 {
     ra__budget_set_pressure(level, lim, lim / 100 * HIGH_PERCENT, rss);
 }
 
 /* One look: the level from the resident set; at high or above, pages
- * given back first (all of them on a rise), then the commits' room and
+ * given back first (all of them on a rise), then the commits' headroom and
  * level set from what is left, then, on a rise, the callbacks. */
 static void look(size_t lim, ra_pressure_t *shown)
 {
     size_t rss = ra__proc_rss(), since = ra__budget_pressure_estimate();
     /* What the commits since the last look stand for counts too: a tag
-     * refused for want of room is at high, whether or not its pages are
+     * refused for want of headroom is at high, whether or not its pages are
      * touched yet. */
     ra_pressure_t level = level_of(rss > since ? rss : since, lim);
 
@@ -173,7 +173,7 @@ static void look(size_t lim, ra_pressure_t *shown)
         level = level_of(rss, lim);
     }
     atomic_store_explicit(&resident, rss, memory_order_relaxed);
-    set_room(level, lim, rss);
+    set_headroom(level, lim, rss);
     if (level > *shown) {
         atomic_fetch_add_explicit(&rises, 1, memory_order_relaxed);
         call_back(level, rss, lim);
@@ -195,7 +195,7 @@ static void *watch(void *unused)
             /* No limit in effect any more: nothing refused, nothing
              * read. */
             shown = RA_PRESSURE_NONE;
-            set_room(RA_PRESSURE_NONE, 0, 0);
+            set_headroom(RA_PRESSURE_NONE, 0, 0);
             ra__cond_wait(&wake, &pressure_lock);
             continue;
         }
@@ -236,12 +236,13 @@ static bool set_limit(size_t bytes, enum ra__limit_source from)
     }
     atomic_store_explicit(&limit, bytes, memory_order_relaxed);
     source = bytes != 0 ? from : RA__LIMIT_NONE;
-    /* In force when the call returns: the commits' room from the resident
+    /* In force when the call returns: the commits' headroom from the resident
      * set now, not from the watcher's first look. The watcher gives back
      * and calls back at that look. A limit not in effect leaves the
      * commits none. */
     rss = watched ? ra__proc_rss() : 0;
-    set_room(level_of(rss, watched ? bytes : 0), watched ? bytes : 0, rss);
+    set_headroom(level_of(rss, watched ? bytes : 0), watched ? bytes : 0,
+                 rss);
     pthread_cond_signal(&wake);
     return false;
 }
@@ -308,7 +309,7 @@ void ra__pressure_postfork_child(void)
     ra__unlock(&pressure_lock);
     pthread_cond_init(&wake, NULL);
     watcher_runs = false;
-    set_room(RA_PRESSURE_NONE, 0, 0);
+    set_headroom(RA_PRESSURE_NONE, 0, 0);
 }
 
 /* -- the public calls --------------------------------------------------------------- */

@@ -71,7 +71,7 @@ RA__COLD static void *realloc_tagged_slow(void *ptr, ra_tag_t tag,
     ra__budget_refused = RA_TAG_NONE;
     p = ra__je_rallocx(ptr, size, flags);
     if (p == NULL) {
-        ra__make_room(tag);
+        ra__give_back_after_refusal(tag);
         ra__budget_refused = RA_TAG_NONE;
         p = ra__je_rallocx(ptr, size, flags);
         if (p == NULL)

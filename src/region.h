@@ -1,7 +1,8 @@
 /* Floor: region. The region floor's declarations: the reservation, the
  * regions' hand-out and give-back (region.c), their carving
- * (region_carve.c) and their hooks (region_hooks.c). Included by the files
- * that deal in address space; the page table's inlines are inline.h's. */
+ * (region_carve.c) and their hooks (region_hooks.c). Included by the
+ * files that deal in address space; the page table's inlines are
+ * hot_state.h's. */
 #ifndef RA_REGION_H
 #define RA_REGION_H
 

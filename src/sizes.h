@@ -1,7 +1,7 @@
 /* Sizes as users give them: their syntax (sizes.c, compiled into the
  * library and into tools/regionalloc, so that the tool refuses exactly the
  * values the library would), and the arithmetic on limits, which
- * saturates: a limit, a budget or a room is any size_t a user can write,
+ * saturates: a limit, a budget or a headroom is any size_t a user can write,
  * up to 2^64 - 1, and a sum or a difference of two of them must neither
  * wrap nor change sign. No dependency on the rest of the library. */
 #ifndef RA_SIZES_H

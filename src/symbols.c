@@ -371,7 +371,7 @@ static struct entry *find(uintptr_t addr)
 
 /* Room for one more entry at a load of at most a half. Returns true when
  * out of memory. */
-static bool make_room(void)
+static bool fit_one_more(void)
 {
     size_t cap = cache_cap == 0 ? 256 : cache_cap * 2;
     struct entry *old = cache, *grown;
@@ -422,7 +422,7 @@ unsigned ra__symbols_lookup(uintptr_t addr,
     if (e == NULL || e->rec == NULL) {
         uintptr_t symbol_offset = 0;
         struct record *r;
-        if (make_room())
+        if (fit_one_more())
             return 0;
         mark = ra__meta_thread_net();
         draft_names(&d, addr, &symbol_offset);

@@ -1,6 +1,7 @@
 /* The core's types, constants and attribute macros: what the library's
  * files share besides functions. Prototypes are internal.h's (by owning
- * file), the hot paths' inlines inline.h's, jemalloc's part backend.h's. */
+ * file), the state as the hot paths read it hot_state.h's, jemalloc's
+ * part backend.h's. */
 #ifndef RA_TYPES_H
 #define RA_TYPES_H
 
@@ -227,14 +228,14 @@ enum ra__pair_state {
 #define RA__RETURNS_BINS 4
 
 /* A front cache bin: a stack of free blocks of one small size class, in
- * an array of the library's that the pair's use sizes (fc_bins.c): room
+ * an array of the library's that the pair's use sizes (fc_bins.c): length
  * blocks, RA__FC_FIRST at first, doubled at a refill after the bin
  * overflowed, up to ra__fc_cap_max. The header is 32 bytes, a pair's
  * headers one array of them; the arrays come only for the classes the
  * pair uses. */
 struct ra__fc_bin {
     unsigned count;
-    /* Blocks it may hold now: room, or 0 until its first use and while its
+    /* Blocks it may hold now: length, or 0 until its first use and while its
      * pair is parked (the fast paths then see it full, or empty). */
     unsigned cap;
     unsigned fill; /* blocks the next refill takes (see ra__fc_refill) */
@@ -242,7 +243,7 @@ struct ra__fc_bin {
      * fast paths count in bytes costs no load of another line. */
     unsigned size;
     void **items; /* NULL until its first use */
-    unsigned room; /* items' length */
+    unsigned length; /* items' length */
     /* The bin was full since its last refill: the next one grows it. */
     unsigned overflowed;
 };

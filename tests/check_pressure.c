@@ -384,7 +384,7 @@ static int child_rises(void)
 }
 
 /* A burst between two looks stops at the limit: every commit takes its
- * bytes from the room the last look left, so the 1 MiB blocks touched one
+ * bytes from the headroom the last look left, so the 1 MiB blocks touched one
  * after the other are refused before the resident set passes the limit by
  * more than one block, whenever the watcher looks (the limit is in force
  * when ra_memory_limit_set returns, before the watcher's first look). */
@@ -408,7 +408,7 @@ static int child_burst(void)
             worst = now;
     }
     TU_REQUIRE(n < MAX_BLOCKS && errno == ENOMEM);
-    TU_REQUIRE(n >= 16); /* 64 MiB of room: the first blocks fit */
+    TU_REQUIRE(n >= 16); /* 64 MiB of headroom: the first blocks fit */
     /* A block committed just before a look and touched after it is one
      * the look does not see: one block over at most, and the page tables. */
     TU_REQUIRE(worst <= limit + 2 * MIB);
@@ -529,14 +529,14 @@ static bool report_has(const char *text)
  * or "above" (32 MiB over it), set by the call, or already by
  * REGIONALLOC_MEMORY_LIMIT when EDGE_FROM_ENV is set. A limit under the
  * address space (2^56) is in effect: a watcher runs, and a tag is made and
- * allocates in it only with room; at or above, none is: no watcher,
+ * allocates in it only with headroom; at or above, none is: no watcher,
  * nothing refused, the limit kept as given and reported so. */
 static int child_edge(void)
 {
     const char *v = getenv("EDGE_LIMIT");
     bool from_env = getenv("EDGE_FROM_ENV") != NULL;
     size_t rss = resident_now(), limit;
-    bool in_effect, room;
+    bool in_effect, fits;
     ra_tag_t before = from_env ? RA_TAG_NONE : ra_tag_create("before"), t;
     void *p;
 
@@ -545,15 +545,15 @@ static int child_edge(void)
             : strcmp(v, "above") == 0 ? rss + 32 * MIB
                                       : (size_t)strtoull(v, NULL, 10);
     in_effect = limit < ((size_t)1 << 56);
-    room = !in_effect || limit > rss + 16 * MIB;
+    fits = !in_effect || limit > rss + 16 * MIB;
     if (!from_env)
         TU_REQUIRE(before != RA_TAG_NONE && ra_memory_limit_set(limit) == 0);
     TU_REQUIRE(ra_memory_limit() == limit);
     t = ra_tag_create("after");
-    TU_REQUIRE(room ? t != RA_TAG_NONE : t == RA_TAG_NONE && errno == ENOMEM);
+    TU_REQUIRE(fits ? t != RA_TAG_NONE : t == RA_TAG_NONE && errno == ENOMEM);
     if (before != RA_TAG_NONE) {
         p = big_in(before);
-        TU_REQUIRE(room ? p != NULL : p == NULL && errno == ENOMEM);
+        TU_REQUIRE(fits ? p != NULL : p == NULL && errno == ENOMEM);
         ra_free(p);
     }
     if (t != RA_TAG_NONE) {
@@ -585,7 +585,7 @@ static const char *const edges[] = {
 };
 
 /* ra_memory_limit_set at the edges. Before, 2^63 and above made the
- * room's int64_t negative and refused every tag and tagged allocation. */
+ * headroom's int64_t negative and refused every tag and tagged allocation. */
 START_TEST(test_pressure_limit_set_at_the_edges)
 {
     char var[64], err[4096];

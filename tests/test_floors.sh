@@ -45,7 +45,7 @@ esac
 make_tmp floors
 
 # plant NAME FLOOR CALLS: tmp/NAME.c on FLOOR calling the function CALLS of
-# the core (base floor: ra__init is ready.c's), compiled to tmp/NAME.o.
+# the core (base floor: ra__init is first_use.c's), compiled to tmp/NAME.o.
 plant() {
     printf '/* Floor: %s. Planted by test_floors.sh. */\n' "$2" > "$tmp/$1.c"
     printf 'extern int %s(void);\nint planted_%s(void) { return %s(); }\n' \
@@ -59,7 +59,7 @@ out=$("$BASH" "$check" "$design" "${pairs[@]}" "$tmp/up.c=$tmp/up.o" 2>&1)
 rc=$?
 [ "$rc" = 1 ] || fail "a planted up-call: exit $rc, not 1: $out"
 case $out in
-*"up.c (OS) calls up into ready.c (base): ra__init"*) ;;
+*"up.c (OS) calls up into first_use.c (base): ra__init"*) ;;
 *) fail "the planted up-call is not named: $out" ;;
 esac
 case $out in
@@ -120,7 +120,7 @@ plant same base ra__init
 sed 's/^ base /  xase /; s/^ OS /  base /' "$design" |
     sed 's/^  xase / OS /; s/^  base / base /' > "$tmp/swapped.md"
 "$BASH" "$check" "$tmp/swapped.md" "$tmp/up.c=$tmp/up.o" \
-    "$srcdir/src/ready.c=$builddir/src/libregionalloc_core_la-ready.lo" \
+    "$srcdir/src/first_use.c=$builddir/src/libregionalloc_core_la-first_use.lo" \
     > "$tmp/out" 2>&1
 [ $? = 0 ] || fail "with OS drawn above base, OS calling base is down: $(cat "$tmp/out")"
 

@@ -1,12 +1,11 @@
-/* Suite "budget (unit)": the memory limit's room and the budgets' headroom
- * at the sizes' extremes (0, 1, 2^63 - 1, 2^63, 2^64 - 1, the address
+/* Suite "budget (unit)": the memory limit's headroom and the budgets' growth
+ * margin at the sizes' extremes (0, 1, 2^63 - 1, 2^63, 2^64 - 1, the address
  * space, next to the resident set), driven through budget.c's own entry
  * points: the commits the extent hooks report (ra__budget_commits), the
- * room and level the watcher sets (ra__budget_set_pressure), its estimate,
- * and the pool's growth check. No tag is created: tags 1 and 2 are slots
- * of budget.c's table, at the top level. Each case runs in a process of
- * its own (Check's fork mode), so that what one leaves is gone at the
- * next. */
+ * headroom and level the watcher sets (ra__budget_set_pressure), its estimate,
+ * and the pool's growth check. No tag is created: tags 1 and 2 are slots of
+ * budget.c's table, at the top level. Each case runs in a process of its own
+ * (Check's fork mode), so that what one leaves is gone at the next. */
 #include <check.h>
 #include <stdint.h>
 
@@ -33,7 +32,7 @@ static void set_pressure(size_t limit, size_t resident)
 }
 
 /* A limit at or above the address space is none in effect: nothing is
- * refused, and the estimate is that of no limit. Before, the room of
+ * refused, and the estimate is that of no limit. Before, the headroom of
  * 2^63 or 2^64 - 1 over a few MiB was negative as an int64_t, and every
  * tagged commit was refused. */
 START_TEST(test_budget_unit_limit_above_the_address_space_refuses_nothing)
@@ -53,7 +52,7 @@ START_TEST(test_budget_unit_limit_above_the_address_space_refuses_nothing)
 }
 END_TEST
 
-/* The largest limit in effect: its room is the limit less the resident
+/* The largest limit in effect: its headroom is the limit less the resident
  * set, the estimate the resident set and what was committed since. */
 START_TEST(test_budget_unit_largest_limit_in_effect_counts_exactly)
 {
@@ -80,10 +79,10 @@ START_TEST(test_budget_unit_limits_of_0_and_1)
 }
 END_TEST
 
-/* A resident set read as huge past a small limit (a look never reads one,
- * but the room is set from any size_t): the room stays negative. Before,
- * -(int64_t)(resident - limit) wrapped to a positive room of 1 GiB. */
-START_TEST(test_budget_unit_resident_far_past_the_limit_keeps_the_room_negative)
+/* A resident set read as huge past a small limit (a look never reads one, but
+ * the headroom is set from any size_t): the headroom stays negative. Before,
+ * -(int64_t)(resident - limit) wrapped to a positive headroom of 1 GiB. */
+START_TEST(test_budget_unit_resident_far_past_the_limit_keeps_headroom_negative)
 {
     static const size_t residents[] = {TOP - 1, TOP, SIZE_MAX - GIB,
                                        SIZE_MAX};
@@ -94,7 +93,7 @@ START_TEST(test_budget_unit_resident_far_past_the_limit_keeps_the_room_negative)
                       residents[i]);
         /* The estimate saturates rather than wrapping under the limit. */
         ck_assert_uint_ge(ra__budget_pressure_estimate(), 1u << 30);
-        ra__budget_pressure_reset_room(residents[i]);
+        ra__budget_pressure_reset_headroom(residents[i]);
         ck_assert(!commits(1, MIB));
     }
 }
@@ -125,7 +124,7 @@ END_TEST
 
 /* The pool grows while 8 MiB are free under every hard limit up the
  * chain: no sum to wrap near 2^64 - 1. */
-START_TEST(test_budget_unit_growth_headroom_saturates)
+START_TEST(test_budget_unit_growth_margin_saturates)
 {
     static const size_t hards[] = {1, TOP - 1, TOP, SIZE_MAX};
     ra_tag_limit_t limit = {0, 0, NULL, NULL};
@@ -156,11 +155,11 @@ int main(void)
     tcase_add_test(tc, test_budget_unit_limits_of_0_and_1);
     tcase_add_test(
         tc,
-        test_budget_unit_resident_far_past_the_limit_keeps_the_room_negative);
+        test_budget_unit_resident_far_past_the_limit_keeps_headroom_negative);
     tcase_add_test(tc, test_budget_unit_limit_next_to_the_resident_set);
     suite_add_tcase(s, tc);
     tc = tcase_create("budgets");
-    tcase_add_test(tc, test_budget_unit_growth_headroom_saturates);
+    tcase_add_test(tc, test_budget_unit_growth_margin_saturates);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

@@ -37,7 +37,7 @@
 #define TAG_ARENAS 4u
 /* pool.c's: jemalloc's arena indices, and the budget's headroom. */
 #define ARENA_INDICES 4095u
-#define GROW_HEADROOM (8 * MIB)
+#define GROW_MARGIN (8 * MIB)
 
 int __real_ra__be_arena_create(extent_hooks_t *hooks, size_t grow_limit);
 int __real_ra__region_refusal(void);
@@ -409,7 +409,7 @@ START_TEST(test_pool_unit_a_refused_arena_stops_growth_until_recycled)
 }
 END_TEST
 
-/* A budgeted tag grows only while GROW_HEADROOM of its hard limit is
+/* A budgeted tag grows only while GROW_MARGIN of its hard limit is
  * free: each arena's metadata is committed in its region. Refused by the
  * budget, nothing is asked of jemalloc, and the tag is not stuck. */
 START_TEST(test_pool_unit_a_budget_near_its_limit_does_not_grow)
@@ -420,7 +420,7 @@ START_TEST(test_pool_unit_a_budget_near_its_limit_does_not_grow)
     unsigned asked;
 
     ck_assert_uint_gt(committed, 0);
-    limit.hard = committed + GROW_HEADROOM - 1;
+    limit.hard = committed + GROW_MARGIN - 1;
     ck_assert_int_eq(ra_tag_set_limit(tag, &limit), 0);
     asked = atomic_load(&arenas_asked);
     for (unsigned i = 0; i < 3 * PER_ARENA; i++)
@@ -428,7 +428,7 @@ START_TEST(test_pool_unit_a_budget_near_its_limit_does_not_grow)
     ck_assert_uint_eq(atomic_load(&arenas_asked), asked);
     /* Exactly the headroom free: one more arena, whose metadata then
      * takes part of it. */
-    limit.hard = committed + GROW_HEADROOM;
+    limit.hard = committed + GROW_MARGIN;
     ck_assert_int_eq(ra_tag_set_limit(tag, &limit), 0);
     bind_expect(tag, 1, 2);
     ck_assert_uint_gt(ra__budget_committed(tag), committed);
@@ -454,7 +454,7 @@ START_TEST(test_pool_unit_an_ancestors_budget_bounds_the_growth)
     unsigned asked;
 
     ck_assert_uint_ne(child, RA_TAG_NONE);
-    limit.hard = ra__budget_tree(parent) + GROW_HEADROOM - 1;
+    limit.hard = ra__budget_tree(parent) + GROW_MARGIN - 1;
     ck_assert_int_eq(ra_tag_set_limit(parent, &limit), 0);
     asked = atomic_load(&arenas_asked);
     for (unsigned i = 0; i < 3 * PER_ARENA; i++)

@@ -1,9 +1,9 @@
-/* Floor: ends. Making room: after an allocation was refused, before its
+/* Floor: ends. Giving back: after an allocation was refused, before its
  * one retry, and on the memory limit watcher's looks. A budget's refusal
  * gets back what a purge reaches of the tag (and of the subtree whose
  * limit refused); the memory limit's gets back the process's free pages,
  * the tags of lowest priority first, until the resident set is under the
- * pressure's target, and sets the commits' room from what is left, so
+ * pressure's target, and sets the commits' headroom from what is left, so
  * that memory a program freed at the limit serves its next allocation
  * without waiting for the watcher's next look. */
 #include <sched.h>
@@ -95,14 +95,14 @@ size_t ra__give_back_by_priority(size_t below, bool every)
     return now;
 }
 
-/* A refused allocation does not know how much room it needs: its pass
+/* A refused allocation does not know how much it needs given back: its pass
  * gives back every tag's free pages worth a purge, lowest priority first,
  * not only down to the watcher's target. One pass runs at a time: a
  * thread refused while another passes waits for that pass (no lock of
- * ours or jemalloc's is held here) and retries on the room it left, so
+ * ours or jemalloc's is held here) and retries on the headroom it left, so
  * that a storm of refusals at a limit with nothing left to give keeps at
  * most one thread walking the tags. */
-static void make_room_under_limit(void)
+static void give_back_under_limit(void)
 {
     if (!ra__budget_pressure_on())
         return;
@@ -111,18 +111,18 @@ static void make_room_under_limit(void)
             sched_yield();
         return;
     }
-    ra__budget_pressure_reset_room(ra__give_back_by_priority(0, false));
+    ra__budget_pressure_reset_headroom(ra__give_back_by_priority(0, false));
     atomic_store_explicit(&passing, false, memory_order_release);
 }
 
 /* doc/design.md, jemalloc facts: a bounded arena can fail while dirty pages
  * sit unused. */
-void ra__make_room(ra_tag_t tag)
+void ra__give_back_after_refusal(ra_tag_t tag)
 {
     ra_tag_t refused = ra__budget_refused;
 
     if (ra__budget_refused_by_pressure()) {
-        make_room_under_limit();
+        give_back_under_limit();
         return;
     }
     /* A budget's refusal names a tag handed out (its own or an
@@ -140,7 +140,7 @@ void ra__make_room(ra_tag_t tag)
     }
 }
 
-void ra__make_room_postfork_child(void)
+void ra__give_back_postfork_child(void)
 {
     atomic_store_explicit(&passing, false, memory_order_relaxed);
 }

@@ -1,9 +1,10 @@
-/* The hot paths' inlines: the page table, a block's tag, a tag's
- * liveness, a thread's slot, the instrumentation word, the soft limit's
- * check, the library's quiet sections, the profiler's countdown. Included
- * at the end of internal.h, whose declarations they use. */
-#ifndef RA_INLINE_H
-#define RA_INLINE_H
+/* The library's state as the hot paths read it, inline: the page table,
+ * a block's tag, a tag's liveness, a thread's slot, the instrumentation
+ * word, the soft limit's check, the library's quiet sections, the
+ * profiler's countdown. Included at the end of internal.h, whose
+ * declarations it uses. */
+#ifndef RA_HOT_STATE_H
+#define RA_HOT_STATE_H
 
 /* -- region.c: the page table, a block's tag -------------------------------- */
 static inline uint8_t *ra__page_bin_entry(const void *ptr)
@@ -203,4 +204,4 @@ static inline void ra__quiet_end(void)
     ra__hooks_muted--;
 }
 
-#endif /* RA_INLINE_H */
+#endif /* RA_HOT_STATE_H */
