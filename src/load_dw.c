@@ -1,5 +1,5 @@
 /* Floor: tags. libdw (elfutils), loaded when a frame is first named (a
- * profile's dump, the page's sites) or when the profiler starts in a
+ * profile's dump, the dashboard's sites) or when the profiler starts in a
  * process that dumps the profile at exit, which loads nothing: it brings
  * libelf, lzma and bz2 with it. */
 #include <dlfcn.h>

@@ -5,7 +5,7 @@
 #   - the exit status and a deadly signal come through unchanged;
 #   - an existing LD_PRELOAD is kept, the library appended;
 #   - --report=FILE --format json writes the report at exit;
-#   - --http prints the page's URL on stderr, which serves /metrics;
+#   - --http prints the dashboard's URL on stderr, which serves /metrics;
 #   - `regionalloc report PID --format prometheus`, read from the live
 #     segment, agrees with that process's own /metrics on the worker's
 #     tag; `--format json` and `text` read it too;
