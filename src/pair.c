@@ -80,7 +80,8 @@ static void check_pair(const struct ra__tag_slot *s, enum ra__pair_state st)
     if (s->bins != NULL)
         for (unsigned bin = 0; bin < ra__nbins; bin++) {
             ra__assert(s->bins[bin].count <= s->bins[bin].cap);
-            /* Parked: nothing cached, every bin seen full and empty. */
+            /* Invariant 11: parked, nothing cached, every bin seen full
+             * and empty. */
             ra__assert(!parked(st) || s->bins[bin].cap == 0);
         }
 }
@@ -97,6 +98,7 @@ static void bind_to(struct ra__tag_slot *s, unsigned arena)
     s->arena = (uint16_t)arena;
     s->alloc_flags =
         RA__ARENA_FLAGS(arena) | ra__be_tcache_flags(s->tcache);
+    /* Invariant 2: the pair never reaches jemalloc's automatic cache. */
     ra__assert(RA__NAMES_TCACHE(s->alloc_flags));
 }
 

@@ -80,6 +80,9 @@ static bool make_writable(struct ra__carving *r, uintptr_t end)
                                   memory_order_release);
         }
     }
+    /* Invariant 5: a refusal leaves the writable end where it was. */
+    ra__assert(!failed || atomic_load_explicit(&r->writable_end,
+                                               memory_order_relaxed) == done);
     ra__unlock(&grow_lock);
     return failed;
 }
