@@ -21,6 +21,7 @@ static bool counts_zero(ra_tag_t tag)
 {
     struct ra__counts c;
 
+    ra__threads_assert_held();
     ra__users_counts(ra__users_first(tag), false, tag, &c);
     return c.nmalloc == 0 && c.ndalloc == 0 && c.allocated == 0;
 }
@@ -29,6 +30,7 @@ static bool counts_zero(ra_tag_t tag)
  * for the slot's next holder, and so do the orphans'. */
 static void new_holder(ra_tag_t tag)
 {
+    ra__threads_assert_held();
     for (struct ra__tag_slot *s = ra__users_first(tag); s != NULL;
          s = s->users_next)
         ra__pair_new_holder(s);
@@ -39,6 +41,7 @@ static void new_holder(ra_tag_t tag)
  * PARKED (an end that kept what the caches hold). */
 static bool all_parked(ra_tag_t tag)
 {
+    ra__threads_assert_held();
     for (struct ra__tag_slot *s = ra__users_first(tag); s != NULL;
          s = s->users_next)
         if (ra__pair_state(s) != RA__PAIR_PARKED)
@@ -57,6 +60,7 @@ static bool all_parked(ra_tag_t tag)
  * untagged resident set). */
 static void end_keeping(ra_tag_t tag)
 {
+    ra__threads_assert_held();
     /* Blocks a consumer freed are on their way home: they go on, now, to
      * where a purge of the next holder reaches, and the pairs are left
      * alone only once every send is home (a sender may be freeing through
@@ -84,6 +88,7 @@ static void end_keeping(ra_tag_t tag)
  * be reset, which frees what every cache of the tag holds. */
 static void end_resetting(ra_tag_t tag)
 {
+    ra__threads_assert_held();
     /* Before any tcache of the tag goes: a consumer's send in flight may
      * be freeing through its pair's. */
     ra__returns_fence(tag);
@@ -169,6 +174,7 @@ void ra__pairs_wipe(ra_tag_t tag)
  * parked again. */
 static void unhold_pairs(ra_tag_t tag)
 {
+    ra__threads_assert_held();
     for (struct ra__tag_slot *s = ra__users_first(tag); s != NULL;
          s = s->users_next)
         ra__pair_unhold(s);
@@ -178,6 +184,7 @@ static void unhold_pairs(ra_tag_t tag)
  * (mine) held if they are all parked; false, with none held, else. */
 static bool hold_pairs(ra_tag_t tag, const struct ra__tag_slot *mine)
 {
+    ra__threads_assert_held();
     for (struct ra__tag_slot *s = ra__users_first(tag); s != NULL;
          s = s->users_next)
         if (s != mine && !ra__pair_hold(s)) {
