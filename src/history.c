@@ -1,8 +1,9 @@
 /* Floor: services. What the dashboard's chart draws (GET
  * /debug/regionalloc/history): a ring of samples, one a second (less often
  * when a sample is costly) over the last four minutes, of the process's
- * allocated and mapped bytes and of the largest tags'. It exists only while the HTTP server runs: ra_http_start
- * starts its thread, ra_http_stop joins it and frees the ring. The ring is
+ * allocated and mapped bytes and of the largest tags'. It exists only
+ * while the HTTP server runs: ra_http_start starts its thread,
+ * ra_http_stop joins it and frees the ring. The ring is
  * the library's own memory, of a fixed size, counted in the reports'
  * "library" figure. */
 #include <errno.h>
