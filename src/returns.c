@@ -19,10 +19,11 @@
  * compare-and-swap cannot suffer ABA. Each (tag, bin) stack is bounded
  * (RA__RETURNS_BINS front cache bins' capacity of blocks, as the caller
  * says): what does not fit goes to jemalloc as before. Its blocks are
- * free to the library and allocated to jemalloc, like the front caches': drained by ra_thread_flush and a
- * thread's exit (every figure exact after them), purges, and a reset or
- * destroy with live blocks, which forgets them before the arena discards
- * them, with drains kept out until the arena is reset (the gate). */
+ * free to the library and allocated to jemalloc, like the front caches':
+ * drained by ra_thread_flush and a thread's exit (every figure exact after
+ * them), purges, and a reset or destroy with live blocks, which forgets
+ * them before the arena discards them, with drains kept out until the
+ * arena is reset (the gate). */
 #include <sched.h>
 #include <stdalign.h>
 #include <string.h>
