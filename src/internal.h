@@ -169,9 +169,10 @@ void ra__thread_exit_set(void (*end)(void *), void (*last)(void));
  * thread (init.c), at the start of every thread the library's
  * pthread_create starts and of its own, and when a thread makes its
  * state (thread.c: its first allocation or free of a tag's block). Arms
- * the thread-exit key, whose last step is ra__untagged_thread_end. Returns true when the thread is not counted
- * (jemalloc keeps no counts per thread, the key could not be armed, or it
- * has left already). Takes untagged.c's lock, a leaf. */
+ * the thread-exit key, whose last step is ra__untagged_thread_end.
+ * Returns true when the thread is not counted (jemalloc keeps no counts
+ * per thread, the key could not be armed, or it has left already). Takes
+ * untagged.c's lock, a leaf. */
 bool ra__untagged_thread_start(void);
 /* The same for the thread that loads the library (init.c), but where it
  * is the process's only thread, its counters are found only when first
