@@ -23,7 +23,8 @@
 # one-line summary otherwise.
 set -euo pipefail
 
-# The limits (issue 46), stated here only.
+# The limits doc/design.md ("The floors") gives as rules; the only copy
+# the check reads.
 file_most=600           # lines of any C file ...
 file_own="src/internal.h=400 src/region.c=500"  # ... but these
 function_most=60        # lines of a function's body
