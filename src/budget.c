@@ -294,7 +294,8 @@ size_t ra__budget_tree_peak(ra_tag_t tag)
                                 memory_order_relaxed);
 }
 
-size_t ra__budget_hard(ra_tag_t tag)
+/* Tag's hard limit (0: none). */
+static size_t hard_of(ra_tag_t tag)
 {
     return atomic_load_explicit(&budgets[tag].hard, memory_order_relaxed);
 }
@@ -410,7 +411,7 @@ void ra__budget_get(ra_tag_t tag, ra_tag_limit_t *out)
 bool ra__budget_allows_growth(ra_tag_t tag)
 {
     for (ra_tag_t at = tag; at != RA_TAG_NONE; at = parent_of(at)) {
-        size_t hard = ra__budget_hard(at);
+        size_t hard = hard_of(at);
         /* What is free under the limit, 0 past it: no sum to wrap. */
         if (hard != 0 &&
             ra__size_sub(hard, ra__budget_tree(at)) < GROW_MARGIN)

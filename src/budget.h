@@ -12,13 +12,11 @@
  * tag.c, through ra__pool_first_arena). */
 extern const struct ra__commit_ops ra__budget_commits;
 /* What tag's region holds committed and its high-water mark since the
- * tag's creation; the same over its subtree (tag trees); its hard limit
- * (0: none). Lock-free. */
+ * tag's creation; the same over its subtree (tag trees). Lock-free. */
 size_t ra__budget_committed(ra_tag_t tag);
 size_t ra__budget_peak(ra_tag_t tag);
 size_t ra__budget_tree(ra_tag_t tag);
 size_t ra__budget_tree_peak(ra_tag_t tag);
-size_t ra__budget_hard(ra_tag_t tag);
 /* Whether a hard limit was ever set in the process, or REGIONALLOC_LIMITS
  * names any. Lock-free. */
 bool ra__budget_any_hard(void);

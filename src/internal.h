@@ -84,10 +84,8 @@ void ra__sigpipe_release(const struct ra__sigpipe_hold *h);
 extern uint8_t *ra__page_bin;
 /* The first test of free (struct ra__free_gate). */
 extern struct ra__free_gate ra__free_gate;
-/* Recomputes the gate's count (the regions, the hooks). hooks: whether a
- * hook is installed (hooks.c, serialized by its install lock), which opens
- * the gate to every free. */
-void ra__free_gate_update(void);
+/* Whether a hook is installed (hooks.c, serialized by its install lock),
+ * which opens the gate to every free. */
 void ra__free_gate_hooks(bool any);
 
 /* -- config.c: environment, read once ------------------------------------- */

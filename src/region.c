@@ -34,7 +34,8 @@ static struct ra__mutex gate_lock = RA__MUTEX_INIT(RA__RANK_GATE);
  * through the tagged path, which dispatches to the hooks. */
 static bool gate_hooks;
 
-void ra__free_gate_update(void)
+/* Recomputes the gate's count (the regions, the hooks). */
+static void update_gate(void)
 {
     uintptr_t n;
 
@@ -56,7 +57,7 @@ void ra__free_gate_hooks(bool any)
     ra__lock(&gate_lock);
     gate_hooks = any;
     ra__unlock(&gate_lock);
-    ra__free_gate_update();
+    update_gate();
 }
 
 uint8_t *ra__page_bin;
@@ -317,7 +318,7 @@ void ra__region_publish(ra_tag_t tag)
      * tag: its part of the page table, mapped and 0, sends the frees of
      * that mapping's blocks to jemalloc, and the next region can be had. */
     __atomic_store_n(&ra__layout.count, idx + 1, __ATOMIC_RELEASE);
-    ra__free_gate_update();
+    update_gate();
 }
 
 size_t ra__region_grow_limit(void)
