@@ -6,10 +6,10 @@
 #     links to (python3.11), a symbolic link of another name, a copy of
 #     the interpreter under another name (an ELF that exports
 #     Py_BytesMain), a program that embeds Python (gdb links libpython3),
-#     and scripts whose #! line names python3, directly, through env and
-#     through env -S;
-#   - not /bin/sh, a non-Python ELF (env), nor a Python that a shell
-#     starts; run --help says so; the user's PYTHONMALLOC (pymalloc, or empty) is kept; not
+#     scripts whose #! line names python3, directly, through env and
+#     through env -S, and env running python3 (options, NAME=VALUE first);
+#   - not /bin/sh, a non-Python ELF (printenv), env running sh, nor a
+#     Python that a shell starts; run --help says so; the user's PYTHONMALLOC (pymalloc, or empty) is kept; not
 #     set when the interpreter's own options ignore the environment (-E,
 #     -I, -IS, -Es, in a #! line too), but set when -E is the script's;
 #     malloc_debug in the development mode (-X dev, PYTHONDEVMODE), whose
@@ -73,6 +73,7 @@ ln -s "$py" "$tmp/bin/app"
 check "'malloc'" "a link found on PATH" env PATH="$tmp/bin:$PATH" "$ra" run -- app -c "$show"
 script direct "$py"
 check "'malloc'" "#!$py" "$ra" run -- "$tmp/direct"
+# Named env: a script all the same, not taken for env itself.
 script env '/usr/bin/env python3'
 check "'malloc'" "#!/usr/bin/env python3" "$ra" run -- "$tmp/env"
 script split '/usr/bin/env -S python3 -u'
@@ -82,9 +83,11 @@ if need gdb gdb; then
 fi
 # shellcheck disable=SC2016 # expanded by the program's shell
 check unset "/bin/sh" "$ra" run -- /bin/sh -c 'echo "${PYTHONMALLOC-unset}"'
+check "" "a non-Python ELF (printenv)" "$ra" run -- /usr/bin/printenv PYTHONMALLOC
+check "'malloc'" "env python3" "$ra" run -- env python3 -c "$show"
+check None "env -u X FOO=1 python3 -E" "$ra" run -- /usr/bin/env -u X FOO=1 python3 -E -c "$show"
 # shellcheck disable=SC2016 # expanded by the program's shell
-check unset "a non-Python ELF (env)" \
-    "$ra" run -- /usr/bin/env sh -c 'echo "${PYTHONMALLOC-unset}"'
+check unset "env sh" "$ra" run -- env sh -c 'echo "${PYTHONMALLOC-unset}"'
 check None "python3 started by a shell" "$ra" run -- /bin/sh -c "$py -c '$show'"
 
 if "$ra" run --help | grep -q 'PYTHONMALLOC=malloc'; then

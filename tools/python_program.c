@@ -5,10 +5,10 @@
  * when, found as execvp finds it, it or the file it links to is named
  * python, python3, python3.11 (python and digits and dots); when it is an
  * ELF program that exports Py_BytesMain or Py_Main, or links libpython3
- * (python_elf.c); or when it is a script whose #! line names such a
- * program, directly or through env (env -S too). The user's own
- * PYTHONMALLOC, even empty, is kept. Nothing is printed: the program's
- * stderr is its own. */
+ * (python_elf.c); when it is a script whose #! line names such a
+ * program, directly or through env (env -S too); or when it is env
+ * running one. The user's own PYTHONMALLOC, even empty, is kept. Nothing
+ * is printed: the program's stderr is its own. */
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -93,18 +93,23 @@ static size_t split_words(char *s, char **words, size_t max)
     return n;
 }
 
-/* The program env runs from a #! line's argument: the argument itself,
- * found on PATH; with -S, its words split at spaces: env's options
- * (-u and -C with their value) and NAME=VALUE first, then the program and
- * its arguments. */
-static enum python_malloc env_malloc(char *arg, int depth)
+/* Whether the last component of path is name. */
+static bool named(const char *path, const char *name)
 {
-    char *words[MAX_WORDS];
-    size_t n, i = 0;
+    const char *slash = strrchr(path, '/');
 
-    if (strncmp(arg, "-S", 2) != 0)
-        return program_malloc(arg, true, NULL, 0, depth + 1);
-    n = split_words(arg + 2, words, MAX_WORDS);
+    return strcmp(slash != NULL ? slash + 1 : path, name) == 0;
+}
+
+/* The program env runs with these words (n of them, after env's name):
+ * its options (-u and -C with their value; what else begins with '-')
+ * and NAME=VALUE first, then the program, found on PATH, and its
+ * arguments. */
+static enum python_malloc env_command(char *const *words, size_t n,
+                                      int depth)
+{
+    size_t i = 0;
+
     while (i < n && (words[i][0] == '-' || strchr(words[i], '=') != NULL)) {
         if (strcmp(words[i], "-u") == 0 || strcmp(words[i], "-C") == 0)
             i++;
@@ -116,11 +121,24 @@ static enum python_malloc env_malloc(char *arg, int depth)
                           depth + 1);
 }
 
+/* The program env runs from a #! line's argument: the argument itself,
+ * found on PATH (the kernel passes the rest of the line as one word);
+ * with -S, the words env splits it into at spaces. */
+static enum python_malloc env_line(char *arg, int depth)
+{
+    char *words[MAX_WORDS];
+
+    if (strncmp(arg, "-S", 2) != 0)
+        return program_malloc(arg, true, NULL, 0, depth + 1);
+    return env_command(words, split_words(arg + 2, words, MAX_WORDS),
+                       depth);
+}
+
 /* A script's #! line (line, after the "#!"), as the kernel reads it: the
  * interpreter, then at most one argument, the rest of the line. */
 static enum python_malloc script_malloc(char *line, int depth)
 {
-    char *interpreter, *arg, *end, *slash;
+    char *interpreter, *arg, *end;
 
     line += strspn(line, " \t");
     interpreter = line;
@@ -133,15 +151,14 @@ static enum python_malloc script_malloc(char *line, int depth)
         *--end = '\0';
     if (interpreter[0] == '\0')
         return PM_NONE;
-    slash = strrchr(interpreter, '/');
-    if (strcmp(slash != NULL ? slash + 1 : interpreter, "env") == 0)
-        return env_malloc(arg, depth);
+    if (named(interpreter, "env"))
+        return env_line(arg, depth);
     return program_malloc(interpreter, false, &arg, arg[0] != '\0' ? 1 : 0,
                           depth + 1);
 }
 
-/* What the file at path is: a script (its #! line's program decides), an
- * ELF program, or neither. Reads no more than SCRIPT_HEAD bytes and what
+/* What the file at path is: a script (its #! line's program decides),
+ * env (the program it runs decides), an ELF program, or neither. Reads no more than SCRIPT_HEAD bytes and what
  * python_elf.c reads; never opens what is not a regular file. */
 static enum python_malloc file_malloc(const char *path, char *const *args,
                                       size_t n, int depth)
@@ -161,6 +178,10 @@ static enum python_malloc file_malloc(const char *path, char *const *args,
         if (got >= 2 && head[0] == '#' && head[1] == '!') {
             close(fd);
             return script_malloc(head + 2, depth);
+        }
+        if (named(path, "env")) {
+            close(fd);
+            return env_command(args, n, depth);
         }
         kind = elf_python_kind(fd);
     }

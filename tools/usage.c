@@ -46,7 +46,8 @@ void print_usage(FILE *out)
           "python3.11...\n"
           "(or a link to one), an ELF that exports Py_BytesMain or links "
           "libpython3, or\n"
-          "a script whose #! line names one (env and env -S too).\n",
+          "a script whose #! line names one (env and env -S too), or env "
+          "running one.\n",
           out);
 }
 
