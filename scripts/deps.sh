@@ -10,9 +10,12 @@
 # as dpkg names (gcc, g++ and make come as build-essential). zlib1g-dev:
 # the profiler's pprof output is gzip-compressed; libmicrohttpd-dev: the
 # HTTP endpoints, libdw-dev: the profile's frames named with functions and
-# lines (both optional to the build, installed so that they are there).
+# lines (both optional to the build, installed so that they are there),
+# python3-dev: the headers of the system's Python 3, for the Python module
+# `regionalloc` that the build makes in bindings/python/.
 RA_BUILD_CHECK=(gcc g++ make autoconf automake libtool pkg-config
-                libjemalloc-dev zlib1g-dev libmicrohttpd-dev libdw-dev)
+                libjemalloc-dev zlib1g-dev libmicrohttpd-dev libdw-dev
+                python3-dev)
 # What the test command adds (scripts/test.sh, CI): Check for the suites,
 # cppcheck for make lint, python3 to parse the JSON reports, prometheus for
 # promtool and the scrape test, curl for the HTTP tests, gdb (a real program
@@ -24,10 +27,11 @@ RA_BUILD_CHECK=(gcc g++ make autoconf automake libtool pkg-config
 # the profile's pprof output, binutils' strip for a binary without symbols,
 # libc6-dbg (the C library's debug file, found by build ID) for its static
 # functions' names, sqlite3 and redis-server (redis-tools' redis-cli fills
-# it) for real programs whose parts the reports name.
+# it) for real programs whose parts the reports name, python3-numpy for the
+# Python module's tests of numpy arrays' data counted in their tag.
 RA_TEST_CHECK=(check cppcheck python3 prometheus curl gdb git cargo rustc
                strace chromium fonts-dejavu-core golang-go binutils libc6-dbg
-               sqlite3 redis-server redis-tools)
+               sqlite3 redis-server redis-tools python3-numpy)
 
 # Prints those of the given packages that are not installed, one a line.
 ra_missing_of() {

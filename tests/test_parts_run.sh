@@ -5,8 +5,8 @@
 # report: every part counted then, at rest), and once from a live report
 # over HTTP (what the library's thread counted, after one sweep at rest):
 #   - python3 building ~100 MB of small objects, in the main thread and in
-#     8 threads it names, with pymalloc (the default) and with
-#     PYTHONMALLOC=malloc;
+#     8 threads it names, with pymalloc (PYTHONMALLOC=pymalloc, which run
+#     keeps) and with PYTHONMALLOC=malloc (what run gives python3 else);
 #   - tests/parts_threads.c: 64 named threads, 1 MiB each, a tag each, at
 #     exit and live;
 #   - sqlite3 filling a table in memory;
@@ -216,11 +216,7 @@ for alloc in pymalloc malloc; do
         [ $threads = 0 ] || name=$name-${threads}threads
         other=small
         [ $alloc = pymalloc ] && other=most
-        if [ $alloc = malloc ]; then
-            hold "$name" env PYTHONMALLOC=malloc /usr/bin/python3 "$tmp/objects.py" $threads
-        else
-            hold "$name" /usr/bin/python3 "$tmp/objects.py" $threads
-        fi
+        hold "$name" env PYTHONMALLOC=$alloc /usr/bin/python3 "$tmp/objects.py" $threads
         ready "$name" || continue
         if [ $threads = 0 ]; then
             parts "$name" $other

@@ -1,7 +1,8 @@
 /* What regionalloc's files share, by the file that owns each part.
  * regionalloc.c dispatches the commands and owns report; run.c starts the
- * program, with the environment run_options.c makes of run's options;
- * prometheus.c writes report's Prometheus text; locate.c finds the
+ * program, with the environment run_options.c makes of run's options and
+ * PYTHONMALLOC for a Python program (python_program.c finds one, with
+ * python_elf.c; python_options.c reads its options); prometheus.c writes report's Prometheus text; locate.c finds the
  * library and regionalloc-top; usage.c says how to call the tool. */
 #ifndef REGIONALLOC_TOOL_H
 #define REGIONALLOC_TOOL_H
@@ -79,6 +80,34 @@ void set_variable(const char *var, const char *value);
 /* NULL when the library takes value as REGIONALLOC_STATS_FORMAT, else why
  * not. */
 const char *check_format(const char *value);
+
+/* -- python_elf.c, python_options.c, python_program.c --------------------- */
+
+/* What a program is to Python: not Python, Python's own interpreter (its
+ * arguments start with the interpreter's options), or a program that
+ * embeds Python (its arguments are its own). */
+enum python_kind { NOT_PYTHON, PYTHON_INTERPRETER, PYTHON_EMBEDDED };
+
+/* The PYTHONMALLOC a program is given: none, "malloc", "malloc_debug". */
+enum python_malloc { PM_NONE, PM_MALLOC, PM_MALLOC_DEBUG };
+
+/* What the ELF file open at fd is (an interpreter exports Py_BytesMain or
+ * Py_Main, an embedder links libpython3); NOT_PYTHON for a file that is
+ * not a readable 64-bit ELF program of this machine. Reads the file with
+ * bounded reads, allocates nothing. */
+enum python_kind elf_python_kind(int fd);
+
+/* The PYTHONMALLOC a program of that kind, run with args (n words after
+ * its name), is given, by its options (an interpreter's) and
+ * PYTHONDEVMODE. */
+enum python_malloc python_malloc_for(enum python_kind kind,
+                                     char *const *args, size_t n);
+
+/* Sets PYTHONMALLOC for the program argv[0] (run with argv[1] to
+ * argv[argc - 1]) when it is Python and the user has not set it; else
+ * leaves the environment as it is. Prints nothing; exits 127 only when
+ * setenv fails (set_variable). */
+void set_python_malloc(char *const *argv, size_t argc);
 
 /* -- run.c ---------------------------------------------------------------- */
 

@@ -1,8 +1,9 @@
 /* regionalloc run: the program executed in this process's place, with
  * the library found (locate.c) and named in LD_PRELOAD as preload.c says,
- * and the environment of run's options (run_options.c). The same process,
- * so its exit status, its signals and its pid are the program's, and that
- * pid, passed on, tells the program from the children it starts. */
+ * the environment of run's options (run_options.c), and PYTHONMALLOC for
+ * a Python program (python_program.c). The same process, so its exit
+ * status, its signals and its pid are the program's, and that pid, passed
+ * on, tells the program from the children it starts. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -84,6 +85,7 @@ int run(int argc, char **argv)
     if (rc != 0)
         return rc;
     set_run_environment(&settings);
+    set_python_malloc(argv + program, (size_t)(argc - program));
     restore_sigpipe();
     execvp(argv[program], argv + program);
     rc = errno;

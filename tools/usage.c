@@ -36,7 +36,18 @@ void print_usage(FILE *out)
           "      --children            watch the program's children too: "
           "a report each\n"
           "                            (FILE.PID), a server, a segment\n"
-          "  -h, --help                print this help and exit\n",
+          "  -h, --help                print this help and exit\n"
+          "\n"
+          "run gives a Python program PYTHONMALLOC=malloc (malloc_debug "
+          "under -X dev), so\n"
+          "that its objects are malloc's, unless PYTHONMALLOC is set or its "
+          "interpreter\n"
+          "ignores it (-E, -I). Python: a program named python, python3, "
+          "python3.11...\n"
+          "(or a link to one), an ELF that exports Py_BytesMain or links "
+          "libpython3, or\n"
+          "a script whose #! line names one (env and env -S too), or env "
+          "running one.\n",
           out);
 }
 
