@@ -42,9 +42,9 @@ int rapy_size_arg(PyObject *obj, void *out)
         return 0;
     }
     sign = PyLong_AsLongLongAndOverflow(obj, &overflow);
-    if (sign == -1 && PyErr_Occurred())
+    if (sign == -1 && overflow == 0 && PyErr_Occurred())
         return 0;
-    if (sign < 0 || overflow < 0) {
+    if (overflow < 0 || (overflow == 0 && sign < 0)) {
         PyErr_SetString(PyExc_ValueError,
                         "regionalloc: a size must not be negative");
         return 0;
@@ -62,6 +62,7 @@ int rapy_format_arg(PyObject *obj, void *out)
     static const ra_format_t formats[] = {RA_FORMAT_TEXT, RA_FORMAT_JSON,
                                           RA_FORMAT_PROMETHEUS};
     const char *name;
+    Py_ssize_t len;
 
     if (!PyUnicode_Check(obj)) {
         PyErr_Format(PyExc_TypeError,
@@ -69,11 +70,11 @@ int rapy_format_arg(PyObject *obj, void *out)
                      Py_TYPE(obj)->tp_name);
         return 0;
     }
-    name = PyUnicode_AsUTF8(obj);
+    name = PyUnicode_AsUTF8AndSize(obj, &len);
     if (name == NULL)
         return 0;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (strcmp(name, names[i]) == 0) {
+        if ((size_t)len == strlen(names[i]) && strcmp(name, names[i]) == 0) {
             *(ra_format_t *)out = formats[i];
             return 1;
         }
