@@ -81,8 +81,10 @@ PyObject *rapy_usage_of(ra_tag_t tag, bool tree)
     ra_tag_limit_t limit;
     PyObject *usage;
     unsigned long long values[NFIELDS];
+    int rc = tree ? rapy_api.tag_stats_tree(tag, &stats)
+                  : rapy_api.tag_stats(tag, &stats);
 
-    if ((tree ? rapy_api.tag_stats_tree : rapy_api.tag_stats)(tag, &stats) != 0)
+    if (rc != 0)
         return rapy_raise_errno(errno, tree ? "ra_tag_stats_tree"
                                             : "ra_tag_stats");
     if (rapy_api.tag_get_limit(tag, &limit) != 0)
