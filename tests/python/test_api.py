@@ -185,7 +185,7 @@ class Objects(Case):
         a, b = Tag("left a"), Tag("left b")
         a.__enter__()
         b.__enter__()
-        with self.assertRaisesRegex(RuntimeError, "top"):
+        with self.assertRaises(RuntimeError):
             a.__exit__(None, None, None)
         self.assertIs(regionalloc.current(), b)
         b.__exit__(None, None, None)
@@ -252,7 +252,7 @@ class Decorator(Case):
         def enter_only():
             other.__enter__()
 
-        with self.assertRaisesRegex(RuntimeError, "top"):
+        with self.assertRaises(RuntimeError):
             enter_only()
         other.__exit__(None, None, None)
         Tag("balanced").__exit__(None, None, None)
