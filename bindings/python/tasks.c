@@ -402,9 +402,10 @@ static unsigned inherited_tags(const ra_tag_t **tags)
 {
     unsigned depth = rapy_stack_depth();
 
+    *tags = rapy_stack_tags();
     if (step_base == NO_STEP || depth <= step_base)
         return 0;
-    *tags = rapy_stack_tags() + step_base;
+    *tags += step_base;
     return depth - step_base;
 }
 
@@ -436,7 +437,7 @@ static int prepend_tags(TaggedCoroutine *w, const ra_tag_t *tags, unsigned n)
  * Task refuses it), unchanged. New reference, or NULL with an exception. */
 static PyObject *follow_coro(PyObject *coro)
 {
-    const ra_tag_t *tags = NULL;
+    const ra_tag_t *tags;
     unsigned n = inherited_tags(&tags);
     TaggedCoroutine *w;
     int is_coro;
