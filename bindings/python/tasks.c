@@ -676,17 +676,11 @@ typedef struct {
 
 static PyTypeObject TaggedFunction_Type;
 
-/* Calls the function; its coroutine comes back wrapped with [tag] as its
- * saved tags, so that the tag applies while it runs and only then. What is
- * not a coroutine comes back as it is. */
-static PyObject *function_vectorcall(PyObject *self, PyObject *const *args,
-                                     size_t nargsf, PyObject *kwnames)
+PyObject *rapy_tasks_wrap(ra_tag_t tag, PyObject *coro)
 {
-    TaggedFunction *f = (TaggedFunction *)self;
-    PyObject *coro, *wrapped;
+    PyObject *wrapped;
     int is_coro;
 
-    coro = PyObject_Vectorcall(f->func, args, nargsf, kwnames);
     if (coro == NULL)
         return NULL;
     is_coro = is_coroutine(coro);
@@ -696,9 +690,19 @@ static PyObject *function_vectorcall(PyObject *self, PyObject *const *args,
         Py_DECREF(coro);
         return NULL;
     }
-    wrapped = coro_wrap(coro, &f->tag, 1);
+    wrapped = coro_wrap(coro, &tag, 1);
     Py_DECREF(coro);
     return wrapped;
+}
+
+/* Calls the function; its coroutine comes back wrapped (rapy_tasks_wrap). */
+static PyObject *function_vectorcall(PyObject *self, PyObject *const *args,
+                                     size_t nargsf, PyObject *kwnames)
+{
+    TaggedFunction *f = (TaggedFunction *)self;
+
+    return rapy_tasks_wrap(f->tag,
+                           PyObject_Vectorcall(f->func, args, nargsf, kwnames));
 }
 
 /* A method of a class binds like a function. */
