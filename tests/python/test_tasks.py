@@ -97,7 +97,7 @@ class Threads(StackCase):
                     done.wait()
                 end.wait()
                 blocks[i] = None
-            except BaseException as e:  # noqa: B902 (reported below)
+            except BaseException as e:  # reported below, barriers broken
                 errors.append(e)
                 for barrier in (ready, go, done, end):
                     barrier.abort()
@@ -413,8 +413,7 @@ class Values(StackCase):
                 yield self
 
         @tag
-        async def suspended(box):
-            held = box  # noqa: F841 (a cycle when box holds the coroutine)
+        async def suspended(box):  # a cycle when box holds the coroutine
             with inner:
                 try:
                     await Pending()
