@@ -31,9 +31,9 @@ typedef struct {
     bool started;          /* a step has run: close it with its tags */
     bool followed;         /* a task factory has given it its tags */
     ra_tag_t inline_tags[INLINE_TAGS];
-} TaggedCoroutine;
+} tagged_coro;
 
-static PyTypeObject TaggedCoroutine_Type;
+static PyTypeObject coro_type;
 
 /* No step of a wrapper is running on the thread. */
 #define NO_STEP UINT_MAX
@@ -55,7 +55,7 @@ struct step {
 /* Room for n saved tags (n <= RA_TAG_STACK_MAX): false, or true with
  * nothing changed when the heap array cannot be had (no exception set:
  * the caller may be ending a step that already raised). */
-static bool reserve_saved(TaggedCoroutine *w, unsigned n)
+static bool reserve_saved(tagged_coro *w, unsigned n)
 {
     ra_tag_t *tags;
 
@@ -72,7 +72,7 @@ static bool reserve_saved(TaggedCoroutine *w, unsigned n)
 
 /* Pushes w's saved tags: 0, or -1 with the push's exception set and the
  * stack and saved as they were. */
-static int step_begin(TaggedCoroutine *w, struct step *st)
+static int step_begin(tagged_coro *w, struct step *st)
 {
     st->base = rapy_stack_depth();
     for (unsigned i = 0; i < w->nsaved; i++) {
@@ -95,7 +95,7 @@ static int step_begin(TaggedCoroutine *w, struct step *st)
  * exception: the step's own is the caller's to return. Should saved have
  * no room (no memory for 256 bytes), the tags stay pushed, as they would
  * without follow_tasks, rather than be lost. */
-static void step_end(TaggedCoroutine *w, const struct step *st)
+static void step_end(tagged_coro *w, const struct step *st)
 {
     ra_tag_t cut[RA_TAG_STACK_MAX];
     unsigned depth = rapy_stack_depth();
@@ -108,7 +108,7 @@ static void step_end(TaggedCoroutine *w, const struct step *st)
 }
 
 /* The coroutine a cleared wrapper no longer has: -1 with RuntimeError. */
-static int check_coro(TaggedCoroutine *w)
+static int check_coro(tagged_coro *w)
 {
     if (w->coro != NULL)
         return 0;
@@ -121,7 +121,7 @@ static int check_coro(TaggedCoroutine *w)
 static PySendResult coro_am_send(PyObject *self, PyObject *arg,
                                  PyObject **result)
 {
-    TaggedCoroutine *w = (TaggedCoroutine *)self;
+    tagged_coro *w = (tagged_coro *)self;
     struct step st;
     PySendResult status;
 
@@ -164,7 +164,7 @@ static PyObject *coro_iternext(PyObject *self)
 }
 
 /* Calls the coroutine's method name with args (at most 3) as a step. */
-static PyObject *call_as_step(TaggedCoroutine *w, PyObject *name,
+static PyObject *call_as_step(tagged_coro *w, PyObject *name,
                               PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *stack[4], *result = NULL;
@@ -191,13 +191,13 @@ static PyObject *coro_throw(PyObject *self, PyObject *const *args,
                      "throw expected 1 to 3 arguments, got %zd", nargs);
         return NULL;
     }
-    return call_as_step((TaggedCoroutine *)self, str_throw, args, nargs);
+    return call_as_step((tagged_coro *)self, str_throw, args, nargs);
 }
 
 static PyObject *coro_close(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    return call_as_step((TaggedCoroutine *)self, str_close, NULL, 0);
+    return call_as_step((tagged_coro *)self, str_close, NULL, 0);
 }
 
 static PyObject *coro_await(PyObject *self)
@@ -207,7 +207,7 @@ static PyObject *coro_await(PyObject *self)
 
 /* True when the coroutine may still run code (started, not finished):
  * only then is there a with block in it to close under its tags. */
-static bool coro_suspended(TaggedCoroutine *w)
+static bool coro_suspended(tagged_coro *w)
 {
     PyObject *frame;
     bool suspended;
@@ -233,7 +233,7 @@ static bool coro_suspended(TaggedCoroutine *w)
  * missing from the stack). */
 static void coro_finalize(PyObject *self)
 {
-    TaggedCoroutine *w = (TaggedCoroutine *)self;
+    tagged_coro *w = (tagged_coro *)self;
     PyObject *type, *value, *traceback, *result;
 
     if (w->nsaved == 0)
@@ -250,19 +250,19 @@ static void coro_finalize(PyObject *self)
 
 static int coro_traverse(PyObject *self, visitproc visit, void *arg)
 {
-    Py_VISIT(((TaggedCoroutine *)self)->coro);
+    Py_VISIT(((tagged_coro *)self)->coro);
     return 0;
 }
 
 static int coro_clear(PyObject *self)
 {
-    Py_CLEAR(((TaggedCoroutine *)self)->coro);
+    Py_CLEAR(((tagged_coro *)self)->coro);
     return 0;
 }
 
 static void coro_dealloc(PyObject *self)
 {
-    TaggedCoroutine *w = (TaggedCoroutine *)self;
+    tagged_coro *w = (tagged_coro *)self;
 
     if (PyObject_CallFinalizerFromDealloc(self) < 0)
         return; /* resurrected */
@@ -280,7 +280,7 @@ static void coro_dealloc(PyObject *self)
  * inspect, read them there. */
 static PyObject *coro_getattro(PyObject *self, PyObject *name)
 {
-    TaggedCoroutine *w = (TaggedCoroutine *)self;
+    tagged_coro *w = (tagged_coro *)self;
     PyObject *value = PyObject_GenericGetAttr(self, name);
 
     if (value != NULL || w->coro == NULL ||
@@ -292,7 +292,7 @@ static PyObject *coro_getattro(PyObject *self, PyObject *name)
 
 static PyObject *coro_repr(PyObject *self)
 {
-    TaggedCoroutine *w = (TaggedCoroutine *)self;
+    tagged_coro *w = (tagged_coro *)self;
 
     return PyUnicode_FromFormat("<regionalloc.TaggedCoroutine of %R>",
                                 w->coro != NULL ? w->coro : Py_None);
@@ -305,7 +305,7 @@ static PyObject *coro_repr(PyObject *self)
  * coroutine under its tags before the coroutine's own would close it
  * without them (its with blocks would then find their tags missing). The
  * coroutine, and a wrapper it may be, go to the list's end again. */
-static void track_before(TaggedCoroutine *w)
+static void track_before(tagged_coro *w)
 {
     PyObject *inner = w->coro;
 
@@ -313,18 +313,18 @@ static void track_before(TaggedCoroutine *w)
     while (inner != NULL && PyObject_GC_IsTracked(inner)) {
         PyObject_GC_UnTrack(inner);
         PyObject_GC_Track(inner);
-        if (!Py_IS_TYPE(inner, &TaggedCoroutine_Type))
+        if (!Py_IS_TYPE(inner, &coro_type))
             break;
-        inner = ((TaggedCoroutine *)inner)->coro;
+        inner = ((tagged_coro *)inner)->coro;
     }
 }
 
 /* A new wrapper of coro whose first step pushes tags[0..n). */
 static PyObject *coro_wrap(PyObject *coro, const ra_tag_t *tags, unsigned n)
 {
-    TaggedCoroutine *w;
+    tagged_coro *w;
 
-    w = PyObject_GC_New(TaggedCoroutine, &TaggedCoroutine_Type);
+    w = PyObject_GC_New(tagged_coro, &coro_type);
     if (w == NULL)
         return NULL;
     w->coro = Py_NewRef(coro);
@@ -360,7 +360,7 @@ static PyAsyncMethods coro_async = {
     .am_send = coro_am_send,
 };
 
-static PyTypeObject TaggedCoroutine_Type = {
+static PyTypeObject coro_type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "regionalloc.TaggedCoroutine",
     .tp_doc = "A coroutine whose tags follow it: each step (each time its "
@@ -370,7 +370,7 @@ static PyTypeObject TaggedCoroutine_Type = {
               "by follow_tasks() and by a tag decorating an async "
               "function; every other attribute is the wrapped "
               "coroutine's.",
-    .tp_basicsize = sizeof(TaggedCoroutine),
+    .tp_basicsize = sizeof(tagged_coro),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_dealloc = coro_dealloc,
     .tp_finalize = coro_finalize,
@@ -381,7 +381,7 @@ static PyTypeObject TaggedCoroutine_Type = {
     .tp_as_async = &coro_async,
     .tp_iternext = coro_iternext,
     .tp_methods = coro_methods,
-    .tp_weaklistoffset = offsetof(TaggedCoroutine, weakrefs),
+    .tp_weaklistoffset = offsetof(tagged_coro, weakrefs),
 };
 
 /* -- tasks: inherited tags and the task factory ----------------------------- */
@@ -411,7 +411,7 @@ static unsigned inherited_tags(const ra_tag_t **tags)
 
 /* Puts tags[0..n) below w's saved tags: 0, or -1 with an exception set
  * (OSError EOVERFLOW when the step could never push them all). */
-static int prepend_tags(TaggedCoroutine *w, const ra_tag_t *tags, unsigned n)
+static int prepend_tags(tagged_coro *w, const ra_tag_t *tags, unsigned n)
 {
     if (n + w->nsaved > RA_TAG_STACK_MAX) {
         PyErr_SetObject(PyExc_OSError,
@@ -439,11 +439,11 @@ static PyObject *follow_coro(PyObject *coro)
 {
     const ra_tag_t *tags;
     unsigned n = inherited_tags(&tags);
-    TaggedCoroutine *w;
+    tagged_coro *w;
     int is_coro;
 
-    if (Py_IS_TYPE(coro, &TaggedCoroutine_Type)) {
-        w = (TaggedCoroutine *)coro;
+    if (Py_IS_TYPE(coro, &coro_type)) {
+        w = (tagged_coro *)coro;
         if (!w->followed && !w->started && prepend_tags(w, tags, n) != 0)
             return NULL;
         w->followed = true;
@@ -452,7 +452,7 @@ static PyObject *follow_coro(PyObject *coro)
     is_coro = is_coroutine(coro);
     if (is_coro <= 0)
         return is_coro < 0 ? NULL : Py_NewRef(coro);
-    w = (TaggedCoroutine *)coro_wrap(coro, tags, n);
+    w = (tagged_coro *)coro_wrap(coro, tags, n);
     if (w != NULL)
         w->followed = true;
     return (PyObject *)w;
@@ -462,16 +462,16 @@ typedef struct {
     PyObject_HEAD
     PyObject *chained;   /* the loop's task factory before, or NULL */
     PyObject *task_type; /* asyncio.Task */
-} TaskFactory;
+} task_factory;
 
-static PyTypeObject TaskFactory_Type;
+static PyTypeObject factory_type;
 
 /* factory(loop, coro, **kwargs): the task, made by the chained factory or
  * by asyncio.Task(coro, loop=loop, **kwargs), of the followed coroutine. */
 static PyObject *factory_call(PyObject *self, PyObject *args,
                               PyObject *kwargs)
 {
-    TaskFactory *f = (TaskFactory *)self;
+    task_factory *f = (task_factory *)self;
     PyObject *loop, *coro, *followed, *call_args, *call_kwargs, *task = NULL;
 
     if (!PyArg_UnpackTuple(args, "task_factory", 2, 2, &loop, &coro))
@@ -500,15 +500,15 @@ static PyObject *factory_call(PyObject *self, PyObject *args,
 
 static int factory_traverse(PyObject *self, visitproc visit, void *arg)
 {
-    Py_VISIT(((TaskFactory *)self)->chained);
-    Py_VISIT(((TaskFactory *)self)->task_type);
+    Py_VISIT(((task_factory *)self)->chained);
+    Py_VISIT(((task_factory *)self)->task_type);
     return 0;
 }
 
 static int factory_clear(PyObject *self)
 {
-    Py_CLEAR(((TaskFactory *)self)->chained);
-    Py_CLEAR(((TaskFactory *)self)->task_type);
+    Py_CLEAR(((task_factory *)self)->chained);
+    Py_CLEAR(((task_factory *)self)->task_type);
     return 0;
 }
 
@@ -519,13 +519,13 @@ static void factory_dealloc(PyObject *self)
     Py_TYPE(self)->tp_free(self);
 }
 
-static PyTypeObject TaskFactory_Type = {
+static PyTypeObject factory_type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "regionalloc.TaskFactory",
     .tp_doc = "The task factory follow_tasks() sets on a loop: each task's "
               "coroutine becomes a regionalloc.TaggedCoroutine, then goes "
               "to the factory set before (if any) or to asyncio.Task.",
-    .tp_basicsize = sizeof(TaskFactory),
+    .tp_basicsize = sizeof(task_factory),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_dealloc = factory_dealloc,
     .tp_traverse = factory_traverse,
@@ -548,21 +548,21 @@ static PyObject *running_loop(PyObject *asyncio)
     return loop;
 }
 
-/* Sets a TaskFactory on loop, chained to the factory it has, unless it
+/* Sets a task_factory on loop, chained to the factory it has, unless it
  * has one already: 0, or -1 with an exception set. */
 static int set_factory(PyObject *asyncio, PyObject *loop)
 {
     PyObject *existing, *result;
-    TaskFactory *f;
+    task_factory *f;
 
     existing = PyObject_CallMethod(loop, "get_task_factory", NULL);
     if (existing == NULL)
         return -1;
-    if (Py_IS_TYPE(existing, &TaskFactory_Type)) {
+    if (Py_IS_TYPE(existing, &factory_type)) {
         Py_DECREF(existing);
         return 0;
     }
-    f = PyObject_GC_New(TaskFactory, &TaskFactory_Type);
+    f = PyObject_GC_New(task_factory, &factory_type);
     if (f == NULL) {
         Py_DECREF(existing);
         return -1;
@@ -672,9 +672,9 @@ typedef struct {
     PyObject *dict; /* update_wrapper's __name__, __doc__, __wrapped__... */
     vectorcallfunc vectorcall;
     ra_tag_t tag;
-} TaggedFunction;
+} tagged_function;
 
-static PyTypeObject TaggedFunction_Type;
+static PyTypeObject function_type;
 
 PyObject *rapy_tasks_wrap(ra_tag_t tag, PyObject *coro)
 {
@@ -699,7 +699,7 @@ PyObject *rapy_tasks_wrap(ra_tag_t tag, PyObject *coro)
 static PyObject *function_vectorcall(PyObject *self, PyObject *const *args,
                                      size_t nargsf, PyObject *kwnames)
 {
-    TaggedFunction *f = (TaggedFunction *)self;
+    tagged_function *f = (tagged_function *)self;
 
     return rapy_tasks_wrap(f->tag,
                            PyObject_Vectorcall(f->func, args, nargsf, kwnames));
@@ -718,7 +718,7 @@ static PyObject *function_get(PyObject *self, PyObject *obj, PyObject *type)
  * inspect.iscoroutinefunction() (and asyncio's) say True, as for it. */
 static PyObject *function_forward(PyObject *self, void *name)
 {
-    return PyObject_GetAttrString(((TaggedFunction *)self)->func, name);
+    return PyObject_GetAttrString(((tagged_function *)self)->func, name);
 }
 
 static PyGetSetDef function_getset[] = {
@@ -732,15 +732,15 @@ static PyGetSetDef function_getset[] = {
 
 static int function_traverse(PyObject *self, visitproc visit, void *arg)
 {
-    Py_VISIT(((TaggedFunction *)self)->func);
-    Py_VISIT(((TaggedFunction *)self)->dict);
+    Py_VISIT(((tagged_function *)self)->func);
+    Py_VISIT(((tagged_function *)self)->dict);
     return 0;
 }
 
 static int function_clear(PyObject *self)
 {
-    Py_CLEAR(((TaggedFunction *)self)->func);
-    Py_CLEAR(((TaggedFunction *)self)->dict);
+    Py_CLEAR(((tagged_function *)self)->func);
+    Py_CLEAR(((tagged_function *)self)->dict);
     return 0;
 }
 
@@ -754,17 +754,17 @@ static void function_dealloc(PyObject *self)
 static PyObject *function_repr(PyObject *self)
 {
     return PyUnicode_FromFormat("<regionalloc.TaggedCoroutineFunction of %R>",
-                                ((TaggedFunction *)self)->func);
+                                ((tagged_function *)self)->func);
 }
 
-static PyTypeObject TaggedFunction_Type = {
+static PyTypeObject function_type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "regionalloc.TaggedCoroutineFunction",
     .tp_doc = "An async function decorated with a tag: each coroutine it "
               "returns is a regionalloc.TaggedCoroutine that enters the tag "
               "at each of its steps and leaves it when the step ends, with "
               "or without follow_tasks().",
-    .tp_basicsize = sizeof(TaggedFunction),
+    .tp_basicsize = sizeof(tagged_function),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
                 Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_dealloc = function_dealloc,
@@ -772,18 +772,18 @@ static PyTypeObject TaggedFunction_Type = {
     .tp_clear = function_clear,
     .tp_repr = function_repr,
     .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(TaggedFunction, vectorcall),
+    .tp_vectorcall_offset = offsetof(tagged_function, vectorcall),
     .tp_descr_get = function_get,
     .tp_getset = function_getset,
-    .tp_dictoffset = offsetof(TaggedFunction, dict),
+    .tp_dictoffset = offsetof(tagged_function, dict),
 };
 
 PyObject *rapy_tasks_decorate(ra_tag_t tag, PyObject *func)
 {
-    TaggedFunction *f;
+    tagged_function *f;
     PyObject *functools, *result = NULL;
 
-    f = PyObject_GC_New(TaggedFunction, &TaggedFunction_Type);
+    f = PyObject_GC_New(tagged_function, &function_type);
     if (f == NULL)
         return NULL;
     f->func = Py_NewRef(func);
@@ -822,16 +822,16 @@ static int register_coroutine(void)
     if (coroutine_abc == NULL)
         return -1;
     result = PyObject_CallMethod(coroutine_abc, "register", "O",
-                                 (PyObject *)&TaggedCoroutine_Type);
+                                 (PyObject *)&coro_type);
     Py_XDECREF(result);
     return result != NULL ? 0 : -1;
 }
 
 int rapy_tasks_add(PyObject *module)
 {
-    if (PyType_Ready(&TaggedCoroutine_Type) != 0 ||
-        PyType_Ready(&TaskFactory_Type) != 0 ||
-        PyType_Ready(&TaggedFunction_Type) != 0)
+    if (PyType_Ready(&coro_type) != 0 ||
+        PyType_Ready(&factory_type) != 0 ||
+        PyType_Ready(&function_type) != 0)
         return -1;
     str_throw = PyUnicode_InternFromString("throw");
     str_close = PyUnicode_InternFromString("close");
