@@ -10,6 +10,7 @@ Nothing waits on time: threads meet at barriers, tasks at events and
 """
 import asyncio
 import contextvars
+import errno
 import ctypes
 import gc
 import inspect
@@ -402,6 +403,41 @@ class Values(StackCase):
         self.assertEqual(regionalloc._stack_depth(), 0)
         coro.close()
         self.assertEqual(seen, [(inner, 2)])
+
+    def test_a_step_that_cannot_enter_its_tags_raises_and_changes_nothing(self):
+        tag, inner = regionalloc.Tag("py-deep"), regionalloc.Tag("py-deep-in")
+        below = [regionalloc.Tag(f"py-deep-{i}") for i in range(63)]
+        steps = []
+
+        class Pending:
+            def __await__(self):
+                yield self
+
+        @tag
+        async def suspended():
+            with inner:
+                steps.append(1)
+                await Pending()
+                steps.append(2)
+
+        coro = suspended()
+        try:
+            for t in below[:62]:
+                t.__enter__()
+            coro.send(None)              # tag and inner on top: stack full
+            below[62].__enter__()        # room for tag again, not for inner
+            with self.assertRaises(OSError) as caught:
+                coro.send(None)
+            self.assertEqual(caught.exception.errno, errno.EOVERFLOW)
+            self.assertEqual(steps, [1])  # the coroutine did not run
+            self.assertIs(regionalloc.current(), below[62])
+            self.assertEqual(regionalloc._stack_depth(), 63)
+        finally:
+            for t in reversed(below):
+                if regionalloc.current() is t:
+                    t.__exit__(None, None, None)
+        coro.close()                     # its with block leaves inner
+        self.assertEqual(steps, [1])
 
     def test_a_coroutine_collected_while_suspended_leaves_its_tags(self):
         tag, inner = regionalloc.Tag("py-gc"), regionalloc.Tag("py-gc-inner")
