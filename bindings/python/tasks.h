@@ -15,4 +15,12 @@ int rapy_tasks_add(PyObject *module);
  * reference, or NULL with an exception set. */
 PyObject *rapy_tasks_decorate(ra_tag_t tag, PyObject *func);
 
+/* Takes coro, a new reference (NULL: returns NULL, the caller's exception
+ * kept), and returns it wrapped so that each of its steps runs with tag
+ * pushed (and the tags it entered itself and has not left), and none of
+ * them while it awaits; what is not a coroutine comes back as it is. New
+ * reference, or NULL with an exception set. For a decorator that keeps
+ * its own function type: call func, hand its result here. */
+PyObject *rapy_tasks_wrap(ra_tag_t tag, PyObject *coro);
+
 #endif /* RAPY_TASKS_H */
