@@ -326,6 +326,9 @@ RA_EXPORT size_t ra_memory_limit(void);
 /* Lower gives way first; default 0; negative: refused at high. Kept until
  * the tag is destroyed. 0, or -1 with errno EINVAL (bad tag) or ENOTSUP. */
 RA_EXPORT int ra_tag_set_priority(ra_tag_t tag, int priority);
+/* Copies tag's priority into *out: 0, or -1 with errno EINVAL (bad tag,
+ * NULL out) or ENOTSUP. */
+RA_EXPORT int ra_tag_get_priority(ra_tag_t tag, int *out);
 /* Adds a callback, run on the library's thread outside every lock of
  * the library, once each time the pressure rises to a level (current: the
  * resident bytes then). It may allocate, free and purge. 0, or -1 with

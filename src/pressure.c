@@ -343,6 +343,14 @@ int ra_tag_set_priority(ra_tag_t tag, int priority)
     return 0;
 }
 
+int ra_tag_get_priority(ra_tag_t tag, int *out)
+{
+    if (ra__check_call(ra__tag_valid(tag) && out != NULL) != 0)
+        return -1;
+    *out = ra__budget_priority(tag);
+    return 0;
+}
+
 int ra_pressure_callback(void (*cb)(void *ctx, ra_pressure_t level,
                                     size_t current, size_t limit),
                          void *ctx)

@@ -18,8 +18,30 @@ struct rapy_api {
     int (*tag_push)(ra_tag_t tag);
     int (*tag_pop)(ra_tag_t tag);
     ra_tag_t (*tag_current)(void);
-    /* module.c adds the others it needs here. */
+    ra_tag_t (*tag_create)(const char *name);
+    ra_tag_t (*tag_create_in)(ra_tag_t parent, const char *name);
+    ra_tag_t (*tag_parent)(ra_tag_t tag);
+    const char *(*tag_name)(ra_tag_t tag);
+    unsigned (*tag_count)(void);
+    int (*tag_destroy)(ra_tag_t tag);
+    int (*tag_stats)(ra_tag_t tag, ra_tag_stats_t *out);
+    int (*tag_stats_tree)(ra_tag_t tag, ra_tag_stats_t *out);
+    int (*tag_set_limit)(ra_tag_t tag, const ra_tag_limit_t *limit);
+    int (*tag_get_limit)(ra_tag_t tag, ra_tag_limit_t *out);
+    int (*tag_purge)(ra_tag_t tag);
+    int (*tag_set_priority)(ra_tag_t tag, int priority);
+    int (*tag_get_priority)(ra_tag_t tag, int *out);
+    int (*report)(FILE *out, ra_format_t fmt);
+    int (*checkpoint)(const char *label);
+    int (*checkpoint_report)(FILE *out, ra_format_t fmt);
+    size_t (*memory_limit)(void);
+    int (*memory_limit_set)(size_t bytes);
+    int (*enabled)(void);
 };
+
+/* Fills rapy_api and sets rapy_enabled, once, from the module's init:
+ * never fails (a process without the library gets rapy_enabled false). */
+void rapy_api_find(void);
 
 extern struct rapy_api rapy_api;
 
@@ -32,8 +54,9 @@ extern bool rapy_enabled;
 int rapy_require_enabled(void);
 
 /* Sets the Python exception that a failed C call's errno means (OSError
- * with that errno, MemoryError for ENOMEM, ValueError for EINVAL when the
- * caller says the input was the cause) and returns NULL. */
+ * with that errno, MemoryError for ENOMEM, ValueError for EINVAL: a caller
+ * whose EINVAL has another cause than its input raises its own) and
+ * returns NULL. what names the call, as the message's start. */
 PyObject *rapy_raise_errno(int err, const char *what);
 
 #endif /* RAPY_API_H */

@@ -1,0 +1,86 @@
+/* The checks of the module's arguments: a tag's name, a size, a report's
+ * format, each with the exception CPython's own functions raise. */
+#include "module.h"
+
+#include <string.h>
+
+int rapy_name_arg(PyObject *obj, void *out)
+{
+    Py_ssize_t len;
+    const char *name;
+
+    if (!PyUnicode_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "regionalloc: a tag's name must be a str, not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return 0;
+    }
+    name = PyUnicode_AsUTF8AndSize(obj, &len);
+    if (name == NULL)
+        return 0;
+    if (len == 0 || len > RA_TAG_NAME_MAX || strlen(name) != (size_t)len) {
+        PyErr_Format(PyExc_ValueError,
+                     "regionalloc: a tag's name is 1 to %d bytes in UTF-8, "
+                     "without NUL (given %zd bytes)",
+                     RA_TAG_NAME_MAX, len);
+        return 0;
+    }
+    *(const char **)out = name;
+    return 1;
+}
+
+int rapy_size_arg(PyObject *obj, void *out)
+{
+    size_t size;
+    long long sign;
+    int overflow;
+
+    if (!PyLong_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "regionalloc: a size must be an int, not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return 0;
+    }
+    sign = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (sign == -1 && PyErr_Occurred())
+        return 0;
+    if (sign < 0 || overflow < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "regionalloc: a size must not be negative");
+        return 0;
+    }
+    size = PyLong_AsSize_t(obj);
+    if (size == (size_t)-1 && PyErr_Occurred())
+        return 0;
+    *(size_t *)out = size;
+    return 1;
+}
+
+int rapy_format_arg(PyObject *obj, void *out)
+{
+    static const char *const names[] = {"text", "json", "prometheus"};
+    static const ra_format_t formats[] = {RA_FORMAT_TEXT, RA_FORMAT_JSON,
+                                          RA_FORMAT_PROMETHEUS};
+    const char *name;
+
+    if (!PyUnicode_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "regionalloc: format must be a str, not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return 0;
+    }
+    name = PyUnicode_AsUTF8(obj);
+    if (name == NULL)
+        return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(name, names[i]) == 0) {
+            *(ra_format_t *)out = formats[i];
+            return 1;
+        }
+    }
+    PyErr_Format(PyExc_ValueError,
+                 "regionalloc: format %R is not \"text\", \"json\" or "
+                 "\"prometheus\"",
+                 obj);
+    return 0;
+}
