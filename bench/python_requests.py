@@ -23,10 +23,11 @@ stdout are bench/run.sh's rows and notes (bench/benchutil.h):
 
 BENCH_SCALE multiplies the requests of a pass (5,000) and the loops of the
 enter/leave timing (200,000); BENCH_ROUNDS is the timed rounds (default 5).
-The rounds alternate the arms, a different one first each round, as
-bench_compare does. Every row's ratio is the median of the round's over
-the baseline's median, or, for the allocators, the median of each round's
-ratio to the baseline's run of the same round."""
+The arms take turns in slices of a round, a different one first each
+slice; a row's ratio is the median of its slices' ratios to the
+baseline's slice beside them. The allocators take turns by round, a
+process each, and a row's ratio is the median of its rounds' ratios to
+the baseline's run of the same round."""
 
 import errno
 import gc
@@ -46,6 +47,7 @@ WORKLOAD = "python requests (dicts, lists, strings, json, a buffer, numpy)"
 UNIT = "us/req"
 TAGS = 16       # the existing tags a request enters one of
 PENDING = 32    # refused destroys kept before a gc.collect() and a retry
+SLICES = 8      # a round's slices, in which the arms take turns
 
 
 def scaled(n, least):
@@ -134,15 +136,19 @@ def traced(n):
 
 class Lives:
     """A tag created and destroyed per request. A destroy is refused (OSError
-    EBUSY) while the tag holds blocks, which CPython's free lists keep after
-    the request's objects are gone: such a tag waits in a list until PENDING
-    of them do, then a gc.collect() (which empties the free lists) and a
-    retry. The counts say how often each happened."""
+    EBUSY) while the tag holds blocks: CPython's free lists keep the blocks
+    of a request's objects after they are gone, and hand them to objects
+    made later anywhere, which may live on (a timing of this bench's, for
+    one). A refused tag waits in a list until PENDING such tags do; then
+    one gc.collect() (which empties the free lists) and a retry of every
+    tag waiting, those refused again kept for the next retry. The counts
+    say how often each happened."""
 
     def __init__(self, regionalloc):
         self.Tag = regionalloc.Tag
         self.serial = 0
-        self.pending = []
+        self.pending = []   # refused at the request's end, not yet retried
+        self.stuck = []     # refused again after a gc.collect()
         self.requests = self.refused = self.still = self.collects = 0
 
     def destroy(self, tag):
@@ -154,6 +160,14 @@ class Lives:
                 raise
             return False
 
+    def retry(self):
+        gc.collect()
+        self.collects += 1
+        fresh = [t for t in self.pending if not self.destroy(t)]
+        self.still += len(fresh)
+        self.stuck = [t for t in self.stuck if not self.destroy(t)] + fresh
+        self.pending = []
+
     def __call__(self, n):
         for i in range(n):
             self.serial += 1
@@ -163,33 +177,34 @@ class Lives:
             if not self.destroy(tag):
                 self.refused += 1
                 self.pending.append(tag)
-            if len(self.pending) >= PENDING:
-                gc.collect()
-                self.collects += 1
-                self.pending = [t for t in self.pending if not self.destroy(t)]
-                self.still += len(self.pending)
+                if len(self.pending) >= PENDING:
+                    self.retry()
         self.requests += n
 
 
 def compare(workload, unit, arms, n, per=1000):
-    """Runs each arm once untimed, then the rounds; prints a row per arm,
-    ratios to arms[0], and returns the times. arms: [(name, fn)], fn(n)
-    runs one pass."""
+    """Runs each arm once untimed, then the rounds, each cut in SLICES
+    slices in which every arm runs n / SLICES times, a different arm first
+    each slice: on a shared machine the load moves within a round, and arms
+    timed side by side see the same. Prints a row per arm: the median slice,
+    and the median of each slice's ratio to arms[0]'s in the same slice.
+    Returns the slices' times. arms: [(name, fn)], fn(n) runs n times."""
+    n = max(1, n // SLICES)
     for _, fn in arms:
         fn(n)
     t = [[] for _ in arms]
-    for r in range(rounds()):
+    for s in range(rounds() * SLICES):
         for k in range(len(arms)):
-            i = (r + k) % len(arms)
+            i = (s + k) % len(arms)
             t[i].append(timed(arms[i][1], n, per))
-    base = median(t[0])
     for (name, _), v in zip(arms, t):
-        row(workload, name, median(v), unit, median(v) / base, min(v), max(v))
+        ratios = [a / b for a, b in zip(v, t[0])]
+        row(workload, name, median(v), unit, median(ratios), min(v), max(v))
     return t
 
 
 def enter_leave(regionalloc):
-    """One `with tag: pass` less one pass of an empty loop, per round."""
+    """One `with tag: pass` less one pass of an empty loop, per slice."""
     tag = regionalloc.Tag("py-bench-enter")
     n = scaled(200000, 1000)
 
