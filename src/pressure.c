@@ -345,7 +345,11 @@ int ra_tag_set_priority(ra_tag_t tag, int priority)
 
 int ra_tag_get_priority(ra_tag_t tag, int *out)
 {
-    if (ra__check_call(ra__tag_valid(tag) && out != NULL) != 0)
+    if (out == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (ra__check_call(ra__tag_valid(tag)) != 0)
         return -1;
     *out = ra__budget_priority(tag);
     return 0;

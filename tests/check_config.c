@@ -186,6 +186,7 @@ static int child_max_tags_one(void)
 /* Everything the contract promises in pass-through mode. */
 static int child_pass_through(void)
 {
+    int priority;
     ra_tag_stats_t st;
     ra_tag_t t;
     void *p, *q, *r;
@@ -211,6 +212,12 @@ static int child_pass_through(void)
     TU_REQUIRE(errno == ENOTSUP);
     errno = 0;
     TU_REQUIRE(ra_tag_purge(t) == -1);
+    TU_REQUIRE(errno == ENOTSUP);
+    errno = 0;
+    TU_REQUIRE(ra_tag_set_priority(t, 1) == -1);
+    TU_REQUIRE(errno == ENOTSUP);
+    errno = 0;
+    TU_REQUIRE(ra_tag_get_priority(t, &priority) == -1);
     TU_REQUIRE(errno == ENOTSUP);
 
     TU_REQUIRE(ra_tag_push(t) == 0);

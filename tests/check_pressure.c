@@ -615,9 +615,45 @@ END_TEST
 
 START_TEST(test_pressure_errors)
 {
+    int priority = 7;
+    ra_tag_t tag = ra_tag_create("priority errors");
+
     TU_FAILS_WITH(ra_pressure_callback(NULL, NULL), EINVAL);
     TU_FAILS_WITH(ra_tag_set_priority(RA_TAG_NONE, 1), EINVAL);
     TU_FAILS_WITH(ra_tag_set_priority(4000, 1), EINVAL);
+    TU_FAILS_WITH(ra_tag_get_priority(RA_TAG_NONE, &priority), EINVAL);
+    TU_FAILS_WITH(ra_tag_get_priority(4000, &priority), EINVAL);
+    ck_assert(tag != RA_TAG_NONE);
+    TU_FAILS_WITH(ra_tag_get_priority(tag, NULL), EINVAL);
+    ck_assert(ra_tag_destroy(tag) == 0);
+    TU_FAILS_WITH(ra_tag_get_priority(tag, &priority), EINVAL);
+    TU_FAILS_WITH(ra_tag_set_priority(tag, 1), EINVAL);
+    /* A failed call leaves *out as it was. */
+    ck_assert(priority == 7);
+}
+END_TEST
+
+/* What ra_tag_set_priority set reads back, 0 by default and again once the
+ * tag is destroyed and its id serves another. */
+START_TEST(test_pressure_priority_reads_back)
+{
+    ra_tag_t tag = ra_tag_create("read back"), again;
+    int priority = 7;
+
+    ck_assert(tag != RA_TAG_NONE);
+    ck_assert(ra_tag_get_priority(tag, &priority) == 0 && priority == 0);
+    ck_assert(ra_tag_set_priority(tag, -3) == 0);
+    ck_assert(ra_tag_get_priority(tag, &priority) == 0 && priority == -3);
+    ck_assert(ra_tag_set_priority(tag, INT_MAX) == 0);
+    ck_assert(ra_tag_get_priority(tag, &priority) == 0 &&
+               priority == INT_MAX);
+    ck_assert(ra_tag_set_priority(tag, INT_MIN) == 0);
+    ck_assert(ra_tag_get_priority(tag, &priority) == 0 &&
+               priority == INT_MIN);
+    ck_assert(ra_tag_destroy(tag) == 0);
+    again = ra_tag_create("another");
+    ck_assert(again == tag);
+    ck_assert(ra_tag_get_priority(again, &priority) == 0 && priority == 0);
 }
 END_TEST
 
@@ -636,6 +672,7 @@ static Suite *pressure_suite(void)
     tcase_add_test(sources, test_pressure_percentage_of_the_cgroup);
     tcase_add_test(sources, test_pressure_bad_values_warn_once);
     tcase_add_test(sources, test_pressure_errors);
+    tcase_add_test(sources, test_pressure_priority_reads_back);
     suite_add_tcase(s, sources);
     tc = tcase_create("edges");
     tcase_set_timeout(tc, 120);

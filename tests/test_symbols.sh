@@ -96,8 +96,17 @@ has() {
     printf '%s\n' "$exported" | grep -qxF -- "$1"
 }
 
+# Every function the header declares, so that one added there and left
+# out of the export list fails here, not in a caller's link.
+header=${abs_top_srcdir:-$(dirname "${BASH_SOURCE[0]}")/..}/include/regionalloc.h
+declared=$(sed -n 's/^RA_EXPORT [^(]*[ *]\(ra_[a-z0-9_]*\)(.*/\1/p' "$header")
+if [ "$(printf '%s\n' "$declared" | grep -c .)" -lt 50 ]; then
+    echo "FAIL: found $(printf '%s\n' "$declared" | grep -c .) functions in $header, expected 50 or more"
+    failed=1
+fi
+
 missing=""
-required=$api
+required="$api $declared"
 [ "$override" = 1 ] && required="$required $malloc_family $thread_family $cxx_operators"
 for sym in $required; do
     has "$sym" || missing="$missing $sym"

@@ -1,6 +1,6 @@
 /* The library's API found in the process at import, whether the library is
  * the process's allocator, and the Python exceptions its errors mean. */
-#include "api.h"
+#include "module.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -164,21 +164,23 @@ int rapy_require_enabled(void)
     return -1;
 }
 
-PyObject *rapy_raise_errno(int err, const char *what)
+PyObject *rapy_raise_oserror(int err, PyObject *message)
 {
-    PyObject *value;
+    PyObject *value = Py_BuildValue("(iN)", err, message);
 
-    if (err == ENOMEM)
-        return PyErr_Format(PyExc_MemoryError, "%s: %s", what, strerror(err));
-    if (err == EINVAL)
-        return PyErr_Format(PyExc_ValueError, "%s: %s", what, strerror(err));
-    /* OSError(errno, text) becomes the subclass the errno names
-     * (FileExistsError for EEXIST...), as the os module's errors do. */
-    value = Py_BuildValue("(iN)", err,
-                          PyUnicode_FromFormat("%s: %s", what, strerror(err)));
     if (value != NULL) {
         PyErr_SetObject(PyExc_OSError, value);
         Py_DECREF(value);
     }
     return NULL;
+}
+
+PyObject *rapy_raise_errno(int err, const char *what)
+{
+    if (err == ENOMEM)
+        return PyErr_Format(PyExc_MemoryError, "%s: %s", what, strerror(err));
+    if (err == EINVAL)
+        return PyErr_Format(PyExc_ValueError, "%s: %s", what, strerror(err));
+    return rapy_raise_oserror(
+        err, PyUnicode_FromFormat("%s: %s", what, strerror(err)));
 }

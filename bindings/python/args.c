@@ -1,27 +1,42 @@
-/* The checks of the module's arguments: a tag's name, a size, a report's
- * format, each with the exception CPython's own functions raise. */
+/* The checks of the module's arguments: a string, a tag's name, a size,
+ * a report's format, each with the exception CPython's own functions
+ * raise. */
 #include "module.h"
 
 #include <string.h>
 
-int rapy_name_arg(PyObject *obj, void *out)
+const char *rapy_text_arg(PyObject *obj, const char *what, size_t *len)
 {
-    Py_ssize_t len;
-    const char *name;
+    const char *text;
+    Py_ssize_t size;
 
     if (!PyUnicode_Check(obj)) {
-        PyErr_Format(PyExc_TypeError,
-                     "regionalloc: a tag's name must be a str, not %.100s",
-                     Py_TYPE(obj)->tp_name);
-        return 0;
+        PyErr_Format(PyExc_TypeError, "regionalloc: %s must be a str, not %.100s",
+                     what, Py_TYPE(obj)->tp_name);
+        return NULL;
     }
-    name = PyUnicode_AsUTF8AndSize(obj, &len);
+    text = PyUnicode_AsUTF8AndSize(obj, &size);
+    if (text == NULL)
+        return NULL;
+    if (strlen(text) != (size_t)size) {
+        PyErr_Format(PyExc_ValueError, "regionalloc: %s contains NUL", what);
+        return NULL;
+    }
+    *len = (size_t)size;
+    return text;
+}
+
+int rapy_name_arg(PyObject *obj, void *out)
+{
+    size_t len;
+    const char *name = rapy_text_arg(obj, "a tag's name", &len);
+
     if (name == NULL)
         return 0;
-    if (len == 0 || len > RA_TAG_NAME_MAX || strlen(name) != (size_t)len) {
+    if (len == 0 || len > RA_TAG_NAME_MAX) {
         PyErr_Format(PyExc_ValueError,
-                     "regionalloc: a tag's name is 1 to %d bytes in UTF-8, "
-                     "without NUL (given %zd bytes)",
+                     "regionalloc: a tag's name is 1 to %d bytes in UTF-8 "
+                     "(given %zu bytes)",
                      RA_TAG_NAME_MAX, len);
         return 0;
     }
@@ -42,9 +57,9 @@ int rapy_size_arg(PyObject *obj, void *out)
         return 0;
     }
     sign = PyLong_AsLongLongAndOverflow(obj, &overflow);
-    if (sign == -1 && PyErr_Occurred())
+    if (sign == -1 && overflow == 0 && PyErr_Occurred())
         return 0;
-    if (sign < 0 || overflow < 0) {
+    if (overflow < 0 || (overflow == 0 && sign < 0)) {
         PyErr_SetString(PyExc_ValueError,
                         "regionalloc: a size must not be negative");
         return 0;
@@ -61,15 +76,9 @@ int rapy_format_arg(PyObject *obj, void *out)
     static const char *const names[] = {"text", "json", "prometheus"};
     static const ra_format_t formats[] = {RA_FORMAT_TEXT, RA_FORMAT_JSON,
                                           RA_FORMAT_PROMETHEUS};
-    const char *name;
+    size_t len;
+    const char *name = rapy_text_arg(obj, "format", &len);
 
-    if (!PyUnicode_Check(obj)) {
-        PyErr_Format(PyExc_TypeError,
-                     "regionalloc: format must be a str, not %.100s",
-                     Py_TYPE(obj)->tp_name);
-        return 0;
-    }
-    name = PyUnicode_AsUTF8(obj);
     if (name == NULL)
         return 0;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

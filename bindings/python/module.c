@@ -3,7 +3,6 @@
 #include "module.h"
 
 #include <errno.h>
-#include <string.h>
 
 #include "module_doc.h"
 #include "tasks.h"
@@ -98,21 +97,11 @@ static PyObject *module_checkpoints(PyObject *module, PyObject *args,
 
 static PyObject *module_checkpoint(PyObject *module, PyObject *name)
 {
-    const char *label;
-    Py_ssize_t len;
+    size_t len;
+    const char *label = rapy_text_arg(name, "a checkpoint's name", &len);
 
     (void)module;
-    if (!PyUnicode_Check(name))
-        return PyErr_Format(PyExc_TypeError,
-                            "regionalloc: a checkpoint's name must be a str, "
-                            "not %.100s", Py_TYPE(name)->tp_name);
-    label = PyUnicode_AsUTF8AndSize(name, &len);
-    if (label == NULL)
-        return NULL;
-    if (strlen(label) != (size_t)len)
-        return PyErr_Format(PyExc_ValueError,
-                            "regionalloc: a checkpoint's name contains NUL");
-    if (rapy_require_enabled() != 0)
+    if (label == NULL || rapy_require_enabled() != 0)
         return NULL;
     if (rapy_api.checkpoint(label) != 0)
         return rapy_raise_errno(errno, "ra_checkpoint");

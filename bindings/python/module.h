@@ -21,6 +21,12 @@ typedef struct {
     char cname[RA_TAG_NAME_MAX + 1];
 } rapy_tag;
 
+/* api.c */
+/* Sets OSError(err, message) (its subclass for err, as the os module's
+ * errors) and returns NULL; message is consumed (NULL: an exception is
+ * already set). */
+PyObject *rapy_raise_oserror(int err, PyObject *message);
+
 /* tag.c */
 extern PyTypeObject rapy_tag_type;
 /* Adds Tag to module: 0, or -1 with an exception set. */
@@ -60,6 +66,10 @@ PyObject *rapy_report_text(int (*write)(FILE *out, ra_format_t fmt),
                            ra_format_t fmt, const char *what);
 
 /* args.c */
+/* obj as UTF-8 (a str without NUL; what names it in the message), its
+ * length in *len: valid as long as obj, or NULL with TypeError or
+ * ValueError set. */
+const char *rapy_text_arg(PyObject *obj, const char *what, size_t *len);
 /* "O&" converters: a tag name (str of 1 to RA_TAG_NAME_MAX bytes in UTF-8,
  * no NUL) into a const char * that lives as long as the str; a size (int
  * >= 0) into a size_t. 1, or 0 with TypeError, ValueError or

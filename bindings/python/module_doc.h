@@ -67,7 +67,7 @@ PyDoc_STRVAR(enabled_doc,
 
 
 PyDoc_STRVAR(tag_function_doc,
-"tag(name)\n"
+"tag(name, /)\n"
 "--\n"
 "\n"
 "Tag(name): the tag called name, made on first use, for use as a context\n"
@@ -86,7 +86,7 @@ PyDoc_STRVAR(tags_doc,
 
 
 PyDoc_STRVAR(report_doc,
-"report(format=\"text\", detail=False)\n"
+"report(format='text', detail=False)\n"
 "--\n"
 "\n"
 "Every tag's usage now, as a str: \"text\" (a table of the 50 largest tags\n"
@@ -98,7 +98,7 @@ PyDoc_STRVAR(report_doc,
 
 
 PyDoc_STRVAR(checkpoint_doc,
-"checkpoint(name)\n"
+"checkpoint(name, /)\n"
 "--\n"
 "\n"
 "Records a snapshot of every tag's allocated bytes and of the process's\n"
@@ -107,7 +107,7 @@ PyDoc_STRVAR(checkpoint_doc,
 
 
 PyDoc_STRVAR(checkpoints_doc,
-"checkpoints(format=\"text\")\n"
+"checkpoints(format='text')\n"
 "--\n"
 "\n"
 "The kept checkpoints, oldest first, as a str in \"text\", \"json\" or\n"
@@ -123,7 +123,7 @@ PyDoc_STRVAR(memory_limit_doc,
 
 
 PyDoc_STRVAR(set_memory_limit_doc,
-"set_memory_limit(nbytes)\n"
+"set_memory_limit(nbytes, /)\n"
 "--\n"
 "\n"
 "Holds the process's resident memory under nbytes (0: no limit): at 90%\n"

@@ -262,21 +262,15 @@ static PyObject *tag_destroy(rapy_tag *tag, PyObject *unused)
         return rapy_raise_errno(errno, "ra_tag_stats_tree");
     /* The library's destroy frees what the tag holds: the objects those
      * blocks are would be freed under Python's feet. */
-    if (stats.allocated != 0 || stats.nmalloc != stats.ndalloc) {
-        PyObject *value = Py_BuildValue(
-            "(iN)", EBUSY,
+    if (stats.allocated != 0 || stats.nmalloc != stats.ndalloc)
+        return rapy_raise_oserror(
+            EBUSY,
             PyUnicode_FromFormat(
                 "regionalloc: tag '%s' still holds %zu bytes in %llu blocks "
                 "(its subtree's): drop what was made under it, and call "
                 "gc.collect(), which also empties CPython's free lists",
                 tag->cname, stats.allocated,
                 (unsigned long long)(stats.nmalloc - stats.ndalloc)));
-        if (value != NULL) {
-            PyErr_SetObject(PyExc_OSError, value);
-            Py_DECREF(value);
-        }
-        return NULL;
-    }
     if (rapy_api.tag_destroy(tag->id) != 0)
         return rapy_raise_errno(errno, "ra_tag_destroy");
     mark_dead(tag);

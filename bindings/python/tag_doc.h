@@ -27,17 +27,17 @@ PyDoc_STRVAR(tag_doc,
 
 
 PyDoc_STRVAR(enter_doc,
-"__enter__()\n--\n\nPushes the tag on the thread's stack; returns the tag.\n"
+"__enter__($self, /)\n--\n\nPushes the tag on the thread's stack; returns the tag.\n"
 "ValueError when it was destroyed, OSError EOVERFLOW when the stack is\n"
 "full (64 tags), RuntimeError when the library is not the allocator.");
 
 PyDoc_STRVAR(exit_doc,
-"__exit__(*exc_info)\n--\n\nPops the tag; RuntimeError when it is not on "
+"__exit__($self, exc_type, exc_value, traceback, /)\n--\n\nPops the tag; RuntimeError when it is not on "
 "top\nof the thread's stack (a tag entered inside and not left).");
 
 
 PyDoc_STRVAR(usage_doc,
-"usage(tree=False)\n"
+"usage($self, /, tree=False)\n"
 "--\n"
 "\n"
 "The tag's figures now, as a Usage (by name: usage().allocated), read\n"
@@ -48,7 +48,7 @@ PyDoc_STRVAR(usage_doc,
 
 
 PyDoc_STRVAR(destroy_doc,
-"destroy()\n"
+"destroy($self, /)\n"
 "--\n"
 "\n"
 "Destroys the tag and its descendants: the name is free again and this\n"
@@ -62,11 +62,11 @@ PyDoc_STRVAR(destroy_doc,
 
 
 PyDoc_STRVAR(purge_doc,
-"purge()\n--\n\nReturns the tag's unused pages to the OS (ra_tag_purge).");
+"purge($self, /)\n--\n\nReturns the tag's unused pages to the OS (ra_tag_purge).");
 
 
 PyDoc_STRVAR(set_limit_doc,
-"set_limit(hard, soft=0)\n"
+"set_limit($self, /, hard, soft=0)\n"
 "--\n"
 "\n"
 "Sets the tag's budget on the memory its subtree holds from the OS\n"

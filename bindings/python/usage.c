@@ -75,32 +75,19 @@ int rapy_usage_add(PyObject *module)
     return PyModule_AddObjectRef(module, "Usage", (PyObject *)usage_type);
 }
 
-PyObject *rapy_usage_of(ra_tag_t tag, bool tree)
+/* The figures as a Usage, in usage_fields' order. */
+static PyObject *usage_from(const ra_tag_stats_t *stats,
+                            const ra_tag_limit_t *limit)
 {
-    ra_tag_stats_t stats;
-    ra_tag_limit_t limit;
-    PyObject *usage;
-    unsigned long long values[NFIELDS];
+    const unsigned long long values[NFIELDS] = {
+        stats->allocated, stats->active,      stats->resident,
+        stats->mapped,    stats->dirty,       stats->muzzy,
+        stats->retained,  stats->reserved,    stats->peak_mapped,
+        stats->nmalloc,   stats->ndalloc,     limit->hard,
+        limit->soft,
+    };
+    PyObject *usage = PyStructSequence_New(usage_type);
 
-    if ((tree ? rapy_api.tag_stats_tree : rapy_api.tag_stats)(tag, &stats) != 0)
-        return rapy_raise_errno(errno, tree ? "ra_tag_stats_tree"
-                                            : "ra_tag_stats");
-    if (rapy_api.tag_get_limit(tag, &limit) != 0)
-        return rapy_raise_errno(errno, "ra_tag_get_limit");
-    values[0] = stats.allocated;
-    values[1] = stats.active;
-    values[2] = stats.resident;
-    values[3] = stats.mapped;
-    values[4] = stats.dirty;
-    values[5] = stats.muzzy;
-    values[6] = stats.retained;
-    values[7] = stats.reserved;
-    values[8] = stats.peak_mapped;
-    values[9] = stats.nmalloc;
-    values[10] = stats.ndalloc;
-    values[11] = limit.hard;
-    values[12] = limit.soft;
-    usage = PyStructSequence_New(usage_type);
     if (usage == NULL)
         return NULL;
     for (size_t i = 0; i < NFIELDS; i++) {
@@ -113,4 +100,19 @@ PyObject *rapy_usage_of(ra_tag_t tag, bool tree)
         PyStructSequence_SET_ITEM(usage, (Py_ssize_t)i, value);
     }
     return usage;
+}
+
+PyObject *rapy_usage_of(ra_tag_t tag, bool tree)
+{
+    ra_tag_stats_t stats;
+    ra_tag_limit_t limit;
+    int rc = tree ? rapy_api.tag_stats_tree(tag, &stats)
+                  : rapy_api.tag_stats(tag, &stats);
+
+    if (rc != 0)
+        return rapy_raise_errno(errno, tree ? "ra_tag_stats_tree"
+                                            : "ra_tag_stats");
+    if (rapy_api.tag_get_limit(tag, &limit) != 0)
+        return rapy_raise_errno(errno, "ra_tag_get_limit");
+    return usage_from(&stats, &limit);
 }
