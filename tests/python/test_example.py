@@ -6,7 +6,7 @@ with the kernel's, against /proc/self/status.
 Run by tests/test_python.sh with /usr/bin/python3, the library preloaded,
 PYTHONMALLOC=malloc and PYTHONPATH=<build>/bindings/python."""
 
-import ctypes
+import errno
 import gc
 import json
 import os
@@ -53,14 +53,6 @@ def parse(stdout):
             sections[at][m.group(1)] = (int(m.group(2)), int(m.group(3)))
         i += 1
     return served, sections, "\n".join(lines[i + 1:])
-
-
-def status_kib(key):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    raise KeyError(key)
 
 
 class Example(unittest.TestCase):
@@ -183,7 +175,7 @@ class WhereMemoryGoes(unittest.TestCase):
         del xs
         with self.assertRaises(OSError) as e:
             tag.destroy()
-        self.assertEqual(e.exception.errno, 16)      # EBUSY
+        self.assertEqual(e.exception.errno, errno.EBUSY)
         gc.collect()
         tag.destroy()
 
