@@ -77,25 +77,32 @@ note() {
     printf 'note\t%s\n' "$*" >>"$raw"
 }
 
-# run_one PROGRAM ARGS...: one process; its rows and notes go to $raw, its
-# stderr to ours. A failure is noted and the run goes on.
+# run_cmd NAME COMMAND...: one process; its rows and notes go to $raw, its
+# stderr to ours. A failure is noted under NAME and the run goes on.
+run_cmd() {
+    local name=$1 rc
+    shift
+    timeout "$limit" "$@" >"$tmp/out"
+    rc=$?
+    grep -E $'^(row|note)\t' "$tmp/out" >>"$raw"
+    if [ $rc -eq 124 ]; then
+        note "$name: killed after $limit s"
+        return 1
+    elif [ $rc -ne 0 ]; then
+        note "$name: failed (exit status $rc)"
+        return 1
+    fi
+}
+
+# run_one PROGRAM ARGS...: run_cmd for a program of the bench directory.
 run_one() {
-    local prog=$1 rc
+    local prog=$1
     shift
     if [ ! -x "$bindir/$prog" ]; then
         note "$prog: not built"
         return 1
     fi
-    timeout "$limit" "$bindir/$prog" "$@" >"$tmp/out"
-    rc=$?
-    grep -E $'^(row|note)\t' "$tmp/out" >>"$raw"
-    if [ $rc -eq 124 ]; then
-        note "$prog $*: killed after $limit s"
-        return 1
-    elif [ $rc -ne 0 ]; then
-        note "$prog $*: failed (exit status $rc)"
-        return 1
-    fi
+    run_cmd "$prog $*" "$bindir/$prog" "$@"
 }
 
 # timed PROGRAM: BENCH_PROCS processes.
@@ -295,6 +302,26 @@ if [ -x "$bindir/startup" ] && [ -f "$ra_so" ] && [ -n "$je_so" ]; then
     done
 else
     note "start-up: bench/startup, the shared library or the jemalloc it links not found"
+fi
+
+# -- Python: a request loop under the module (bench/python_requests.py) -------
+# The arms in one process (PYTHONMALLOC=malloc, the library preloaded, the
+# module from the build tree), BENCH_PROCS such processes; then the same
+# loop untagged in a process per allocator and round, BENCH_PROCS times.
+# Debian's python3 only; without it, or the module, a note.
+py=/usr/bin/python3
+if [ ! -x "$py" ]; then
+    note "python requests: $py not installed"
+elif [ ! -f "$ra_so" ]; then
+    note "python requests: the shared library not found"
+else
+    for ((p = 1; p <= procs; p++)); do
+        echo "bench: python requests (process $p of $procs)" >&2
+        PYTHONMALLOC=malloc LD_PRELOAD=$ra_so PYTHONPATH=$bindir/../bindings/python \
+            run_cmd "python_requests.py" "$py" "$here/python_requests.py"
+        run_cmd "python_requests.py --allocators" env -u LD_PRELOAD -u PYTHONMALLOC \
+            "$py" "$here/python_requests.py" --allocators "$ra_so"
+    done
 fi
 
 elapsed=$(( $(date +%s) - start_s ))
@@ -577,8 +604,38 @@ END {
                 "jemalloc, LD_PRELOAD (baseline)", 1.2)
     ns_target("python3 -c pass: peak RSS <= 1 MB (1,000 KiB) over jemalloc\047s", SP, PRE, 1000)
 
+    # Python: a request loop under the module, each arm against untagged in
+    # the same process, tracemalloc beside as the anchor.
+    PW = "python requests (dicts, lists, strings, json, a buffer, numpy)"
+    PB = "untagged (baseline)"; PE = "python: entering and leaving a tag (with tag: pass less an empty loop)"
+    print ""
+    print "targets (Python, the module), judged from the medians above:"
+    pair_target("a tag per request (1 of 16) <= 1.05x untagged", PW,
+                "a tag per request (1 of 16 tags)", PB, 1.05)
+    x = pair_ratio(PW, "tracemalloc on (the anchor)", PB)
+    if (x != "")
+        printf "  %-7s %-58s %.3fx\n", "anchor", "tracemalloc on, the same requests", x
+    ns_target("entering and leaving a tag <= 0.5 us", PE, "regionalloc.Tag", 500)
+
     print ""
     print "other findings:"
+    x = pair_ratio(PW, "a tag created and destroyed per request", PB)
+    PD = "python: destroys refused (EBUSY), a tag per request"
+    if (x != "" && has(PD, "at the request\047s end") && has(PD, "after a gc.collect()"))
+        printf "  python, a tag created and destroyed per request: %.3fx untagged; destroys refused %.2f%% at the request\047s end, %.2f%% after a gc.collect()\n",
+               x, med[key(PD, "at the request\047s end")], med[key(PD, "after a gc.collect()")]
+    PA = "python requests, untagged, a process per allocator and round"
+    PM = "PYTHONMALLOC=malloc, libregionalloc preloaded"
+    x = pair_ratio(PA, PM, "pymalloc, libregionalloc preloaded")
+    if (x != "")
+        printf "  python, library preloaded: PYTHONMALLOC=malloc %.3fx pymalloc\n", x
+    x = pair_ratio(PA, PM, "PYTHONMALLOC=malloc, glibc malloc")
+    y = pair_ratio(PA, "pymalloc, libregionalloc preloaded", "pymalloc, glibc malloc (baseline)")
+    if (x != "" && y != "")
+        printf "  python: the library %.3fx glibc malloc with PYTHONMALLOC=malloc, %.3fx with pymalloc\n", x, y
+    x = ratio_of(PA, PM)
+    if (x != "")
+        printf "  python: PYTHONMALLOC=malloc and the library %.3fx Python as Debian ships it (pymalloc, glibc)\n", x
     x = pair_ratio(MC, "64 mimalloc heaps", "1 mimalloc heap (baseline)")
     y = pair_ratio(MC, "256 mimalloc heaps", "1 mimalloc heap (baseline)")
     if (x != "" && y != "")
