@@ -310,9 +310,9 @@ void ra__users_counts(const struct ra__tag_slot *first, bool only,
 /* Counts an allocation (alloc) or a free of tag made without a slot, of
  * a block of size usable bytes. */
 void ra__count_orphan(ra_tag_t tag, bool alloc, size_t size);
-/* A pair leaving its tag leaves its counts to the orphans'. Called with
- * threads_lock held. */
-void ra__orphans_adopt(const struct ra__tag_slot *s, ra_tag_t tag);
+/* A pair leaving its tag moves its counts to the orphans' (its own to
+ * 0), before it leaves the tag's users. Called with threads_lock held. */
+void ra__orphans_adopt(struct ra__tag_slot *s, ra_tag_t tag);
 /* The orphans' counts say every block of c (the tag's counts) was freed:
  * at a wipe. */
 void ra__orphans_all_freed(ra_tag_t tag, const struct ra__counts *c);

@@ -347,7 +347,6 @@ void ra__pair_leave(struct ra__tag_slot *s, ra_tag_t tag)
     ra__fc_flush(s);
     if (s->tcache != RA__NO_TCACHE)
         ra__be_tcache_destroy(s->tcache);
-    ra__users_remove(s, tag);
     if (s->busy)
         ra__pool_unbind(tag, s->arena);
     ra__fc_bins_free(s->bins);
@@ -358,9 +357,13 @@ void ra__pair_leave(struct ra__tag_slot *s, ra_tag_t tag)
     s->allocates = false;
     s->busy = false;
     s->made_before = 0;
-    atomic_store_explicit(&s->nmalloc, 0, memory_order_relaxed);
-    atomic_store_explicit(&s->ndalloc, 0, memory_order_relaxed);
-    atomic_store_explicit(&s->bytes, 0, memory_order_relaxed);
+    /* Last: the tag's users without this slot may leave another thread's
+     * the only one, which then counts and ends the tag without the lock
+     * (lone): the pair must be gone whole by then, its counts the
+     * orphans'. Left first, a thread's exit hid all its counts from such
+     * a reader (ra_tag_usage on the tag's other user) until it adopted
+     * them. */
+    ra__users_remove(s, tag);
     check_pair(s, RA__PAIR_UNUSED);
     set_state(s, RA__PAIR_UNUSED, memory_order_release);
 }

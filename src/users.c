@@ -88,6 +88,13 @@ void ra__users_remove(struct ra__tag_slot *s, ra_tag_t tag)
 {
     ra__threads_assert_held();
     ra__assert(nusers[tag] > 0 && *s->users_prev == s);
+    /* Its counts are the orphans' already: a lone reader (no lock) that
+     * finds the slot gone finds them there, never in neither place. */
+    ra__assert(atomic_load_explicit(&s->nmalloc, memory_order_relaxed) ==
+                   0 &&
+               atomic_load_explicit(&s->ndalloc, memory_order_relaxed) ==
+                   0 &&
+               atomic_load_explicit(&s->bytes, memory_order_relaxed) == 0);
     *s->users_prev = s->users_next;
     if (s->users_next != NULL)
         s->users_next->users_prev = s->users_prev;
@@ -121,20 +128,20 @@ void ra__count_orphan(ra_tag_t tag, bool alloc, size_t size)
                               memory_order_relaxed);
 }
 
-void ra__orphans_adopt(const struct ra__tag_slot *s, ra_tag_t tag)
+void ra__orphans_adopt(struct ra__tag_slot *s, ra_tag_t tag)
 {
     ra__threads_assert_held();
     atomic_fetch_add_explicit(&orphans[tag].nmalloc,
-                              atomic_load_explicit(&s->nmalloc,
-                                                   memory_order_relaxed),
+                              atomic_exchange_explicit(&s->nmalloc, 0,
+                                                       memory_order_relaxed),
                               memory_order_relaxed);
     atomic_fetch_add_explicit(&orphans[tag].ndalloc,
-                              atomic_load_explicit(&s->ndalloc,
-                                                   memory_order_relaxed),
+                              atomic_exchange_explicit(&s->ndalloc, 0,
+                                                       memory_order_relaxed),
                               memory_order_relaxed);
     atomic_fetch_add_explicit(&orphans[tag].bytes,
-                              atomic_load_explicit(&s->bytes,
-                                                   memory_order_relaxed),
+                              atomic_exchange_explicit(&s->bytes, 0,
+                                                       memory_order_relaxed),
                               memory_order_relaxed);
 }
 

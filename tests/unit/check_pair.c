@@ -2,10 +2,14 @@
  * time (pair.c): its state byte and the fast paths' cached word
  * (alloc_flags) move together, a parked pair serves its owner's next
  * request after it unparks, a hold refuses a pair that is not parked, a
- * pair that leaves its tag keeps its counts in the tag's, and the debug
- * build catches a cached word that disagrees with the state. */
+ * pair that leaves its tag keeps its counts in the tag's, even to a reader
+ * without the lock while its thread exits, and the debug build catches a
+ * cached word that disagrees with the state, and a slot that leaves its
+ * tag's users with its counts. */
 #include <check.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "backend.h"
@@ -34,6 +38,14 @@ static void *tagged_block(ra_tag_t tag)
     return p;
 }
 
+/* The calling thread's slot of tag, its pair started by a block made and
+ * freed. */
+static struct ra__tag_slot *used_slot(ra_tag_t tag)
+{
+    ra_free(tagged_block(tag));
+    return my_slot(tag);
+}
+
 static void park(ra_tag_t tag)
 {
     ra__threads_lock();
@@ -48,8 +60,7 @@ START_TEST(test_pair_unit_a_first_allocation_starts_the_pair)
 
     ck_assert(ra__thread == NULL ||
               ra__pair_state(&ra__thread->slots[tag]) == RA__PAIR_UNUSED);
-    ra_free(tagged_block(tag));
-    s = my_slot(tag);
+    s = used_slot(tag);
     ck_assert_uint_eq(ra__pair_state(s), RA__PAIR_ACTIVE);
     ck_assert_int_ne(s->alloc_flags, 0);
     ck_assert(s->allocates);
@@ -84,8 +95,7 @@ START_TEST(test_pair_unit_only_a_parked_pair_is_held_or_flushed)
     ra_tag_t tag = tu_tag_create("pair");
     struct ra__tag_slot *s;
 
-    ra_free(tagged_block(tag));
-    s = my_slot(tag);
+    s = used_slot(tag);
     ra__threads_lock();
     ck_assert(!ra__pair_hold(s)); /* active: refused */
     ck_assert_uint_eq(ra__pair_state(s), RA__PAIR_ACTIVE);
@@ -136,14 +146,171 @@ START_TEST(test_pair_unit_a_pair_that_leaves_keeps_its_counts_in_the_tag)
 }
 END_TEST
 
+/* -- a thread's exit, stopped in its pair's leave ------------------------
+ * The link wraps ra__users_remove: the worker's exit (ra__thread_exit,
+ * through ra__pair_leave) is held just after its slot left the tag's
+ * users, while the main thread, the tag's other user and now its only
+ * one (lone), reads the tag without the lock. That is what Python's
+ * Thread.join allows: it returns before the thread's key destructors,
+ * the library's exit, have run. Every call of the worker has returned,
+ * so its counts must be there. */
+void __real_ra__users_remove(struct ra__tag_slot *s, ra_tag_t tag);
+
+static _Thread_local bool exit_watched;
+static pthread_barrier_t exit_held, exit_release;
+
+void __wrap_ra__users_remove(struct ra__tag_slot *s, ra_tag_t tag)
+{
+    __real_ra__users_remove(s, tag);
+    if (!exit_watched)
+        return;
+    exit_watched = false;
+    pthread_barrier_wait(&exit_held);
+    pthread_barrier_wait(&exit_release);
+}
+
+struct exit_worker {
+    ra_tag_t tag;
+    bool gives; /* the small block is the main thread's to free */
+    void *kept, *given;
+    pthread_barrier_t made;
+};
+
+/* Makes a block it keeps and a small one, which it frees or the main
+ * thread does, then ends once the main thread says so. */
+static void *exit_worker_run(void *arg)
+{
+    struct exit_worker *w = arg;
+
+    w->kept = ra_malloc_tag(w->tag, 300000);
+    w->given = ra_malloc_tag(w->tag, BLOCK);
+    exit_watched = w->kept != NULL && w->given != NULL;
+    if (!w->gives)
+        ra_free(w->given);
+    pthread_barrier_wait(&w->made);
+    /* The main thread reads the tag before the exit holds the lock. */
+    pthread_barrier_wait(&w->made);
+    return NULL;
+}
+
+/* What the main thread reads while the worker's exit is held. */
+struct exit_look {
+    bool lone, own_end;
+    ra_tag_usage_t usage;
+    ra_tag_stats_t stats;
+};
+
+/* Runs a worker of a new tag to its held exit, looks (own_end: tries the
+ * destroy's lone end, which must refuse a tag with a live block), lets
+ * it go, checks that the lone end was refused and that the exit left the
+ * counts as they were before it (in before), and returns the tag. */
+static ra_tag_t look_at_held_exit(bool own_end, ra_tag_usage_t *before,
+                                  struct exit_look *l)
+{
+    ra_tag_t tag = tu_tag_create("pair-exit");
+    struct exit_worker w = {.tag = tag, .gives = !own_end};
+    ra_tag_usage_t after;
+    pthread_t t;
+
+    ck_assert_int_eq(pthread_barrier_init(&w.made, NULL, 2), 0);
+    ck_assert_int_eq(pthread_barrier_init(&exit_held, NULL, 2), 0);
+    ck_assert_int_eq(pthread_barrier_init(&exit_release, NULL, 2), 0);
+    ck_assert_int_eq(pthread_create(&t, NULL, exit_worker_run, &w), 0);
+    pthread_barrier_wait(&w.made);
+    ck_assert_ptr_nonnull(w.kept);
+    ck_assert_ptr_nonnull(w.given);
+    /* The main thread's pair: a consumer of the worker's block (as
+     * Python's main thread drops a thread's objects), or, for the lone
+     * end, one that allocates and frees its own, its counts even. */
+    if (own_end)
+        ra_free(tagged_block(tag));
+    else
+        ra_free(w.given);
+    ck_assert_int_eq(ra_tag_usage(tag, before), 0);
+    /* The worker returns and exits; held once its slot left the users. */
+    pthread_barrier_wait(&w.made);
+    pthread_barrier_wait(&exit_held);
+    l->lone = ra__users_lone(ra__thread, tag);
+    /* Only a lone reader skips threads_lock, which the held exit holds. */
+    if (l->lone) {
+        ck_assert_int_eq(ra_tag_usage(tag, &l->usage), 0);
+        ck_assert_int_eq(ra_tag_stats(tag, &l->stats), 0);
+        l->own_end = own_end && ra__own_end(tag);
+    }
+    pthread_barrier_wait(&exit_release);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_int_eq(pthread_barrier_destroy(&w.made), 0);
+    ck_assert_int_eq(pthread_barrier_destroy(&exit_held), 0);
+    ck_assert_int_eq(pthread_barrier_destroy(&exit_release), 0);
+    ck_assert_msg(l->lone, "the main thread is not the tag's only user");
+    ck_assert_msg(!l->own_end, "the destroy's lone end took the tag, with "
+                               "the exiting thread's block live");
+    ck_assert_int_eq(ra_tag_usage(tag, &after), 0);
+    ck_assert_uint_eq(after.nmalloc, before->nmalloc);
+    ck_assert_uint_eq(after.ndalloc, before->ndalloc);
+    ck_assert_uint_eq(after.allocated, before->allocated);
+    return tag;
+}
+
+START_TEST(test_pair_unit_an_exiting_threads_counts_stay_in_the_tag)
+{
+    ra_tag_usage_t before;
+    struct exit_look l;
+
+    look_at_held_exit(false, &before, &l);
+    ck_assert_uint_eq(before.nmalloc, 2);
+    ck_assert_uint_eq(before.ndalloc, 1);
+    ck_assert_uint_gt(before.allocated, 300000);
+    ck_assert_msg(l.usage.nmalloc == before.nmalloc &&
+                      l.usage.ndalloc == before.ndalloc &&
+                      l.usage.allocated == before.allocated,
+                  "while the thread exits, ra_tag_usage shows nmalloc %llu "
+                  "ndalloc %llu allocated %zu, not %llu %llu %zu",
+                  (unsigned long long)l.usage.nmalloc,
+                  (unsigned long long)l.usage.ndalloc, l.usage.allocated,
+                  (unsigned long long)before.nmalloc,
+                  (unsigned long long)before.ndalloc, before.allocated);
+    ck_assert_msg(l.stats.nmalloc == before.nmalloc &&
+                      l.stats.ndalloc == before.ndalloc &&
+                      l.stats.allocated == before.allocated,
+                  "while the thread exits, ra_tag_stats shows nmalloc %llu "
+                  "allocated %zu", (unsigned long long)l.stats.nmalloc,
+                  l.stats.allocated);
+}
+END_TEST
+
+START_TEST(test_pair_unit_an_exiting_threads_live_block_keeps_its_tag)
+{
+    ra_tag_usage_t before;
+    struct exit_look l;
+    ra_tag_t tag = look_at_held_exit(true, &before, &l);
+
+    /* Refused its lone end, it ends the whole way. */
+    ck_assert_int_eq(ra_tag_destroy(tag), 0);
+}
+END_TEST
+
+#ifdef RA_DEBUG
+START_TEST(test_pair_unit_a_slot_leaving_the_users_with_its_counts_aborts)
+{
+    ra_tag_t tag = tu_tag_create("pair");
+    struct ra__tag_slot *s;
+
+    s = used_slot(tag);
+    /* Its counts still the slot's: a lone reader would miss them. */
+    ra__threads_lock();
+    ra__users_remove(s, tag);
+}
+END_TEST
+#endif
+
 #ifdef RA_DEBUG
 START_TEST(test_pair_unit_a_cached_word_against_its_state_aborts)
 {
     ra_tag_t tag = tu_tag_create("pair");
     struct ra__tag_slot *s;
 
-    ra_free(tagged_block(tag));
-    s = my_slot(tag);
+    s = used_slot(tag);
     /* Active, yet the fast paths would see it parked. */
     s->alloc_flags = 0;
     ra__threads_lock();
@@ -166,9 +333,18 @@ static Suite *pair_suite(void)
     tcase_add_test(
         transitions,
         test_pair_unit_a_pair_that_leaves_keeps_its_counts_in_the_tag);
+    tcase_add_test(transitions,
+                   test_pair_unit_an_exiting_threads_counts_stay_in_the_tag);
+    tcase_add_test(
+        transitions,
+        test_pair_unit_an_exiting_threads_live_block_keeps_its_tag);
 #ifdef RA_DEBUG
     tcase_add_test_raise_signal(
         transitions, test_pair_unit_a_cached_word_against_its_state_aborts,
+        SIGABRT);
+    tcase_add_test_raise_signal(
+        transitions,
+        test_pair_unit_a_slot_leaving_the_users_with_its_counts_aborts,
         SIGABRT);
 #endif
     suite_add_tcase(s, transitions);
