@@ -5,7 +5,7 @@
 #   shape.sh [-v] TOP
 #
 # TOP is the source tree. The C files are src/*.c, src/*.cc, src/*.h,
-# tools/*.c and tools/*.h. A function is a block from a "{" at column 0 to
+# tools/*.c, tools/*.h, bindings/python/*.c and bindings/python/*.h. A function is a block from a "{" at column 0 to
 # the next "}" at column 0, as the house style writes them; its length is
 # the lines between the two. A block closed by "};" is a table (an array's
 # or a struct's initialiser, or a type), not a function.
@@ -47,7 +47,8 @@ if [ ! -d "$top/src" ] || [ ! -r "$design" ]; then
 fi
 
 files=()
-for f in "$top"/src/*.c "$top"/src/*.cc "$top"/src/*.h "$top"/tools/*.c "$top"/tools/*.h; do
+for f in "$top"/src/*.c "$top"/src/*.cc "$top"/src/*.h "$top"/tools/*.c "$top"/tools/*.h \
+	"$top"/bindings/python/*.c "$top"/bindings/python/*.h; do
 	[ -f "$f" ] && files+=("$f")
 done
 [ "${#files[@]}" -gt 0 ] || { echo "shape: no C files under $top" >&2; exit 2; }

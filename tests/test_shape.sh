@@ -1,7 +1,8 @@
 #!/bin/bash
 # The shape check (scripts/shape.sh, run by make lint): the source tree
-# passes it; in a small tree of planted files, a C file of 601 lines, a
-# function of 61, an internal.h of 401, a design document of 900 and a
+# passes it; in a small tree of planted files, a C file of 601 lines (in
+# tools/ and in bindings/python/), a function of 61 (in src/ and in
+# bindings/python/), an internal.h of 401, a design document of 900 and a
 # state floor with too few assertions each fail it with a line of their
 # own, naming the file, the line and the figure; a table of 70 lines (both
 # ways the house writes one), a function of 60, a file of 600 and an
@@ -103,6 +104,17 @@ esac
 shape big
 echo "/* one more */" >> "$t/tools/tool.c"
 expect big "tools/tool.c:601: 601 lines, at most 600"
+
+# The Python module's files are C files too: one of 601 lines, and a
+# function of 61 lines in its header.
+shape binding
+mkdir -p "$t/bindings/python"
+{ echo "/* A module. */"; lines 600 "/* */"; } > "$t/bindings/python/module.c"
+expect binding "bindings/python/module.c:601: 601 lines, at most 600"
+shape binding_function
+mkdir -p "$t/bindings/python"
+function_of "$t/bindings/python/module.h" too_long 61
+expect binding_function "bindings/python/module.h:2: function too_long, 61 lines, at most 60"
 
 # A function of 61 lines, beside one of 60.
 shape long

@@ -1,5 +1,7 @@
 /* A tag as a decorator: the wrapper that runs a function with its tag
- * pushed (coroutine functions go to tasks.c, generators are refused). */
+ * pushed, or for an async function, whose call runs none of its code,
+ * hands each coroutine it makes to tasks.c, to run each step under the
+ * tag. Generator functions are refused. */
 #include "module.h"
 
 #include <stddef.h>
@@ -55,6 +57,21 @@ static PyObject *tagged_vectorcall(PyObject *self, PyObject *const *args,
     return NULL;
 }
 
+/* An async function's call: its coroutine, each step of which runs under
+ * the tag (rapy_tasks_wrap). */
+static PyObject *tagged_coro_vectorcall(PyObject *self, PyObject *const *args,
+                                        size_t nargsf, PyObject *kwnames)
+{
+    tagged *wrapper = (tagged *)self;
+
+    /* Checked before a coroutine is made (dropped, it would warn that it
+     * was never awaited), and again by rapy_tasks_wrap. */
+    if (rapy_tag_alive(wrapper->tag) != 0)
+        return NULL;
+    return rapy_tasks_wrap(
+        wrapper->tag, PyObject_Vectorcall(wrapper->func, args, nargsf, kwnames));
+}
+
 static PyObject *tagged_get(PyObject *self, PyObject *obj, PyObject *type)
 {
     (void)type;
@@ -92,8 +109,19 @@ static void tagged_dealloc(tagged *wrapper)
     PyObject_GC_Del(wrapper);
 }
 
+/* __code__, __defaults__ and __kwdefaults__ are the function's, so that
+ * inspect.iscoroutinefunction() (and asyncio's) say of the wrapper what
+ * they say of it. */
+static PyObject *tagged_forward(PyObject *self, void *name)
+{
+    return PyObject_GetAttrString(((tagged *)self)->func, name);
+}
+
 static PyGetSetDef tagged_getset[] = {
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {"__code__", tagged_forward, NULL, NULL, "__code__"},
+    {"__defaults__", tagged_forward, NULL, NULL, "__defaults__"},
+    {"__kwdefaults__", tagged_forward, NULL, NULL, "__kwdefaults__"},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -107,8 +135,10 @@ static PyTypeObject tagged_type = {
     .tp_call = PyVectorcall_Call,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
                 Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "A function that runs with a tag pushed: what a Tag used as "
-              "a decorator returns.",
+    .tp_doc = "What a Tag used as a decorator returns: a function that "
+              "runs with the tag pushed; for an async function, one whose "
+              "coroutines (regionalloc.TaggedCoroutine) run each of their "
+              "steps with the tag pushed, with or without follow_tasks().",
     .tp_traverse = (traverseproc)tagged_traverse,
     .tp_clear = (inquiry)tagged_clear,
     .tp_getset = tagged_getset,
@@ -135,8 +165,9 @@ static int inspect_is(PyObject *inspect, const char *test, PyObject *func)
     return truth;
 }
 
-/* The wrapper of a plain function, named and documented as func. */
-static PyObject *wrap(rapy_tag *tag, PyObject *func)
+/* The wrapper of func (coroutine: an async function), named and
+ * documented as func. */
+static PyObject *wrap(rapy_tag *tag, PyObject *func, bool coroutine)
 {
     tagged *wrapper = PyObject_GC_New(tagged, &tagged_type);
     PyObject *functools, *done;
@@ -146,7 +177,7 @@ static PyObject *wrap(rapy_tag *tag, PyObject *func)
     wrapper->tag = (rapy_tag *)Py_NewRef((PyObject *)tag);
     wrapper->func = Py_NewRef(func);
     wrapper->dict = NULL;
-    wrapper->vectorcall = tagged_vectorcall;
+    wrapper->vectorcall = coroutine ? tagged_coro_vectorcall : tagged_vectorcall;
     PyObject_GC_Track(wrapper);
     functools = PyImport_ImportModule("functools");
     done = functools == NULL ? NULL
@@ -181,13 +212,11 @@ PyObject *rapy_decorate(rapy_tag *tag, PyObject *func)
     Py_DECREF(inspect);
     if (coroutine < 0 || generator < 0)
         return NULL;
-    if (coroutine)
-        return rapy_tasks_decorate(tag->id, func);
     if (generator)
         return PyErr_Format(PyExc_TypeError,
                             "regionalloc: a Tag does not decorate a generator "
                             "function (%R): its steps run after the call; "
                             "enter the tag with `with` in the generator",
                             func);
-    return wrap(tag, func);
+    return wrap(tag, func, coroutine != 0);
 }

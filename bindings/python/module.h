@@ -27,6 +27,17 @@ typedef struct {
  * already set). */
 PyObject *rapy_raise_oserror(int err, PyObject *message);
 
+/* 0 when tag was not destroyed, else -1 with ValueError set. Inline:
+ * every entry checks it (`with`, a decorated call, a coroutine made). */
+static inline int rapy_tag_alive(const rapy_tag *tag)
+{
+    if (!tag->dead)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "regionalloc: tag '%s' was destroyed",
+                 tag->cname);
+    return -1;
+}
+
 /* tag.c */
 extern PyTypeObject rapy_tag_type;
 /* Adds Tag to module: 0, or -1 with an exception set. */
@@ -46,9 +57,10 @@ PyObject *rapy_tag_get(PyObject *name, PyObject *parent);
 /* decorate.c */
 /* Adds the wrapper's type (not named in the module): 0, or -1. */
 int rapy_decorate_add(PyObject *module);
-/* tag(func): a function that runs func with tag pushed; coroutine
- * functions go to tasks.c. New reference, or NULL with an exception set
- * (TypeError for what cannot be decorated). */
+/* tag(func): a function that runs func with tag pushed; for an async
+ * function, one whose coroutines run each step with it (tasks.c). New
+ * reference, or NULL with an exception set (TypeError for what cannot be
+ * decorated). */
 PyObject *rapy_decorate(rapy_tag *tag, PyObject *func);
 
 /* usage.c */

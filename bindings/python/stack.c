@@ -1,9 +1,12 @@
 /* The module's per-thread record of the tags it pushed, kept in step with
- * the thread's stack in the library: the only place the module pushes or
- * pops, so that tasks.c can take a coroutine's tags off when it awaits. */
+ * the thread's stack in the library, and the process's count of each
+ * tag's entries: the only place the module pushes or pops, so that coro.c
+ * can take a coroutine's tags off when it awaits, and Tag.destroy() can
+ * refuse a tag entered anywhere. */
 #include "stack.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* Bottom first. The library's own stack holds at most RA_TAG_STACK_MAX
@@ -15,6 +18,25 @@ struct record {
 };
 
 static _Thread_local struct record record;
+
+/* Each tag id's entries made through the module and not left, in every
+ * thread: those on a thread's stack, and those a suspended coroutine holds
+ * off the stack (moved there and back at each of its steps, never dropped
+ * while it may resume). Every change is made holding the GIL, which orders
+ * them: a relaxed load and store, not a locked add, keeps `with tag:` as
+ * cheap as it was, and a read from any thread well defined. */
+static _Atomic unsigned stacked[RAPY_IDS_MAX + 1];
+static _Atomic unsigned held[RAPY_IDS_MAX + 1];
+
+static inline void count(_Atomic unsigned *counts, ra_tag_t tag, int delta)
+{
+    if (tag <= RAPY_IDS_MAX)
+        atomic_store_explicit(
+            &counts[tag],
+            atomic_load_explicit(&counts[tag], memory_order_relaxed) +
+                (unsigned)delta,
+            memory_order_relaxed);
+}
 
 #define RAPY_STR2(x) #x
 #define RAPY_STR(x) RAPY_STR2(x)
@@ -53,7 +75,8 @@ static int raise_push_error(int err, ra_tag_t tag)
     return -1;
 }
 
-int rapy_stack_push(ra_tag_t tag)
+/* Pushes tag and records it: 0, or -1 as rapy_stack_push says. */
+static inline int push_recorded(ra_tag_t tag)
 {
     struct record *r = &record;
 
@@ -64,6 +87,23 @@ int rapy_stack_push(ra_tag_t tag)
     if (rapy_api.tag_push(tag) != 0)
         return raise_push_error(errno, tag);
     r->tags[r->depth++] = tag;
+    return 0;
+}
+
+int rapy_stack_push(ra_tag_t tag)
+{
+    if (push_recorded(tag) != 0)
+        return -1;
+    count(stacked, tag, 1);
+    return 0;
+}
+
+int rapy_stack_restore(ra_tag_t tag)
+{
+    if (push_recorded(tag) != 0)
+        return -1;
+    count(held, tag, -1);
+    count(stacked, tag, 1);
     return 0;
 }
 
@@ -85,6 +125,7 @@ int rapy_stack_pop(ra_tag_t tag)
         return -1;
     }
     r->depth--;
+    count(stacked, tag, -1);
     return 0;
 }
 
@@ -113,5 +154,32 @@ unsigned rapy_stack_cut(unsigned depth, ra_tag_t *out)
         return 0;
     memcpy(out, &r->tags[at], (top - at) * sizeof *out);
     r->depth = at;
+    for (unsigned i = 0; i < top - at; i++) {
+        count(stacked, out[i], -1);
+        count(held, out[i], 1);
+    }
     return top - at;
+}
+
+void rapy_stack_hold(const ra_tag_t *tags, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        count(held, tags[i], 1);
+}
+
+void rapy_stack_release(const ra_tag_t *tags, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        count(held, tags[i], -1);
+}
+
+void rapy_stack_entries(ra_tag_t tag, struct rapy_entries *out)
+{
+    out->stacked = out->held = out->here = 0;
+    if (tag > RAPY_IDS_MAX)
+        return;
+    out->stacked = atomic_load_explicit(&stacked[tag], memory_order_relaxed);
+    out->held = atomic_load_explicit(&held[tag], memory_order_relaxed);
+    for (unsigned i = 0; i < record.depth; i++)
+        out->here += record.tags[i] == tag;
 }

@@ -7,27 +7,16 @@
 
 #include "stack.h"
 
-/* The library hands out ids 1 to 4000 at most (REGIONALLOC_MAX_TAGS'
- * bound), so the registry is a table in the module's own data: no block of
- * it can land in a user's tag and keep that tag from being destroyed. */
-#define IDS_MAX 4000u
-
 /* The live object of each id, or NULL; borrowed (tag_dealloc clears its
- * entry). The GIL guards it. */
-static rapy_tag *by_id[IDS_MAX + 1];
-
-/* ValueError saying the tag was destroyed; -1. */
-static int raise_dead(const rapy_tag *tag)
-{
-    PyErr_Format(PyExc_ValueError, "regionalloc: tag '%s' was destroyed",
-                 tag->cname);
-    return -1;
-}
+ * entry). The GIL guards it. A table in the module's own data, one entry
+ * per id the library may hand out: no block of it can land in a user's tag
+ * and keep that tag from being destroyed. */
+static rapy_tag *by_id[RAPY_IDS_MAX + 1];
 
 static void mark_dead(rapy_tag *tag)
 {
     tag->dead = true;
-    if (tag->id <= IDS_MAX && by_id[tag->id] == tag)
+    if (tag->id <= RAPY_IDS_MAX && by_id[tag->id] == tag)
         by_id[tag->id] = NULL;
 }
 
@@ -56,13 +45,9 @@ static int check_tag(rapy_tag *tag)
 {
     if (rapy_require_enabled() != 0)
         return -1;
-    if (tag->dead)
-        return raise_dead(tag);
-    if (!still_same(tag)) {
+    if (!tag->dead && !still_same(tag))
         mark_dead(tag);
-        return raise_dead(tag);
-    }
-    return 0;
+    return rapy_tag_alive(tag);
 }
 
 /* A new object for the live id, whose name is name and parent parent (a
@@ -71,7 +56,7 @@ static PyObject *make_tag(ra_tag_t id, const char *name, PyObject *parent)
 {
     rapy_tag *tag;
 
-    if (id > IDS_MAX) {
+    if (id > RAPY_IDS_MAX) {
         PyErr_Format(PyExc_OverflowError, "regionalloc: tag id %u", id);
         return NULL;
     }
@@ -103,7 +88,7 @@ PyObject *rapy_tag_for_id(ra_tag_t id)
     PyObject *parent, *tag;
     ra_tag_t parent_id;
 
-    if (id <= IDS_MAX && by_id[id] != NULL) {
+    if (id <= RAPY_IDS_MAX && by_id[id] != NULL) {
         if (still_same(by_id[id]))
             return Py_NewRef((PyObject *)by_id[id]);
         mark_dead(by_id[id]);
@@ -162,7 +147,7 @@ static PyObject *tag_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 
 static void tag_dealloc(rapy_tag *tag)
 {
-    if (tag->id <= IDS_MAX && by_id[tag->id] == tag)
+    if (tag->id <= RAPY_IDS_MAX && by_id[tag->id] == tag)
         by_id[tag->id] = NULL;
     Py_XDECREF(tag->name);
     Py_XDECREF(tag->parent);
@@ -177,8 +162,8 @@ static PyObject *tag_repr(rapy_tag *tag)
 
 int rapy_tag_enter(rapy_tag *tag)
 {
-    if (tag->dead)
-        return raise_dead(tag);
+    if (rapy_tag_alive(tag) != 0)
+        return -1;
     return rapy_stack_push(tag->id);
 }
 
@@ -238,7 +223,7 @@ static PyObject *tag_usage(rapy_tag *tag, PyObject *args, PyObject *kwds)
  * is destroyed. */
 static void bury_subtree(const rapy_tag *root)
 {
-    for (unsigned id = 1; id <= IDS_MAX; id++) {
+    for (unsigned id = 1; id <= RAPY_IDS_MAX; id++) {
         rapy_tag *tag = by_id[id];
 
         for (PyObject *up = tag ? tag->parent : Py_None; up != Py_None;
@@ -251,12 +236,61 @@ static void bury_subtree(const rapy_tag *root)
     }
 }
 
+/* Whether id is root or under it, by the library's parents. */
+static bool in_subtree(ra_tag_t id, ra_tag_t root)
+{
+    for (; id != RA_TAG_NONE; id = rapy_api.tag_parent(id))
+        if (id == root)
+            return true;
+    return false;
+}
+
+/* OSError EBUSY saying where id, of root's subtree, is entered; NULL. */
+static PyObject *raise_entered(const rapy_tag *root, ra_tag_t id,
+                               const struct rapy_entries *e)
+{
+    const char *name = rapy_api.tag_name(id);
+    char subject[RA_TAG_NAME_MAX + 32];
+
+    if (id == root->id)
+        snprintf(subject, sizeof subject, "it");
+    else
+        snprintf(subject, sizeof subject, "tag '%s' (in its subtree)",
+                 name != NULL ? name : "?");
+    return rapy_raise_oserror(
+        EBUSY, PyUnicode_FromFormat(
+                   "regionalloc: tag '%s' cannot be destroyed: %s is entered "
+                   "and not left (%u in this thread, %u in other threads, "
+                   "%u in coroutines that enter it again when they resume: "
+                   "tasks, decorated coroutines); leave it first",
+                   root->cname, subject, e->here, e->stacked - e->here,
+                   e->held));
+}
+
+/* 0 when no tag of root's subtree is entered through the module in any
+ * thread or coroutine (the library refuses only those on the calling
+ * thread's stack), else -1 with OSError EBUSY set. Destroy is rare: every
+ * id is looked at. */
+static int check_not_entered(const rapy_tag *root)
+{
+    struct rapy_entries e;
+
+    for (ra_tag_t id = 1; id <= RAPY_IDS_MAX; id++) {
+        rapy_stack_entries(id, &e);
+        if (e.stacked + e.held != 0 && in_subtree(id, root->id)) {
+            raise_entered(root, id, &e);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *tag_destroy(rapy_tag *tag, PyObject *unused)
 {
     ra_tag_stats_t stats;
 
     (void)unused;
-    if (check_tag(tag) != 0)
+    if (check_tag(tag) != 0 || check_not_entered(tag) != 0)
         return NULL;
     if (rapy_api.tag_stats_tree(tag->id, &stats) != 0)
         return rapy_raise_errno(errno, "ra_tag_stats_tree");

@@ -57,8 +57,14 @@ PyDoc_STRVAR(destroy_doc,
 "Refused with OSError EBUSY while the tag or a descendant holds blocks:\n"
 "drop the objects made under it first. CPython keeps some freed objects'\n"
 "blocks on its free lists (floats, tuples, lists, dicts...), where they\n"
-"still count in the tag; gc.collect() empties those lists. Also EBUSY\n"
-"while the tag is on the thread's stack.");
+"still count in the tag; gc.collect() empties those lists.\n"
+"\n"
+"Also refused with OSError EBUSY, nothing done, while the tag or a\n"
+"descendant is entered anywhere: inside a `with` block or a decorated\n"
+"call of any thread, or held by a coroutine that enters it again when\n"
+"it resumes (a task suspended inside `with tag:`, a task not yet run that\n"
+"inherits it, a coroutine of an async function the tag decorates, until\n"
+"it ends). The message says which tag and where.");
 
 
 PyDoc_STRVAR(purge_doc,

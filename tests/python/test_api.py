@@ -16,6 +16,7 @@ import pydoc
 import subprocess
 import sys
 import sysconfig
+import threading
 import unittest
 
 import regionalloc
@@ -370,9 +371,10 @@ class Destroy(Case):
     @staticmethod
     def destroy_on_the_stack(tag):
         """tag.destroy() with tag pushed, its OSError. Nothing is allocated
-        under the tag before the call (the library refuses, not the
-        module); the frame object that the exception's traceback makes of
-        this function's frame, under the tag, is freed when it returns."""
+        under the tag before the call (the module refuses before it counts
+        the tag's blocks); the frame object that the exception's traceback
+        makes of this function's frame, under the tag, is freed when it
+        returns."""
         destroy = tag.destroy
         tag.__enter__()
         try:
@@ -386,9 +388,50 @@ class Destroy(Case):
         tag = Tag("doomed on the stack")
         err, message = self.destroy_on_the_stack(tag)
         self.assertEqual(err, errno.EBUSY)
-        self.assertIn("ra_tag_destroy", message)
+        self.assertIn("it is entered and not left (1 in this thread, 0 in "
+                      "other threads, 0 in coroutines", message)
         gc.collect()
         tag.destroy()
+
+    def test_refused_while_another_thread_is_inside_it_or_its_subtree(self):
+        root = Tag("doomed in a thread")
+        leaf = Tag("doomed leaf in a thread", parent=root)
+        # Locks, not a barrier: waiting makes no object under the tag.
+        inside, leave = threading.Lock(), threading.Lock()
+        inside.acquire()
+        leave.acquire()
+
+        def hold(tag):
+            with tag:
+                inside.release()
+                leave.acquire()
+
+        for entered, refused, said in ((root, root, "it is"),
+                                       (leaf, root, "tag 'doomed leaf in a "
+                                                    "thread' (in its subtree) "
+                                                    "is"),
+                                       (leaf, leaf, "it is")):
+            thread = threading.Thread(target=hold, args=(entered,))
+            thread.start()
+            inside.acquire()
+            try:
+                with self.assertRaises(OSError) as caught:
+                    refused.destroy()
+            finally:
+                leave.release()
+                thread.join()
+            self.assertEqual(caught.exception.errno, errno.EBUSY)
+            self.assertIn(f"'{refused.name}' cannot be destroyed: {said} "
+                          "entered and not left (0 in this thread, 1 in "
+                          "other threads, 0 in coroutines",
+                          str(caught.exception))
+            # Nothing was done: both are alive and found by name.
+            self.assertIs(Tag("doomed in a thread"), root)
+            self.assertIs(Tag("doomed leaf in a thread", root), leaf)
+        gc.collect()
+        root.destroy()
+        with self.assertRaisesRegex(ValueError, "destroyed"):
+            leaf.usage()
 
     def test_a_tag_destroyed_from_c_is_dead_here(self):
         tag = Tag("destroyed from C")

@@ -51,6 +51,13 @@ def deltas(tags, before):
     return [allocated(t) - b for t, b in zip(tags, before)]
 
 
+class Pending:
+    """Awaited, it suspends its coroutine once (yields itself)."""
+
+    def __await__(self):
+        yield self
+
+
 def drop(blocks):
     """Frees the blocks a first run kept, keeping the container's size."""
     for key in (blocks.keys() if isinstance(blocks, dict)
@@ -385,10 +392,6 @@ class Values(StackCase):
         tag, inner = regionalloc.Tag("py-close"), regionalloc.Tag("py-inner")
         seen = []
 
-        class Pending:
-            def __await__(self):
-                yield self
-
         @tag
         async def suspended():
             with inner:
@@ -408,10 +411,6 @@ class Values(StackCase):
         tag, inner = regionalloc.Tag("py-deep"), regionalloc.Tag("py-deep-in")
         below = [regionalloc.Tag(f"py-deep-{i}") for i in range(63)]
         steps = []
-
-        class Pending:
-            def __await__(self):
-                yield self
 
         @tag
         async def suspended():
@@ -443,10 +442,6 @@ class Values(StackCase):
         tag, inner = regionalloc.Tag("py-gc"), regionalloc.Tag("py-gc-inner")
         seen = []
         unraisable = []
-
-        class Pending:
-            def __await__(self):
-                yield self
 
         @tag
         async def suspended(box):  # a cycle when box holds the coroutine
@@ -742,6 +737,115 @@ class FollowTasks(StackCase):
         self.assertEqual(shown["stack"], ["waiting"])
         self.assertEqual(shown["coro"].count("TaggedCoroutine"), 1)
         self.assertTrue(shown["iscoroutine"])
+
+
+class Destroy(StackCase):
+    """Tag.destroy() refuses a tag a coroutine will enter again: a
+    suspended task inside it, a task not yet run that inherits it, a
+    decorated coroutine; and a decorator never enters a destroyed tag.
+    What the coroutines allocate goes to a scratch tag entered above the
+    tag, so that the tag holds no block: the library alone would destroy
+    it."""
+
+    def setUp(self):
+        super().setUp()
+        self.scratch = regionalloc.Tag("py-scratch")
+
+    def refused(self, tag, where):
+        """Asserts that tag.destroy() raises OSError EBUSY, saying where
+        the tag is entered, and changes nothing."""
+        with self.assertRaises(OSError) as caught:
+            tag.destroy()
+        self.assertEqual(caught.exception.errno, errno.EBUSY)
+        self.assertIn("cannot be destroyed: it is entered and not left "
+                      f"({where} that enter it again", str(caught.exception))
+        self.assertIs(regionalloc.Tag(tag.name), tag)
+
+    def test_a_suspended_task_inside_a_tag_refuses_its_destroy(self):
+        tag = regionalloc.Tag("py-doomed-task")
+        release = [False]
+
+        # Bound before: `with tag, self.scratch:` would make the bound
+        # __exit__ of the scratch tag under the tag.
+        enter, leave = self.scratch.__enter__, self.scratch.__exit__
+
+        async def holder():
+            with tag:
+                enter()
+                while not release[0]:
+                    await asyncio.sleep(0)
+                leave(None, None, None)
+
+        async def scenario():
+            release[0] = False
+            task = asyncio.create_task(holder())
+            await asyncio.sleep(0)      # holder is inside tag, suspended
+            self.assertEqual(regionalloc._stack_depth(), 0)
+            self.refused(tag, "0 in this thread, 0 in other threads, "
+                              "1 in coroutines")
+            release[0] = True
+            await task
+
+        run_twice(scenario)
+        tag.destroy()
+
+    def test_a_task_not_yet_run_refuses_the_tags_it_inherits(self):
+        tag = regionalloc.Tag("py-doomed-inherited")
+        seen = []
+
+        async def child():
+            seen.append(regionalloc.current())
+
+        async def warm():
+            # What asyncio makes once and keeps, made outside the tag.
+            await asyncio.create_task(child())
+
+        enter, leave = self.scratch.__enter__, self.scratch.__exit__
+
+        async def scenario():
+            with tag:
+                enter()
+                task = asyncio.create_task(child())
+                leave(None, None, None)
+            self.refused(tag, "0 in this thread, 0 in other threads, "
+                              "1 in coroutines")
+            await task
+
+        with asyncio.Runner() as runner:
+            regionalloc.follow_tasks(runner.get_loop())
+            runner.run(warm())
+            runner.run(scenario())
+        self.assertEqual(seen, [None, self.scratch])
+        # The task has run and ended: nothing holds the tag any more.
+        tag.destroy()
+
+    def test_a_decorated_coroutine_holds_its_tag_until_it_ends(self):
+        tag = regionalloc.Tag("py-doomed-decorated")
+
+        @tag
+        async def work():
+            return regionalloc.current()
+
+        coro = work()
+        self.refused(tag, "0 in this thread, 0 in other threads, "
+                          "1 in coroutines")
+        with self.assertRaises(StopIteration) as caught:
+            coro.send(None)
+        self.assertIs(caught.exception.value, tag)
+        # Made and closed unstarted, or dropped: it holds the tag no more.
+        work().close()
+        gc.collect()
+        tag.destroy()
+        # Its id goes to one of the next two tags; the decorator still
+        # names the destroyed tag and never enters the successor.
+        successors = [regionalloc.Tag("py-successor-1"),
+                      regionalloc.Tag("py-successor-2")]
+        self.assertIn(tag.id, [t.id for t in successors])
+        with self.assertRaisesRegex(ValueError, "'py-doomed-decorated' was "
+                                                "destroyed"):
+            work()
+        for successor in successors:
+            successor.destroy()
 
 
 if __name__ == "__main__":
