@@ -5,6 +5,7 @@
 #define RAPY_MODULE_H
 
 #include "api.h"
+#include "stack.h"
 
 /* A tag as Python sees it: at most one object per live tag id (the
  * registry holds no reference: an object no one holds is freed, and the
@@ -38,6 +39,22 @@ static inline int rapy_tag_alive(const rapy_tag *tag)
     return -1;
 }
 
+/* Pushes tag (`with tag:`, a decorated call): 0, or -1 with an exception
+ * set (ValueError when destroyed, as rapy_stack_push says else). Inline,
+ * so that tag.c and decorate.c share it without calling each other. */
+static inline int rapy_tag_enter(const rapy_tag *tag)
+{
+    if (rapy_tag_alive(tag) != 0)
+        return -1;
+    return rapy_stack_push(tag->id);
+}
+
+/* Pops tag: 0, or -1 with RuntimeError set (not on top). */
+static inline int rapy_tag_leave(const rapy_tag *tag)
+{
+    return rapy_stack_pop(tag->id);
+}
+
 /* tag.c */
 extern PyTypeObject rapy_tag_type;
 /* Adds Tag to module: 0, or -1 with an exception set. */
@@ -45,11 +62,6 @@ int rapy_tag_add(PyObject *module);
 /* The Tag of a live tag id (made when none is alive): a new reference, or
  * NULL with an exception set (ValueError for an id that names no tag). */
 PyObject *rapy_tag_for_id(ra_tag_t id);
-/* Pushes tag (`with tag:`, a decorated call): 0, or -1 with an exception
- * set (ValueError when destroyed, as rapy_stack_push says else). */
-int rapy_tag_enter(rapy_tag *tag);
-/* Pops tag: 0, or -1 with RuntimeError set (not on top). */
-int rapy_tag_leave(rapy_tag *tag);
 /* Tag(name, parent): the get-or-create behind Tag() and tag(). New
  * reference, or NULL with an exception set. */
 PyObject *rapy_tag_get(PyObject *name, PyObject *parent);

@@ -160,18 +160,6 @@ static PyObject *tag_repr(rapy_tag *tag)
                                 tag->id, tag->dead ? " destroyed" : "");
 }
 
-int rapy_tag_enter(rapy_tag *tag)
-{
-    if (rapy_tag_alive(tag) != 0)
-        return -1;
-    return rapy_stack_push(tag->id);
-}
-
-int rapy_tag_leave(rapy_tag *tag)
-{
-    return rapy_stack_pop(tag->id);
-}
-
 static PyObject *tag_enter(rapy_tag *tag, PyObject *unused)
 {
     (void)unused;
