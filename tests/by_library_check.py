@@ -1,0 +1,92 @@
+"""Checks a JSON report of tests/by_library_main against the bytes each
+of its objects holds (tests/test_by_library.sh runs it).
+
+  by_library_check.py REPORT MODE DIR
+
+MODE: "objects" (every thread tagged by object) or "workers" (the thread
+bylib-worker tagged "workers" by name, the others by object), and
+",child" after it for the forked child's report. DIR holds the
+program and its libraries: each object's tag must name its path. Prints
+one line per check; exits 1 if any failed.
+"""
+import json
+import os
+import sys
+
+report, mode, folder = sys.argv[1:4]
+mode, child = mode.split(",")[0], mode.endswith(",child")
+doc = json.load(open(report))
+tags = {t["name"]: t for t in doc["tags"]}
+failed = []
+
+
+def check(ok, what):
+    print(("ok: " if ok else "FAIL: ") + what)
+    if not ok:
+        failed.append(what)
+
+
+# The bytes of each object's code, as by_library_main.c and the libraries
+# allocate them (size classes: usable sizes are the sizes asked for).
+THREAD = {"bylib_main": 7168, "libbylib_linked.so": 1792,
+          "libbylib_cxx.so": 2560}
+want = {
+    "bylib_main": 12288 + 24576,
+    # 4096 reallocated by the program to 6144, still the library's; the
+    # 3584 the program freed are gone.
+    "libbylib_linked.so": 6144 + 16384 + 8192 + 1024,
+    "libbylib_cxx.so": 20480 + 40960 + 512,
+    # Unloaded, its blocks still live.
+    "libbylib_loaded_a.so": 32768 + 8192 + 640,
+    "libbylib_loaded_b.so": 2 * (32768 + 8192 + 640),
+}
+threads = ["bylib-helper"] + (["bylib-worker"] if mode != "workers" else [])
+for name, n in THREAD.items():
+    want[name] += n * len(threads)
+if child:
+    want["bylib_main"] += 1280
+    want["libbylib_linked.so"] += 896
+
+lib = tags.get("libraries")
+check(lib is not None and lib.get("parent") is None,
+      "a top-level tag libraries: %s" % (lib and lib.get("parent")))
+for name, n in sorted(want.items()):
+    t = tags.get(name)
+    if t is None:
+        check(False, "%s: no tag (tags: %s)" % (name, sorted(tags)))
+        continue
+    check(t["allocated"] == n and t.get("parent") == "libraries",
+          "%s: %d bytes under %s, want exactly %d under libraries"
+          % (name, t["allocated"], t.get("parent"), n))
+    path = os.path.realpath(os.path.join(folder, name))
+    got = t.get("path")
+    check(got is not None and os.path.realpath(got) == path,
+          "%s: path %s, want %s" % (name, got, path))
+
+# strdup's block is libc's, by libc's code.
+libc = tags.get("libc.so.6")
+check(libc is not None and libc.get("parent") == "libraries" and
+      libc["allocated"] >= 1 << 20,
+      "libc.so.6 holds strdup's 1 MiB: %s" % (libc and libc["allocated"]))
+
+# A pushed tag wins over the objects': the program's and both libraries'.
+pushed = tags.get("pushed")
+check(pushed is not None and pushed["allocated"] == 5120 + 10240 + 14336
+      and pushed.get("parent") is None,
+      "pushed: %s bytes, want exactly 29696 at the top level"
+      % (pushed and pushed["allocated"]))
+
+# A thread a rule names keeps its tag by name; none is made for the main
+# thread (the program's tag is its object's, under libraries).
+workers = tags.get("workers")
+if mode == "workers":
+    check(workers is not None and workers["allocated"] == 7168 + 1792 + 2560,
+          "workers: %s bytes, want exactly 11520"
+          % (workers and workers["allocated"]))
+else:
+    check(workers is None, "no tag workers")
+check(not any(t.get("parent") is None and t["name"] in
+              ("bylib_main", "bylib-helper", "bylib-worker")
+              for t in doc["tags"]),
+      "no top-level tag by thread name")
+sys.exit(1 if failed else 0)
