@@ -1,7 +1,8 @@
-/* Floor: paths. The allocation paths while hooks are installed or the
- * profiler's countdown ran out: the plain path with the reports around
- * it, and the reports themselves (a block's usable size is looked up only
- * when a hook will hear of it). */
+/* Floor: paths. The allocation paths while hooks are installed, the
+ * profiler's countdown ran out or tags by calling object are on: the
+ * plain path with the reports around it, and the reports themselves (a
+ * block's usable size is looked up only when a hook will hear of it). */
+#include "by_library.h"
 #include "paths.h"
 
 void *ra__report_alloc(void *ptr)
@@ -43,13 +44,45 @@ RA__COLD static void *alloc_tick_slow(ra_tag_t tag, size_t size, int flags)
     return ra__alloc_plain(tag, size, flags);
 }
 
-/* Hooks are installed, or the profiler's countdown ran out. */
-void *ra__alloc_instrumented(unsigned instrumented, ra_tag_t tag,
-                             size_t size, int flags)
+/* Hooks are installed, the profiler's countdown ran out, or tags by
+ * calling object are on: then an allocation with no tag (and no arena or
+ * thread cache of the caller's own) takes the tag of caller's object, and
+ * goes on as the other bits say. Inline in both entries, so that each
+ * ends in tail calls. */
+static inline void *alloc_instrumented(const void *caller,
+                                       unsigned instrumented, ra_tag_t tag,
+                                       size_t size, int flags)
 {
+    if (instrumented & RA__INSTRUMENT_LIBRARY) {
+        instrumented &= ~RA__INSTRUMENT_LIBRARY;
+        if (tag == RA_TAG_NONE && (flags & RA__CACHE_ARENA_BITS) == 0)
+            tag = ra__by_library_tag(caller);
+        if (instrumented == 0 ||
+            (instrumented == RA__INSTRUMENT_PROF &&
+             (tag == RA_TAG_NONE || ra__prof_countdown_holds(size))))
+            return ra__alloc_plain(tag, size, flags);
+    }
     if (instrumented != RA__INSTRUMENT_PROF)
         return alloc_hooked(tag, size, flags);
     return alloc_tick_slow(tag, size, flags);
+}
+
+/* Reached by a tail call from every entry that can end in one (malloc,
+ * calloc, realloc of NULL, aligned_alloc, memalign, valloc, pvalloc, the
+ * mallocx family): the return address is the entry's caller's. */
+void *ra__alloc_instrumented(unsigned instrumented, ra_tag_t tag,
+                             size_t size, int flags)
+{
+    return alloc_instrumented(__builtin_return_address(0), instrumented,
+                              tag, size, flags);
+}
+
+/* The entries that cannot end in a tail call (posix_memalign, operator
+ * new) name their caller themselves. */
+void *ra__alloc_instrumented_from(const void *caller, unsigned instrumented,
+                                  ra_tag_t tag, size_t size, int flags)
+{
+    return alloc_instrumented(caller, instrumented, tag, size, flags);
 }
 
 /* The page table knows the class of a tagged small block that a front

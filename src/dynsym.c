@@ -155,3 +155,17 @@ void *ra__dynsym_next(void *volatile *cache, const char *name)
     }
     return fn;
 }
+
+_Atomic unsigned ra__dl_generation = 1;
+
+int ra__dynsym_dlclose(void *handle)
+{
+    static void *volatile next;
+    int (*real)(void *) = (int (*)(void *))ra__dynsym_next(&next, "dlclose");
+    int rc;
+
+    atomic_fetch_add_explicit(&ra__dl_generation, 1, memory_order_release);
+    rc = real(handle);
+    atomic_fetch_add_explicit(&ra__dl_generation, 1, memory_order_release);
+    return rc;
+}

@@ -21,6 +21,8 @@
  *   lock while they read what every floor below keeps.
  * - A reset or destroy holds lifetime's lock while it takes the reclaim's,
  *   the profile's, the registry's, the budgets' and the threads'.
+ * - Tags by calling object hold their table of objects while they make an
+ *   object's tag (only ever tried, never waited for, from an allocation).
  * - A tag's creation holds a stripe of the registry, then its ids, while it
  *   sets a budget's guard, makes the pool's first arena, and names threads.
  * - A thread's exit holds the threads' lock while it leaves its tags' pools;
@@ -57,6 +59,7 @@ enum ra__lock_rank {
     RA__RANK_NAMED,
     RA__RANK_INSTALL,
     RA__RANK_PROF,
+    RA__RANK_OBJECTS,
     RA__RANK_STRIPE,
     RA__RANK_IDS,
     RA__RANK_GUARD,

@@ -57,6 +57,11 @@ void *ra__fail_tagged(void);
 __attribute__((noinline)) void *
 ra__alloc_instrumented(unsigned instrumented, ra_tag_t tag, size_t size,
                        int flags);
+/* The same, for an entry that calls it other than by a tail call: caller
+ * is the entry's return address (tags by calling object). */
+__attribute__((noinline)) void *
+ra__alloc_instrumented_from(const void *caller, unsigned instrumented,
+                            ra_tag_t tag, size_t size, int flags);
 __attribute__((noinline)) void ra__free_hooked(void *ptr);
 /* The hooks' reports of a block that the caller knows only by address:
  * its usable size is looked up only when a hook will hear of it. Each
