@@ -1,0 +1,424 @@
+/* Suite "by library": REGIONALLOC_TAG_BY=library gives an allocation made
+ * with no tag pushed the tag of the object whose code called the entry,
+ * "libraries/<file name>", a child of "libraries". The objects are the
+ * suite's own test libraries (tests/by_library/): libbylib_entries.so,
+ * linked, calls each C entry; libbylib_cxx.so each operator new;
+ * libbylib_loaded.so, the same code as the first, is dlopened. Every test
+ * is a child run with the variable set, since the library reads it once. */
+#include <check.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "regionalloc.h"
+#include "testutil.h"
+
+/* The test libraries' calls (tests/by_library/). */
+void bylib_alloc(int e, size_t size, void **out);
+void bylib_realloc(void **p, size_t size);
+void bylib_new(int v, size_t size, void **out);
+void bylib_delete(int v, void *p);
+
+#define NENTRIES 11 /* entries.c's: malloc ... rallocx(NULL) */
+#define NNEWS 8     /* cxx.cc's: every operator new */
+#define ENTRIES_TAG "libraries/libbylib_entries.so"
+#define LOADED_TAG "libraries/libbylib_loaded.so"
+
+static const char *const env_on[] = {"REGIONALLOC_TAG_BY=library", NULL};
+
+static const char *tag_name(ra_tag_t tag)
+{
+    const char *name = ra_tag_name(tag);
+
+    return name != NULL ? name : "(not a live tag)";
+}
+
+/* Whether p is in the tag called name, said when not. */
+static bool in_tag(const void *p, const char *name, const char *what, int i)
+{
+    ra_tag_t tag = ra_tag_of(p);
+
+    if (tag != RA_TAG_NONE && strcmp(tag_name(tag), name) == 0)
+        return true;
+    printf("%s %d: block in %s, not %s\n", what, i,
+           tag == RA_TAG_NONE ? "no tag" : tag_name(tag), name);
+    return false;
+}
+
+static size_t allocated(const char *name)
+{
+    ra_tag_stats_t st;
+
+    if (ra_tag_stats(ra_tag_lookup(name), &st) != 0)
+        return (size_t)-1;
+    return st.allocated;
+}
+
+/* The program's own tag's name: "libraries/" and its file's name. */
+static bool program_tag(char *out)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const char *base;
+
+    if (n <= 0)
+        return false;
+    exe[n] = '\0';
+    base = strrchr(exe, '/');
+    snprintf(out, RA_TAG_NAME_MAX + 1, "libraries/%.50s",
+             base != NULL ? base + 1 : exe);
+    return true;
+}
+
+/* The JSON report as a string to free(), or NULL. */
+static char *json_report(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    if (f == NULL)
+        return NULL;
+    if (ra_report(f, RA_FORMAT_JSON) != 0) {
+        fclose(f);
+        free(buf);
+        return NULL;
+    }
+    fclose(f);
+    return buf;
+}
+
+/* -- children ------------------------------------------------------------------ */
+
+/* Every entry, called from a library's code, lands in its tag; the
+ * program's own malloc in the program's; both under "libraries". */
+static int child_entries(void)
+{
+    char own[RA_TAG_NAME_MAX + 1];
+    void *p;
+    bool ok = true;
+
+    for (int e = 0; e < NENTRIES; e++) {
+        bylib_alloc(e, 1000, &p);
+        TU_REQUIRE(p != NULL);
+        ok &= in_tag(p, ENTRIES_TAG, "entry", e);
+        free(p);
+    }
+    for (int v = 0; v < NNEWS; v++) {
+        bylib_new(v, 1000, &p);
+        TU_REQUIRE(p != NULL);
+        ok &= in_tag(p, "libraries/libbylib_cxx.so", "operator new", v);
+        bylib_delete(v, p);
+    }
+    TU_REQUIRE(ok);
+    p = malloc(100);
+    TU_REQUIRE(program_tag(own));
+    TU_REQUIRE(in_tag(p, own, "the program's malloc", 0));
+    TU_REQUIRE(ra_tag_parent(ra_tag_of(p)) == ra_tag_lookup("libraries"));
+    TU_REQUIRE(ra_tag_parent(ra_tag_lookup(ENTRIES_TAG)) ==
+               ra_tag_lookup("libraries"));
+    free(p);
+    return 0;
+}
+
+/* An object's allocated is the live bytes its code allocated: frees by
+ * another object go home, a realloc by another object keeps the tag. */
+static int child_exact(void)
+{
+    enum { N = 100 };
+    void *p[N];
+    size_t before, sum = 0;
+
+    bylib_alloc(0, 1, &p[0]); /* the tag made */
+    before = allocated(ENTRIES_TAG);
+    for (int i = 1; i < N; i++) {
+        bylib_alloc(i % NENTRIES, (size_t)i * 37 + 1, &p[i]);
+        TU_REQUIRE(p[i] != NULL);
+        sum += malloc_usable_size(p[i]);
+    }
+    TU_REQUIRE(allocated(ENTRIES_TAG) == before + sum);
+    for (int i = 1; i < N; i += 2) {
+        sum -= malloc_usable_size(p[i]);
+        p[i] = realloc(p[i], (size_t)i * 100 + 5000);
+        TU_REQUIRE(p[i] != NULL && in_tag(p[i], ENTRIES_TAG, "realloc", i));
+        sum += malloc_usable_size(p[i]);
+    }
+    TU_REQUIRE(allocated(ENTRIES_TAG) == before + sum);
+    for (int i = 1; i < N; i++)
+        free(p[i]);
+    TU_REQUIRE(allocated(ENTRIES_TAG) == before);
+    free(p[0]);
+    return 0;
+}
+
+/* A pushed tag wins over the object's. */
+static int child_pushed(void)
+{
+    ra_tag_t mine = ra_tag_create("mine");
+    void *p;
+
+    TU_REQUIRE(ra_tag_push(mine) == 0);
+    bylib_alloc(0, 100, &p);
+    TU_REQUIRE(ra_tag_of(p) == mine);
+    free(p);
+    bylib_new(0, 100, &p);
+    TU_REQUIRE(ra_tag_of(p) == mine);
+    bylib_delete(0, p);
+    TU_REQUIRE(ra_tag_pop(mine) == 0);
+    return 0;
+}
+
+static void *loaded_alloc(void *handle, size_t size)
+{
+    void (*alloc)(int, size_t, void **) =
+        (void (*)(int, size_t, void **))dlsym(handle, "bylib_alloc");
+    void *p = NULL;
+
+    if (alloc != NULL)
+        alloc(0, size, &p);
+    return p;
+}
+
+/* cp from to, so that one object is loaded under another path. */
+static bool copy_file(const char *from, const char *to)
+{
+    char buf[1 << 16];
+    int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT, 0755);
+    ssize_t n;
+    bool ok = in >= 0 && out >= 0;
+
+    while (ok && (n = read(in, buf, sizeof buf)) > 0)
+        ok = write(out, buf, (size_t)n) == n;
+    if (in >= 0)
+        close(in);
+    if (out >= 0)
+        close(out);
+    return ok;
+}
+
+/* A dlopened object gets its tag at its first allocation; dlclosed, its
+ * tag stays while its blocks live; an object loaded later at the same
+ * addresses is not taken for it; a second object with the same file name
+ * gets a name of its own. */
+static int child_dlopen(void)
+{
+    char dir[] = "/tmp/bylib-XXXXXX", copy[64];
+    void *h, *p, *q;
+    Dl_info first, second;
+
+    /* The linked library's tag made first: the copy's comes second. */
+    bylib_alloc(0, 100, &p);
+    free(p);
+    h = dlopen(BYLIB_DIR "/libbylib_loaded.so", RTLD_NOW);
+    TU_REQUIRE(h != NULL);
+    TU_REQUIRE(ra_tag_lookup(LOADED_TAG) == RA_TAG_NONE);
+    p = loaded_alloc(h, 3000);
+    TU_REQUIRE(p != NULL && in_tag(p, LOADED_TAG, "dlopened", 0));
+    TU_REQUIRE(dladdr(dlsym(h, "bylib_alloc"), &first) != 0);
+    TU_REQUIRE(dlclose(h) == 0);
+    TU_REQUIRE(in_tag(p, LOADED_TAG, "after dlclose", 0));
+    TU_REQUIRE(allocated(LOADED_TAG) == malloc_usable_size(p));
+    /* The same code under the linked library's file name, loaded where the
+     * closed one was. */
+    TU_REQUIRE(mkdtemp(dir) != NULL);
+    snprintf(copy, sizeof copy, "%s/libbylib_entries.so", dir);
+    TU_REQUIRE(copy_file(BYLIB_DIR "/libbylib_loaded.so", copy));
+    h = dlopen(copy, RTLD_NOW);
+    unlink(copy);
+    rmdir(dir);
+    TU_REQUIRE(h != NULL);
+    TU_REQUIRE(dladdr(dlsym(h, "bylib_alloc"), &second) != 0);
+    TU_REQUIRE(second.dli_saddr == first.dli_saddr);
+    q = loaded_alloc(h, 100);
+    TU_REQUIRE(q != NULL && in_tag(q, ENTRIES_TAG "~2", "reloaded", 0));
+    free(q);
+    free(p);
+    TU_REQUIRE(dlclose(h) == 0);
+    return 0;
+}
+
+static void *thread_alloc(void *arg)
+{
+    void *p;
+
+    (void)arg;
+    bylib_alloc(0, 500, &p);
+    return p;
+}
+
+/* Threads: each thread's cache names the same object's tag. */
+static int child_threads(void)
+{
+    pthread_t t[4];
+    void *p[4];
+
+    for (int i = 0; i < 4; i++)
+        TU_REQUIRE(pthread_create(&t[i], NULL, thread_alloc, NULL) == 0);
+    for (int i = 0; i < 4; i++) {
+        TU_REQUIRE(pthread_join(t[i], &p[i]) == 0);
+        TU_REQUIRE(p[i] != NULL && in_tag(p[i], ENTRIES_TAG, "thread", i));
+        free(p[i]);
+    }
+    return 0;
+}
+
+/* fork: the child allocates into the objects' tags, makes a new object's
+ * tag; the parent goes on. */
+static int child_fork(void)
+{
+    void *p;
+    pid_t pid;
+    int status;
+
+    bylib_alloc(0, 100, &p);
+    TU_REQUIRE(in_tag(p, ENTRIES_TAG, "before fork", 0));
+    free(p);
+    pid = fork();
+    TU_REQUIRE(pid >= 0);
+    if (pid == 0) {
+        void *h = dlopen(BYLIB_DIR "/libbylib_loaded.so", RTLD_NOW);
+        void *q = h != NULL ? loaded_alloc(h, 100) : NULL;
+        bylib_alloc(0, 100, &p);
+        _exit(in_tag(p, ENTRIES_TAG, "fork's child", 0) && q != NULL &&
+                      in_tag(q, LOADED_TAG, "fork's child, dlopened", 0)
+                  ? 0
+                  : 1);
+    }
+    TU_REQUIRE(waitpid(pid, &status, 0) == pid);
+    TU_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    bylib_alloc(0, 100, &p);
+    TU_REQUIRE(in_tag(p, ENTRIES_TAG, "fork's parent", 0));
+    free(p);
+    return 0;
+}
+
+/* The JSON report names each object's path, and says how many objects
+ * share "libraries" when no id was left (REGIONALLOC_MAX_TAGS=3: the
+ * parent and two objects). */
+static int child_report(void)
+{
+    void *p[3];
+    char *json;
+
+    bylib_alloc(0, 100, &p[0]);
+    bylib_new(0, 100, &p[1]);
+    p[2] = malloc(100);
+    json = json_report();
+    TU_REQUIRE(json != NULL);
+    TU_REQUIRE(strstr(json, "\"objects_sharing\": ") != NULL);
+    TU_REQUIRE(tu_count_of(json, "\"object\": ") +
+                   (unsigned)atoi(strstr(json, "\"objects_sharing\": ") +
+                                  strlen("\"objects_sharing\": ")) >=
+               3);
+    if (ra_tag_lookup(ENTRIES_TAG) != RA_TAG_NONE)
+        TU_REQUIRE(strstr(json, "\"object\": \"" BYLIB_DIR
+                                "/libbylib_entries.so\"") != NULL);
+    free(json);
+    free(p[0]);
+    bylib_delete(0, p[1]);
+    free(p[2]);
+    return 0;
+}
+
+static const struct tu_child children[] = {
+    {"entries", child_entries}, {"exact", child_exact},
+    {"pushed", child_pushed},   {"dlopen", child_dlopen},
+    {"threads", child_threads}, {"fork", child_fork},
+    {"report", child_report},   {NULL, NULL},
+};
+
+static void run_child(const char *name, const char *const *env)
+{
+    char err[4096];
+    int status = tu_exec_self(env, name, err, sizeof err);
+
+    ck_assert_msg(status == 0, "child %s: status %d, stderr: %s", name,
+                  status, err);
+}
+
+START_TEST(test_by_library_every_entry_attributes_to_its_caller)
+{
+    run_child("entries", env_on);
+}
+END_TEST
+
+START_TEST(test_by_library_exact_frees_go_home_realloc_keeps)
+{
+    run_child("exact", env_on);
+}
+END_TEST
+
+START_TEST(test_by_library_pushed_tag_wins)
+{
+    run_child("pushed", env_on);
+}
+END_TEST
+
+START_TEST(test_by_library_dlopen_dlclose_reuse)
+{
+    run_child("dlopen", env_on);
+}
+END_TEST
+
+START_TEST(test_by_library_threads)
+{
+    run_child("threads", env_on);
+}
+END_TEST
+
+START_TEST(test_by_library_fork)
+{
+    run_child("fork", env_on);
+}
+END_TEST
+
+START_TEST(test_by_library_report_paths_and_sharing)
+{
+    static const char *const env[] = {"REGIONALLOC_TAG_BY=library",
+                                      "REGIONALLOC_MAX_TAGS=3", NULL};
+
+    run_child("report", env);
+}
+END_TEST
+
+/* Off, nothing changes: untagged stays untagged. */
+START_TEST(test_by_library_off_untagged)
+{
+    void *p;
+
+    bylib_alloc(0, 100, &p);
+    ck_assert_uint_eq(ra_tag_of(p), RA_TAG_NONE);
+    free(p);
+    ck_assert_uint_eq(ra_tag_lookup("libraries"), RA_TAG_NONE);
+}
+END_TEST
+
+static Suite *by_library_suite(void)
+{
+    Suite *s = suite_create("by library");
+    TCase *tc = tcase_create("objects");
+
+    tcase_add_test(tc, test_by_library_every_entry_attributes_to_its_caller);
+    tcase_add_test(tc, test_by_library_exact_frees_go_home_realloc_keeps);
+    tcase_add_test(tc, test_by_library_pushed_tag_wins);
+    tcase_add_test(tc, test_by_library_dlopen_dlclose_reuse);
+    tcase_add_test(tc, test_by_library_threads);
+    tcase_add_test(tc, test_by_library_fork);
+    tcase_add_test(tc, test_by_library_report_paths_and_sharing);
+    tcase_add_test(tc, test_by_library_off_untagged);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    tu_child_main(argc, argv, children);
+    return tu_run_suite(by_library_suite());
+}
