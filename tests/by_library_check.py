@@ -4,19 +4,27 @@ of its objects holds (tests/test_by_library.sh runs it).
   by_library_check.py REPORT MODE DIR
 
 MODE: "objects" (every thread tagged by object) or "workers" (the thread
-bylib-worker tagged "workers" by name, the others by object), and
-",child" after it for the forked child's report. DIR holds the
-program and its libraries: each object's tag must name its path. Prints
-one line per check; exits 1 if any failed.
+bylib-worker tagged "workers" by name, the others by object), then
+",child" for the forked child's report, or ",live" for `regionalloc
+report PID --format json` (the live segment's document: a parent by id,
+no object paths). DIR holds the program and its libraries: the report
+at exit names each object's path. Prints one line per check; exits 1 if
+any failed.
 """
 import json
 import os
 import sys
 
 report, mode, folder = sys.argv[1:4]
-mode, child = mode.split(",")[0], mode.endswith(",child")
+mode, child, live = (mode.split(",")[0], mode.endswith(",child"),
+                     mode.endswith(",live"))
 doc = json.load(open(report))
 tags = {t["name"]: t for t in doc["tags"]}
+# The segment's document names a parent by its id.
+names = {t["id"]: t["name"] for t in doc["tags"]}
+for t in doc["tags"]:
+    if isinstance(t.get("parent"), int):
+        t["parent"] = names.get(t["parent"])
 failed = []
 
 
@@ -66,10 +74,12 @@ for name, n in sorted(want.items()):
     check(t["allocated"] == n and t.get("parent") == "libraries",
           "%s: %d bytes under %s, want exactly %d under libraries"
           % (name, t["allocated"], t.get("parent"), n))
+    if live:
+        continue
     path = os.path.realpath(os.path.join(folder, name))
-    got = t.get("path")
+    got = t.get("object")
     check(got is not None and os.path.realpath(got) == path,
-          "%s: path %s, want %s" % (name, got, path))
+          "%s: object %s, want %s" % (name, got, path))
 
 # The library's own memory is not malloc's: a block in its object's tag
 # is one whose entry point lost its caller (a call, not a tail call, to

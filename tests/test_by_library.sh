@@ -145,11 +145,11 @@ else
     # objects' tags, then check what report PID reads from it.
     for ((i = 0; i < 50; i++)); do
         "$ra" report "$pid" --format json >"$tmp/live.json" 2>"$tmp/report.err" &&
-            python3 "$srcdir/tests/by_library_check.py" "$tmp/live.json" objects "$d" \
+            python3 "$srcdir/tests/by_library_check.py" "$tmp/live.json" objects,live "$d" \
                 >/dev/null 2>&1 && break
         sleep 0.2
     done
-    check_report "$tmp/live.json" objects "report $pid --format json"
+    check_report "$tmp/live.json" objects,live "report $pid --format json"
     if "$ra" report "$pid" >"$tmp/live.txt" 2>&1 &&
         grep -q 'libbylib_linked.so' "$tmp/live.txt" &&
         grep -q 'libbylib_cxx.so' "$tmp/live.txt" &&
