@@ -7,7 +7,8 @@ MODE: "objects" (every thread tagged by object) or "workers" (the thread
 bylib-worker tagged "workers" by name, the others by object), then
 ",child" for the forked child's report, or ",live" for `regionalloc
 report PID --format json` (the live segment's document: a parent by id,
-no object paths). DIR holds the program and its libraries: the report
+no object paths); "shared" is a run with room for libraries, libc's and
+the program's tags alone, where the other objects share libraries. DIR holds the program and its libraries: the report
 at exit names each object's path. Prints one line per check; exits 1 if
 any failed.
 """
@@ -64,6 +65,18 @@ def object_tag(name):
 
 
 lib = tags.get("libraries")
+if mode == "shared":
+    # Two objects have tags (which two, the order of their first
+    # allocations says); the others, of the program's seven with the C
+    # library and the loader, share libraries itself. No tag "pushed":
+    # its bytes are their objects'.
+    total = sum(want.values()) + 5120 + 10240 + 14336
+    check(lib is not None and lib["tree"]["allocated"] >= total and
+          lib.get("objects_sharing", 0) >= 4 and "pushed" not in tags,
+          "libraries: %s bytes in the tree, shared by %s objects, want >= "
+          "%d and >= 4" % (lib and lib["tree"]["allocated"],
+                           lib and lib.get("objects_sharing"), total))
+    sys.exit(1 if failed else 0)
 check(lib is not None and lib.get("parent") is None,
       "a top-level tag libraries: %s" % (lib and lib.get("parent")))
 for name, n in sorted(want.items()):

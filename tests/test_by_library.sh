@@ -128,6 +128,18 @@ run_batch workers workers "run --by-library --thread-tags=bylib-worker=workers" 
     "$ra" run --no-shm --by-library --thread-tags=bylib-worker=workers \
     --report="$tmp/workers.json" --format json -- "$d/bylib_main"
 
+# No tag left after libraries and two objects': the others share libraries,
+# and the report says how many.
+REGIONALLOC_MAX_TAGS=3 "$ra" run --no-shm --by-library --report="$tmp/shared.json" \
+    --format json -- "$d/bylib_main" "$d" "$tmp/shared.child.json" \
+    </dev/null >"$tmp/shared.out" 2>"$tmp/shared.err"
+rc=$?
+if [ "$rc" = 0 ]; then
+    check_report "$tmp/shared.json" shared "REGIONALLOC_MAX_TAGS=3: the objects share libraries"
+else
+    fail "REGIONALLOC_MAX_TAGS=3: exit $rc: $(head -5 "$tmp/shared.err")"
+fi
+
 # -- report PID and top, live -----------------------------------------------------------
 mkfifo "$tmp/in"
 "$ra" run --by-library -- "$d/bylib_main" "$d" "$tmp/live.child.json" \
