@@ -140,6 +140,24 @@ else
     fail "REGIONALLOC_MAX_TAGS=3: exit $rc: $(head -5 "$tmp/shared.err")"
 fi
 
+# shows_objects WHAT CMD...: CMD's table names libraries and each object's tag.
+shows_objects() {
+    local what=$1 name ok=1
+    shift
+    if ! "$@" >"$tmp/table.txt" 2>&1; then
+        fail "$what: $(head -3 "$tmp/table.txt")"
+        return
+    fi
+    for name in libraries libraries/bylib_main libraries/libbylib_linked.so \
+        libraries/libbylib_cxx.so libraries/libbylib_loaded_a.so \
+        libraries/libbylib_loaded_b.so; do
+        grep -qw -- "$name" "$tmp/table.txt" && continue
+        fail "$what: no $name in: $(head -c 900 "$tmp/table.txt")"
+        ok=0
+    done
+    [ "$ok" = 0 ] || echo "ok: $what names libraries and the objects' tags"
+}
+
 # -- report PID and top, live -----------------------------------------------------------
 mkfifo "$tmp/in"
 "$ra" run --by-library -- "$d/bylib_main" "$d" "$tmp/live.child.json" \
@@ -162,22 +180,8 @@ else
         sleep 0.2
     done
     check_report "$tmp/live.json" objects,live "report $pid --format json"
-    if "$ra" report "$pid" >"$tmp/live.txt" 2>&1 &&
-        grep -q 'libbylib_linked.so' "$tmp/live.txt" &&
-        grep -q 'libbylib_cxx.so' "$tmp/live.txt" &&
-        grep -q 'libraries' "$tmp/live.txt"; then
-        echo "ok: report $pid (text) names libraries and the objects"
-    else
-        fail "report $pid (text): $(head -c 600 "$tmp/live.txt")"
-    fi
-    if "$ra" top --once --tree "$pid" >"$tmp/top.txt" 2>&1 &&
-        grep -q 'libbylib_loaded_b.so' "$tmp/top.txt" &&
-        grep -q 'bylib_main' "$tmp/top.txt" &&
-        grep -q 'libraries' "$tmp/top.txt"; then
-        echo "ok: top --once --tree $pid names libraries and the objects"
-    else
-        fail "top --once --tree $pid: $(head -c 600 "$tmp/top.txt")"
-    fi
+    shows_objects "report $pid (text)" "$ra" report "$pid"
+    shows_objects "top --once --tree $pid" "$ra" top --once --tree "$pid"
 fi
 exec 3>&-
 wait "$pid"
