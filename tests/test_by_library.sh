@@ -74,14 +74,15 @@ build bylib_main $cc -O1 -I"$srcdir/include" -o "$d/bylib_main" \
 run_env() {
     # shellcheck disable=SC2016  # the program's shell expands them
     "$ra" run --no-shm "$@" -- /bin/sh -c \
-        'echo "${REGIONALLOC_TAG_BY-unset} ${REGIONALLOC_THREAD_TAGS-unset}"'
+        'echo "${REGIONALLOC_TAG_BY-unset} ${REGIONALLOC_THREAD_TAGS-unset}"' \
+        2>"$tmp/env.err"
 }
 expect_env() { # WANT OPTIONS...
     local want=$1 got
     shift
     got=$(run_env "$@")
     [ "$got" = "$want" ] && echo "ok: run $*: '$got'" ||
-        fail "run $*: TAG_BY, THREAD_TAGS '$got', want '$want'"
+        fail "run $*: TAG_BY, THREAD_TAGS '$got', want '$want': $(head -1 "$tmp/env.err")"
 }
 expect_env 'library unset' --by-library
 expect_env 'library w=x' --by-library --thread-tags=w=x
