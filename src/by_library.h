@@ -33,6 +33,9 @@ ra_tag_t ra__by_library_miss(const void *caller) __attribute__((noinline));
 /* The path of the object whose tag is tag, or NULL when tag is no
  * object's. Valid while the process lives. */
 const char *ra__by_library_path(ra_tag_t tag);
+/* Whether tag is "libraries" or an object's: in use for good, as a
+ * thread's base tag is (ra_tag_destroy refuses it). */
+bool ra__by_library_holds(ra_tag_t tag);
 /* How many objects' allocations go to "libraries" itself (no id was left
  * for their tag), and that tag (RA_TAG_NONE when off). */
 unsigned ra__by_library_shared(void);

@@ -285,11 +285,12 @@ static int child_fork(void)
     if (pid == 0) {
         void *h = dlopen(BYLIB_DIR "/libbylib_loaded.so", RTLD_NOW);
         void *q = h != NULL ? loaded_alloc(h, 100) : NULL;
+        bool ok;
         bylib_alloc(0, 100, &p);
-        _exit(in_tag(p, ENTRIES_TAG, "fork's child", 0) && q != NULL &&
-                      in_tag(q, LOADED_TAG, "fork's child, dlopened", 0)
-                  ? 0
-                  : 1);
+        ok = in_tag(p, ENTRIES_TAG, "fork's child", 0) && q != NULL &&
+             in_tag(q, LOADED_TAG, "fork's child, dlopened", 0);
+        fflush(stdout);
+        _exit(ok ? 0 : 1);
     }
     TU_REQUIRE(waitpid(pid, &status, 0) == pid);
     TU_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -327,7 +328,28 @@ static int child_report(void)
     return 0;
 }
 
+/* The objects' tags and "libraries" cannot be destroyed: every thread
+ * allocates into them without a push. */
+static int child_destroy(void)
+{
+    void *p;
+
+    bylib_alloc(0, 100, &p);
+    free(p);
+    errno = 0;
+    TU_REQUIRE(ra_tag_destroy(ra_tag_lookup(ENTRIES_TAG)) == -1 &&
+               errno == EBUSY);
+    errno = 0;
+    TU_REQUIRE(ra_tag_destroy(ra_tag_lookup("libraries")) == -1 &&
+               errno == EBUSY);
+    bylib_alloc(0, 100, &p);
+    TU_REQUIRE(in_tag(p, ENTRIES_TAG, "after a destroy refused", 0));
+    free(p);
+    return 0;
+}
+
 static const struct tu_child children[] = {
+    {"destroy", child_destroy},
     {"entries", child_entries}, {"exact", child_exact},
     {"pushed", child_pushed},   {"dlopen", child_dlopen},
     {"threads", child_threads}, {"fork", child_fork},
@@ -379,6 +401,12 @@ START_TEST(test_by_library_fork)
 }
 END_TEST
 
+START_TEST(test_by_library_tags_cannot_be_destroyed)
+{
+    run_child("destroy", env_on);
+}
+END_TEST
+
 START_TEST(test_by_library_report_paths_and_sharing)
 {
     static const char *const env[] = {"REGIONALLOC_TAG_BY=library",
@@ -411,6 +439,7 @@ static Suite *by_library_suite(void)
     tcase_add_test(tc, test_by_library_dlopen_dlclose_reuse);
     tcase_add_test(tc, test_by_library_threads);
     tcase_add_test(tc, test_by_library_fork);
+    tcase_add_test(tc, test_by_library_tags_cannot_be_destroyed);
     tcase_add_test(tc, test_by_library_report_paths_and_sharing);
     tcase_add_test(tc, test_by_library_off_untagged);
     suite_add_tcase(s, tc);
