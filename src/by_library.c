@@ -1,11 +1,21 @@
 /* Floor: ends. Tags by calling object (REGIONALLOC_TAG_BY=library): an
  * allocation made with no tag goes to the tag of the ELF object whose code
  * called the allocation entry, "libraries/<file name>", a child of the tag
- * "libraries". The instrumented path (alloc_hooked.c) asks each thread's
- * cache from return address to tag (by_library.h, inline); a miss asks the
- * loader which object holds the address (_dl_find_object: no lock, no
- * allocation) and this file's table of objects, by path, for its tag,
- * made at the object's first allocation. An allocation waits for the
+ * "libraries". The lifecycle sets RA__INSTRUMENT_LIBRARY, a bit of the
+ * instrumentation word above every count of hooks, so the fast paths are
+ * the same instructions when it is off and every allocation takes
+ * ra__alloc_instrumented (alloc_hooked.c) when it is on. Every entry
+ * reaches that by tail calls, so its return address is the entry's
+ * caller's; posix_memalign and operator new, which cannot, pass theirs
+ * (ra__alloc_from). There each thread's cache from return address to tag
+ * answers (by_library.h, inline); a miss asks the loader which object
+ * holds the address (_dl_find_object: no lock, no allocation) and this
+ * file's table of objects, by path, for its tag, made at the object's
+ * first allocation. dlclose bumps the loader's generation (dynsym.c)
+ * before and after the real one, and a cache entry of another generation
+ * is a miss: an address that a later dlopen reuses never names the
+ * closed object, whose tag stays while its blocks live. The tags are
+ * never destroyed (EBUSY), so a cached id is always live. An allocation waits for the
  * table's lock only when another thread holds it (making a tag, or
  * forking): when the calling thread holds it itself (its tag's creation
  * allocates, or another fork handler allocates after the library's took
@@ -135,12 +145,14 @@ static void make_tag(struct object *o)
 {
     char name[RA_TAG_NAME_MAX + 1];
 
+    ra__assert(tls_holds && o->tag == RA_TAG_NONE && !o->shared);
     for (unsigned n = 1; n < 1000; n++) {
         candidate_name(o, n, name);
         if (name_taken(o, name))
             continue;
         o->tag = ra__purge_create(parent_tag, name, false, NULL);
         if (o->tag != RA_TAG_NONE) {
+            ra__assert(ra_tag_parent(o->tag) == parent_tag);
             memcpy(o->name, name, sizeof name);
             return;
         }
