@@ -348,7 +348,43 @@ static int child_destroy(void)
     return 0;
 }
 
+static ra_tag_t hooked_tag;
+static void *hooked_ptr;
+
+static void on_alloc(void *ctx, ra_tag_t tag, void *ptr, size_t size)
+{
+    (void)ctx;
+    (void)size;
+    hooked_tag = tag;
+    hooked_ptr = ptr;
+}
+
+/* With a hook installed and the profiler sampling every allocation (the
+ * other bits of the instrumentation word), the object's tag is the one
+ * the block gets and the hook hears. */
+static int child_instrumented(void)
+{
+    ra_hooks_t hooks = {on_alloc, NULL, NULL};
+    int id = ra_hooks_install(&hooks);
+    void *p;
+
+    TU_REQUIRE(id >= 0);
+    for (int e = 0; e < NENTRIES; e++) {
+        bylib_alloc(e, 1000, &p);
+        TU_REQUIRE(p != NULL && in_tag(p, ENTRIES_TAG, "hooked entry", e));
+        TU_REQUIRE(hooked_ptr == p && hooked_tag == ra_tag_of(p));
+        free(p);
+    }
+    TU_REQUIRE(ra_hooks_remove(id) == 0);
+    TU_REQUIRE(ra_prof_start(1) == 0);
+    bylib_alloc(0, 1000, &p);
+    TU_REQUIRE(p != NULL && in_tag(p, ENTRIES_TAG, "sampled", 0));
+    free(p);
+    return 0;
+}
+
 static const struct tu_child children[] = {
+    {"instrumented", child_instrumented},
     {"destroy", child_destroy},
     {"entries", child_entries}, {"exact", child_exact},
     {"pushed", child_pushed},   {"dlopen", child_dlopen},
@@ -407,6 +443,12 @@ START_TEST(test_by_library_tags_cannot_be_destroyed)
 }
 END_TEST
 
+START_TEST(test_by_library_with_hooks_and_profiler)
+{
+    run_child("instrumented", env_on);
+}
+END_TEST
+
 START_TEST(test_by_library_report_paths_and_sharing)
 {
     static const char *const env[] = {"REGIONALLOC_TAG_BY=library",
@@ -440,6 +482,7 @@ static Suite *by_library_suite(void)
     tcase_add_test(tc, test_by_library_threads);
     tcase_add_test(tc, test_by_library_fork);
     tcase_add_test(tc, test_by_library_tags_cannot_be_destroyed);
+    tcase_add_test(tc, test_by_library_with_hooks_and_profiler);
     tcase_add_test(tc, test_by_library_report_paths_and_sharing);
     tcase_add_test(tc, test_by_library_off_untagged);
     suite_add_tcase(s, tc);
