@@ -44,23 +44,47 @@ RA__COLD static void *alloc_tick_slow(ra_tag_t tag, size_t size, int flags)
     return ra__alloc_plain(tag, size, flags);
 }
 
+/* The other bits of the instrumentation word, once the tag is known.
+ * Inlined into the entry, whose hit then ends in the front cache's pop. */
+__attribute__((always_inline)) static inline void *alloc_with_rest(unsigned instrumented, ra_tag_t tag,
+                                    size_t size, int flags)
+{
+    instrumented &= ~RA__INSTRUMENT_LIBRARY;
+    if (RA__LIKELY(instrumented == 0) && flags == 0 && tag != RA_TAG_NONE)
+        return ra__alloc_tagged_fast(tag, size);
+    if (instrumented == 0 ||
+        (instrumented == RA__INSTRUMENT_PROF &&
+         (tag == RA_TAG_NONE || ra__prof_countdown_holds(size))))
+        return ra__alloc_plain(tag, size, flags);
+    if (instrumented != RA__INSTRUMENT_PROF)
+        return alloc_hooked(tag, size, flags);
+    return alloc_tick_slow(tag, size, flags);
+}
+
+/* The thread's cache did not know caller. */
+RA__COLD static void *alloc_missed(const void *caller, unsigned instrumented,
+                                   size_t size, int flags)
+{
+    return alloc_with_rest(instrumented, ra__by_library_miss(caller), size,
+                           flags);
+}
+
 /* Hooks are installed, the profiler's countdown ran out, or tags by
  * calling object are on: then an allocation with no tag (and no arena or
  * thread cache of the caller's own) takes the tag of caller's object, and
  * goes on as the other bits say. Inline in both entries, so that each
- * ends in tail calls. */
+ * ends in tail calls, and a hit in the cache needs no stack frame. */
 static inline void *alloc_instrumented(const void *caller,
                                        unsigned instrumented, ra_tag_t tag,
                                        size_t size, int flags)
 {
     if (instrumented & RA__INSTRUMENT_LIBRARY) {
-        instrumented &= ~RA__INSTRUMENT_LIBRARY;
-        if (tag == RA_TAG_NONE && (flags & RA__CACHE_ARENA_BITS) == 0)
-            tag = ra__by_library_tag(caller);
-        if (instrumented == 0 ||
-            (instrumented == RA__INSTRUMENT_PROF &&
-             (tag == RA_TAG_NONE || ra__prof_countdown_holds(size))))
-            return ra__alloc_plain(tag, size, flags);
+        if (tag == RA_TAG_NONE && (flags & RA__CACHE_ARENA_BITS) == 0) {
+            tag = ra__by_library_cached(caller);
+            if (RA__UNLIKELY(tag == RA_TAG_NONE))
+                return alloc_missed(caller, instrumented, size, flags);
+        }
+        return alloc_with_rest(instrumented, tag, size, flags);
     }
     if (instrumented != RA__INSTRUMENT_PROF)
         return alloc_hooked(tag, size, flags);

@@ -1,14 +1,25 @@
 /* Floor: ends. Tags by calling object (REGIONALLOC_TAG_BY=library): an
  * allocation made with no tag goes to the tag of the ELF object whose code
  * called the allocation entry, "libraries/<file name>", a child of the tag
- * "libraries". The instrumented path (alloc_hooked.c) asks each thread's
- * cache from return address to tag (by_library.h, inline); a miss asks the
- * loader which object holds the address (_dl_find_object: no lock, no
- * allocation) and this file's table of objects, by path, for its tag,
- * made at the object's first allocation. The table's lock is only ever
- * tried from an allocation: when it is held (another thread makes a tag,
- * a fork is under way, or this very thread makes one and its creation
- * allocates), the allocation goes to "libraries" and the object's tag is
+ * "libraries". The lifecycle sets RA__INSTRUMENT_LIBRARY, a bit of the
+ * instrumentation word above every count of hooks, so the fast paths are
+ * the same instructions when it is off and every allocation takes
+ * ra__alloc_instrumented (alloc_hooked.c) when it is on. Every entry
+ * reaches that by tail calls, so its return address is the entry's
+ * caller's; posix_memalign and operator new, which cannot, pass theirs
+ * (ra__alloc_from). There each thread's cache from return address to tag
+ * answers (by_library.h, inline); a miss asks the loader which object
+ * holds the address (_dl_find_object: no lock, no allocation) and this
+ * file's table of objects, by path, for its tag, made at the object's
+ * first allocation. dlclose bumps the loader's generation (dynsym.c)
+ * before and after the real one, and a cache entry of another generation
+ * is a miss: an address that a later dlopen reuses never names the
+ * closed object, whose tag stays while its blocks live. The tags are
+ * never destroyed (EBUSY), so a cached id is always live. An allocation waits for the
+ * table's lock only when another thread holds it (making a tag, or
+ * forking): when the calling thread holds it itself (its tag's creation
+ * allocates, or another fork handler allocates after the library's took
+ * its locks), the allocation goes to "libraries" and the object's tag is
  * made at a later one. */
 #include <dlfcn.h>
 #include <errno.h>
@@ -39,6 +50,8 @@ struct object {
 RA__TLS struct ra__lib_cache_entry *ra__lib_cache;
 /* The thread has left (its cache went): no new one. */
 static RA__TLS bool tls_gone;
+/* The thread holds objects_lock: an allocation of its own must not wait. */
+static RA__TLS bool tls_holds;
 
 static struct ra__mutex objects_lock = RA__MUTEX_INIT(RA__RANK_OBJECTS);
 static struct object *objects;      /* under objects_lock */
@@ -132,12 +145,14 @@ static void make_tag(struct object *o)
 {
     char name[RA_TAG_NAME_MAX + 1];
 
+    ra__assert(tls_holds && o->tag == RA_TAG_NONE && !o->shared);
     for (unsigned n = 1; n < 1000; n++) {
         candidate_name(o, n, name);
         if (name_taken(o, name))
             continue;
         o->tag = ra__purge_create(parent_tag, name, false, NULL);
         if (o->tag != RA_TAG_NONE) {
+            ra__assert(ra_tag_parent(o->tag) == parent_tag);
             memcpy(o->name, name, sizeof name);
             return;
         }
@@ -159,8 +174,10 @@ static ra_tag_t object_tag(const struct link_map *map, bool *lasting)
     ra_tag_t tag = parent_tag;
 
     *lasting = false;
-    if (!ra__trylock(&objects_lock))
+    if (tls_holds)
         return parent_tag;
+    ra__lock(&objects_lock);
+    tls_holds = true;
     o = object_of(path);
     if (o != NULL) {
         if (o->tag == RA_TAG_NONE && !o->shared)
@@ -169,6 +186,7 @@ static ra_tag_t object_tag(const struct link_map *map, bool *lasting)
             tag = o->tag;
         *lasting = true;
     }
+    tls_holds = false;
     ra__unlock(&objects_lock);
     return tag;
 }
@@ -230,6 +248,19 @@ const char *ra__by_library_path(ra_tag_t tag)
     return path;
 }
 
+bool ra__by_library_holds(ra_tag_t tag)
+{
+    bool held = tag != RA_TAG_NONE && tag == parent_tag;
+
+    if (held || parent_tag == RA_TAG_NONE)
+        return held;
+    ra__lock(&objects_lock);
+    for (unsigned i = 0; i < nobjects && !held; i++)
+        held = objects[i].tag == tag;
+    ra__unlock(&objects_lock);
+    return held;
+}
+
 unsigned ra__by_library_shared(void)
 {
     return atomic_load_explicit(&nshared, memory_order_relaxed);
@@ -252,10 +283,12 @@ void ra__by_library_thread_exit(void)
 void ra__by_library_prefork(void)
 {
     ra__lock(&objects_lock);
+    tls_holds = true;
 }
 
 void ra__by_library_postfork(bool child)
 {
+    tls_holds = false;
     if (child)
         ra__mutex_remake(&objects_lock);
     else

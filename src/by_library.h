@@ -33,6 +33,9 @@ ra_tag_t ra__by_library_miss(const void *caller) __attribute__((noinline));
 /* The path of the object whose tag is tag, or NULL when tag is no
  * object's. Valid while the process lives. */
 const char *ra__by_library_path(ra_tag_t tag);
+/* Whether tag is "libraries" or an object's: in use for good, as a
+ * thread's base tag is (ra_tag_destroy refuses it). */
+bool ra__by_library_holds(ra_tag_t tag);
 /* How many objects' allocations go to "libraries" itself (no id was left
  * for their tag), and that tag (RA_TAG_NONE when off). */
 unsigned ra__by_library_shared(void);
@@ -42,11 +45,12 @@ void ra__by_library_thread_exit(void);
 void ra__by_library_prefork(void);
 void ra__by_library_postfork(bool child);
 
-/* The tag an untagged allocation called from caller goes to: a hit in
- * the thread's cache costs a hash, two loads and two compares. */
-static inline ra_tag_t ra__by_library_tag(const void *caller)
+/* The tag an untagged allocation called from caller goes to, when the
+ * thread's cache knows it (a hash, three loads and two compares), else
+ * RA_TAG_NONE: then ra__by_library_miss. */
+static inline ra_tag_t ra__by_library_cached(const void *caller)
 {
-    struct ra__lib_cache_entry *cache = ra__lib_cache;
+    const struct ra__lib_cache_entry *cache = ra__lib_cache;
     uintptr_t pc = (uintptr_t)caller;
 
     if (RA__LIKELY(cache != NULL)) {
@@ -60,7 +64,7 @@ static inline ra_tag_t ra__by_library_tag(const void *caller)
                                                 memory_order_relaxed)))
             return e->tag;
     }
-    return ra__by_library_miss(caller);
+    return RA_TAG_NONE;
 }
 
 #endif /* RA_BY_LIBRARY_H */

@@ -19,6 +19,7 @@
 #include "api.h"
 #include "measure.h"
 #include "thread_tags.h"
+#include "by_library.h"
 
 /* Two kinds of end. A destroy of a tag without children (every request's
  * tag) touches that tag alone, under the locks of what it empties, each
@@ -324,6 +325,12 @@ int ra_tag_destroy(ra_tag_t tag)
 
     if (ra__check_call(ra__tag_valid(tag)) != 0)
         return -1;
+    /* Tags by calling object: every thread may allocate into them without
+     * a push, for as long as the process lives. */
+    if (ra__by_library_holds(tag)) {
+        errno = EBUSY;
+        return -1;
+    }
     rc = destroy_leaf(tag);
     if (rc > 0)
         errno = rc;

@@ -22,7 +22,7 @@
  * - A reset or destroy holds lifetime's lock while it takes the reclaim's,
  *   the profile's, the registry's, the budgets' and the threads'.
  * - Tags by calling object hold their table of objects while they make an
- *   object's tag (only ever tried, never waited for, from an allocation).
+ *   object's tag (from an allocation, which holds no lock of ours).
  * - A tag's creation holds a stripe of the registry, then its ids, while it
  *   sets a budget's guard, makes the pool's first arena, and names threads.
  * - A thread's exit holds the threads' lock while it leaves its tags' pools;

@@ -285,11 +285,12 @@ static int child_fork(void)
     if (pid == 0) {
         void *h = dlopen(BYLIB_DIR "/libbylib_loaded.so", RTLD_NOW);
         void *q = h != NULL ? loaded_alloc(h, 100) : NULL;
+        bool ok;
         bylib_alloc(0, 100, &p);
-        _exit(in_tag(p, ENTRIES_TAG, "fork's child", 0) && q != NULL &&
-                      in_tag(q, LOADED_TAG, "fork's child, dlopened", 0)
-                  ? 0
-                  : 1);
+        ok = in_tag(p, ENTRIES_TAG, "fork's child", 0) && q != NULL &&
+             in_tag(q, LOADED_TAG, "fork's child, dlopened", 0);
+        fflush(stdout);
+        _exit(ok ? 0 : 1);
     }
     TU_REQUIRE(waitpid(pid, &status, 0) == pid);
     TU_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -327,7 +328,64 @@ static int child_report(void)
     return 0;
 }
 
+/* The objects' tags and "libraries" cannot be destroyed: every thread
+ * allocates into them without a push. */
+static int child_destroy(void)
+{
+    void *p;
+
+    bylib_alloc(0, 100, &p);
+    free(p);
+    errno = 0;
+    TU_REQUIRE(ra_tag_destroy(ra_tag_lookup(ENTRIES_TAG)) == -1 &&
+               errno == EBUSY);
+    errno = 0;
+    TU_REQUIRE(ra_tag_destroy(ra_tag_lookup("libraries")) == -1 &&
+               errno == EBUSY);
+    bylib_alloc(0, 100, &p);
+    TU_REQUIRE(in_tag(p, ENTRIES_TAG, "after a destroy refused", 0));
+    free(p);
+    return 0;
+}
+
+static ra_tag_t hooked_tag;
+static void *hooked_ptr;
+
+static void on_alloc(void *ctx, ra_tag_t tag, void *ptr, size_t size)
+{
+    (void)ctx;
+    (void)size;
+    hooked_tag = tag;
+    hooked_ptr = ptr;
+}
+
+/* With a hook installed and the profiler sampling every allocation (the
+ * other bits of the instrumentation word), the object's tag is the one
+ * the block gets and the hook hears. */
+static int child_instrumented(void)
+{
+    ra_hooks_t hooks = {on_alloc, NULL, NULL};
+    int id = ra_hooks_install(&hooks);
+    void *p;
+
+    TU_REQUIRE(id >= 0);
+    for (int e = 0; e < NENTRIES; e++) {
+        bylib_alloc(e, 1000, &p);
+        TU_REQUIRE(p != NULL && in_tag(p, ENTRIES_TAG, "hooked entry", e));
+        TU_REQUIRE(hooked_ptr == p && hooked_tag == ra_tag_of(p));
+        free(p);
+    }
+    TU_REQUIRE(ra_hooks_remove(id) == 0);
+    TU_REQUIRE(ra_prof_start(1) == 0);
+    bylib_alloc(0, 1000, &p);
+    TU_REQUIRE(p != NULL && in_tag(p, ENTRIES_TAG, "sampled", 0));
+    free(p);
+    return 0;
+}
+
 static const struct tu_child children[] = {
+    {"instrumented", child_instrumented},
+    {"destroy", child_destroy},
     {"entries", child_entries}, {"exact", child_exact},
     {"pushed", child_pushed},   {"dlopen", child_dlopen},
     {"threads", child_threads}, {"fork", child_fork},
@@ -379,6 +437,18 @@ START_TEST(test_by_library_fork)
 }
 END_TEST
 
+START_TEST(test_by_library_tags_cannot_be_destroyed)
+{
+    run_child("destroy", env_on);
+}
+END_TEST
+
+START_TEST(test_by_library_with_hooks_and_profiler)
+{
+    run_child("instrumented", env_on);
+}
+END_TEST
+
 START_TEST(test_by_library_report_paths_and_sharing)
 {
     static const char *const env[] = {"REGIONALLOC_TAG_BY=library",
@@ -411,6 +481,8 @@ static Suite *by_library_suite(void)
     tcase_add_test(tc, test_by_library_dlopen_dlclose_reuse);
     tcase_add_test(tc, test_by_library_threads);
     tcase_add_test(tc, test_by_library_fork);
+    tcase_add_test(tc, test_by_library_tags_cannot_be_destroyed);
+    tcase_add_test(tc, test_by_library_with_hooks_and_profiler);
     tcase_add_test(tc, test_by_library_report_paths_and_sharing);
     tcase_add_test(tc, test_by_library_off_untagged);
     suite_add_tcase(s, tc);
