@@ -77,24 +77,6 @@ static bool program_tag(char *out)
     return true;
 }
 
-/* The JSON report as a string to free(), or NULL. */
-static char *json_report(void)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-
-    if (f == NULL)
-        return NULL;
-    if (ra_report(f, RA_FORMAT_JSON) != 0) {
-        fclose(f);
-        free(buf);
-        return NULL;
-    }
-    fclose(f);
-    return buf;
-}
-
 /* -- children ------------------------------------------------------------------ */
 
 /* Every entry, called from a library's code, lands in its tag; the
@@ -311,7 +293,7 @@ static int child_report(void)
     bylib_alloc(0, 100, &p[0]);
     bylib_new(0, 100, &p[1]);
     p[2] = malloc(100);
-    json = json_report();
+    json = tu_json_report_or_null();
     TU_REQUIRE(json != NULL);
     TU_REQUIRE(strstr(json, "\"objects_sharing\": ") != NULL);
     TU_REQUIRE(tu_count_of(json, "\"object\": ") +
