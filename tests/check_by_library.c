@@ -77,24 +77,6 @@ static bool program_tag(char *out)
     return true;
 }
 
-/* The JSON report as a string to free(), or NULL. */
-static char *json_report(void)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-
-    if (f == NULL)
-        return NULL;
-    if (ra_report(f, RA_FORMAT_JSON) != 0) {
-        fclose(f);
-        free(buf);
-        return NULL;
-    }
-    fclose(f);
-    return buf;
-}
-
 /* -- children ------------------------------------------------------------------ */
 
 /* Every entry, called from a library's code, lands in its tag; the
@@ -203,6 +185,37 @@ static bool copy_file(const char *from, const char *to)
     return ok;
 }
 
+/* An object whose file name does not fit a tag name: cut, and a second
+ * one of the same first bytes gets a name of its own, within the limit. */
+static int child_long_name(void)
+{
+    static const char base[] =
+        "libbylib_a_file_name_far_longer_than_a_tag_name_may_be_at_all";
+    char dir[] = "/tmp/bylib-XXXXXX", path[2][160];
+    void *h[2], *p[2];
+
+    TU_REQUIRE(mkdtemp(dir) != NULL);
+    for (int i = 0; i < 2; i++) {
+        snprintf(path[i], sizeof path[i], "%s/%s%d.so", dir, base, i);
+        TU_REQUIRE(copy_file(BYLIB_DIR "/libbylib_loaded.so", path[i]));
+        h[i] = dlopen(path[i], RTLD_NOW);
+        TU_REQUIRE(h[i] != NULL);
+        p[i] = loaded_alloc(h[i], 100);
+        TU_REQUIRE(p[i] != NULL);
+        unlink(path[i]);
+    }
+    rmdir(dir);
+    TU_REQUIRE(ra_tag_of(p[0]) != ra_tag_of(p[1]));
+    for (int i = 0; i < 2; i++) {
+        const char *name = ra_tag_name(ra_tag_of(p[i]));
+        TU_REQUIRE(name != NULL && strlen(name) <= RA_TAG_NAME_MAX &&
+                   strncmp(name, "libraries/libbylib_a_file_name", 30) == 0);
+        free(p[i]);
+        TU_REQUIRE(dlclose(h[i]) == 0);
+    }
+    return 0;
+}
+
 /* A dlopened object gets its tag at its first allocation; dlclosed, its
  * tag stays while its blocks live; an object loaded later at the same
  * addresses is not taken for it; a second object with the same file name
@@ -241,7 +254,7 @@ static int child_dlopen(void)
     free(q);
     free(p);
     TU_REQUIRE(dlclose(h) == 0);
-    return 0;
+    return child_long_name();
 }
 
 static void *thread_alloc(void *arg)
@@ -300,6 +313,28 @@ static int child_fork(void)
     return 0;
 }
 
+/* No id left for any object (REGIONALLOC_MAX_TAGS=1: "libraries" only):
+ * every object's allocations go to "libraries" itself, and the JSON
+ * report says how many objects share it. */
+static int child_shared(void)
+{
+    void *p;
+    char *json;
+    const char *at;
+
+    bylib_alloc(0, 100, &p);
+    TU_REQUIRE(in_tag(p, "libraries", "no id left", 0));
+    json = tu_json_report_or_null();
+    TU_REQUIRE(json != NULL);
+    at = strstr(json, "\"objects_sharing\": ");
+    /* At least the program, libc and the test library. */
+    TU_REQUIRE(at != NULL && atoi(at + strlen("\"objects_sharing\": ")) >= 2);
+    TU_REQUIRE(strstr(json, "\"object\": ") == NULL);
+    free(json);
+    free(p);
+    return 0;
+}
+
 /* The JSON report names each object's path, and says how many objects
  * share "libraries" when no id was left (REGIONALLOC_MAX_TAGS=3: the
  * parent and two objects). */
@@ -311,7 +346,7 @@ static int child_report(void)
     bylib_alloc(0, 100, &p[0]);
     bylib_new(0, 100, &p[1]);
     p[2] = malloc(100);
-    json = json_report();
+    json = tu_json_report_or_null();
     TU_REQUIRE(json != NULL);
     TU_REQUIRE(strstr(json, "\"objects_sharing\": ") != NULL);
     TU_REQUIRE(tu_count_of(json, "\"object\": ") +
@@ -383,7 +418,11 @@ static int child_instrumented(void)
     return 0;
 }
 
+static int child_off(void);
+
 static const struct tu_child children[] = {
+    {"shared", child_shared},
+    {"off", child_off},
     {"instrumented", child_instrumented},
     {"destroy", child_destroy},
     {"entries", child_entries}, {"exact", child_exact},
@@ -458,15 +497,43 @@ START_TEST(test_by_library_report_paths_and_sharing)
 }
 END_TEST
 
+START_TEST(test_by_library_no_id_left_shares_libraries)
+{
+    static const char *const env[] = {"REGIONALLOC_TAG_BY=library",
+                                      "REGIONALLOC_MAX_TAGS=1", NULL};
+
+    run_child("shared", env);
+}
+END_TEST
+
+/* A value other than "library" is said once and ignored. */
+START_TEST(test_by_library_bad_value_said_and_ignored)
+{
+    static const char *const env[] = {"REGIONALLOC_TAG_BY=object", NULL};
+    char err[2048];
+
+    ck_assert_int_eq(tu_exec_self(env, "off", err, sizeof err), 0);
+    ck_assert_msg(tu_count_lines(err) == 1 &&
+                      strstr(err, "REGIONALLOC_TAG_BY") != NULL,
+                  "stderr: %s", err);
+}
+END_TEST
+
 /* Off, nothing changes: untagged stays untagged. */
-START_TEST(test_by_library_off_untagged)
+static int child_off(void)
 {
     void *p;
 
     bylib_alloc(0, 100, &p);
-    ck_assert_uint_eq(ra_tag_of(p), RA_TAG_NONE);
+    TU_REQUIRE(ra_tag_of(p) == RA_TAG_NONE);
     free(p);
-    ck_assert_uint_eq(ra_tag_lookup("libraries"), RA_TAG_NONE);
+    TU_REQUIRE(ra_tag_lookup("libraries") == RA_TAG_NONE);
+    return 0;
+}
+
+START_TEST(test_by_library_off_untagged)
+{
+    ck_assert_int_eq(child_off(), 0);
 }
 END_TEST
 
@@ -484,6 +551,8 @@ static Suite *by_library_suite(void)
     tcase_add_test(tc, test_by_library_tags_cannot_be_destroyed);
     tcase_add_test(tc, test_by_library_with_hooks_and_profiler);
     tcase_add_test(tc, test_by_library_report_paths_and_sharing);
+    tcase_add_test(tc, test_by_library_no_id_left_shares_libraries);
+    tcase_add_test(tc, test_by_library_bad_value_said_and_ignored);
     tcase_add_test(tc, test_by_library_off_untagged);
     suite_add_tcase(s, tc);
     return s;

@@ -1,0 +1,136 @@
+/* Suite "by library (unit)": a thread's first allocation from an object
+ * while another thread makes that object's tag waits for the tag, and
+ * lands in it, not in "libraries".
+ *
+ * The link wraps ra__purge_create, where the making thread holds the
+ * table of objects' lock: the first creation of the dlopened test
+ * library's tag lets a second thread allocate from that library, and
+ * goes on only once the second thread has found the lock held and is
+ * waiting for it (the wrapped pthread_mutex_lock tries it first, and says
+ * so), or has had its block already. Both orders are forced: no timing. */
+#include <check.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "ends.h"
+#include "testutil.h"
+
+#define LOADED_TAG "libraries/libbylib_loaded.so"
+
+ra_tag_t __real_ra__purge_create(ra_tag_t parent, const char *name,
+                                 bool anywhere, ra_tag_t *own);
+int __real_pthread_mutex_lock(pthread_mutex_t *m);
+
+typedef void alloc_fn(int e, size_t size, void **out);
+
+static alloc_fn *loaded_alloc;
+/* The making thread's gap is armed once, for the loaded library's tag. */
+static _Atomic bool armed, second_go, second_waits, second_done;
+/* The second thread's locks are watched: a lock found held is said. */
+static _Thread_local bool watched;
+static void *second_block;
+
+int __wrap_pthread_mutex_lock(pthread_mutex_t *m);
+int __wrap_pthread_mutex_lock(pthread_mutex_t *m)
+{
+    if (watched) {
+        if (pthread_mutex_trylock(m) == 0)
+            return 0;
+        atomic_store(&second_waits, true);
+    }
+    return __real_pthread_mutex_lock(m);
+}
+
+ra_tag_t __wrap_ra__purge_create(ra_tag_t parent, const char *name,
+                                 bool anywhere, ra_tag_t *own);
+ra_tag_t __wrap_ra__purge_create(ra_tag_t parent, const char *name,
+                                 bool anywhere, ra_tag_t *own)
+{
+    if (strcmp(name, LOADED_TAG) == 0 && atomic_exchange(&armed, false)) {
+        atomic_store(&second_go, true);
+        while (!atomic_load(&second_waits) && !atomic_load(&second_done))
+            sched_yield();
+    }
+    return __real_ra__purge_create(parent, name, anywhere, own);
+}
+
+static void *second_thread(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&second_go))
+        sched_yield();
+    watched = true;
+    loaded_alloc(0, 100, &second_block);
+    watched = false;
+    atomic_store(&second_done, true);
+    return NULL;
+}
+
+static const char *tag_name(const void *p)
+{
+    const char *name = ra_tag_name(ra_tag_of(p));
+
+    return name != NULL ? name : "(no tag)";
+}
+
+/* Run with REGIONALLOC_TAG_BY=library. */
+static int child_waits(void)
+{
+    void *h = dlopen(BYLIB_DIR "/libbylib_loaded.so", RTLD_NOW);
+    pthread_t t;
+    void *first;
+
+    TU_REQUIRE(h != NULL);
+    loaded_alloc = (alloc_fn *)dlsym(h, "bylib_alloc");
+    TU_REQUIRE(loaded_alloc != NULL);
+    TU_REQUIRE(pthread_create(&t, NULL, second_thread, NULL) == 0);
+    atomic_store(&armed, true);
+    loaded_alloc(0, 100, &first);
+    TU_REQUIRE(pthread_join(t, NULL) == 0);
+    TU_REQUIRE(first != NULL && second_block != NULL);
+    printf("first in %s, second in %s\n", tag_name(first),
+           tag_name(second_block));
+    TU_REQUIRE(strcmp(tag_name(first), LOADED_TAG) == 0);
+    TU_REQUIRE(strcmp(tag_name(second_block), LOADED_TAG) == 0);
+    /* Both orders were forced: the second thread found the lock held. */
+    TU_REQUIRE(!atomic_load(&armed) && atomic_load(&second_waits));
+    free(first);
+    free(second_block);
+    return 0;
+}
+
+static const struct tu_child children[] = {{"waits", child_waits},
+                                           {NULL, NULL}};
+
+START_TEST(test_by_library_first_allocation_waits_for_the_tag_being_made)
+{
+    static const char *const env[] = {"REGIONALLOC_TAG_BY=library", NULL};
+    char err[4096];
+    int status = tu_exec_self(env, "waits", err, sizeof err);
+
+    ck_assert_msg(status == 0, "child: status %d, stderr: %s", status, err);
+}
+END_TEST
+
+static Suite *by_library_unit_suite(void)
+{
+    Suite *s = suite_create("by library (unit)");
+    TCase *tc = tcase_create("race");
+
+    tcase_add_test(tc,
+                   test_by_library_first_allocation_waits_for_the_tag_being_made);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    tu_child_main(argc, argv, children);
+    return tu_run_suite(by_library_unit_suite());
+}
