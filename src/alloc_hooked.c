@@ -71,15 +71,17 @@ RA__COLD static void *alloc_missed(const void *caller, unsigned instrumented,
 
 /* Hooks are installed, the profiler's countdown ran out, or tags by
  * calling object are on: then an allocation with no tag (and no arena or
- * thread cache of the caller's own) takes the tag of caller's object, and
- * goes on as the other bits say. Inline in both entries, so that each
+ * thread cache of the caller's own), outside the library's own work (a
+ * quiet section, whose allocations are the library's, untagged), takes
+ * the tag of caller's object, and goes on as the other bits say. Inline in both entries, so that each
  * ends in tail calls, and a hit in the cache needs no stack frame. */
 static inline void *alloc_instrumented(const void *caller,
                                        unsigned instrumented, ra_tag_t tag,
                                        size_t size, int flags)
 {
     if (instrumented & RA__INSTRUMENT_LIBRARY) {
-        if (tag == RA_TAG_NONE && (flags & RA__CACHE_ARENA_BITS) == 0) {
+        if (tag == RA_TAG_NONE && (flags & RA__CACHE_ARENA_BITS) == 0 &&
+            ra__hooks_muted == 0) {
             tag = ra__by_library_cached(caller);
             if (RA__UNLIKELY(tag == RA_TAG_NONE))
                 return alloc_missed(caller, instrumented, size, flags);
