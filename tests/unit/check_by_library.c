@@ -8,7 +8,8 @@
  * goes on only once the second thread has found the lock held and is
  * waiting for it (the wrapped pthread_mutex_lock tries it first, and says
  * so), or has had its block already. Both orders are forced: no timing.
- * And the library's own work (a quiet section) stays untagged. */
+ * And the library's own work (a quiet section) stays untagged, and a
+ * thread's cache goes with the thread. */
 #include <check.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -132,8 +133,49 @@ static int child_quiet(void)
     return 0;
 }
 
-static const struct tu_child children[] = {
-    {"waits", child_waits}, {"quiet", child_quiet}, {NULL, NULL}};
+static void *allocate_once(void *arg)
+{
+    void *p;
+
+    (void)arg;
+    loaded_alloc(0, 100, &p);
+    free(p);
+    return NULL;
+}
+
+/* Each thread's cache from return address to tag is made at its first
+ * miss, in the library's own memory, and goes at its exit: a thousand
+ * threads leave the library's memory as they found it. */
+static int child_thread_exit(void)
+{
+    enum { THREADS = 1000 };
+    void *h = dlopen(BYLIB_DIR "/libbylib_loaded.so", RTLD_NOW);
+    size_t before, after;
+    pthread_t t;
+
+    TU_REQUIRE(h != NULL);
+    loaded_alloc = (alloc_fn *)dlsym(h, "bylib_alloc");
+    TU_REQUIRE(loaded_alloc != NULL);
+    /* The first thread's tags and tables made. */
+    TU_REQUIRE(pthread_create(&t, NULL, allocate_once, NULL) == 0);
+    TU_REQUIRE(pthread_join(t, NULL) == 0);
+    before = ra__meta_held();
+    for (int i = 0; i < THREADS; i++) {
+        TU_REQUIRE(pthread_create(&t, NULL, allocate_once, NULL) == 0);
+        TU_REQUIRE(pthread_join(t, NULL) == 0);
+    }
+    after = ra__meta_held();
+    printf("library's memory: %zu bytes before, %zu after %d threads\n",
+           before, after, THREADS);
+    /* Far less than a cache a thread. */
+    TU_REQUIRE(after <= before + 16 * 1024);
+    return 0;
+}
+
+static const struct tu_child children[] = {{"waits", child_waits},
+                                           {"quiet", child_quiet},
+                                           {"thread_exit", child_thread_exit},
+                                           {NULL, NULL}};
 
 static const char *const env_on[] = {"REGIONALLOC_TAG_BY=library", NULL};
 
@@ -149,6 +191,12 @@ static void run_child(const char *name)
 START_TEST(test_by_library_first_allocation_waits_for_the_tag_being_made)
 {
     run_child("waits");
+}
+END_TEST
+
+START_TEST(test_by_library_thread_cache_released_at_exit)
+{
+    run_child("thread_exit");
 }
 END_TEST
 
@@ -168,6 +216,7 @@ static Suite *by_library_unit_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("the library's own");
     tcase_add_test(tc, test_by_library_library_work_stays_untagged);
+    tcase_add_test(tc, test_by_library_thread_cache_released_at_exit);
     suite_add_tcase(s, tc);
     return s;
 }
