@@ -366,14 +366,24 @@ static int child_report(void)
     return 0;
 }
 
-/* The objects' tags and "libraries" cannot be destroyed: every thread
- * allocates into them without a push. */
+/* The objects' tags and "libraries" cannot be reset or destroyed: every
+ * thread allocates into them without a push, and their blocks are the
+ * objects' own (a reset would free a block the object still uses). */
 static int child_destroy(void)
 {
-    void *p;
+    void *p, *kept;
 
+    bylib_alloc(0, 100, &kept);
     bylib_alloc(0, 100, &p);
     free(p);
+    errno = 0;
+    TU_REQUIRE(ra_tag_reset(ra_tag_lookup(ENTRIES_TAG)) == -1 &&
+               errno == EBUSY);
+    errno = 0;
+    TU_REQUIRE(ra_tag_reset(ra_tag_lookup("libraries")) == -1 &&
+               errno == EBUSY);
+    TU_REQUIRE(allocated(ENTRIES_TAG) == malloc_usable_size(kept));
+    free(kept);
     errno = 0;
     TU_REQUIRE(ra_tag_destroy(ra_tag_lookup(ENTRIES_TAG)) == -1 &&
                errno == EBUSY);
@@ -381,7 +391,8 @@ static int child_destroy(void)
     TU_REQUIRE(ra_tag_destroy(ra_tag_lookup("libraries")) == -1 &&
                errno == EBUSY);
     bylib_alloc(0, 100, &p);
-    TU_REQUIRE(in_tag(p, ENTRIES_TAG, "after a destroy refused", 0));
+    TU_REQUIRE(in_tag(p, ENTRIES_TAG, "after a reset and a destroy refused",
+                      0));
     free(p);
     return 0;
 }
@@ -570,7 +581,7 @@ START_TEST(test_by_library_constructors_under_the_loader_lock)
 }
 END_TEST
 
-START_TEST(test_by_library_tags_cannot_be_destroyed)
+START_TEST(test_by_library_tags_cannot_be_reset_or_destroyed)
 {
     run_child("destroy", env_on);
 }
@@ -643,7 +654,7 @@ static Suite *by_library_suite(void)
     tcase_add_test(tc, test_by_library_threads);
     tcase_add_test(tc, test_by_library_fork);
     tcase_add_test(tc, test_by_library_constructors_under_the_loader_lock);
-    tcase_add_test(tc, test_by_library_tags_cannot_be_destroyed);
+    tcase_add_test(tc, test_by_library_tags_cannot_be_reset_or_destroyed);
     tcase_add_test(tc, test_by_library_with_hooks_and_profiler);
     tcase_add_test(tc, test_by_library_report_paths_and_sharing);
     tcase_add_test(tc, test_by_library_no_id_left_shares_libraries);
