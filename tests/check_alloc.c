@@ -948,6 +948,30 @@ START_TEST(test_alloc_small_blocks_of_every_path_return_to_front_cache)
 }
 END_TEST
 
+/* A small calloc is the front cache's block, zeroed whole, and counted as
+ * a malloc's. */
+START_TEST(test_alloc_small_calloc_comes_from_front_cache)
+{
+    uint64_t before;
+    void *p, *q;
+
+    tu_tag_push(tag_a);
+    warm_bin(48);
+    p = ra_malloc(48);
+    tu_fill_pattern(p, 48, 3);
+    ra_free(p);
+    before = tu_tag_stats(tag_a).allocated;
+    q = ra_calloc(1, 40);
+    ck_assert_ptr_eq(q, p);
+    ck_assert_uint_eq(tu_tag_stats(tag_a).allocated, before + 48);
+    for (unsigned i = 0; i < 48; i++)
+        ck_assert_uint_eq(((unsigned char *)q)[i], 0);
+    ra_free(q);
+    ck_assert_uint_eq(tu_tag_stats(tag_a).allocated, before);
+    tu_tag_pop(tag_a);
+}
+END_TEST
+
 /* A test case of the suite: its tests start with tag_a and tag_b created. */
 static TCase *add_tags_tcase(Suite *s, const char *name)
 {
@@ -995,6 +1019,7 @@ static Suite *alloc_suite(void)
     tcase_add_test(tc, test_alloc_front_cache_survives_page_reuse);
     tcase_add_test(tc,
                    test_alloc_small_blocks_of_every_path_return_to_front_cache);
+    tcase_add_test(tc, test_alloc_small_calloc_comes_from_front_cache);
 
     tc = add_tags_tcase(s, "thread caches keep tags apart");
     tcase_add_test(tc, test_alloc_untagged_cache_never_returns_tagged_blocks);
