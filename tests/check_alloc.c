@@ -972,6 +972,32 @@ START_TEST(test_alloc_small_calloc_comes_from_front_cache)
 }
 END_TEST
 
+/* A small block that stays small moves through the front cache to another
+ * class, keeps its place in its own class, and is counted exactly. */
+START_TEST(test_alloc_small_realloc_goes_through_front_cache)
+{
+    uint64_t before;
+    void *p, *q, *next;
+
+    tu_tag_push(tag_a);
+    warm_bin(200);
+    next = next_block(200);
+    before = tu_tag_stats(tag_a).allocated;
+    p = ra_malloc(100);
+    tu_fill_pattern(p, 100, 7);
+    q = ra_realloc(p, 200);
+    ck_assert_ptr_eq(q, next);
+    ck_assert_uint_eq(tu_check_pattern(q, 100, 7), 100);
+    ck_assert_ptr_eq(ra_realloc(q, 199), q);
+    ck_assert_uint_eq(tu_tag_stats(tag_a).allocated,
+                      before + ra_malloc_usable_size(q));
+    ra_free(q);
+    ck_assert_ptr_eq(next_block(112), p);
+    ck_assert_uint_eq(tu_tag_stats(tag_a).allocated, before);
+    tu_tag_pop(tag_a);
+}
+END_TEST
+
 /* A test case of the suite: its tests start with tag_a and tag_b created. */
 static TCase *add_tags_tcase(Suite *s, const char *name)
 {
@@ -1020,6 +1046,7 @@ static Suite *alloc_suite(void)
     tcase_add_test(tc,
                    test_alloc_small_blocks_of_every_path_return_to_front_cache);
     tcase_add_test(tc, test_alloc_small_calloc_comes_from_front_cache);
+    tcase_add_test(tc, test_alloc_small_realloc_goes_through_front_cache);
 
     tc = add_tags_tcase(s, "thread caches keep tags apart");
     tcase_add_test(tc, test_alloc_untagged_cache_never_returns_tagged_blocks);
