@@ -141,6 +141,7 @@ void *ra__dynsym_first_definition(const char *name)
 {
     struct first_definition f = {name, NULL};
 
+    ra__assert_may_call_loader();
     dl_iterate_phdr(find_first_definition, &f);
     return f.found;
 }
@@ -150,6 +151,7 @@ void *ra__dynsym_next(void *volatile *cache, const char *name)
     void *fn = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
 
     if (fn == NULL) {
+        ra__assert_may_call_loader();
         fn = dlsym(RTLD_NEXT, name);
         __atomic_store_n(cache, fn, __ATOMIC_RELEASE);
     }

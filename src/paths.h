@@ -136,11 +136,27 @@ static inline size_t ra__made_size(const void *p, size_t size, int flags)
     return ra__je_sallocx((void *)p, 0);
 }
 
+/* Writes the page entry of a tagged block of usable bytes that jemalloc
+ * made outside a front cache: its class when it is small (a calloc's, a
+ * realloc's, an aligned one's: a slab's block, as a refill's are), so
+ * that its free goes to the front cache; "uncached" when it is large.
+ * Marked uncached, a small block took its free to jemalloc and, as the
+ * entry is the page's, so did every block the front cache had handed out
+ * of that slab: CPython's callocs and reallocs sent 77 frees a request of
+ * bench/python_requests.py's loop to dallocx, and 61 blocks a request
+ * came back through refills, one mallocx each. */
+static inline void ra__page_mark_made(void *p, size_t usable)
+{
+    if (usable <= ra__small_max)
+        ra__page_bin_set(p, ra__size_bin[(usable + 7) >> 3]);
+    else
+        ra__page_mark(p, RA__PAGE_UNCACHED);
+}
+
 /* Counts a block of usable bytes that jemalloc made under tag, unless it
  * put it outside the region: during thread exit it serves explicit-arena
  * requests from arena 0 (jemalloc's thread-exit redirection,
- * doc/design.md), and such a block is untagged. Marks its page: it did
- * not come from a front cache, so its class is not known here. */
+ * doc/design.md), and such a block is untagged. Writes its page entry. */
 static inline void ra__count_alloc(struct ra__tag_slot *s, ra_tag_t tag,
                                    void *p, size_t usable)
 {
@@ -148,7 +164,7 @@ static inline void ra__count_alloc(struct ra__tag_slot *s, ra_tag_t tag,
         return;
     ra__untagged_tag_made(usable);
     if (ra__page_bin != NULL)
-        ra__page_mark(p, RA__PAGE_UNCACHED);
+        ra__page_mark_made(p, usable);
     if (RA__LIKELY(s != NULL))
         ra__count_handed(s, usable);
     else

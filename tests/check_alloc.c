@@ -909,6 +909,95 @@ START_TEST(test_alloc_front_cache_survives_page_reuse)
 }
 END_TEST
 
+/* Frees blocks of size into the thread's front cache for the current tag,
+ * so that the bin of the class holds blocks when the test starts. */
+static void warm_bin(size_t size)
+{
+    void *p[4];
+
+    for (unsigned i = 0; i < 4; i++)
+        p[i] = ra_malloc(size);
+    for (unsigned i = 0; i < 4; i++)
+        ra_free(p[i]);
+}
+
+/* The block that the next allocation of size gets, freed at once. */
+static void *next_block(size_t size)
+{
+    void *p = ra_malloc(size);
+
+    ra_free(p);
+    return p;
+}
+
+/* A small tagged block that is no malloc's (an aligned allocation's, a
+ * calloc's, a realloc's) goes back into the front cache when freed, as a
+ * malloc's does: the next allocation of its class is that block. Marked
+ * uncached, the block went to jemalloc, and with it every block of its
+ * page that the front cache had handed out. */
+START_TEST(test_alloc_small_blocks_of_every_path_return_to_front_cache)
+{
+    void *p;
+
+    tu_tag_push(tag_a);
+    warm_bin(64);
+    p = ra_aligned_alloc(64, 64);
+    ra_free(p);
+    ck_assert_ptr_eq(next_block(64), p);
+    tu_tag_pop(tag_a);
+}
+END_TEST
+
+/* A small calloc is the front cache's block, zeroed whole, and counted as
+ * a malloc's. */
+START_TEST(test_alloc_small_calloc_comes_from_front_cache)
+{
+    uint64_t before;
+    void *p, *q;
+
+    tu_tag_push(tag_a);
+    warm_bin(48);
+    p = ra_malloc(48);
+    tu_fill_pattern(p, 48, 3);
+    ra_free(p);
+    before = tu_tag_stats(tag_a).allocated;
+    q = ra_calloc(1, 40);
+    ck_assert_ptr_eq(q, p);
+    ck_assert_uint_eq(tu_tag_stats(tag_a).allocated, before + 48);
+    for (unsigned i = 0; i < 48; i++)
+        ck_assert_uint_eq(((unsigned char *)q)[i], 0);
+    ra_free(q);
+    ck_assert_uint_eq(tu_tag_stats(tag_a).allocated, before);
+    tu_tag_pop(tag_a);
+}
+END_TEST
+
+/* A small block that stays small moves through the front cache to another
+ * class, keeps its place in its own class, and is counted exactly. */
+START_TEST(test_alloc_small_realloc_goes_through_front_cache)
+{
+    uint64_t before;
+    void *p, *q, *next;
+
+    tu_tag_push(tag_a);
+    warm_bin(200);
+    next = next_block(200);
+    before = tu_tag_stats(tag_a).allocated;
+    p = ra_malloc(100);
+    tu_fill_pattern(p, 100, 7);
+    q = ra_realloc(p, 200);
+    ck_assert_ptr_eq(q, next);
+    ck_assert_uint_eq(tu_check_pattern(q, 100, 7), 100);
+    ck_assert_ptr_eq(ra_realloc(q, 199), q);
+    ck_assert_uint_eq(tu_tag_stats(tag_a).allocated,
+                      before + ra_malloc_usable_size(q));
+    ra_free(q);
+    ck_assert_ptr_eq(next_block(112), p);
+    ck_assert_uint_eq(tu_tag_stats(tag_a).allocated, before);
+    tu_tag_pop(tag_a);
+}
+END_TEST
+
 /* A test case of the suite: its tests start with tag_a and tag_b created. */
 static TCase *add_tags_tcase(Suite *s, const char *name)
 {
@@ -954,6 +1043,10 @@ static Suite *alloc_suite(void)
 
     tc = add_tags_tcase(s, "front caches");
     tcase_add_test(tc, test_alloc_front_cache_survives_page_reuse);
+    tcase_add_test(tc,
+                   test_alloc_small_blocks_of_every_path_return_to_front_cache);
+    tcase_add_test(tc, test_alloc_small_calloc_comes_from_front_cache);
+    tcase_add_test(tc, test_alloc_small_realloc_goes_through_front_cache);
 
     tc = add_tags_tcase(s, "thread caches keep tags apart");
     tcase_add_test(tc, test_alloc_untagged_cache_never_returns_tagged_blocks);

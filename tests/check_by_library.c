@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,8 @@ void bylib_alloc(int e, size_t size, void **out);
 void bylib_realloc(void **p, size_t size);
 void bylib_new(int v, size_t size, void **out);
 void bylib_delete(int v, void *p);
+void *bylib_ctor_first(void);
+void *bylib_ctor_alloc(size_t size);
 
 #define NENTRIES 11 /* entries.c's: malloc ... rallocx(NULL) */
 #define NNEWS 8     /* cxx.cc's: every operator new */
@@ -363,22 +366,27 @@ static int child_report(void)
     return 0;
 }
 
-/* The objects' tags and "libraries" cannot be destroyed: every thread
- * allocates into them without a push. */
+/* The objects' tags and "libraries" cannot be reset or destroyed: every
+ * thread allocates into them without a push, and their blocks are the
+ * objects' own (a reset would free a block the object still uses). */
 static int child_destroy(void)
 {
-    void *p;
+    static int (*const end[])(ra_tag_t) = {ra_tag_reset, ra_tag_destroy};
+    static const char *const names[] = {ENTRIES_TAG, "libraries"};
+    void *p, *kept;
 
+    bylib_alloc(0, 100, &kept);
+    for (int e = 0; e < 2; e++)
+        for (int i = 0; i < 2; i++) {
+            errno = 0;
+            TU_REQUIRE(end[e](ra_tag_lookup(names[i])) == -1 &&
+                       errno == EBUSY);
+        }
+    TU_REQUIRE(allocated(ENTRIES_TAG) == malloc_usable_size(kept));
+    free(kept);
     bylib_alloc(0, 100, &p);
-    free(p);
-    errno = 0;
-    TU_REQUIRE(ra_tag_destroy(ra_tag_lookup(ENTRIES_TAG)) == -1 &&
-               errno == EBUSY);
-    errno = 0;
-    TU_REQUIRE(ra_tag_destroy(ra_tag_lookup("libraries")) == -1 &&
-               errno == EBUSY);
-    bylib_alloc(0, 100, &p);
-    TU_REQUIRE(in_tag(p, ENTRIES_TAG, "after a destroy refused", 0));
+    TU_REQUIRE(in_tag(p, ENTRIES_TAG, "after a reset and a destroy refused",
+                      0));
     free(p);
     return 0;
 }
@@ -418,6 +426,90 @@ static int child_instrumented(void)
     return 0;
 }
 
+#define CTOR_TAG "libraries/libbylib_ctor.so"
+#define CTOR_LOADED_TAG "libraries/libbylib_ctor_loaded.so"
+#define NLOADERS 2
+#define NBUSY 2
+
+static pthread_barrier_t ctor_start;
+static _Atomic bool ctor_loaded;
+
+/* dlopens the library whose constructor allocates, with the other
+ * loader, at once; returns a block of its own from the constructor's call
+ * site. */
+static void *load_ctor_library(void *arg)
+{
+    void *h, *p = NULL;
+    void *(*alloc)(size_t);
+
+    (void)arg;
+    pthread_barrier_wait(&ctor_start);
+    h = dlopen(BYLIB_DIR "/libbylib_ctor_loaded.so", RTLD_NOW);
+    alloc = h != NULL ? (void *(*)(size_t))dlsym(h, "bylib_ctor_alloc")
+                      : NULL;
+    if (alloc != NULL)
+        p = alloc(300);
+    return p;
+}
+
+/* Allocates from other objects (the linked libraries' code, C and C++)
+ * until the loaders are done: each thread's first allocations miss and
+ * take the table's lock, some while a constructor holds the loader's. */
+static void *allocate_meanwhile(void *arg)
+{
+    unsigned long n = 0;
+    void *p;
+
+    (void)arg;
+    pthread_barrier_wait(&ctor_start);
+    do {
+        bylib_alloc((int)(n % NENTRIES), 64 + n % 512, &p);
+        free(p);
+        bylib_new((int)(n % NNEWS), 64, &p);
+        bylib_delete((int)(n % NNEWS), p);
+    } while (++n < 100 || !atomic_load(&ctor_loaded));
+    return NULL;
+}
+
+/* Constructors that allocate: the linked library's, at start, and the
+ * dlopened one's, inside dlopen with the loader's lock held, from two
+ * threads at once while two others allocate from other objects. Each
+ * block lands in its object's tag, and the constructor's call site does
+ * not teach a thread's cache a wrong tag. */
+static int child_ctor(void)
+{
+    pthread_t loader[NLOADERS], busy[NBUSY];
+    void *p, *h, *(*first)(void);
+
+    TU_REQUIRE(in_tag(bylib_ctor_first(), CTOR_TAG, "linked constructor",
+                      0));
+    p = bylib_ctor_alloc(100);
+    TU_REQUIRE(in_tag(p, CTOR_TAG, "linked, after", 0));
+    free(p);
+    TU_REQUIRE(pthread_barrier_init(&ctor_start, NULL, NLOADERS + NBUSY) ==
+               0);
+    for (int i = 0; i < NBUSY; i++)
+        TU_REQUIRE(pthread_create(&busy[i], NULL, allocate_meanwhile,
+                                  NULL) == 0);
+    for (int i = 0; i < NLOADERS; i++)
+        TU_REQUIRE(pthread_create(&loader[i], NULL, load_ctor_library,
+                                  NULL) == 0);
+    for (int i = 0; i < NLOADERS; i++) {
+        TU_REQUIRE(pthread_join(loader[i], &p) == 0);
+        TU_REQUIRE(p != NULL && in_tag(p, CTOR_LOADED_TAG, "loader", i));
+        free(p);
+    }
+    atomic_store(&ctor_loaded, true);
+    for (int i = 0; i < NBUSY; i++)
+        TU_REQUIRE(pthread_join(busy[i], NULL) == 0);
+    h = dlopen(BYLIB_DIR "/libbylib_ctor_loaded.so", RTLD_NOW | RTLD_NOLOAD);
+    TU_REQUIRE(h != NULL);
+    first = (void *(*)(void))dlsym(h, "bylib_ctor_first");
+    TU_REQUIRE(first != NULL);
+    TU_REQUIRE(in_tag(first(), CTOR_LOADED_TAG, "dlopened constructor", 0));
+    return 0;
+}
+
 static int child_off(void);
 
 static const struct tu_child children[] = {
@@ -428,7 +520,8 @@ static const struct tu_child children[] = {
     {"entries", child_entries}, {"exact", child_exact},
     {"pushed", child_pushed},   {"dlopen", child_dlopen},
     {"threads", child_threads}, {"fork", child_fork},
-    {"report", child_report},   {NULL, NULL},
+    {"report", child_report},   {"ctor", child_ctor},
+    {NULL, NULL},
 };
 
 static void run_child(const char *name, const char *const *env)
@@ -476,7 +569,13 @@ START_TEST(test_by_library_fork)
 }
 END_TEST
 
-START_TEST(test_by_library_tags_cannot_be_destroyed)
+START_TEST(test_by_library_constructors_under_the_loader_lock)
+{
+    run_child("ctor", env_on);
+}
+END_TEST
+
+START_TEST(test_by_library_tags_cannot_be_reset_or_destroyed)
 {
     run_child("destroy", env_on);
 }
@@ -548,7 +647,8 @@ static Suite *by_library_suite(void)
     tcase_add_test(tc, test_by_library_dlopen_dlclose_reuse);
     tcase_add_test(tc, test_by_library_threads);
     tcase_add_test(tc, test_by_library_fork);
-    tcase_add_test(tc, test_by_library_tags_cannot_be_destroyed);
+    tcase_add_test(tc, test_by_library_constructors_under_the_loader_lock);
+    tcase_add_test(tc, test_by_library_tags_cannot_be_reset_or_destroyed);
     tcase_add_test(tc, test_by_library_with_hooks_and_profiler);
     tcase_add_test(tc, test_by_library_report_paths_and_sharing);
     tcase_add_test(tc, test_by_library_no_id_left_shares_libraries);

@@ -183,3 +183,15 @@ void rapy_stack_entries(ra_tag_t tag, struct rapy_entries *out)
     for (unsigned i = 0; i < record.depth; i++)
         out->here += record.tags[i] == tag;
 }
+
+ra_tag_t rapy_stack_next_entered(ra_tag_t after, ra_tag_t last)
+{
+    if (last > RAPY_IDS_MAX)
+        last = RAPY_IDS_MAX;
+    for (ra_tag_t id = after + 1; id <= last; id++)
+        if (atomic_load_explicit(&stacked[id], memory_order_relaxed) +
+                atomic_load_explicit(&held[id], memory_order_relaxed) !=
+            0)
+            return id;
+    return RA_TAG_NONE;
+}

@@ -55,4 +55,9 @@ struct rapy_entries {
 };
 void rapy_stack_entries(ra_tag_t tag, struct rapy_entries *out);
 
+/* The lowest tag id above after and at most last that is entered anywhere
+ * (on a stack or held), or RA_TAG_NONE: a walk of the counts alone, which
+ * a destroy makes over the ids handed out, not the thread's record. */
+ra_tag_t rapy_stack_next_entered(ra_tag_t after, ra_tag_t last);
+
 #endif /* RAPY_STACK_H */

@@ -257,15 +257,17 @@ static PyObject *raise_entered(const rapy_tag *root, ra_tag_t id,
 
 /* 0 when no tag of root's subtree is entered through the module in any
  * thread or coroutine (the library refuses only those on the calling
- * thread's stack), else -1 with OSError EBUSY set. Destroy is rare: every
- * id is looked at. */
+ * thread's stack), else -1 with OSError EBUSY set. The ids handed out are
+ * walked by their counts alone; only an entered one's parents are read. */
 static int check_not_entered(const rapy_tag *root)
 {
     struct rapy_entries e;
+    ra_tag_t last = rapy_api.tag_count();
 
-    for (ra_tag_t id = 1; id <= RAPY_IDS_MAX; id++) {
-        rapy_stack_entries(id, &e);
-        if (e.stacked + e.held != 0 && in_subtree(id, root->id)) {
+    for (ra_tag_t id = rapy_stack_next_entered(RA_TAG_NONE, last);
+         id != RA_TAG_NONE; id = rapy_stack_next_entered(id, last)) {
+        if (in_subtree(id, root->id)) {
+            rapy_stack_entries(id, &e);
             raise_entered(root, id, &e);
             return -1;
         }
