@@ -1,5 +1,6 @@
-"""Checks a JSON report of tests/by_library_main against the bytes each
-of its objects holds (tests/test_by_library.sh runs it).
+"""Checks a JSON report of bylib_main (tests/by_library/run_main.c)
+against the bytes each of its objects holds (tests/test_by_library.sh
+runs it).
 
   by_library_check.py REPORT MODE DIR
 
@@ -35,7 +36,7 @@ def check(ok, what):
         failed.append(what)
 
 
-# The bytes of each object's code, as by_library_main.c and the libraries
+# The bytes of each object's code, as run_main.c and the libraries
 # allocate them (size classes: usable sizes are the sizes asked for).
 THREAD = {"bylib_main": 7168, "libbylib_linked.so": 1792,
           "libbylib_cxx.so": 2560}

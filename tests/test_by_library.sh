@@ -1,7 +1,7 @@
 #!/bin/bash
 # Tags by calling object (REGIONALLOC_TAG_BY=library, regionalloc run
 # --by-library) on a program and three shared libraries of the test's own
-# (tests/by_library_*.c*): libbylib_linked.so (C, linked), libbylib_cxx.so
+# (tests/by_library/run_*.c*): libbylib_linked.so (C, linked), libbylib_cxx.so
 # (C++, linked, operator new) and libbylib_loaded_a.so, dlopened then
 # dlclosed before libbylib_loaded_b.so (the same code) is loaded, maybe
 # at a's addresses. Each holds known live bytes through malloc, calloc,
@@ -54,19 +54,19 @@ cc=${CC:-cc}
 cxx=${CXX:-c++}
 # shellcheck disable=SC2086  # CC and CXX may carry words
 build libbylib_linked.so $cc -O1 -shared -fPIC -Wl,-soname,libbylib_linked.so \
-    -o "$d/libbylib_linked.so" "$srcdir/tests/by_library_linked.c"
+    -o "$d/libbylib_linked.so" "$srcdir/tests/by_library/run_linked.c"
 # shellcheck disable=SC2086
 build libbylib_cxx.so $cxx -O1 -std=c++17 -shared -fPIC \
-    -Wl,-soname,libbylib_cxx.so -o "$d/libbylib_cxx.so" "$srcdir/tests/by_library_cxx.cc"
+    -Wl,-soname,libbylib_cxx.so -o "$d/libbylib_cxx.so" "$srcdir/tests/by_library/run_cxx.cc"
 for x in a b; do
     # shellcheck disable=SC2086
     build "libbylib_loaded_$x.so" $cc -O1 -shared -fPIC \
         -Wl,-soname,"libbylib_loaded_$x.so" -o "$d/libbylib_loaded_$x.so" \
-        "$srcdir/tests/by_library_loaded.c"
+        "$srcdir/tests/by_library/run_loaded.c"
 done
 # shellcheck disable=SC2086
 build bylib_main $cc -O1 -I"$srcdir/include" -o "$d/bylib_main" \
-    "$srcdir/tests/by_library_main.c" -L"$d" -lbylib_linked -lbylib_cxx \
+    "$srcdir/tests/by_library/run_main.c" -L"$d" -lbylib_linked -lbylib_cxx \
     -Wl,-rpath,"$d" -ldl -lpthread
 
 # -- the environment run makes --------------------------------------------------------

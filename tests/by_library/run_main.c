@@ -5,7 +5,7 @@
  * hold exactly its bytes (tests/by_library_check.py has the figures).
  * It does not link the library: under LD_PRELOAD it finds ra_tag_create,
  * ra_tag_push, ra_tag_pop and ra_report there.
- *   by_library_main DIR CHILD_REPORT
+ *   bylib_main DIR CHILD_REPORT
  * DIR holds the dlopened libraries; the forked child writes its JSON
  * report to CHILD_REPORT. Prints "ready" with what the loader did, then
  * holds everything until its standard input ends. */
@@ -34,7 +34,7 @@ static void *must(void *p, const char *what)
 {
     main_sink = p;
     if (p == NULL) {
-        fprintf(stderr, "by_library_main: %s: %s\n", what, dlerror());
+        fprintf(stderr, "bylib_main: %s: %s\n", what, dlerror());
         exit(1);
     }
     return p;
