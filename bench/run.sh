@@ -130,6 +130,9 @@ run_one reads --threads 3000
 # The allocation bench again with the live stats segment published every
 # second by a thread of the library: rows of their own (the suffix).
 REGIONALLOC_SHM=1 BENCH_WORKLOAD_SUFFIX=", stats segment on" timed ring
+# Tags by calling object: a pushed tag against nothing pushed, off and on.
+timed by_library
+REGIONALLOC_TAG_BY=library timed by_library
 # Many tags: 256 cycled through by one thread, 300 by each of 16 threads.
 REGIONALLOC_MAX_TAGS=512 timed tag_cycle
 REGIONALLOC_MAX_TAGS=512 timed pairs

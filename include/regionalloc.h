@@ -65,8 +65,10 @@ RA_EXPORT unsigned ra_tag_count(void);
  * keeps its id and name. The caller promises that no thread allocates under
  * the tag or frees one of its blocks during the call, and that no block of
  * it is used afterwards. Hooks are not told of each block. 0, or -1 with
- * errno EINVAL (RA_TAG_NONE, never created, destroyed) or ENOTSUP
- * (pass-through mode). */
+ * errno EINVAL (RA_TAG_NONE, never created, destroyed), EBUSY (the tag or
+ * a descendant is on the calling thread's stack or is a thread's base
+ * tag, or the tag is a tag by calling object, REGIONALLOC_TAG_BY=library;
+ * nothing done) or ENOTSUP (pass-through mode). */
 RA_EXPORT int ra_tag_reset(ra_tag_t tag);
 /* ra_tag_reset, then the tag is forgotten: its name is free again
  * (ra_tag_lookup: ENOENT), and its id, region and arena serve a later
@@ -74,9 +76,8 @@ RA_EXPORT int ra_tag_reset(ra_tag_t tag);
  * and freed its blocks; else the id destroyed longest ago first), so tags
  * may be created and destroyed without bound; REGIONALLOC_MAX_TAGS bounds
  * those alive at once. Until its id is handed out again, every call on it
- * fails with EINVAL (ra_tag_name: NULL, ENOENT). 0, or -1 with errno EBUSY (the
- * tag is on the calling thread's stack, or is a thread's base tag; nothing
- * done), or as ra_tag_reset. */
+ * fails with EINVAL (ra_tag_name: NULL, ENOENT). 0, or -1 as
+ * ra_tag_reset. */
 RA_EXPORT int ra_tag_destroy(ra_tag_t tag);
 
 /* A tag's budget, on the memory it holds from the OS (ra_tag_stats'

@@ -91,6 +91,22 @@ void *ra_aligned_alloc(size_t align, size_t size)
     return ra__alloc_aligned(align, size);
 }
 
+/* An entry that cannot end in a tail call names its caller for the tags
+ * by calling object: only while they are on does it cost more than the
+ * call it would make anyway. */
+void *ra__alloc_from(const void *caller, size_t align, size_t size)
+{
+    unsigned instrumented =
+        atomic_load_explicit(&ra__instrumented, memory_order_relaxed);
+
+    if (RA__UNLIKELY(instrumented & RA__INSTRUMENT_LIBRARY) &&
+        (align & (align - 1)) == 0)
+        return ra__alloc_instrumented_from(
+            caller, instrumented, ra__tag_stack.top, size,
+            align == 0 ? 0 : MALLOCX_ALIGN(align));
+    return align == 0 ? ra_malloc(size) : ra_aligned_alloc(align, size);
+}
+
 /* glibc's posix_memalign sets errno to ENOMEM as well as returning it
  * (glibc's tst-malloc-thread-fail checks both); EINVAL leaves errno. */
 int ra_posix_memalign(void **out, size_t align, size_t size)
@@ -99,7 +115,7 @@ int ra_posix_memalign(void **out, size_t align, size_t size)
 
     if (align < sizeof(void *) || (align & (align - 1)) != 0)
         return EINVAL;
-    p = ra__alloc_aligned(align, size);
+    p = ra__alloc_from(__builtin_return_address(0), align, size);
     if (p == NULL)
         return ENOMEM;
     *out = p;

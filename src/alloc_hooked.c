@@ -1,7 +1,8 @@
-/* Floor: paths. The allocation paths while hooks are installed or the
- * profiler's countdown ran out: the plain path with the reports around
- * it, and the reports themselves (a block's usable size is looked up only
- * when a hook will hear of it). */
+/* Floor: paths. The allocation paths while hooks are installed, the
+ * profiler's countdown ran out or tags by calling object are on: the
+ * plain path with the reports around it, and the reports themselves (a
+ * block's usable size is looked up only when a hook will hear of it). */
+#include "by_library.h"
 #include "paths.h"
 
 void *ra__report_alloc(void *ptr)
@@ -43,13 +44,78 @@ RA__COLD static void *alloc_tick_slow(ra_tag_t tag, size_t size, int flags)
     return ra__alloc_plain(tag, size, flags);
 }
 
-/* Hooks are installed, or the profiler's countdown ran out. */
-void *ra__alloc_instrumented(unsigned instrumented, ra_tag_t tag,
-                             size_t size, int flags)
+/* The other bits of the instrumentation word, once the tag is known.
+ * Inlined into the entry, whose hit then ends in the front cache's pop. */
+__attribute__((always_inline)) static inline void *
+alloc_with_rest(unsigned instrumented, ra_tag_t tag, size_t size, int flags)
 {
+    instrumented &= ~RA__INSTRUMENT_LIBRARY;
+    if (RA__LIKELY(instrumented == 0) && flags == 0 && tag != RA_TAG_NONE)
+        return ra__alloc_tagged_fast(tag, size);
+    if (instrumented == 0 ||
+        (instrumented == RA__INSTRUMENT_PROF &&
+         (tag == RA_TAG_NONE || ra__prof_countdown_holds(size))))
+        return ra__alloc_plain(tag, size, flags);
     if (instrumented != RA__INSTRUMENT_PROF)
         return alloc_hooked(tag, size, flags);
     return alloc_tick_slow(tag, size, flags);
+}
+
+/* The thread's cache did not know caller. */
+RA__COLD static void *alloc_missed(const void *caller, unsigned instrumented,
+                                   size_t size, int flags)
+{
+    return alloc_with_rest(instrumented, ra__by_library_miss(caller), size,
+                           flags);
+}
+
+/* Hooks are installed, the profiler's countdown ran out, or tags by
+ * calling object are on: then an allocation with no tag (and no arena or
+ * thread cache of the caller's own), outside the library's own work (a
+ * quiet section, whose allocations are the library's, untagged), takes
+ * the tag of caller's object, and goes on as the other bits say. Forced
+ * inline in both entries (the compiler kept it apart, a register shuffle
+ * and a jump more on every instrumented allocation), so that each ends in
+ * tail calls, and a hit in the cache needs no stack frame. */
+__attribute__((always_inline)) static inline void *
+alloc_instrumented(const void *caller, unsigned instrumented, ra_tag_t tag,
+                   size_t size, int flags)
+{
+    /* A pushed tag with tags by calling object on and nothing else: the
+     * plain tagged path, first, in the fewest instructions. */
+    if (RA__LIKELY(instrumented == RA__INSTRUMENT_LIBRARY) &&
+        tag != RA_TAG_NONE && flags == 0)
+        return ra__alloc_tagged_fast(tag, size);
+    if (instrumented & RA__INSTRUMENT_LIBRARY) {
+        if (tag == RA_TAG_NONE && (flags & RA__CACHE_ARENA_BITS) == 0 &&
+            ra__hooks_muted == 0) {
+            tag = ra__by_library_cached(caller);
+            if (RA__UNLIKELY(tag == RA_TAG_NONE))
+                return alloc_missed(caller, instrumented, size, flags);
+        }
+        return alloc_with_rest(instrumented, tag, size, flags);
+    }
+    if (instrumented != RA__INSTRUMENT_PROF)
+        return alloc_hooked(tag, size, flags);
+    return alloc_tick_slow(tag, size, flags);
+}
+
+/* Reached by a tail call from every entry that can end in one (malloc,
+ * calloc, realloc of NULL, aligned_alloc, memalign, valloc, pvalloc, the
+ * mallocx family): the return address is the entry's caller's. */
+void *ra__alloc_instrumented(unsigned instrumented, ra_tag_t tag,
+                             size_t size, int flags)
+{
+    return alloc_instrumented(__builtin_return_address(0), instrumented,
+                              tag, size, flags);
+}
+
+/* The entries that cannot end in a tail call (posix_memalign, operator
+ * new) name their caller themselves. */
+void *ra__alloc_instrumented_from(const void *caller, unsigned instrumented,
+                                  ra_tag_t tag, size_t size, int flags)
+{
+    return alloc_instrumented(caller, instrumented, tag, size, flags);
 }
 
 /* The page table knows the class of a tagged small block that a front

@@ -1,7 +1,7 @@
 /* Floor: base. Environment parsing: REGIONALLOC, _MAX_TAGS, _REGION_SIZE,
  * _STATS, _STATS_FORMAT, _CHECKPOINTS, _PROF, _PROF_DUMP, _LIMITS, _SHM,
  * _SHM_INTERVAL, _HTTP, _HTTP_WRITE, _HTTP_ALLOW_REMOTE, _THREAD_TAGS,
- * _PROGRAM_PID, _CHILDREN, _MEMORY_LIMIT. The syntax of the values that
+ * _PROGRAM_PID, _CHILDREN, _MEMORY_LIMIT, _TAG_BY. The syntax of the values that
  * regionalloc run sets is sizes.c's, values.c's and http_address.c's, which
  * the tool compiles too: it refuses what this would refuse or ignore. */
 #include <errno.h>
@@ -298,6 +298,22 @@ static void read_program_pid(void)
     config.program_pid = (pid_t)pid;
 }
 
+/* REGIONALLOC_TAG_BY: "library" or unset ("" too); anything else is said
+ * and ignored. */
+static void read_tag_by(void)
+{
+    const char *v = secure_getenv("REGIONALLOC_TAG_BY");
+
+    config.tag_by_library = false;
+    if (v == NULL || v[0] == '\0')
+        return;
+    if (strcmp(v, "library") == 0)
+        config.tag_by_library = true;
+    else
+        warn_default("REGIONALLOC_TAG_BY", v, "expected library",
+                     "(no tags by calling object)");
+}
+
 static void read_config(void)
 {
     read_flag("REGIONALLOC", true, &config.enabled);
@@ -329,6 +345,7 @@ static void read_config(void)
         read_list("REGIONALLOC_THREAD_TAGS", parse_thread_tag);
     read_program_pid();
     read_flag("REGIONALLOC_CHILDREN", false, &config.children);
+    read_tag_by();
 }
 
 const char *ra__config_peek(const char *var)
@@ -354,7 +371,7 @@ bool ra__config_asked_at_load(void)
 {
     static const char *const at_load[] = {
         "REGIONALLOC_SHM", "REGIONALLOC_HTTP", "REGIONALLOC_THREAD_TAGS",
-        "REGIONALLOC_PROF"};
+        "REGIONALLOC_PROF", "REGIONALLOC_TAG_BY"};
 
     for (size_t i = 0; i < sizeof at_load / sizeof at_load[0]; i++)
         if (secure_getenv(at_load[i]) != NULL)

@@ -141,6 +141,7 @@ void *ra__dynsym_first_definition(const char *name)
 {
     struct first_definition f = {name, NULL};
 
+    ra__assert_may_call_loader();
     dl_iterate_phdr(find_first_definition, &f);
     return f.found;
 }
@@ -150,8 +151,23 @@ void *ra__dynsym_next(void *volatile *cache, const char *name)
     void *fn = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
 
     if (fn == NULL) {
+        ra__assert_may_call_loader();
         fn = dlsym(RTLD_NEXT, name);
         __atomic_store_n(cache, fn, __ATOMIC_RELEASE);
     }
     return fn;
+}
+
+_Atomic unsigned ra__dl_generation = 1;
+
+int ra__dynsym_dlclose(void *handle)
+{
+    static void *volatile next;
+    int (*real)(void *) = (int (*)(void *))ra__dynsym_next(&next, "dlclose");
+    int rc;
+
+    atomic_fetch_add_explicit(&ra__dl_generation, 1, memory_order_release);
+    rc = real(handle);
+    atomic_fetch_add_explicit(&ra__dl_generation, 1, memory_order_release);
+    return rc;
 }

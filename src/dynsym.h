@@ -32,4 +32,12 @@ void *ra__dynsym_first_definition(const char *name);
  * once into *cache; NULL if there is none. */
 void *ra__dynsym_next(void *volatile *cache, const char *name);
 
+/* dlclose of handle, as the C library's, between two bumps of
+ * ra__dl_generation (tags by calling object: an object unloaded may leave
+ * its addresses to the next one loaded): before, for what its code cached
+ * before it was asked to go, and after, for what its destructors cached
+ * while it went. The library's own unloads come here too. */
+extern _Atomic unsigned ra__dl_generation;
+int ra__dynsym_dlclose(void *handle);
+
 #endif /* RA_DYNSYM_H */

@@ -8,6 +8,7 @@
 #include "api.h"
 #include "backend.h"
 #include "budget.h"
+#include "by_library.h"
 #include "ends.h"
 #include "instruments.h"
 #include "measure.h"
@@ -44,6 +45,7 @@ static void prefork(void)
     ra__thread_tags_prefork();
     ra__hooks_prefork();
     ra__prof_prefork();
+    ra__by_library_prefork();
     ra__tag_prefork();
     ra__budget_prefork();
     ra__thread_prefork();
@@ -67,6 +69,7 @@ static void postfork_parent(void)
     ra__thread_postfork_parent();
     ra__budget_postfork();
     ra__tag_postfork();
+    ra__by_library_postfork(false);
     ra__prof_postfork();
     ra__hooks_postfork(false);
     ra__thread_tags_postfork_parent();
@@ -92,6 +95,7 @@ static void postfork_child(void)
     ra__thread_postfork_child();
     ra__budget_postfork();
     ra__tag_postfork();
+    ra__by_library_postfork(true);
     ra__prof_postfork();
     ra__hooks_postfork(true);
     ra__thread_tags_postfork_child();
@@ -115,6 +119,7 @@ static void thread_end(void *armed)
 {
     (void)armed;
     ra__thread_tags_thread_exit();
+    ra__by_library_thread_exit();
     ra__thread_exit();
     ra__returns_thread_exit();
     ra__hooks_thread_exit();
@@ -149,6 +154,8 @@ static void start_services(void)
     watched = ra__config_watch() != RA__WATCH_NONE;
     if (watched && config->prof_interval != 0 && ra__init())
         ra__prof_begin(config->prof_interval);
+    if (ra__by_library_start())
+        ra__instrument_add(RA__INSTRUMENT_LIBRARY);
     /* The main thread's name is the program's. */
     ra__thread_tags_start_thread();
     if (!watched)

@@ -78,7 +78,7 @@ static inline void ra__instrument_sub(unsigned what)
 static inline bool ra__hooks_any(void)
 {
     return (atomic_load_explicit(&ra__instrumented, memory_order_relaxed) &
-            ~RA__INSTRUMENT_PROF) != 0;
+            ~(RA__INSTRUMENT_PROF | RA__INSTRUMENT_LIBRARY)) != 0;
 }
 
 /* -- prof.c: the sampling countdown ------------------------------------------- */

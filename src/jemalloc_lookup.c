@@ -196,6 +196,7 @@ static void look_up_jemalloc(void)
         "malloc_usable_size", "mallocx", "rallocx", "xallocx", "sallocx",
         "dallocx", "sdallocx", "nallocx"};
 
+    ra__assert_may_call_loader();
     found = dl_iterate_phdr(find_jemalloc_object, &d) != 0;
     for (int i = 0; i < 13; i++) {
         f[i] = found ? ra__dynsym_find(&d, names[i]) : NULL;
@@ -225,6 +226,7 @@ bool ra__jemalloc_owns(const void *addr)
 
     if (RA__JE(mallocx) == first_mallocx)
         look_up_jemalloc();
+    ra__assert_may_call_loader();
     return addr != NULL && dladdr(addr, &in) != 0 &&
            dladdr((void *)RA__JE(mallocx), &je) != 0 &&
            in.dli_fbase == je.dli_fbase;
@@ -258,6 +260,7 @@ bool ra__jemalloc_code(uintptr_t *start, uintptr_t *end)
 {
     struct code_range c = {.start = 0, .end = 0};
 
+    ra__assert_may_call_loader();
     if (dl_iterate_phdr(find_jemalloc_code, &c) == 0 || c.start == 0)
         return true;
     *start = c.start;

@@ -19,6 +19,7 @@
 #include "api.h"
 #include "measure.h"
 #include "thread_tags.h"
+#include "by_library.h"
 
 /* Two kinds of end. A destroy of a tag without children (every request's
  * tag) touches that tag alone, under the locks of what it empties, each
@@ -236,11 +237,23 @@ void ra__lifetime_postfork_child(void)
 
 static bool subtree_on_my_stack(ra_tag_t root);
 
+/* Tags by calling object ("libraries" and each object's, top-level and
+ * its children): every thread allocates into them without a push, for as
+ * long as the process lives, and their blocks are the objects' own. A
+ * reset or destroy of one is refused (EBUSY), as a thread's base tag's. */
+static bool held_by_objects(ra_tag_t tag)
+{
+    if (!ra__by_library_holds(tag))
+        return false;
+    errno = EBUSY;
+    return true;
+}
+
 int ra_tag_reset(ra_tag_t tag)
 {
     unsigned n;
 
-    if (ra__check_call(ra__tag_valid(tag)) != 0)
+    if (ra__check_call(ra__tag_valid(tag)) != 0 || held_by_objects(tag))
         return -1;
     exclusive_begin();
     /* A tag the caller has pushed, or a thread's base tag, is in use: its
@@ -322,7 +335,7 @@ int ra_tag_destroy(ra_tag_t tag)
     unsigned n;
     int rc;
 
-    if (ra__check_call(ra__tag_valid(tag)) != 0)
+    if (ra__check_call(ra__tag_valid(tag)) != 0 || held_by_objects(tag))
         return -1;
     rc = destroy_leaf(tag);
     if (rc > 0)

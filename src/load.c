@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 
+#include "dynsym.h"
 #include "internal.h"
 #include "tags.h"
 #include "load.h"
@@ -60,12 +61,12 @@ static void *open_library(struct ra__library *lib, char *why, size_t len)
         say_dlerror(why, len);
     } else if ((table = ra__meta_calloc(1, lib->table_size)) == NULL) {
         snprintf(why, len, "out of memory");
-        dlclose(handle);
+        ra__dynsym_dlclose(handle);
     } else if (lib->resolve(handle, table)) {
         say_dlerror(why, len);
         ra__meta_free(table);
         table = NULL;
-        dlclose(handle);
+        ra__dynsym_dlclose(handle);
     }
     /* Else the library stays loaded for the process's life: its code runs
      * on the server's threads, its tables hold what it read. */

@@ -111,14 +111,30 @@ void ra__witness_assert_rank(enum ra__lock_rank rank, const char *file,
     fail("no lock held", &asked, NULL, file, line);
 }
 
+/* The calling thread enters a pseudo-rank's code (jemalloc, the loader):
+ * it holds no lock ranked at or after it. */
+static void check_pseudo(const struct ra__witness *pseudo, const char *file,
+                         int line)
+{
+    for (const struct ra__witness *h = tls_held; h != NULL; h = h->below)
+        if (h->rank >= pseudo->rank)
+            fail("lock order:", pseudo, h, file, line);
+}
+
 void ra__witness_jemalloc(const char *file, int line)
 {
     static const struct ra__witness jemalloc = {
         RA__RANK_JEMALLOC, "calling into jemalloc", NULL};
 
-    for (const struct ra__witness *h = tls_held; h != NULL; h = h->below)
-        if (h->rank >= RA__RANK_JEMALLOC)
-            fail("lock order:", &jemalloc, h, file, line);
+    check_pseudo(&jemalloc, file, line);
+}
+
+void ra__witness_loader(const char *file, int line)
+{
+    static const struct ra__witness loader = {
+        RA__RANK_LOADER, "calling into the dynamic loader", NULL};
+
+    check_pseudo(&loader, file, line);
 }
 
 void ra__witness_assert_none(const char *file, int line)

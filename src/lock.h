@@ -21,6 +21,16 @@
  *   lock while they read what every floor below keeps.
  * - A reset or destroy holds lifetime's lock while it takes the reclaim's,
  *   the profile's, the registry's, the budgets' and the threads'.
+ * - "Calling into the dynamic loader" (RA__RANK_LOADER) is a pseudo-rank,
+ *   never a lock: where the library calls dlopen, dlsym, dladdr or
+ *   dl_iterate_phdr, it holds no lock ranked after it. The loader holds its
+ *   own lock while it runs a library's constructors, which allocate, and
+ *   an allocation may take every lock from the profile's on (a sample; an
+ *   object's tag made, REGIONALLOC_TAG_BY=library): holding one of those
+ *   across a call into the loader could wait for a constructor that waits
+ *   for us. (_dl_find_object takes no lock: the allocation path calls it.)
+ * - Tags by calling object hold their table of objects while they make an
+ *   object's tag (from an allocation, which holds no lock of ours).
  * - A tag's creation holds a stripe of the registry, then its ids, while it
  *   sets a budget's guard, makes the pool's first arena, and names threads.
  * - A thread's exit holds the threads' lock while it leaves its tags' pools;
@@ -56,7 +66,9 @@ enum ra__lock_rank {
     RA__RANK_RECLAIM,
     RA__RANK_NAMED,
     RA__RANK_INSTALL,
+    RA__RANK_LOADER, /* pseudo-rank: calling into the dynamic loader */
     RA__RANK_PROF,
+    RA__RANK_OBJECTS,
     RA__RANK_STRIPE,
     RA__RANK_IDS,
     RA__RANK_GUARD,
@@ -139,6 +151,7 @@ void ra__witness_assert(const struct ra__witness *w, bool held,
 void ra__witness_assert_rank(enum ra__lock_rank rank, const char *file,
                              int line);
 void ra__witness_jemalloc(const char *file, int line);
+void ra__witness_loader(const char *file, int line);
 void ra__witness_assert_none(const char *file, int line);
 void ra__witness_hook_enter(void);
 void ra__witness_hook_leave(void);
@@ -244,6 +257,9 @@ static inline void ra__spin_remake(struct ra__spin *s)
 /* The calling thread may call into jemalloc: it holds no lock ranked
  * above RA__RANK_JEMALLOC. */
 #define ra__assert_may_call_jemalloc() ra__witness_jemalloc(__FILE__, __LINE__)
+/* The calling thread may call into the dynamic loader: it holds no lock
+ * ranked after RA__RANK_LOADER. */
+#define ra__assert_may_call_loader() ra__witness_loader(__FILE__, __LINE__)
 /* The calling thread holds no lock of ours (nor is inside a hook): where
  * user code runs (a callback, a caller's FILE) or a library loads. */
 #define ra__assert_no_lock_held() ra__witness_assert_none(__FILE__, __LINE__)
@@ -254,6 +270,7 @@ static inline void ra__spin_remake(struct ra__spin *s)
 #define ra__assert_not_held(lock) ((void)sizeof(*(lock)))
 #define ra__assert_rank_held(rank) ((void)sizeof(rank))
 #define ra__assert_may_call_jemalloc() ((void)0)
+#define ra__assert_may_call_loader() ((void)0)
 #define ra__assert_no_lock_held() ((void)0)
 #define ra__extent_hook_enter() ((void)0)
 #define ra__extent_hook_leave() ((void)0)

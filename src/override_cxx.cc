@@ -7,15 +7,21 @@
 
 #include "regionalloc.h"
 
+// paths.h's, for an entry that names its caller (tags by calling object):
+// operator new cannot end in a tail call, as it must throw.
+extern "C" void *ra__alloc_from(const void *caller, std::size_t align,
+                                std::size_t size)
+    __attribute__((visibility("hidden")));
+
 namespace {
 
 // The standard's loop: call the new-handler until it succeeds or there is
-// none, then throw.
-void *allocate_or_throw(std::size_t size, std::size_t align)
+// none, then throw. caller: operator new's return address.
+void *allocate_or_throw(std::size_t size, std::size_t align,
+                        const void *caller)
 {
     for (;;) {
-        void *p = align == 0 ? ra_malloc(size)
-                             : ra_aligned_alloc(align, size);
+        void *p = ra__alloc_from(caller, align, size);
         if (p != nullptr)
             return p;
         std::new_handler handler = std::get_new_handler();
@@ -25,10 +31,11 @@ void *allocate_or_throw(std::size_t size, std::size_t align)
     }
 }
 
-void *allocate_or_null(std::size_t size, std::size_t align) noexcept
+void *allocate_or_null(std::size_t size, std::size_t align,
+                       const void *caller) noexcept
 {
     try {
-        return allocate_or_throw(size, align);
+        return allocate_or_throw(size, align, caller);
     } catch (...) {
         return nullptr;
     }
@@ -38,46 +45,54 @@ void *allocate_or_null(std::size_t size, std::size_t align) noexcept
 
 RA_EXPORT void *operator new(std::size_t size)
 {
-    return allocate_or_throw(size, 0);
+    return allocate_or_throw(size, 0,
+                             __builtin_return_address(0));
 }
 
 RA_EXPORT void *operator new[](std::size_t size)
 {
-    return allocate_or_throw(size, 0);
+    return allocate_or_throw(size, 0,
+                             __builtin_return_address(0));
 }
 
 RA_EXPORT void *operator new(std::size_t size,
                                  const std::nothrow_t &) noexcept
 {
-    return allocate_or_null(size, 0);
+    return allocate_or_null(size, 0,
+                             __builtin_return_address(0));
 }
 
 RA_EXPORT void *operator new[](std::size_t size,
                                    const std::nothrow_t &) noexcept
 {
-    return allocate_or_null(size, 0);
+    return allocate_or_null(size, 0,
+                             __builtin_return_address(0));
 }
 
 RA_EXPORT void *operator new(std::size_t size, std::align_val_t align)
 {
-    return allocate_or_throw(size, static_cast<std::size_t>(align));
+    return allocate_or_throw(size, static_cast<std::size_t>(align),
+                             __builtin_return_address(0));
 }
 
 RA_EXPORT void *operator new[](std::size_t size, std::align_val_t align)
 {
-    return allocate_or_throw(size, static_cast<std::size_t>(align));
+    return allocate_or_throw(size, static_cast<std::size_t>(align),
+                             __builtin_return_address(0));
 }
 
 RA_EXPORT void *operator new(std::size_t size, std::align_val_t align,
                                  const std::nothrow_t &) noexcept
 {
-    return allocate_or_null(size, static_cast<std::size_t>(align));
+    return allocate_or_null(size, static_cast<std::size_t>(align),
+                             __builtin_return_address(0));
 }
 
 RA_EXPORT void *operator new[](std::size_t size, std::align_val_t align,
                                    const std::nothrow_t &) noexcept
 {
-    return allocate_or_null(size, static_cast<std::size_t>(align));
+    return allocate_or_null(size, static_cast<std::size_t>(align),
+                             __builtin_return_address(0));
 }
 
 RA_EXPORT void operator delete(void *p) noexcept { ra_free(p); }

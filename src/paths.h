@@ -19,6 +19,10 @@
 /* Allocates under the current tag; align is a power of two, checked by the
  * caller. NULL with errno ENOMEM on failure. */
 void *ra__alloc_aligned(size_t align, size_t size);
+/* ra_malloc (align 0) or ra_aligned_alloc for an entry that calls it other
+ * than by a tail call (posix_memalign, operator new): caller is the
+ * entry's return address, for the tags by calling object. */
+void *ra__alloc_from(const void *caller, size_t align, size_t size);
 /* Allocates size bytes under tag (RA_TAG_NONE: untagged) with jemalloc's
  * flags: MALLOCX_ZERO and an alignment; for an untagged block also a
  * caller's arena or thread cache, honoured as jemalloc would. Reported to
@@ -57,6 +61,11 @@ void *ra__fail_tagged(void);
 __attribute__((noinline)) void *
 ra__alloc_instrumented(unsigned instrumented, ra_tag_t tag, size_t size,
                        int flags);
+/* The same, for an entry that calls it other than by a tail call: caller
+ * is the entry's return address (tags by calling object). */
+__attribute__((noinline)) void *
+ra__alloc_instrumented_from(const void *caller, unsigned instrumented,
+                            ra_tag_t tag, size_t size, int flags);
 __attribute__((noinline)) void ra__free_hooked(void *ptr);
 /* The hooks' reports of a block that the caller knows only by address:
  * its usable size is looked up only when a hook will hear of it. Each

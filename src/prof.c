@@ -412,6 +412,7 @@ void ra__prof_begin(size_t mean_interval_bytes)
 
     if (!own_base_known) {
         Dl_info program;
+        ra__assert_may_call_loader();
         if (dladdr((void *)ra_prof_start, &info) != 0 &&
             !(dladdr((void *)getauxval(AT_ENTRY), &program) != 0 &&
               program.dli_fbase == info.dli_fbase))

@@ -169,6 +169,7 @@ static void name_build_ids(struct ra__prof_mappings *m,
 {
     static const char digits[] = "0123456789abcdef";
 
+    ra__assert_may_call_loader();
     dl_iterate_phdr(copy_build_id, m);
     for (size_t i = 0; i < m->count; i++) {
         struct ra__prof_mapping *mp = &m->items[i];

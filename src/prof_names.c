@@ -105,6 +105,7 @@ static bool look_up_frame(struct ra__prof_frame *f, struct frame_at *at,
     if (f->addr == 0)
         return false;
     /* A return address: the call is just before it. */
+    ra__assert_may_call_loader();
     found = dladdr((void *)(f->addr - 1), &info) != 0;
     if (found && info.dli_fname != NULL && info.dli_fname[0] != '\0') {
         if (info.dli_fname != nm->last_module) {

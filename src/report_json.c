@@ -3,6 +3,7 @@
  * the library, the process and its parts, the memory limit. */
 #include <stddef.h>
 
+#include "by_library.h"
 #include "output.h"
 #include "report_names.h"
 
@@ -130,6 +131,19 @@ static void write_json_parts(struct ra__emitter *e,
     ra__json_object_end(e);
 }
 
+/* Tags by calling object (REGIONALLOC_TAG_BY=library): an object's tag
+ * says the object's path; "libraries" how many objects share it, when no
+ * id was left for their own. Nothing on other tags, nor when off. */
+static void write_json_object(struct ra__emitter *e, ra_tag_t tag)
+{
+    const char *path = ra__by_library_path(tag);
+
+    if (path != NULL)
+        ra__json_str(e, "object", path);
+    else if (tag != RA_TAG_NONE && tag == ra__by_library_parent())
+        ra__json_u64(e, "objects_sharing", ra__by_library_shared());
+}
+
 /* The tags listed, in the tree's order; then how many were asked for
  * (null: every tag) and the roll-ups of the others, each under its listed
  * tag (or the top level), in the order the text shows them. */
@@ -148,6 +162,7 @@ static void write_json_tags(struct ra__emitter *e,
         ra__json_bytes(e, "name", "name_hex", u->name);
         write_json_usage(e, NULL, u, RA__ROW_TAG);
         ra__json_i64(e, "priority", u->priority);
+        write_json_object(e, (ra_tag_t)u->id);
         write_json_tree(e, snap, u);
         ra__json_object_end(e);
     }

@@ -147,6 +147,7 @@ static void follow_objects(void)
     struct generation now = {0, 0};
     int64_t mark;
 
+    ra__assert_may_call_loader();
     dl_iterate_phdr(read_generation, &now);
     if (dwfl != NULL && now.adds == seen.adds && now.subs == seen.subs)
         return;

@@ -121,6 +121,9 @@ struct ra__config {
      * REGIONALLOC_CHILDREN=1: the others are watched too, as children. */
     pid_t program_pid;
     bool children;
+    /* REGIONALLOC_TAG_BY=library: an allocation made with no tag goes to
+     * the tag of the object whose code called the allocation entry. */
+    bool tag_by_library;
 };
 
 /* What the environment's reports, server, segment and profiler are for in
@@ -387,6 +390,12 @@ struct ra__tag_holder {
 #define RA__INSTRUMENT_PROF 1u
 #define RA__INSTRUMENT_HOOK 2u
 #define RA__HOOKS_MAX 16
+/* REGIONALLOC_TAG_BY=library (by_library.c): set once at start, above
+ * every count of hooks that RA__HOOKS_MAX allows. */
+#define RA__INSTRUMENT_LIBRARY (1u << 16)
+_Static_assert(RA__INSTRUMENT_HOOK * (RA__HOOKS_MAX + 1) <
+                   RA__INSTRUMENT_LIBRARY,
+               "the hooks' count stays below the library bit");
 #define RA__PROF_MAX_FRAMES 64
 
 /* One (tag, call stack) of the profile. frames[0] is the innermost frame

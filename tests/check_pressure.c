@@ -292,20 +292,12 @@ static void *big_in(ra_tag_t tag)
  * LLONG_MIN when it cannot be read. */
 static long long figure_of(const char *name, const char *key)
 {
-    char *doc = NULL, want[128];
-    size_t len = 0;
-    FILE *f = open_memstream(&doc, &len);
+    char *doc = tu_json_report_or_null(), want[128];
     const char *at = NULL;
     long long n = LLONG_MIN;
 
-    if (f == NULL)
+    if (doc == NULL)
         return n;
-    if (ra_report(f, RA_FORMAT_JSON) != 0) {
-        fclose(f);
-        free(doc);
-        return n;
-    }
-    fclose(f);
     snprintf(want, sizeof want, "\"name\": \"%s\"", name);
     at = strstr(doc, want);
     snprintf(want, sizeof want, "\"%s\": ", key);

@@ -35,9 +35,10 @@ free_aligned_sized mallocx rallocx xallocx sallocx dallocx sdallocx nallocx"
 
 # The thread functions stood in front of for tags by thread name, the
 # limit functions, before which the library gives back address space, and
-# mmap and munmap, through which it knows where jemalloc's memory lies.
+# mmap and munmap, through which it knows where jemalloc's memory lies, and
+# dlclose, which makes the tags by calling object forget the closed object.
 thread_family="pthread_create pthread_setname_np prctl setrlimit setrlimit64
-prlimit prlimit64 mmap munmap"
+prlimit prlimit64 mmap munmap dlclose"
 
 # Every operator new/delete of C++17 (LP64 manglings: size_t is m).
 cxx_operators="_Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t

@@ -345,6 +345,23 @@ char *tu_report_string(int (*report)(FILE *, ra_format_t), ra_format_t fmt)
     return buf;
 }
 
+char *tu_json_report_or_null(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    if (f == NULL)
+        return NULL;
+    if (ra_report(f, RA_FORMAT_JSON) != 0) {
+        fclose(f);
+        free(buf);
+        return NULL;
+    }
+    fclose(f);
+    return buf;
+}
+
 char *tu_prof_dump_string(ra_prof_format_t fmt, ra_tag_t tag, size_t *len)
 {
     char *buf = NULL;

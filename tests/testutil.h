@@ -172,6 +172,9 @@ size_t tu_check_pattern(const void *p, size_t len, unsigned seed);
  * terminated; free() it). The stream's buffer is untagged when no tag is
  * pushed. */
 char *tu_report_string(int (*report)(FILE *, ra_format_t), ra_format_t fmt);
+/* The JSON report as a string to free(), or NULL when it cannot be had:
+ * no Check assertion, for tu_exec_self's children. */
+char *tu_json_report_or_null(void);
 /* What ra_prof_dump(fmt, tag) writes, on a memory stream; the call must
  * succeed. NUL-terminated; *len (if not NULL) is its length. free() it.
  * Call with no tag pushed: the stream's buffer is then untagged, and never

@@ -58,11 +58,13 @@ enum run_value {
 };
 
 /* run's options as given: each variable's value (NULL: not set), whether
- * the program publishes its live segment, and whether its children are
- * watched too. */
+ * the program publishes its live segment, whether its children are
+ * watched too, whether allocations are tagged by the calling object
+ * (--by-library), and whether --thread-tags or --no-thread-tags was
+ * given (else --by-library turns the default tags by thread name off). */
 struct run_settings {
     const char *values[V_COUNT];
-    bool shm, children;
+    bool shm, children, by_library, thread_tags_given;
 };
 
 /* Parses run's options (argv[0] is "run") into *s. Returns the index in

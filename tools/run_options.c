@@ -94,9 +94,10 @@ enum {
     OPT_VALUE = 256,
     OPT_NO_THREAD_TAGS = OPT_VALUE + V_COUNT,
     OPT_NO_SHM,
-    OPT_CHILDREN
+    OPT_CHILDREN,
+    OPT_BY_LIBRARY
 };
-#define RUN_GETOPT_OPTIONS (V_COUNT + 5)
+#define RUN_GETOPT_OPTIONS (V_COUNT + 6)
 
 static void run_getopt_options(struct option out[RUN_GETOPT_OPTIONS])
 {
@@ -104,6 +105,7 @@ static void run_getopt_options(struct option out[RUN_GETOPT_OPTIONS])
         {"no-thread-tags", no_argument, NULL, OPT_NO_THREAD_TAGS},
         {"no-shm", no_argument, NULL, OPT_NO_SHM},
         {"children", no_argument, NULL, OPT_CHILDREN},
+        {"by-library", no_argument, NULL, OPT_BY_LIBRARY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -143,11 +145,16 @@ static bool take_option(int c, char **argv, struct run_settings *s)
 {
     if (c >= OPT_VALUE && c < OPT_VALUE + V_COUNT) {
         take_value(s->values, (unsigned)(c - OPT_VALUE), optarg);
+        s->thread_tags_given |= c == OPT_VALUE + V_THREAD_TAGS;
         return false;
     }
     switch (c) {
     case OPT_NO_THREAD_TAGS:
         s->values[V_THREAD_TAGS] = NULL;
+        s->thread_tags_given = true;
+        break;
+    case OPT_BY_LIBRARY:
+        s->by_library = true;
         break;
     case OPT_NO_SHM:
         s->shm = false;
@@ -184,6 +191,13 @@ int parse_run_options(int argc, char **argv, struct run_settings *s)
         usage_error("run: no program given", NULL);
     if (s->values[V_FORMAT] != NULL && s->values[V_REPORT] == NULL)
         s->values[V_REPORT] = "stderr";
+    /* The default tags by thread name would give every thread a base tag
+     * (each has a name, the main thread the program's), and a tag on the
+     * stack wins over the calling object's: nothing would be tagged by
+     * library. So --by-library replaces them; rules given with it keep
+     * the threads they name, and only those, from the objects' tags. */
+    if (s->by_library && !s->thread_tags_given)
+        s->values[V_THREAD_TAGS] = NULL;
     return optind;
 }
 
@@ -196,6 +210,8 @@ void set_run_environment(const struct run_settings *s)
     set_variable("REGIONALLOC_PROGRAM_PID", pid);
     if (s->children)
         set_variable("REGIONALLOC_CHILDREN", "1");
+    if (s->by_library)
+        set_variable("REGIONALLOC_TAG_BY", "library");
     for (unsigned i = 0; i < V_COUNT; i++)
         if (s->values[i] != NULL)
             set_variable(run_options[i].var, s->values[i]);

@@ -1,7 +1,8 @@
 /* Suite "lock (unit)": the debug build's check of the library's locks
  * (src/lock.h, src/lock.c): a lock taken out of rank order, a lock said to
  * be held that is not, a call into jemalloc or an extent hook entered
- * under a lock that the hooks rank above, and user code run under a lock,
+ * under a lock that the hooks rank above, a call into the dynamic loader
+ * under a lock an allocation may take, and user code run under a lock,
  * each abort naming the locks; the orders the library keeps pass.
  *
  * A lock order that two threads take the other way round deadlocks only
@@ -185,6 +186,22 @@ START_TEST(test_lock_unit_hook_under_a_hook_lock_aborts)
 }
 END_TEST
 
+/* dlsym, dladdr, dl_iterate_phdr or dlopen under a lock an allocation may
+ * take: a constructor, run inside dlopen under the loader's lock, could
+ * allocate and wait for it. */
+static void loader_under_pool(void)
+{
+    ra__lock(&pool_like);
+    ra__assert_may_call_loader();
+}
+
+START_TEST(test_lock_unit_loader_under_an_allocation_lock_aborts)
+{
+    ck_assert(aborts_saying(loader_under_pool,
+                            "calling into the dynamic loader", "POOL"));
+}
+END_TEST
+
 static void user_code_under_pool(void)
 {
     ra__lock(&pool_like);
@@ -199,6 +216,7 @@ END_TEST
 
 START_TEST(test_lock_unit_the_order_passes)
 {
+    ra__assert_may_call_loader();
     ra__spin_lock(&family[0]);
     ra__spin_lock(&family[1]);
     ra__lock(&threads_like);
@@ -238,6 +256,7 @@ static Suite *lock_suite(void)
     tcase_add_test(tc, test_lock_unit_jemalloc_under_a_hook_lock_aborts);
     tcase_add_test(tc, test_lock_unit_jemalloc_inside_a_hook_aborts);
     tcase_add_test(tc, test_lock_unit_hook_under_a_hook_lock_aborts);
+    tcase_add_test(tc, test_lock_unit_loader_under_an_allocation_lock_aborts);
     tcase_add_test(tc, test_lock_unit_user_code_under_a_lock_aborts);
     tcase_add_test(tc, test_lock_unit_the_order_passes);
     suite_add_tcase(s, tc);
