@@ -27,6 +27,19 @@ void ra__become_library_thread(void)
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *,
                          void *(*)(void *), void *);
 
+#ifdef RA_OVERRIDE
+/* pthread_create is the library's own (override_thread.c): the next
+ * definition is the C library's, or an interposer's after ours. */
+static void *volatile next_create;
+#endif
+
+void ra__thread_create_resolve(void)
+{
+#ifdef RA_OVERRIDE
+    (void)ra__dynsym_next(&next_create, "pthread_create");
+#endif
+}
+
 /* A thread's stack could not be mapped: an address-space limit lowered
  * from outside (prlimit --pid), which setrlimit's stand-in did not see,
  * may be why. The library gives back what no tag uses and tries again. */
@@ -34,10 +47,8 @@ int ra__thread_create(pthread_t *thread, const pthread_attr_t *attr,
                       void *(*fn)(void *), void *arg)
 {
 #ifdef RA_OVERRIDE
-    /* pthread_create is the library's own (override_thread.c): the next
-     * definition is the C library's, or an interposer's after ours. */
-    static void *volatile cache;
-    create_fn real = (create_fn)ra__dynsym_next(&cache, "pthread_create");
+    create_fn real = (create_fn)ra__dynsym_next(&next_create,
+                                                "pthread_create");
 #else
     /* No stand-in of ours: the name reaches whatever the program binds,
      * a sanitizer's interceptor included (ThreadSanitizer must see every

@@ -172,6 +172,7 @@ static void start_services(void)
 void ra__process_start(void);
 __attribute__((constructor)) void ra__process_start(void)
 {
+    ra__thread_create_resolve();
     ra__thread_exit_set(thread_end, ra__untagged_thread_end);
     /* Everything the main thread did since the process began counts. */
     ra__untagged_load_start();

@@ -65,6 +65,10 @@ bool ra__background_start(void *(*fn)(void *), void *arg, pthread_t *thread);
  * threads start with. */
 int ra__thread_create(pthread_t *thread, const pthread_attr_t *attr,
                       void *(*fn)(void *), void *arg);
+/* Looks the C library's pthread_create up now, holding no lock, so that a
+ * thread the library starts under one of its locks (the pressure watcher,
+ * under pressure_lock) never calls into the dynamic loader there. */
+void ra__thread_create_resolve(void);
 
 /* -- load.c: the libraries loaded when first needed (load.h) -------------- */
 /* The process ends (init.c's destructor): no library is loaded from now
