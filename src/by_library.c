@@ -289,11 +289,11 @@ void ra__by_library_prefork(void)
     tls_holds = true;
 }
 
-void ra__by_library_postfork(bool child)
+/* Both sides unlock: the forking thread took the lock, and in the child it
+ * is that thread. Made anew instead, the lock would stay held in the eyes of
+ * ThreadSanitizer, which then sees every later lock taken inside it. */
+void ra__by_library_postfork(void)
 {
     tls_holds = false;
-    if (child)
-        ra__mutex_remake(&objects_lock);
-    else
-        ra__unlock(&objects_lock);
+    ra__unlock(&objects_lock);
 }

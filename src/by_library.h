@@ -43,7 +43,7 @@ ra_tag_t ra__by_library_parent(void);
 /* At thread exit (init.c): the thread's cache goes. */
 void ra__by_library_thread_exit(void);
 void ra__by_library_prefork(void);
-void ra__by_library_postfork(bool child);
+void ra__by_library_postfork(void);
 
 /* The tag an untagged allocation called from caller goes to, when the
  * thread's cache knows it (a hash, three loads and two compares), else

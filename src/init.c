@@ -69,7 +69,7 @@ static void postfork_parent(void)
     ra__thread_postfork_parent();
     ra__budget_postfork();
     ra__tag_postfork();
-    ra__by_library_postfork(false);
+    ra__by_library_postfork();
     ra__prof_postfork();
     ra__hooks_postfork(false);
     ra__thread_tags_postfork_parent();
@@ -95,7 +95,7 @@ static void postfork_child(void)
     ra__thread_postfork_child();
     ra__budget_postfork();
     ra__tag_postfork();
-    ra__by_library_postfork(true);
+    ra__by_library_postfork();
     ra__prof_postfork();
     ra__hooks_postfork(true);
     ra__thread_tags_postfork_child();

@@ -184,7 +184,8 @@ static inline void ra__unlock(struct ra__mutex *m)
         abort();
 }
 
-/* A fork's child makes the lock anew (its holder may be gone). */
+/* A fork's child makes the lock anew when its holder may be a thread that
+ * is gone; never one the forking thread holds, which it releases. */
 static inline void ra__mutex_remake(struct ra__mutex *m)
 {
     RA__WITNESS(ra__witness_forget(&m->w));

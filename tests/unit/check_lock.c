@@ -214,6 +214,18 @@ START_TEST(test_lock_unit_user_code_under_a_lock_aborts)
 }
 END_TEST
 
+static void remake_held(void)
+{
+    ra__lock(&pool_like);
+    ra__mutex_remake(&pool_like);
+}
+
+START_TEST(test_lock_unit_making_anew_a_held_lock_aborts)
+{
+    ck_assert(aborts_saying(remake_held, "making anew", "POOL"));
+}
+END_TEST
+
 START_TEST(test_lock_unit_the_order_passes)
 {
     ra__assert_may_call_loader();
@@ -258,6 +270,7 @@ static Suite *lock_suite(void)
     tcase_add_test(tc, test_lock_unit_hook_under_a_hook_lock_aborts);
     tcase_add_test(tc, test_lock_unit_loader_under_an_allocation_lock_aborts);
     tcase_add_test(tc, test_lock_unit_user_code_under_a_lock_aborts);
+    tcase_add_test(tc, test_lock_unit_making_anew_a_held_lock_aborts);
     tcase_add_test(tc, test_lock_unit_the_order_passes);
     suite_add_tcase(s, tc);
     return s;
