@@ -54,9 +54,10 @@ publications() {
 # start_publisher NAME [LIMIT]: starts tests/shm_publisher (under a memory
 # limit of LIMIT bytes, 64 GiB if not given) in the background as
 # $pid, and returns once its segment shows a publication made after its
-# tags were in place. base is read after "ready": publication base + 1 may
-# have begun before it, base + 2 begins after base + 1 is out. Up to a
-# minute: a loaded machine is slow, not broken.
+# tags were in place, and their pages measured. base is read after
+# "ready": publication base + 1 may have begun before it, base + 2 begins
+# after base + 1 is out. Up to a minute each: a loaded machine is slow,
+# not broken.
 start_publisher() {
     local out=$tmp/$1.out base='' n i
     REGIONALLOC_SHM=1 REGIONALLOC_SHM_INTERVAL=100ms "$publisher" 600 ${2:+"$2"} \
@@ -73,11 +74,29 @@ start_publisher() {
     [ -n "$base" ] || { fail "$1: no segment in a minute"; return 1; }
     for ((i = 0; i < 600; i++)); do
         n=$(publications "$pid")
-        [ -n "$n" ] && [ "$n" -ge $((base + 2)) ] && return 0
+        [ -n "$n" ] && [ "$n" -ge $((base + 2)) ] && break
         sleep 0.1
     done
-    fail "$1: its segment was not refreshed in a minute"
+    [ "$i" -lt 600 ] || { fail "$1: its segment was not refreshed in a minute"; return 1; }
+    # The library's thread measures the regions one after another, on a
+    # budget: on a loaded machine the first publications come before it has
+    # reached the cache's 8 MiB, and the process line's tags read less.
+    for ((i = 0; i < 600; i++)); do
+        tags_measured "$pid" && return 0
+        sleep 0.1
+    done
+    fail "$1: its tags' 9 MiB not measured in a minute"
     return 1
+}
+
+# tags_measured PID: true once the process line's tags part holds the
+# publisher's 9 MiB of tags (cache and sessions, written to).
+tags_measured() {
+    "$top" --once "$1" 2>/dev/null | awk '
+        /^process: / { for (i = 1; i < NF; i++)
+                           if ($i == "tags" && $(i + 2) == "MiB" && $(i + 1) >= 9)
+                               found = 1 }
+        END { exit !found }'
 }
 
 # waits_for PID: waits up to a minute for a background process to end, and
