@@ -15,15 +15,16 @@
  * before and after the real one, and a cache entry of another generation
  * is a miss: an address that a later dlopen reuses never names the
  * closed object, whose tag stays while its blocks live. The tags are
- * never destroyed (EBUSY), so a cached id is always live. An allocation waits for the
- * table's lock only when another thread holds it (making a tag, or
- * forking): when the calling thread holds it itself (its tag's creation
- * allocates, or another fork handler allocates after the library's took
- * its locks), the allocation goes to "libraries" and the object's tag is
- * made at a later one. A constructor's allocation runs inside dlopen with
- * the loader's lock held: the lookup takes no lock of the loader's, and
- * nothing of ours calls into the loader holding a lock that the making of
- * a tag takes (lock.h's RA__RANK_LOADER, checked in the debug build). */
+ * never destroyed (EBUSY), so a cached id is always live. An allocation
+ * waits for the table's lock only when another thread holds it (making a
+ * tag, or forking): when the calling thread holds it itself (its tag's
+ * creation allocates, or another fork handler allocates after the
+ * library's took its locks), the allocation goes to "libraries" and the
+ * object's tag is made at a later one. A constructor's allocation runs
+ * inside dlopen with the loader's lock held: the lookup takes no lock of
+ * the loader's, and nothing of ours calls into the loader holding a lock
+ * that the making of a tag takes (lock.h's RA__RANK_LOADER, checked in the
+ * debug build). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
