@@ -204,11 +204,17 @@ static struct ra__lib_cache_entry *thread_cache(void)
     if (cache != NULL || tls_gone)
         return cache;
     cache = ra__meta_calloc(RA__LIB_CACHE_WAYS, sizeof *cache);
-    if (cache != NULL && ra__thread_exit_arm()) {
+    if (cache == NULL)
+        return NULL;
+    /* Published before the key is armed: pthread_setspecific may calloc
+     * (a key of index 32 or more, a thread's first), and that allocation's
+     * miss must find this cache, not make another and arm again. */
+    ra__lib_cache = cache;
+    if (ra__thread_exit_arm()) {
+        ra__lib_cache = NULL;
         ra__meta_free(cache);
         return NULL;
     }
-    ra__lib_cache = cache;
     return cache;
 }
 

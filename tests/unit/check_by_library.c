@@ -9,7 +9,8 @@
  * waiting for it (the wrapped pthread_mutex_lock tries it first, and says
  * so), or has had its block already. Both orders are forced: no timing.
  * And the library's own work (a quiet section) stays untagged, and a
- * thread's cache goes with the thread. */
+ * thread's cache goes with the thread, and is made once when arming the
+ * thread-exit key allocates (ra__thread_exit_arm wrapped). */
 #include <check.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -172,10 +173,80 @@ static int child_thread_exit(void)
     return 0;
 }
 
-static const struct tu_child children[] = {{"waits", child_waits},
-                                           {"quiet", child_quiet},
-                                           {"thread_exit", child_thread_exit},
-                                           {NULL, NULL}};
+/* Set in the thread of child_arm_allocates: the wrapped arming of the
+ * thread-exit key allocates first, as glibc's pthread_setspecific does on a
+ * thread's first value for a key of index 32 or more, before it stores
+ * anything, so that each nested arming allocates again. */
+#define ARM_DEPTH_MAX 8
+static _Thread_local bool arm_allocates, armed_here;
+static _Thread_local int arm_depth;
+static _Atomic int arm_deepest;
+
+bool __real_ra__thread_exit_arm(void);
+bool __wrap_ra__thread_exit_arm(void);
+bool __wrap_ra__thread_exit_arm(void)
+{
+    bool failed;
+
+    if (arm_allocates && !armed_here && arm_depth < ARM_DEPTH_MAX) {
+        void *volatile block;
+
+        arm_depth++;
+        if (arm_depth > atomic_load(&arm_deepest))
+            atomic_store(&arm_deepest, arm_depth);
+        block = malloc(32);
+        free(block);
+        arm_depth--;
+    }
+    failed = __real_ra__thread_exit_arm();
+    if (arm_allocates && !failed)
+        armed_here = true;
+    return failed;
+}
+
+static void *allocate_with_allocating_arm(void *arg)
+{
+    arm_allocates = true;
+    return allocate_once(arg);
+}
+
+/* An allocation that arming the key makes finds the thread's cache being
+ * made, rather than make another and arm again, without end. */
+static int child_arm_allocates(void)
+{
+    enum { THREADS = 10 };
+    void *h = dlopen(BYLIB_DIR "/libbylib_loaded.so", RTLD_NOW);
+    size_t before, after;
+    pthread_t t;
+
+    TU_REQUIRE(h != NULL);
+    loaded_alloc = (alloc_fn *)dlsym(h, "bylib_alloc");
+    TU_REQUIRE(loaded_alloc != NULL);
+    TU_REQUIRE(pthread_create(&t, NULL, allocate_once, NULL) == 0);
+    TU_REQUIRE(pthread_join(t, NULL) == 0);
+    before = ra__meta_held();
+    for (int i = 0; i < THREADS; i++) {
+        TU_REQUIRE(pthread_create(&t, NULL, allocate_with_allocating_arm,
+                                  NULL) == 0);
+        TU_REQUIRE(pthread_join(t, NULL) == 0);
+    }
+    after = ra__meta_held();
+    printf("arming nested %d deep; library's memory: %zu bytes before, %zu "
+           "after %d threads\n",
+           atomic_load(&arm_deepest), before, after, THREADS);
+    TU_REQUIRE(atomic_load(&arm_deepest) < ARM_DEPTH_MAX);
+    /* A cache left behind is 1 KiB; the tables of the library's own may
+     * grow once by a few records. */
+    TU_REQUIRE(after <= before + 512);
+    return 0;
+}
+
+static const struct tu_child children[] = {
+    {"waits", child_waits},
+    {"quiet", child_quiet},
+    {"thread_exit", child_thread_exit},
+    {"arm_allocates", child_arm_allocates},
+    {NULL, NULL}};
 
 static const char *const env_on[] = {"REGIONALLOC_TAG_BY=library", NULL};
 
@@ -200,6 +271,12 @@ START_TEST(test_by_library_thread_cache_released_at_exit)
 }
 END_TEST
 
+START_TEST(test_by_library_cache_made_once_when_arming_allocates)
+{
+    run_child("arm_allocates");
+}
+END_TEST
+
 START_TEST(test_by_library_library_work_stays_untagged)
 {
     run_child("quiet");
@@ -217,6 +294,7 @@ static Suite *by_library_unit_suite(void)
     tc = tcase_create("the library's own");
     tcase_add_test(tc, test_by_library_library_work_stays_untagged);
     tcase_add_test(tc, test_by_library_thread_cache_released_at_exit);
+    tcase_add_test(tc, test_by_library_cache_made_once_when_arming_allocates);
     suite_add_tcase(s, tc);
     return s;
 }
