@@ -101,7 +101,7 @@ static void *alloc_zeroed(ra_tag_t tag, size_t size)
     void *p = ra__alloc_tagged_fast(tag, size);
 
     if (p != NULL)
-        memset(p, 0, ra__bin_size[ra__size_bin[(size + 7) >> 3]]);
+        memset(p, 0, ra__small_class(size));
     return p;
 }
 

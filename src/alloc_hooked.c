@@ -31,8 +31,7 @@ static void *alloc_hooked(ra_tag_t tag, size_t size, int flags)
         return ra__report_alloc(ra__alloc_sampled_or_plain(tag, size, flags));
     p = ra__alloc_plain(tag, size, flags);
     if ((flags & RA__LG_ALIGN_BITS) == 0 && size <= ra__small_max)
-        return ra__hooks_on_alloc_of(
-            p, ra__bin_size[ra__size_bin[(size + 7) >> 3]]);
+        return ra__hooks_on_alloc_of(p, ra__small_class(size));
     return ra__report_alloc(p);
 }
 

@@ -284,6 +284,17 @@ extern unsigned ra__nbins;
 extern uint8_t ra__size_bin[RA__SIZE_BIN_ENTRIES];
 extern size_t ra__bin_size[RA__MAX_BINS];
 
+/* The bin of a size of at most ra__small_max, and that bin's size. */
+static inline unsigned ra__small_bin(size_t size)
+{
+    return ra__size_bin[(size + 7) >> 3];
+}
+
+static inline size_t ra__small_class(size_t size)
+{
+    return ra__bin_size[ra__small_bin(size)];
+}
+
 /* The names the library exports itself (override_jemalloc.c), or the
  * --disable-override build's fallback (jemalloc_lookup.c): nowhere else.
  * mallctl: backend.c's and backend_stats.c's alone. */

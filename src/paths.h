@@ -132,7 +132,7 @@ static inline size_t ra__made_size(const void *p, size_t size, int flags)
 {
     if ((flags & RA__LG_ALIGN_BITS) == 0 && ra__small_max != 0 &&
         size <= ra__small_max)
-        return ra__bin_size[ra__size_bin[(size + 7) >> 3]];
+        return ra__small_class(size);
     return ra__je_sallocx((void *)p, 0);
 }
 
@@ -148,7 +148,7 @@ static inline size_t ra__made_size(const void *p, size_t size, int flags)
 static inline void ra__page_mark_made(void *p, size_t usable)
 {
     if (usable <= ra__small_max)
-        ra__page_bin_set(p, ra__size_bin[(usable + 7) >> 3]);
+        ra__page_bin_set(p, ra__small_bin(usable));
     else
         ra__page_mark(p, RA__PAGE_UNCACHED);
 }
@@ -215,7 +215,7 @@ static inline void *ra__alloc_tagged_fast(ra_tag_t tag, size_t size)
         struct ra__tag_slot *s = &ts->slots[tag];
         struct ra__fc_bin *bins = s->bins;
         if (RA__LIKELY(bins != NULL)) {
-            unsigned bin = ra__size_bin[(size + 7) >> 3];
+            unsigned bin = ra__small_bin(size);
             struct ra__fc_bin *b = &bins[bin];
             unsigned count = b->count;
             if (RA__UNLIKELY(count == 0))

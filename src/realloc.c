@@ -145,7 +145,7 @@ static void *realloc_small(void *ptr, ra_tag_t tag, unsigned bin,
     size_t old_size = ra__bin_size[bin];
     void *p;
 
-    if (ra__size_bin[(size + 7) >> 3] == bin) {
+    if (ra__small_bin(size) == bin) {
         struct ra__tag_slot *s = ra__thread_slot(tag);
         count_resized(s, tag, old_size, old_size);
         return ptr;
