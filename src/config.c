@@ -1,9 +1,10 @@
 /* Floor: base. Environment parsing: REGIONALLOC, _MAX_TAGS, _REGION_SIZE,
  * _STATS, _STATS_FORMAT, _CHECKPOINTS, _PROF, _PROF_DUMP, _LIMITS, _SHM,
  * _SHM_INTERVAL, _HTTP, _HTTP_WRITE, _HTTP_ALLOW_REMOTE, _THREAD_TAGS,
- * _PROGRAM_PID, _CHILDREN, _MEMORY_LIMIT, _TAG_BY. The syntax of the values that
- * regionalloc run sets is sizes.c's, values.c's and http_address.c's, which
- * the tool compiles too: it refuses what this would refuse or ignore. */
+ * _PROGRAM_PID, _CHILDREN, _MEMORY_LIMIT, _TAG_BY. The syntax of the
+ * values that regionalloc run sets is sizes.c's, values.c's and
+ * http_address.c's, which the tool compiles too: it refuses what this
+ * would refuse or ignore. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>

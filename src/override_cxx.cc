@@ -45,28 +45,24 @@ void *allocate_or_null(std::size_t size, std::size_t align,
 
 RA_EXPORT void *operator new(std::size_t size)
 {
-    return allocate_or_throw(size, 0,
-                             __builtin_return_address(0));
+    return allocate_or_throw(size, 0, __builtin_return_address(0));
 }
 
 RA_EXPORT void *operator new[](std::size_t size)
 {
-    return allocate_or_throw(size, 0,
-                             __builtin_return_address(0));
+    return allocate_or_throw(size, 0, __builtin_return_address(0));
 }
 
 RA_EXPORT void *operator new(std::size_t size,
                                  const std::nothrow_t &) noexcept
 {
-    return allocate_or_null(size, 0,
-                             __builtin_return_address(0));
+    return allocate_or_null(size, 0, __builtin_return_address(0));
 }
 
 RA_EXPORT void *operator new[](std::size_t size,
                                    const std::nothrow_t &) noexcept
 {
-    return allocate_or_null(size, 0,
-                             __builtin_return_address(0));
+    return allocate_or_null(size, 0, __builtin_return_address(0));
 }
 
 RA_EXPORT void *operator new(std::size_t size, std::align_val_t align)
