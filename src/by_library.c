@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "budget.h"
 #include "by_library.h"
 #include "dynsym.h"
 #include "ends.h"
@@ -262,7 +263,10 @@ bool ra__by_library_holds(ra_tag_t tag)
 {
     bool held = tag != RA_TAG_NONE && tag == parent_tag;
 
-    if (held || parent_tag == RA_TAG_NONE)
+    /* An object's tag is a child of "libraries" for good: any other tag
+     * (every request's, at its destroy) is answered without the lock. */
+    if (held || parent_tag == RA_TAG_NONE ||
+        ra__budget_parent(tag) != parent_tag)
         return held;
     ra__lock(&objects_lock);
     for (unsigned i = 0; i < nobjects && !held; i++)
