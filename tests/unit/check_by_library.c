@@ -83,16 +83,24 @@ static const char *tag_name(const void *p)
     return name != NULL ? name : "(no tag)";
 }
 
-/* Run with REGIONALLOC_TAG_BY=library. */
-static int child_waits(void)
+/* The dlopened test library loaded, its entry in loaded_alloc. */
+static int load_loaded(void)
 {
     void *h = dlopen(BYLIB_DIR "/libbylib_loaded.so", RTLD_NOW);
-    pthread_t t;
-    void *first;
 
     TU_REQUIRE(h != NULL);
     loaded_alloc = (alloc_fn *)dlsym(h, "bylib_alloc");
     TU_REQUIRE(loaded_alloc != NULL);
+    return 0;
+}
+
+/* Run with REGIONALLOC_TAG_BY=library. */
+static int child_waits(void)
+{
+    pthread_t t;
+    void *first;
+
+    TU_REQUIRE(load_loaded() == 0);
     TU_REQUIRE(pthread_create(&t, NULL, second_thread, NULL) == 0);
     atomic_store(&armed, true);
     loaded_alloc(0, 100, &first);
@@ -114,12 +122,9 @@ static int child_waits(void)
  * the entry: it is the library's memory, not an object's. */
 static int child_quiet(void)
 {
-    void *h = dlopen(BYLIB_DIR "/libbylib_loaded.so", RTLD_NOW);
     void *p, *q;
 
-    TU_REQUIRE(h != NULL);
-    loaded_alloc = (alloc_fn *)dlsym(h, "bylib_alloc");
-    TU_REQUIRE(loaded_alloc != NULL);
+    TU_REQUIRE(load_loaded() == 0);
     /* Cached first, so that the quiet one would be a hit. */
     loaded_alloc(0, 100, &p);
     TU_REQUIRE(p != NULL && strcmp(tag_name(p), LOADED_TAG) == 0);
@@ -144,28 +149,36 @@ static void *allocate_once(void *arg)
     return NULL;
 }
 
+/* The library's memory before and after n threads of fn, one after
+ * another, in a process with the dlopened test library loaded and a first
+ * thread's tags and tables made. */
+static int held_across_threads(void *(*fn)(void *), int n, size_t *before,
+                               size_t *after)
+{
+    pthread_t t;
+
+    TU_REQUIRE(load_loaded() == 0);
+    TU_REQUIRE(pthread_create(&t, NULL, allocate_once, NULL) == 0);
+    TU_REQUIRE(pthread_join(t, NULL) == 0);
+    *before = ra__meta_held();
+    for (int i = 0; i < n; i++) {
+        TU_REQUIRE(pthread_create(&t, NULL, fn, NULL) == 0);
+        TU_REQUIRE(pthread_join(t, NULL) == 0);
+    }
+    *after = ra__meta_held();
+    return 0;
+}
+
 /* Each thread's cache from return address to tag is made at its first
  * miss, in the library's own memory, and goes at its exit: a thousand
  * threads leave the library's memory as they found it. */
 static int child_thread_exit(void)
 {
     enum { THREADS = 1000 };
-    void *h = dlopen(BYLIB_DIR "/libbylib_loaded.so", RTLD_NOW);
     size_t before, after;
-    pthread_t t;
 
-    TU_REQUIRE(h != NULL);
-    loaded_alloc = (alloc_fn *)dlsym(h, "bylib_alloc");
-    TU_REQUIRE(loaded_alloc != NULL);
-    /* The first thread's tags and tables made. */
-    TU_REQUIRE(pthread_create(&t, NULL, allocate_once, NULL) == 0);
-    TU_REQUIRE(pthread_join(t, NULL) == 0);
-    before = ra__meta_held();
-    for (int i = 0; i < THREADS; i++) {
-        TU_REQUIRE(pthread_create(&t, NULL, allocate_once, NULL) == 0);
-        TU_REQUIRE(pthread_join(t, NULL) == 0);
-    }
-    after = ra__meta_held();
+    TU_REQUIRE(held_across_threads(allocate_once, THREADS, &before,
+                                   &after) == 0);
     printf("library's memory: %zu bytes before, %zu after %d threads\n",
            before, after, THREADS);
     /* Far less than a cache a thread. */
@@ -215,22 +228,10 @@ static void *allocate_with_allocating_arm(void *arg)
 static int child_arm_allocates(void)
 {
     enum { THREADS = 10 };
-    void *h = dlopen(BYLIB_DIR "/libbylib_loaded.so", RTLD_NOW);
     size_t before, after;
-    pthread_t t;
 
-    TU_REQUIRE(h != NULL);
-    loaded_alloc = (alloc_fn *)dlsym(h, "bylib_alloc");
-    TU_REQUIRE(loaded_alloc != NULL);
-    TU_REQUIRE(pthread_create(&t, NULL, allocate_once, NULL) == 0);
-    TU_REQUIRE(pthread_join(t, NULL) == 0);
-    before = ra__meta_held();
-    for (int i = 0; i < THREADS; i++) {
-        TU_REQUIRE(pthread_create(&t, NULL, allocate_with_allocating_arm,
-                                  NULL) == 0);
-        TU_REQUIRE(pthread_join(t, NULL) == 0);
-    }
-    after = ra__meta_held();
+    TU_REQUIRE(held_across_threads(allocate_with_allocating_arm, THREADS,
+                                   &before, &after) == 0);
     printf("arming nested %d deep; library's memory: %zu bytes before, %zu "
            "after %d threads\n",
            atomic_load(&arm_deepest), before, after, THREADS);
