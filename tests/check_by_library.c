@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -35,6 +36,16 @@ void *bylib_ctor_alloc(size_t size);
 #define LOADED_TAG "libraries/libbylib_loaded.so"
 
 static const char *const env_on[] = {"REGIONALLOC_TAG_BY=library", NULL};
+
+/* The JSON report's count of objects that share "libraries", or -1 when
+ * it has none. */
+static int objects_sharing(const char *json)
+{
+    static const char key[] = "\"objects_sharing\": ";
+    const char *at = strstr(json, key);
+
+    return at != NULL ? atoi(at + strlen(key)) : -1;
+}
 
 static const char *tag_name(ra_tag_t tag)
 {
@@ -188,26 +199,39 @@ static bool copy_file(const char *from, const char *to)
     return ok;
 }
 
+/* The dlopened test library loaded again from a copy called name in a
+ * directory of its own, removed once loaded; NULL when it cannot be. */
+static void *load_copy_as(const char *name)
+{
+    char dir[] = "/tmp/bylib-XXXXXX", path[160];
+    void *h = NULL;
+
+    if (mkdtemp(dir) == NULL)
+        return NULL;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (copy_file(BYLIB_DIR "/libbylib_loaded.so", path))
+        h = dlopen(path, RTLD_NOW);
+    unlink(path);
+    rmdir(dir);
+    return h;
+}
+
 /* An object whose file name does not fit a tag name: cut, and a second
  * one of the same first bytes gets a name of its own, within the limit. */
 static int child_long_name(void)
 {
     static const char base[] =
         "libbylib_a_file_name_far_longer_than_a_tag_name_may_be_at_all";
-    char dir[] = "/tmp/bylib-XXXXXX", path[2][160];
+    char name[80];
     void *h[2], *p[2];
 
-    TU_REQUIRE(mkdtemp(dir) != NULL);
     for (int i = 0; i < 2; i++) {
-        snprintf(path[i], sizeof path[i], "%s/%s%d.so", dir, base, i);
-        TU_REQUIRE(copy_file(BYLIB_DIR "/libbylib_loaded.so", path[i]));
-        h[i] = dlopen(path[i], RTLD_NOW);
+        snprintf(name, sizeof name, "%s%d.so", base, i);
+        h[i] = load_copy_as(name);
         TU_REQUIRE(h[i] != NULL);
         p[i] = loaded_alloc(h[i], 100);
         TU_REQUIRE(p[i] != NULL);
-        unlink(path[i]);
     }
-    rmdir(dir);
     TU_REQUIRE(ra_tag_of(p[0]) != ra_tag_of(p[1]));
     for (int i = 0; i < 2; i++) {
         const char *name = ra_tag_name(ra_tag_of(p[i]));
@@ -225,7 +249,6 @@ static int child_long_name(void)
  * gets a name of its own. */
 static int child_dlopen(void)
 {
-    char dir[] = "/tmp/bylib-XXXXXX", copy[64];
     void *h, *p, *q;
     Dl_info first, second;
 
@@ -243,12 +266,7 @@ static int child_dlopen(void)
     TU_REQUIRE(allocated(LOADED_TAG) == malloc_usable_size(p));
     /* The same code under the linked library's file name, loaded where the
      * closed one was. */
-    TU_REQUIRE(mkdtemp(dir) != NULL);
-    snprintf(copy, sizeof copy, "%s/libbylib_entries.so", dir);
-    TU_REQUIRE(copy_file(BYLIB_DIR "/libbylib_loaded.so", copy));
-    h = dlopen(copy, RTLD_NOW);
-    unlink(copy);
-    rmdir(dir);
+    h = load_copy_as("libbylib_entries.so");
     TU_REQUIRE(h != NULL);
     TU_REQUIRE(dladdr(dlsym(h, "bylib_alloc"), &second) != 0);
     TU_REQUIRE(second.dli_saddr == first.dli_saddr);
@@ -257,7 +275,7 @@ static int child_dlopen(void)
     free(q);
     free(p);
     TU_REQUIRE(dlclose(h) == 0);
-    return child_long_name();
+    return 0;
 }
 
 static void *thread_alloc(void *arg)
@@ -323,26 +341,56 @@ static int child_shared(void)
 {
     void *p;
     char *json;
-    const char *at;
 
     bylib_alloc(0, 100, &p);
     TU_REQUIRE(in_tag(p, "libraries", "no id left", 0));
     json = tu_json_report_or_null();
     TU_REQUIRE(json != NULL);
-    at = strstr(json, "\"objects_sharing\": ");
     /* At least the program, libc and the test library. */
-    TU_REQUIRE(at != NULL && atoi(at + strlen("\"objects_sharing\": ")) >= 2);
+    TU_REQUIRE(objects_sharing(json) >= 2);
     TU_REQUIRE(strstr(json, "\"object\": ") == NULL);
     free(json);
     free(p);
     return 0;
 }
 
+/* Each object the loader has: when it has a tag of its own, the JSON
+ * report (in *arg) gives that tag the object's path. Counts them in
+ * named, and failures in wrong. */
+struct paths_check {
+    const char *json;
+    unsigned named, wrong;
+};
+
+static int check_object_path(struct dl_phdr_info *info, size_t size,
+                             void *arg)
+{
+    struct paths_check *c = arg;
+    const char *base = strrchr(info->dlpi_name, '/');
+    char tag[RA_TAG_NAME_MAX + 1], want[4200];
+
+    (void)size;
+    if (base == NULL || strlen(base + 1) > RA_TAG_NAME_MAX - 10)
+        return 0;
+    snprintf(tag, sizeof tag, "libraries/%s", base + 1);
+    if (ra_tag_lookup(tag) == RA_TAG_NONE)
+        return 0;
+    snprintf(want, sizeof want, "\"object\": \"%s\"", info->dlpi_name);
+    c->named++;
+    if (strstr(c->json, want) == NULL) {
+        fprintf(stderr, "report: no %s\n", want);
+        c->wrong++;
+    }
+    return 0;
+}
+
 /* The JSON report names each object's path, and says how many objects
  * share "libraries" when no id was left (REGIONALLOC_MAX_TAGS=3: the
- * parent and two objects). */
+ * parent and two objects, the first two that allocate: libc's and the
+ * constructor's library's, before main; the others share it). */
 static int child_report(void)
 {
+    struct paths_check c = {NULL, 0, 0};
     void *p[3];
     char *json;
 
@@ -351,14 +399,12 @@ static int child_report(void)
     p[2] = malloc(100);
     json = tu_json_report_or_null();
     TU_REQUIRE(json != NULL);
-    TU_REQUIRE(strstr(json, "\"objects_sharing\": ") != NULL);
-    TU_REQUIRE(tu_count_of(json, "\"object\": ") +
-                   (unsigned)atoi(strstr(json, "\"objects_sharing\": ") +
-                                  strlen("\"objects_sharing\": ")) >=
-               3);
-    if (ra_tag_lookup(ENTRIES_TAG) != RA_TAG_NONE)
-        TU_REQUIRE(strstr(json, "\"object\": \"" BYLIB_DIR
-                                "/libbylib_entries.so\"") != NULL);
+    c.json = json;
+    dl_iterate_phdr(check_object_path, &c);
+    TU_REQUIRE(c.named == 2 && c.wrong == 0);
+    TU_REQUIRE(tu_count_of(json, "\"object\": ") == c.named);
+    /* The program, the linked library and the C++ one at least. */
+    TU_REQUIRE(objects_sharing(json) >= 3);
     free(json);
     free(p[0]);
     bylib_delete(0, p[1]);
@@ -519,6 +565,7 @@ static const struct tu_child children[] = {
     {"destroy", child_destroy},
     {"entries", child_entries}, {"exact", child_exact},
     {"pushed", child_pushed},   {"dlopen", child_dlopen},
+    {"long_name", child_long_name},
     {"threads", child_threads}, {"fork", child_fork},
     {"report", child_report},   {"ctor", child_ctor},
     {NULL, NULL},
@@ -554,6 +601,12 @@ END_TEST
 START_TEST(test_by_library_dlopen_dlclose_reuse)
 {
     run_child("dlopen", env_on);
+}
+END_TEST
+
+START_TEST(test_by_library_long_names_cut_and_unique)
+{
+    run_child("long_name", env_on);
 }
 END_TEST
 
@@ -645,6 +698,7 @@ static Suite *by_library_suite(void)
     tcase_add_test(tc, test_by_library_exact_frees_go_home_realloc_keeps);
     tcase_add_test(tc, test_by_library_pushed_tag_wins);
     tcase_add_test(tc, test_by_library_dlopen_dlclose_reuse);
+    tcase_add_test(tc, test_by_library_long_names_cut_and_unique);
     tcase_add_test(tc, test_by_library_threads);
     tcase_add_test(tc, test_by_library_fork);
     tcase_add_test(tc, test_by_library_constructors_under_the_loader_lock);
