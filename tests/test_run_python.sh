@@ -83,7 +83,9 @@ if need gdb gdb; then
 fi
 # shellcheck disable=SC2016 # expanded by the program's shell
 check unset "/bin/sh" "$ra" run -- /bin/sh -c 'echo "${PYTHONMALLOC-unset}"'
-check "" "a non-Python ELF (printenv)" "$ra" run -- /usr/bin/printenv PYTHONMALLOC
+# printenv prints LC_ALL, then PYTHONMALLOC when it is set: its last line
+# is C only when run ran it and left PYTHONMALLOC unset.
+check C "a non-Python ELF (printenv)" env LC_ALL=C "$ra" run -- /usr/bin/printenv LC_ALL PYTHONMALLOC
 check "'malloc'" "env python3" "$ra" run -- env python3 -c "$show"
 check None "env -u X FOO=1 python3 -E" "$ra" run -- /usr/bin/env -u X FOO=1 python3 -E -c "$show"
 # shellcheck disable=SC2016 # expanded by the program's shell
@@ -142,7 +144,8 @@ fi
 corrupt() {
     cp "$real" "$tmp/$1"
     # shellcheck disable=SC2059 # BYTES are printf escapes
-    printf "$3" | dd of="$tmp/$1" bs=1 seek="$2" conv=notrunc status=none
+    printf "$3" | dd of="$tmp/$1" bs=1 seek="$2" conv=notrunc status=none ||
+        fail "corrupt $1: cannot write at $2"
     chmod 644 "$tmp/$1"
 }
 # The file offsets of the interpreter's dynamic section and GNU hash table.
@@ -159,6 +162,11 @@ addr = tags[0x6ffffef5]
 print(dyn, next(p[2] + addr - p[3] for p in ph if p[0] == 1 and p[3] <= addr < p[3] + p[5]))
 EOF
 )
+# Without them the corrupted copies below would be plain copies, which
+# pass whatever run does.
+case "$dynamic.$gnu_hash" in
+*[!0-9.]* | .* | *.) fail "no dynamic section or GNU hash table found in $real" ;;
+esac
 : >"$tmp/empty"
 head -c 1000 /dev/zero | tr '\0' 'x' >"$tmp/garbage"
 head -c 64 "$real" >"$tmp/header-only"
