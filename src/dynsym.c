@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dynsym.h"
+#include "elf_hash.h"
 #include "internal.h"
 
 /* glibc relocates the addresses of the dynamic section in place where it
@@ -68,10 +69,8 @@ static uint32_t gnu_lookup(const struct ra__dynsym *d, const char *name)
     const uint32_t *buckets =
         h + 4 + bloom_size * (sizeof(Elf64_Addr) / sizeof(uint32_t));
     const uint32_t *chain = buckets + nbuckets;
-    uint32_t hash = 5381, index;
+    uint32_t hash = ra__elf_gnu_hash(name), index;
 
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
-        hash = hash * 33 + *c;
     if (nbuckets == 0)
         return 0;
     index = buckets[hash % nbuckets];
@@ -89,16 +88,9 @@ static uint32_t gnu_lookup(const struct ra__dynsym *d, const char *name)
 static uint32_t sysv_lookup(const struct ra__dynsym *d, const char *name)
 {
     const Elf64_Word *h = d->sysv_hash;
-    Elf64_Word nbuckets = h[0], hash = 0;
+    Elf64_Word nbuckets = h[0], hash = ra__elf_sysv_hash(name);
     const Elf64_Word *buckets = h + 2, *chain = buckets + nbuckets;
 
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
-        Elf64_Word high;
-        hash = (hash << 4) + *c;
-        high = hash & 0xf0000000u;
-        hash ^= high >> 24;
-        hash &= ~high;
-    }
     if (nbuckets == 0)
         return 0;
     for (Elf64_Word i = buckets[hash % nbuckets]; i != 0; i = chain[i])

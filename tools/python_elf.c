@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elf_hash.h"
 #include "regionalloc.h"
 
 /* Bounds beyond any real program's: Debian's python3.11 has 13 program
@@ -141,15 +142,21 @@ static bool read_dynamic(struct elf *e)
     return false;
 }
 
-/* Whether the string at offset off of the string table is want (its
- * terminating NUL included). */
-static bool string_is(const struct elf *e, uint64_t off, const char *want)
+/* Whether the string at offset off of the string table begins with the n
+ * bytes at want. */
+static bool string_starts(const struct elf *e, uint64_t off, const char *want,
+                          size_t n)
 {
     char got[32];
-    size_t n = strlen(want) + 1;
 
     return n <= sizeof got && off < e->strsz && n <= e->strsz - off &&
            read_addr(e, got, n, e->strtab + off) && memcmp(got, want, n) == 0;
+}
+
+/* Whether the string at offset off of the string table is want. */
+static bool string_is(const struct elf *e, uint64_t off, const char *want)
+{
+    return string_starts(e, off, want, strlen(want) + 1);
 }
 
 /* Whether a DT_NEEDED entry names libpython3 (libpython3.11.so.1.0, the
@@ -157,16 +164,10 @@ static bool string_is(const struct elf *e, uint64_t off, const char *want)
 static bool links_libpython(const struct elf *e)
 {
     static const char prefix[] = "libpython3";
-    char got[sizeof prefix - 1];
 
-    for (unsigned i = 0; i < e->nneeded; i++) {
-        uint64_t off = e->needed[i];
-
-        if (off < e->strsz && sizeof got <= e->strsz - off &&
-            read_addr(e, got, sizeof got, e->strtab + off) &&
-            memcmp(got, prefix, sizeof got) == 0)
+    for (unsigned i = 0; i < e->nneeded; i++)
+        if (string_starts(e, e->needed[i], prefix, sizeof prefix - 1))
             return true;
-    }
     return false;
 }
 
@@ -181,20 +182,11 @@ static bool symbol_is(const struct elf *e, uint64_t i, const char *name)
            s.st_shndx != SHN_UNDEF && string_is(e, s.st_name, name);
 }
 
-static uint32_t gnu_hash_of(const char *name)
-{
-    uint32_t h = 5381;
-
-    for (; *name != '\0'; name++)
-        h = h * 33 + (unsigned char)*name;
-    return h;
-}
-
 /* The lookup of the GNU hash table, as the loader's, without its bloom
  * filter (a shortcut, not needed to be right). */
 static bool gnu_exports(const struct elf *e, const char *name)
 {
-    uint32_t head[4], i, chain, h = gnu_hash_of(name);
+    uint32_t head[4], i, chain, h = ra__elf_gnu_hash(name);
     uint64_t buckets, chains;
 
     if (!read_addr(e, head, sizeof head, e->gnu_hash) || head[0] == 0)
@@ -216,19 +208,6 @@ static bool gnu_exports(const struct elf *e, const char *name)
     return false;
 }
 
-static uint32_t sysv_hash_of(const char *name)
-{
-    uint32_t h = 0, g;
-
-    for (; *name != '\0'; name++) {
-        h = (h << 4) + (unsigned char)*name;
-        g = h & 0xf0000000;
-        h ^= g >> 24;
-        h &= ~g;
-    }
-    return h;
-}
-
 /* The lookup of the older DT_HASH table, for a program without the GNU
  * one. */
 static bool sysv_exports(const struct elf *e, const char *name)
@@ -237,7 +216,7 @@ static bool sysv_exports(const struct elf *e, const char *name)
 
     if (!read_addr(e, head, sizeof head, e->hash) || head[0] == 0 ||
         !read_addr(e, &i, sizeof i,
-                   e->hash + 8 + (uint64_t)(sysv_hash_of(name) % head[0]) * 4))
+                   e->hash + 8 + (uint64_t)(ra__elf_sysv_hash(name) % head[0]) * 4))
         return false;
     for (unsigned n = 0; n < MAX_CHAIN && i != STN_UNDEF && i < head[1];
          n++) {
