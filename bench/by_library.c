@@ -71,7 +71,6 @@ int main(void)
         {"pushed tag", run_pushed, NULL, NULL},
         {on ? "by library" : "untagged", run_by_library, NULL, NULL},
     };
-    double t0, t1, diff;
 
     ops = bench_scaled(20000000, BATCH);
     ops -= ops % BATCH;
@@ -80,13 +79,6 @@ int main(void)
     if (pushed == RA_TAG_NONE)
         bench_die("ra_tag_create");
     bench_compare(on ? "by_library on" : "by_library off", "ns/op", c, 2, 0);
-    /* One more pair of rounds for the difference in nanoseconds. */
-    t0 = run_pushed(NULL);
-    t1 = run_by_library(NULL);
-    diff = t1 - t0;
-    bench_note("by_library %s: one more round: pushed tag %.2f ns/op, %s "
-               "%.2f ns/op, difference %+.2f ns",
-               on ? "on" : "off", t0, c[1].name, t1, diff);
     if (on) {
         ra_tag_t mine = ra_tag_lookup("libraries/by_library");
         bench_note("by_library on: the blocks' tag %s",
