@@ -29,13 +29,20 @@ static enum python_malloc program_malloc(const char *file, bool search,
                                          char *const *args, size_t n,
                                          int depth);
 
+/* The last component of path. */
+static const char *last_component(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+
+    return slash != NULL ? slash + 1 : path;
+}
+
 /* Whether the last component of path is python followed by digits and
  * dots only. */
 static bool python_name(const char *path)
 {
-    const char *slash = strrchr(path, '/'), *base;
+    const char *base = last_component(path);
 
-    base = slash != NULL ? slash + 1 : path;
     return strncmp(base, "python", 6) == 0 &&
            base[6 + strspn(base + 6, "0123456789.")] == '\0';
 }
@@ -96,9 +103,7 @@ static size_t split_words(char *s, char **words, size_t max)
 /* Whether the last component of path is name. */
 static bool named(const char *path, const char *name)
 {
-    const char *slash = strrchr(path, '/');
-
-    return strcmp(slash != NULL ? slash + 1 : path, name) == 0;
+    return strcmp(last_component(path), name) == 0;
 }
 
 /* The program env runs with these words (n of them, after env's name):
