@@ -70,7 +70,7 @@ PyObject *rapy_tag_get(PyObject *name, PyObject *parent);
 /* Adds the wrapper's type (not named in the module): 0, or -1. */
 int rapy_decorate_add(PyObject *module);
 /* tag(func): a function that runs func with tag pushed; for an async
- * function, one whose coroutines run each step with it (tasks.c). New
+ * function, one whose coroutines run each step with it (coro.c). New
  * reference, or NULL with an exception set (TypeError for what cannot be
  * decorated). */
 PyObject *rapy_decorate(rapy_tag *tag, PyObject *func);
