@@ -22,12 +22,6 @@ typedef struct {
     char cname[RA_TAG_NAME_MAX + 1];
 } rapy_tag;
 
-/* api.c */
-/* Sets OSError(err, message) (its subclass for err, as the os module's
- * errors) and returns NULL; message is consumed (NULL: an exception is
- * already set). */
-PyObject *rapy_raise_oserror(int err, PyObject *message);
-
 /* 0 when tag was not destroyed, else -1 with ValueError set. Inline:
  * every entry checks it (`with`, a decorated call, a coroutine made). */
 static inline int rapy_tag_alive(const rapy_tag *tag)
