@@ -79,10 +79,10 @@ static int step_begin(tagged_coro *w, struct step *st)
 {
     st->base = rapy_stack_depth();
     for (unsigned i = 0; i < w->nsaved; i++) {
+        /* The tags above the base are saved[0..i), just pushed with
+         * nothing in between: the cut writes saved as it was. */
         if (rapy_stack_restore(w->saved[i]) != 0) {
-            ra_tag_t pushed[RA_TAG_STACK_MAX];
-
-            rapy_stack_cut(st->base, pushed);
+            rapy_stack_cut(st->base, w->saved);
             return -1;
         }
     }
@@ -123,14 +123,12 @@ static int frame_gone(PyObject *coro)
 static void step_end(tagged_coro *w, const struct step *st, bool ended,
                      bool raised)
 {
-    ra_tag_t cut[RA_TAG_STACK_MAX];
     unsigned depth = rapy_stack_depth();
 
+    /* saved is empty since step_begin: the cut writes it from the start. */
     step_base = st->outer_base;
-    if (depth > st->base && !reserve_saved(w, depth - st->base)) {
-        w->nsaved = rapy_stack_cut(st->base, cut);
-        memcpy(w->saved, cut, w->nsaved * sizeof *cut);
-    }
+    if (depth > st->base && !reserve_saved(w, depth - st->base))
+        w->nsaved = rapy_stack_cut(st->base, w->saved);
     if (w->nsaved != 0 && (ended || (raised && frame_gone(w->coro) != 0))) {
         rapy_stack_release(w->saved, w->nsaved);
         w->nsaved = 0;
