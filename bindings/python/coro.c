@@ -28,9 +28,9 @@ typedef struct {
     PyObject_HEAD
     PyObject *coro;        /* the wrapped coroutine; NULL once cleared */
     PyObject *weakrefs;
-    ra_tag_t *saved;       /* bottom first; inline_tags or a heap array */
+    ra_tag_t *saved;       /* bottom first; inline_tags, or RA_TAG_STACK_MAX
+                              on the heap */
     unsigned nsaved;
-    unsigned capacity;
     bool started;          /* a step has run: close it with its tags */
     bool followed;         /* a task factory has given it its tags */
     ra_tag_t inline_tags[INLINE_TAGS];
@@ -55,22 +55,23 @@ struct step {
     unsigned outer_base; /* step_base when the step started */
 };
 
-/* Room for n saved tags (n <= RA_TAG_STACK_MAX): false, or true with
- * nothing changed when the heap array cannot be had (no exception set:
- * the caller may be ending a step that already raised). */
-static bool reserve_saved(tagged_coro *w, unsigned n)
+/* Room for n saved tags (n <= RA_TAG_STACK_MAX): 0, or -1 with nothing
+ * changed when the heap array cannot be had (no exception set: the caller
+ * may be ending a step that already raised). */
+static int reserve_saved(tagged_coro *w, unsigned n)
 {
     ra_tag_t *tags;
 
-    if (n <= w->capacity)
-        return false;
+    /* The inline array, until more are needed, then one of the most on
+     * the heap. */
+    if (n <= (w->saved == w->inline_tags ? INLINE_TAGS : RA_TAG_STACK_MAX))
+        return 0;
     tags = PyMem_RawMalloc(RA_TAG_STACK_MAX * sizeof *tags);
     if (tags == NULL)
-        return true;
+        return -1;
     memcpy(tags, w->saved, w->nsaved * sizeof *tags);
     w->saved = tags;
-    w->capacity = RA_TAG_STACK_MAX;
-    return false;
+    return 0;
 }
 
 /* Pushes w's saved tags: 0, or -1 with the push's exception set and the
@@ -127,7 +128,7 @@ static void step_end(tagged_coro *w, const struct step *st, bool ended,
 
     /* saved is empty since step_begin: the cut writes it from the start. */
     step_base = st->outer_base;
-    if (depth > st->base && !reserve_saved(w, depth - st->base))
+    if (depth > st->base && reserve_saved(w, depth - st->base) == 0)
         w->nsaved = rapy_stack_cut(st->base, w->saved);
     if (w->nsaved != 0 && (ended || (raised && frame_gone(w->coro) != 0))) {
         rapy_stack_release(w->saved, w->nsaved);
@@ -403,11 +404,10 @@ static PyObject *wrap_coroutine(PyObject *coro, const ra_tag_t *tags,
     w->coro = Py_NewRef(coro);
     w->weakrefs = NULL;
     w->saved = w->inline_tags;
-    w->capacity = INLINE_TAGS;
     w->nsaved = 0;
     w->started = false;
     w->followed = false;
-    if (reserve_saved(w, n)) {
+    if (reserve_saved(w, n) != 0) {
         Py_DECREF(w);
         return PyErr_NoMemory();
     }
@@ -459,7 +459,7 @@ static int prepend_tags(tagged_coro *w, const ra_tag_t *tags, unsigned n)
                                "tags than a thread's tag stack holds"));
         return -1;
     }
-    if (reserve_saved(w, n + w->nsaved)) {
+    if (reserve_saved(w, n + w->nsaved) != 0) {
         PyErr_NoMemory();
         return -1;
     }
