@@ -85,8 +85,8 @@ PyObject *rapy_report_text(int (*write)(FILE *out, ra_format_t fmt),
 
 /* args.c */
 /* obj as UTF-8 (a str without NUL; what names it in the message), its
- * length in *len: valid as long as obj, or NULL with TypeError or
- * ValueError set. */
+ * length in *len (len may be NULL): valid as long as obj, or NULL with
+ * TypeError or ValueError set. */
 const char *rapy_text_arg(PyObject *obj, const char *what, size_t *len);
 /* "O&" converters: a tag name (str of 1 to RA_TAG_NAME_MAX bytes in UTF-8,
  * no NUL) into a const char * that lives as long as the str; a size (int
