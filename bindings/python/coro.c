@@ -8,9 +8,6 @@
 #include <limits.h>
 #include <string.h>
 
-#include "stack.h"
-
-
 /* A step is one send, throw or close: one run of the coroutine between two
  * awaits. It starts by pushing the tags the coroutine had entered and not
  * left when its last step ended (saved), above the thread's stack as it is

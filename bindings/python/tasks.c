@@ -4,9 +4,6 @@
 #include "tasks.h"
 
 #include "coro.h"
-#include "module.h"
-#include "stack.h"
-
 
 typedef struct {
     PyObject_HEAD
