@@ -59,4 +59,9 @@ int rapy_require_enabled(void);
  * returns NULL. what names the call, as the message's start. */
 PyObject *rapy_raise_errno(int err, const char *what);
 
+/* Sets OSError(err, message) (its subclass for err, as the os module's
+ * errors) and returns NULL; message is consumed (NULL: an exception is
+ * already set). */
+PyObject *rapy_raise_oserror(int err, PyObject *message);
+
 #endif /* RAPY_API_H */

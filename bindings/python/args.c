@@ -22,7 +22,8 @@ const char *rapy_text_arg(PyObject *obj, const char *what, size_t *len)
         PyErr_Format(PyExc_ValueError, "regionalloc: %s contains NUL", what);
         return NULL;
     }
-    *len = (size_t)size;
+    if (len != NULL)
+        *len = (size_t)size;
     return text;
 }
 
@@ -57,7 +58,7 @@ int rapy_size_arg(PyObject *obj, void *out)
         return 0;
     }
     sign = PyLong_AsLongLongAndOverflow(obj, &overflow);
-    if (sign == -1 && overflow == 0 && PyErr_Occurred())
+    if (sign == -1 && PyErr_Occurred())
         return 0;
     if (overflow < 0 || (overflow == 0 && sign < 0)) {
         PyErr_SetString(PyExc_ValueError,
@@ -76,8 +77,7 @@ int rapy_format_arg(PyObject *obj, void *out)
     static const char *const names[] = {"text", "json", "prometheus"};
     static const ra_format_t formats[] = {RA_FORMAT_TEXT, RA_FORMAT_JSON,
                                           RA_FORMAT_PROMETHEUS};
-    size_t len;
-    const char *name = rapy_text_arg(obj, "format", &len);
+    const char *name = rapy_text_arg(obj, "format", NULL);
 
     if (name == NULL)
         return 0;

@@ -1,15 +1,12 @@
 /* The coroutine wrapper, regionalloc.TaggedCoroutine: a coroutine whose
  * each step runs with its own tags pushed above the thread's stack and
- * leaves none there. tasks.c makes them, for a task (follow_tasks) or for
- * an async function decorated with a tag. */
+ * leaves none there. Made for a task (tasks.c's follow_tasks) and for a
+ * coroutine of an async function decorated with a tag (decorate.c). */
 #include "coro.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
-
-#include "module.h"
-#include "stack.h"
 
 /* A step is one send, throw or close: one run of the coroutine between two
  * awaits. It starts by pushing the tags the coroutine had entered and not
@@ -28,9 +25,9 @@ typedef struct {
     PyObject_HEAD
     PyObject *coro;        /* the wrapped coroutine; NULL once cleared */
     PyObject *weakrefs;
-    ra_tag_t *saved;       /* bottom first; inline_tags or a heap array */
+    ra_tag_t *saved;       /* bottom first; inline_tags, or RA_TAG_STACK_MAX
+                              on the heap */
     unsigned nsaved;
-    unsigned capacity;
     bool started;          /* a step has run: close it with its tags */
     bool followed;         /* a task factory has given it its tags */
     ra_tag_t inline_tags[INLINE_TAGS];
@@ -55,22 +52,23 @@ struct step {
     unsigned outer_base; /* step_base when the step started */
 };
 
-/* Room for n saved tags (n <= RA_TAG_STACK_MAX): false, or true with
- * nothing changed when the heap array cannot be had (no exception set:
- * the caller may be ending a step that already raised). */
-static bool reserve_saved(tagged_coro *w, unsigned n)
+/* Room for n saved tags (n <= RA_TAG_STACK_MAX): 0, or -1 with nothing
+ * changed when the heap array cannot be had (no exception set: the caller
+ * may be ending a step that already raised). */
+static int reserve_saved(tagged_coro *w, unsigned n)
 {
     ra_tag_t *tags;
 
-    if (n <= w->capacity)
-        return false;
+    /* The inline array, until more are needed, then one of the most on
+     * the heap. */
+    if (n <= (w->saved == w->inline_tags ? INLINE_TAGS : RA_TAG_STACK_MAX))
+        return 0;
     tags = PyMem_RawMalloc(RA_TAG_STACK_MAX * sizeof *tags);
     if (tags == NULL)
-        return true;
+        return -1;
     memcpy(tags, w->saved, w->nsaved * sizeof *tags);
     w->saved = tags;
-    w->capacity = RA_TAG_STACK_MAX;
-    return false;
+    return 0;
 }
 
 /* Pushes w's saved tags: 0, or -1 with the push's exception set and the
@@ -79,10 +77,10 @@ static int step_begin(tagged_coro *w, struct step *st)
 {
     st->base = rapy_stack_depth();
     for (unsigned i = 0; i < w->nsaved; i++) {
+        /* The tags above the base are saved[0..i), just pushed with
+         * nothing in between: the cut writes saved as it was. */
         if (rapy_stack_restore(w->saved[i]) != 0) {
-            ra_tag_t pushed[RA_TAG_STACK_MAX];
-
-            rapy_stack_cut(st->base, pushed);
+            rapy_stack_cut(st->base, w->saved);
             return -1;
         }
     }
@@ -123,14 +121,12 @@ static int frame_gone(PyObject *coro)
 static void step_end(tagged_coro *w, const struct step *st, bool ended,
                      bool raised)
 {
-    ra_tag_t cut[RA_TAG_STACK_MAX];
     unsigned depth = rapy_stack_depth();
 
+    /* saved is empty since step_begin: the cut writes it from the start. */
     step_base = st->outer_base;
-    if (depth > st->base && !reserve_saved(w, depth - st->base)) {
-        w->nsaved = rapy_stack_cut(st->base, cut);
-        memcpy(w->saved, cut, w->nsaved * sizeof *cut);
-    }
+    if (depth > st->base && reserve_saved(w, depth - st->base) == 0)
+        w->nsaved = rapy_stack_cut(st->base, w->saved);
     if (w->nsaved != 0 && (ended || (raised && frame_gone(w->coro) != 0))) {
         rapy_stack_release(w->saved, w->nsaved);
         w->nsaved = 0;
@@ -335,31 +331,6 @@ static void track_before(tagged_coro *w)
     }
 }
 
-PyObject *rapy_coro_wrap(PyObject *coro, const ra_tag_t *tags, unsigned n)
-{
-    tagged_coro *w;
-
-    w = PyObject_GC_New(tagged_coro, &coro_type);
-    if (w == NULL)
-        return NULL;
-    w->coro = Py_NewRef(coro);
-    w->weakrefs = NULL;
-    w->saved = w->inline_tags;
-    w->capacity = INLINE_TAGS;
-    w->nsaved = 0;
-    w->started = false;
-    w->followed = false;
-    if (reserve_saved(w, n)) {
-        Py_DECREF(w);
-        return PyErr_NoMemory();
-    }
-    memcpy(w->saved, tags, n * sizeof *tags);
-    w->nsaved = n;
-    rapy_stack_hold(tags, n);
-    track_before(w);
-    return (PyObject *)w;
-}
-
 static PyMethodDef coro_methods[] = {
     {"send", coro_send, METH_O,
      "send(value): runs the coroutine's next step with its tags entered."},
@@ -400,11 +371,64 @@ static PyTypeObject coro_type = {
     .tp_weaklistoffset = offsetof(tagged_coro, weakrefs),
 };
 
-int rapy_coro_is_coroutine(PyObject *coro)
+/* Whether a Task runs obj as its coroutine (what asyncio.iscoroutine
+ * accepts): 1, 0, or -1 with an exception set. */
+static int is_coroutine(PyObject *obj)
 {
-    if (PyCoro_CheckExact(coro) || PyGen_CheckExact(coro))
+    if (PyCoro_CheckExact(obj) || PyGen_CheckExact(obj))
         return 1;
-    return PyObject_IsInstance(coro, coroutine_abc);
+    return PyObject_IsInstance(obj, coroutine_abc);
+}
+
+/* coro wrapped, its first step to enter tags[0..n), bottom first: they
+ * count as entered from now (Tag.destroy() refuses them) until the
+ * coroutine ends; what is not a coroutine (the Task refuses it) unchanged.
+ * alive, when not NULL, is checked after the wrapper is made (making it
+ * may collect garbage, whose finalizers may destroy the tag) and before it
+ * holds tags, with no Python code run in between. New reference, or NULL
+ * with an exception set (ValueError: alive was destroyed). */
+static PyObject *wrap_coroutine(PyObject *coro, const ra_tag_t *tags,
+                                unsigned n, const rapy_tag *alive)
+{
+    int is_coro = is_coroutine(coro);
+    tagged_coro *w;
+
+    if (is_coro <= 0)
+        return is_coro < 0 ? NULL : Py_NewRef(coro);
+    w = PyObject_GC_New(tagged_coro, &coro_type);
+    if (w == NULL)
+        return NULL;
+    w->coro = Py_NewRef(coro);
+    w->weakrefs = NULL;
+    w->saved = w->inline_tags;
+    w->nsaved = 0;
+    w->started = false;
+    w->followed = false;
+    if (reserve_saved(w, n) != 0) {
+        Py_DECREF(w);
+        return PyErr_NoMemory();
+    }
+    if (alive != NULL && rapy_tag_alive(alive) != 0) {
+        Py_DECREF(w);
+        return NULL;
+    }
+    memcpy(w->saved, tags, n * sizeof *tags);
+    w->nsaved = n;
+    rapy_stack_hold(tags, n);
+    track_before(w);
+    return (PyObject *)w;
+}
+
+PyObject *rapy_coro_wrap_tag(rapy_tag *tag, PyObject *coro)
+{
+    ra_tag_t id = tag->id; /* a live tag's object keeps its id */
+    PyObject *wrapped;
+
+    if (coro == NULL)
+        return NULL;
+    wrapped = wrap_coroutine(coro, &id, 1, tag);
+    Py_DECREF(coro);
+    return wrapped;
 }
 
 /* The tags a task made now inherits, bottom first: those above the base of
@@ -432,7 +456,7 @@ static int prepend_tags(tagged_coro *w, const ra_tag_t *tags, unsigned n)
                                "tags than a thread's tag stack holds"));
         return -1;
     }
-    if (reserve_saved(w, n + w->nsaved)) {
+    if (reserve_saved(w, n + w->nsaved) != 0) {
         PyErr_NoMemory();
         return -1;
     }
@@ -448,7 +472,7 @@ PyObject *rapy_coro_follow(PyObject *coro)
     const ra_tag_t *tags;
     unsigned n = inherited_tags(&tags);
     tagged_coro *w;
-    int is_coro;
+    PyObject *wrapped;
 
     if (Py_IS_TYPE(coro, &coro_type)) {
         w = (tagged_coro *)coro;
@@ -457,13 +481,11 @@ PyObject *rapy_coro_follow(PyObject *coro)
         w->followed = true;
         return Py_NewRef(coro);
     }
-    is_coro = rapy_coro_is_coroutine(coro);
-    if (is_coro <= 0)
-        return is_coro < 0 ? NULL : Py_NewRef(coro);
-    w = (tagged_coro *)rapy_coro_wrap(coro, tags, n);
-    if (w != NULL)
-        w->followed = true;
-    return (PyObject *)w;
+    /* coro is no wrapper: a wrapper that comes back is a new one. */
+    wrapped = wrap_coroutine(coro, tags, n, NULL);
+    if (wrapped != NULL && Py_IS_TYPE(wrapped, &coro_type))
+        ((tagged_coro *)wrapped)->followed = true;
+    return wrapped;
 }
 
 /* Registers the wrapper as a collections.abc.Coroutine, which

@@ -1,12 +1,12 @@
 /* A tag as a decorator: the wrapper that runs a function with its tag
  * pushed, or for an async function, whose call runs none of its code,
- * hands each coroutine it makes to tasks.c, to run each step under the
+ * hands each coroutine it makes to coro.c, to run each step under the
  * tag. Generator functions are refused. */
 #include "module.h"
 
 #include <stddef.h>
 
-#include "tasks.h"
+#include "coro.h"
 
 typedef struct {
     PyObject_HEAD
@@ -58,17 +58,17 @@ static PyObject *tagged_vectorcall(PyObject *self, PyObject *const *args,
 }
 
 /* An async function's call: its coroutine, each step of which runs under
- * the tag (rapy_tasks_wrap). */
+ * the tag (rapy_coro_wrap_tag). */
 static PyObject *tagged_coro_vectorcall(PyObject *self, PyObject *const *args,
                                         size_t nargsf, PyObject *kwnames)
 {
     tagged *wrapper = (tagged *)self;
 
     /* Checked before a coroutine is made (dropped, it would warn that it
-     * was never awaited), and again by rapy_tasks_wrap. */
+     * was never awaited), and again by rapy_coro_wrap_tag. */
     if (rapy_tag_alive(wrapper->tag) != 0)
         return NULL;
-    return rapy_tasks_wrap(
+    return rapy_coro_wrap_tag(
         wrapper->tag, PyObject_Vectorcall(wrapper->func, args, nargsf, kwnames));
 }
 

@@ -97,8 +97,7 @@ static PyObject *module_checkpoints(PyObject *module, PyObject *args,
 
 static PyObject *module_checkpoint(PyObject *module, PyObject *name)
 {
-    size_t len;
-    const char *label = rapy_text_arg(name, "a checkpoint's name", &len);
+    const char *label = rapy_text_arg(name, "a checkpoint's name", NULL);
 
     (void)module;
     if (label == NULL || rapy_require_enabled() != 0)

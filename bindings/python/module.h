@@ -22,12 +22,6 @@ typedef struct {
     char cname[RA_TAG_NAME_MAX + 1];
 } rapy_tag;
 
-/* api.c */
-/* Sets OSError(err, message) (its subclass for err, as the os module's
- * errors) and returns NULL; message is consumed (NULL: an exception is
- * already set). */
-PyObject *rapy_raise_oserror(int err, PyObject *message);
-
 /* 0 when tag was not destroyed, else -1 with ValueError set. Inline:
  * every entry checks it (`with`, a decorated call, a coroutine made). */
 static inline int rapy_tag_alive(const rapy_tag *tag)
@@ -70,7 +64,7 @@ PyObject *rapy_tag_get(PyObject *name, PyObject *parent);
 /* Adds the wrapper's type (not named in the module): 0, or -1. */
 int rapy_decorate_add(PyObject *module);
 /* tag(func): a function that runs func with tag pushed; for an async
- * function, one whose coroutines run each step with it (tasks.c). New
+ * function, one whose coroutines run each step with it (coro.c). New
  * reference, or NULL with an exception set (TypeError for what cannot be
  * decorated). */
 PyObject *rapy_decorate(rapy_tag *tag, PyObject *func);
@@ -91,8 +85,8 @@ PyObject *rapy_report_text(int (*write)(FILE *out, ra_format_t fmt),
 
 /* args.c */
 /* obj as UTF-8 (a str without NUL; what names it in the message), its
- * length in *len: valid as long as obj, or NULL with TypeError or
- * ValueError set. */
+ * length in *len (len may be NULL): valid as long as obj, or NULL with
+ * TypeError or ValueError set. */
 const char *rapy_text_arg(PyObject *obj, const char *what, size_t *len);
 /* "O&" converters: a tag name (str of 1 to RA_TAG_NAME_MAX bytes in UTF-8,
  * no NUL) into a const char * that lives as long as the str; a size (int

@@ -58,15 +58,11 @@ static int raise_push_error(int err, ra_tag_t tag)
     char what[160];
 
     if (err == EOVERFLOW) {
-        PyObject *args = Py_BuildValue(
-            "(is)", EOVERFLOW,
-            "regionalloc: cannot enter a tag: this thread's tag stack is "
-            "full (" RAPY_STR(RA_TAG_STACK_MAX) " tags entered)");
-
-        if (args != NULL) {
-            PyErr_SetObject(PyExc_OSError, args);
-            Py_DECREF(args);
-        }
+        rapy_raise_oserror(
+            EOVERFLOW,
+            PyUnicode_FromString(
+                "regionalloc: cannot enter a tag: this thread's tag stack is "
+                "full (" RAPY_STR(RA_TAG_STACK_MAX) " tags entered)"));
         return -1;
     }
     PyOS_snprintf(what, sizeof what, "regionalloc: entering tag '%s'",

@@ -33,9 +33,10 @@ unsigned rapy_stack_depth(void);
 const ra_tag_t *rapy_stack_tags(void);
 
 /* Pops every tag above depth, top first, and writes them to out bottom
- * first (out holds RA_TAG_STACK_MAX): returns how many. Used when a
- * coroutine suspends: the tags stay entered, held by the coroutine, until
- * rapy_stack_restore puts them back when it resumes, or
+ * first (out has room for rapy_stack_depth() - depth): returns how many,
+ * fewer when the library refuses a pop (a tag pushed above ours). Used
+ * when a coroutine suspends: the tags stay entered, held by the coroutine,
+ * until rapy_stack_restore puts them back when it resumes, or
  * rapy_stack_release drops them. */
 unsigned rapy_stack_cut(unsigned depth, ra_tag_t *out);
 

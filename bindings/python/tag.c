@@ -5,8 +5,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "stack.h"
-
 /* The live object of each id, or NULL; borrowed (tag_dealloc clears its
  * entry). The GIL guards it. A table in the module's own data, one entry
  * per id the library may hand out: no block of it can land in a user's tag

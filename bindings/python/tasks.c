@@ -1,12 +1,9 @@
 /* Tags that follow asyncio tasks: the task factory that follow_tasks()
- * sets on a loop, which gives every task's coroutine its own tags (coro.c),
- * and the coroutines of async functions decorated with a tag. */
+ * sets on a loop, which gives every task's coroutine its own tags
+ * (coro.c). */
 #include "tasks.h"
 
 #include "coro.h"
-#include "module.h"
-#include "stack.h"
-
 
 typedef struct {
     PyObject_HEAD
@@ -213,28 +210,6 @@ static PyMethodDef tasks_functions[] = {
      "not left, those of the task that is running included (for tests)."},
     {NULL, NULL, 0, NULL},
 };
-
-PyObject *rapy_tasks_wrap(rapy_tag *tag, PyObject *coro)
-{
-    PyObject *wrapped;
-    int is_coro;
-
-    if (coro == NULL)
-        return NULL;
-    is_coro = rapy_coro_is_coroutine(coro);
-    if (is_coro <= 0) {
-        if (is_coro == 0)
-            return coro;
-        Py_DECREF(coro);
-        return NULL;
-    }
-    /* Checked here, with no Python code run before the wrapper holds the
-     * tag: from then on Tag.destroy() refuses it. */
-    wrapped = rapy_tag_alive(tag) == 0 ? rapy_coro_wrap(coro, &tag->id, 1)
-                                       : NULL;
-    Py_DECREF(coro);
-    return wrapped;
-}
 
 int rapy_tasks_add(PyObject *module)
 {
